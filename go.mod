@@ -1,0 +1,8 @@
+module github.com/tailscope/tailscope
+
+go 1.26.8
+
+require (
+	github.com/klauspost/compress v1.20.4
+	go.yaml.in/yaml/v3 v3.0.6
+)

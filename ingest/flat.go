@@ -1,0 +1,589 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+// The flat span schema (DESIGN §3) is shared by JSON lines, CSV, Parquet
+// and Arrow: one record per span with the canonical field names below.
+// Aliases cover the spellings met in the wild; --map FIELD=KEY adds more.
+
+type field uint8
+
+const (
+	fNone field = iota
+	fTraceID
+	fSpanID
+	fParentID
+	fService
+	fName
+	fKind
+	fHop
+	fStart    // unix ns, or RFC 3339
+	fStartMs  // unix ms
+	fStartUs  // unix µs
+	fEnd      // unix ns, or RFC 3339
+	fDuration // Go duration string ("1.5s") or integer ns
+	fDurationMs
+	fDurationUs
+	fDurationNs
+	fStatus
+	fTimeout // bool: cut by a timeout
+	fCode
+	fAttempt
+	fResendCount // 0-based: attempt = count + 1
+	fTimeoutMs   // the timeout in force, ms
+	fWeight
+	fError     // bool or non-empty string: failed
+	fErrorType // "timeout" marks a timeout
+	fNested    // an attributes object whose members are fields too
+)
+
+// FlatFields lists the canonical field names, for --help and --map checks.
+var FlatFields = []string{
+	"trace_id", "span_id", "parent_id", "service", "name", "kind", "hop",
+	"start", "start_ms", "start_us", "end", "duration", "duration_ms", "duration_us", "duration_ns",
+	"status", "timeout", "code", "attempt", "timeout_ms", "weight", "error", "error_type",
+}
+
+var flatKeys = map[string]field{
+	"trace_id": fTraceID, "traceId": fTraceID, "traceID": fTraceID, "trace": fTraceID,
+	"span_id": fSpanID, "spanId": fSpanID, "spanID": fSpanID,
+	"parent_id": fParentID, "parentId": fParentID, "parent_span_id": fParentID, "parentSpanId": fParentID, "parentSpanID": fParentID,
+	"service": fService, "service.name": fService, "service_name": fService, "serviceName": fService,
+	"name": fName, "operation": fName, "operationName": fName, "span_name": fName,
+	"kind": fKind, "span_kind": fKind, "span.kind": fKind,
+	"hop": fHop,
+	"start": fStart, "start_time": fStart, "startTimeUnixNano": fStart, "start_ns": fStart, "timestamp": fStart,
+	"start_ms": fStartMs, "start_us": fStartUs,
+	"end": fEnd, "end_time": fEnd, "endTimeUnixNano": fEnd, "end_ns": fEnd,
+	"duration": fDuration, "duration_ms": fDurationMs, "latency_ms": fDurationMs, "elapsed_ms": fDurationMs,
+	"duration_us": fDurationUs, "duration_ns": fDurationNs,
+	"status": fStatus, "status_code": fStatus, "otel.status_code": fStatus, "outcome": fStatus,
+	"timeout": fTimeout, "timed_out": fTimeout,
+	"code": fCode, "http.status_code": fCode, "http.response.status_code": fCode, "rpc.grpc.status_code": fCode, "grpc_code": fCode,
+	"attempt": fAttempt, "retry.attempt": fAttempt, "x-envoy-attempt-count": fAttempt,
+	"http.request.resend_count": fResendCount, "grpc-previous-rpc-attempts": fResendCount,
+	"timeout_ms": fTimeoutMs,
+	"weight": fWeight, "sampling.weight": fWeight, "adjusted_count": fWeight,
+	"error": fError, "error.type": fErrorType, "error_type": fErrorType,
+	"attributes": fNested, "attrs": fNested, "tags": fNested,
+}
+
+var canonicalField = map[string]field{}
+
+func init() {
+	for _, n := range FlatFields {
+		canonicalField[n] = flatKeys[n]
+	}
+	register("jsonl", decodeJSONL)
+}
+
+// fieldTable resolves input keys to fields, honouring --map.
+type fieldTable struct {
+	keys    map[string]field
+	hopAttr string
+}
+
+// ParseMap checks --map FIELD=KEY pairs against the canonical fields.
+func ParseMap(pairs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, p := range pairs {
+		for _, kv := range strings.Split(p, ",") {
+			f, k, ok := strings.Cut(kv, "=")
+			f, k = strings.TrimSpace(f), strings.TrimSpace(k)
+			if !ok || f == "" || k == "" {
+				return nil, fmt.Errorf("--map %q: want FIELD=KEY", kv)
+			}
+			if _, known := canonicalField[f]; !known {
+				return nil, fmt.Errorf("--map %q: unknown field %q (fields: %s)", kv, f, strings.Join(FlatFields, ", "))
+			}
+			m[f] = k
+		}
+	}
+	return m, nil
+}
+
+func newFieldTable(opt *Options) *fieldTable {
+	t := &fieldTable{keys: flatKeys, hopAttr: opt.HopAttr()}
+	if len(opt.Map) > 0 {
+		t.keys = make(map[string]field, len(flatKeys)+len(opt.Map))
+		mapped := map[string]bool{}
+		for _, k := range opt.Map {
+			mapped[k] = true
+		}
+		for k, f := range flatKeys {
+			if !mapped[k] {
+				t.keys[k] = f
+			}
+		}
+		// A mapped field is read only from its mapped key.
+		for f, k := range opt.Map {
+			for k2, f2 := range t.keys {
+				if f2 == canonicalField[f] && k2 != k {
+					delete(t.keys, k2)
+				}
+			}
+			t.keys[k] = canonicalField[f]
+		}
+	}
+	return t
+}
+
+// flatRecord accumulates the fields of one record before they become a span.
+type flatRecord struct {
+	sp                                    span.Span
+	hasDur, hasStart, hasEnd, hasStatus   bool
+	end                                   int64
+	errFlag, errTimeout, codeSet, timeout bool
+	status                                span.Status
+	intern                                *interner
+}
+
+func (r *flatRecord) reset() {
+	in := r.intern
+	*r = flatRecord{intern: in}
+}
+
+// set stores one value. str says whether the input gave a string (CSV
+// always does); v is the text of the value.
+func (r *flatRecord) set(f field, str bool, v []byte) error {
+	if !str && (len(v) == 4 && string(v) == "null") {
+		return nil
+	}
+	sp := &r.sp
+	switch f {
+	case fTraceID:
+		sp.TraceID = string(v)
+	case fSpanID:
+		sp.SpanID = string(v)
+	case fParentID:
+		sp.ParentID = string(v)
+	case fService:
+		sp.Service = r.intern.get(v)
+	case fName:
+		sp.Name = r.intern.get(v)
+	case fKind:
+		sp.Kind = normKind(v)
+	case fHop:
+		sp.Hop = r.intern.get(v)
+	case fStart, fStartMs, fStartUs, fEnd:
+		t, err := parseTime(f, str, v)
+		if err != nil {
+			return err
+		}
+		if f == fEnd {
+			r.end, r.hasEnd = t, true
+		} else {
+			sp.Start, r.hasStart = t, true
+		}
+	case fDuration, fDurationMs, fDurationUs, fDurationNs:
+		d, err := parseDuration(f, str, v)
+		if err != nil {
+			return err
+		}
+		sp.Duration, r.hasDur = d, true
+	case fStatus:
+		st, to, code, err := parseStatus(v)
+		if err != nil {
+			return err
+		}
+		r.status, r.hasStatus = st, true
+		r.timeout = r.timeout || to
+		if code != 0 && !r.codeSet {
+			sp.Code = code
+		}
+	case fTimeout:
+		b, err := parseBool(v)
+		if err != nil {
+			return fmt.Errorf("timeout: %v", err)
+		}
+		r.timeout = r.timeout || b
+	case fCode:
+		c, to, err := parseCode(v)
+		if err != nil {
+			return err
+		}
+		sp.Code, r.codeSet = c, true
+		r.errTimeout = r.errTimeout || to
+	case fAttempt, fResendCount:
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 0 {
+			return fmt.Errorf("attempt: want a non-negative integer, got %q", v)
+		}
+		if f == fResendCount {
+			n++
+		}
+		sp.Attempt = n
+	case fTimeoutMs:
+		x, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || !finiteNs(x*1e6) || x < 0 {
+			return fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %q", v)
+		}
+		sp.TimeoutInForce = int64(math.Round(x * 1e6))
+	case fWeight:
+		x, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return fmt.Errorf("weight: want a number ≥ 0, got %q", v)
+		}
+		sp.Weight = x
+	case fError:
+		if str {
+			// An error tag's presence means failure, whatever its text,
+			// except an explicit "false".
+			if !strings.EqualFold(string(v), "false") {
+				r.errFlag = true
+			}
+		} else if b, err := parseBool(v); err == nil {
+			r.errFlag = r.errFlag || b
+		}
+	case fErrorType:
+		if len(v) > 0 {
+			r.errFlag = true
+		}
+		if isTimeoutWord(v) {
+			r.errTimeout = true
+		}
+	}
+	return nil
+}
+
+// finish validates the record and fills derived fields.
+func (r *flatRecord) finish() (reason, detail string) {
+	sp := &r.sp
+	if !r.hasDur {
+		if r.hasEnd && r.hasStart {
+			if r.end < sp.Start {
+				return "end before start", fmt.Sprintf("end %d < start %d", r.end, sp.Start)
+			}
+			sp.Duration = r.end - sp.Start
+		} else {
+			return "missing duration", "no duration, duration_ms/us/ns, or start and end"
+		}
+	}
+	sp.Timeout = r.timeout || r.errTimeout
+	switch {
+	case r.hasStatus:
+		sp.Status = r.status
+		if r.errFlag || sp.Timeout {
+			sp.Status = span.Error
+		}
+	case r.errFlag || sp.Timeout:
+		sp.Status = span.Error
+	case sp.Code >= 500 || sp.Code == 429:
+		sp.Status = span.Error
+	}
+	return "", ""
+}
+
+func normKind(v []byte) string {
+	s := strings.ToLower(string(v))
+	s = strings.TrimPrefix(s, "span_kind_")
+	switch s {
+	case "1":
+		return "internal"
+	case "2":
+		return "server"
+	case "3":
+		return "client"
+	case "4":
+		return "producer"
+	case "5":
+		return "consumer"
+	case "internal", "server", "client", "producer", "consumer":
+		return s
+	case "", "0", "unspecified":
+		return ""
+	}
+	return s
+}
+
+func finiteNs(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) && math.Abs(x) < 9e18 }
+
+// parseDuration reads a duration into ns. Numbers are in the unit the field
+// names; "duration" takes a Go duration string or an integer of ns.
+func parseDuration(f field, str bool, v []byte) (int64, error) {
+	name := map[field]string{fDuration: "duration", fDurationMs: "duration_ms", fDurationUs: "duration_us", fDurationNs: "duration_ns"}[f]
+	s := string(v)
+	if f == fDuration {
+		if d, err := time.ParseDuration(s); err == nil {
+			return int64(d), nil
+		}
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return n, nil
+		}
+		return 0, fmt.Errorf("bad %s %q: want a Go duration like 1.5s or integer nanoseconds", name, s)
+	}
+	scale := map[field]float64{fDurationMs: 1e6, fDurationUs: 1e3, fDurationNs: 1}[f]
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		x := float64(n) * scale
+		if !finiteNs(x) {
+			return 0, fmt.Errorf("bad %s %q: out of range", name, s)
+		}
+		if scale == 1 {
+			return n, nil
+		}
+		return int64(math.Round(x)), nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad %s %q: want a number", name, s)
+	}
+	x *= scale
+	if !finiteNs(x) {
+		return 0, fmt.Errorf("bad %s %q: not a finite duration", name, s)
+	}
+	return int64(math.Round(x)), nil
+}
+
+// parseTime reads a start or end: integer unix ns (or the unit the field
+// names), or an RFC 3339 string.
+func parseTime(f field, str bool, v []byte) (int64, error) {
+	s := string(v)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		switch f {
+		case fStartMs:
+			if n > math.MaxInt64/1_000_000 || n < 0 {
+				return 0, fmt.Errorf("bad start_ms %q: out of range", s)
+			}
+			return n * 1e6, nil
+		case fStartUs:
+			if n > math.MaxInt64/1_000 || n < 0 {
+				return 0, fmt.Errorf("bad start_us %q: out of range", s)
+			}
+			return n * 1e3, nil
+		}
+		return n, nil
+	}
+	if x, err := strconv.ParseFloat(s, 64); err == nil {
+		scale := map[field]float64{fStartMs: 1e6, fStartUs: 1e3}[f]
+		if scale == 0 {
+			scale = 1
+		}
+		x *= scale
+		if !finiteNs(x) {
+			return 0, fmt.Errorf("bad time %q: out of range", s)
+		}
+		return int64(x), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("bad time %q: want unix nanoseconds or RFC 3339", s)
+	}
+	return t.UnixNano(), nil
+}
+
+// parseStatus reads ok/error/unset in the spellings of OTel, HTTP and
+// common loggers; it also accepts an HTTP code or a timeout word.
+func parseStatus(v []byte) (st span.Status, timeout bool, code int, err error) {
+	s := strings.ToLower(strings.TrimSpace(string(v)))
+	s = strings.TrimPrefix(s, "status_code_")
+	switch s {
+	case "ok", "success", "succeeded", "true", "1", "pass", "passed":
+		return span.OK, false, 0, nil
+	case "", "unset", "0":
+		return span.Unset, false, 0, nil
+	case "error", "err", "fail", "failed", "failure", "false", "2":
+		return span.Error, false, 0, nil
+	}
+	if isTimeoutWord([]byte(s)) {
+		return span.Error, true, 0, nil
+	}
+	if n, e := strconv.Atoi(s); e == nil && n >= 100 && n < 600 {
+		st := span.OK
+		if n >= 400 {
+			st = span.Error
+		}
+		return st, n == 408 || n == 504, n, nil
+	}
+	return 0, false, 0, fmt.Errorf("bad status %q: want ok, error or unset", string(v))
+}
+
+func isTimeoutWord(v []byte) bool {
+	s := strings.ToLower(string(v))
+	switch s {
+	case "timeout", "timedout", "timed_out", "timed out", "deadline_exceeded", "deadline exceeded", "deadlineexceeded", "ut", "context deadline exceeded":
+		return true
+	}
+	return strings.Contains(s, "timeout") || strings.Contains(s, "deadline")
+}
+
+// parseCode reads an HTTP status or a gRPC code, numeric or by name.
+func parseCode(v []byte) (code int, timeout bool, err error) {
+	s := strings.TrimSpace(string(v))
+	if n, e := strconv.Atoi(s); e == nil {
+		return n, n == 408 || n == 504, nil
+	}
+	if isTimeoutWord(v) {
+		return 4, true, nil // gRPC DEADLINE_EXCEEDED
+	}
+	if s == "" {
+		return 0, false, nil
+	}
+	return 0, false, fmt.Errorf("bad code %q: want an HTTP or gRPC status", s)
+}
+
+func parseBool(v []byte) (bool, error) {
+	switch strings.ToLower(string(v)) {
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("want true or false, got %q", v)
+}
+
+// interner keeps one copy of each hop, service and name string: logs
+// repeat a handful of them millions of times.
+type interner struct{ m map[string]string }
+
+func (in *interner) get(b []byte) string {
+	if in.m == nil {
+		in.m = map[string]string{}
+	}
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	if len(in.m) > 1<<16 {
+		return string(b) // a runaway cardinality: stop interning
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
+}
+
+// lineReader yields lines of at most max bytes; longer lines are reported
+// and skipped whole, never buffered whole.
+type lineReader struct {
+	src  *Source
+	max  int
+	line int64
+	buf  []byte
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// next returns the next line without its newline, or io.EOF.
+func (lr *lineReader) next() ([]byte, error) {
+	lr.buf = lr.buf[:0]
+	lr.line++
+	tooLong := false
+	for {
+		chunk, err := lr.src.R.ReadSlice('\n')
+		if !tooLong {
+			if len(lr.buf)+len(chunk) > lr.max+1 {
+				tooLong = true
+				lr.buf = lr.buf[:0]
+			} else if err == nil && len(lr.buf) == 0 {
+				return bytes.TrimRight(chunk, "\r\n"), nil // fast path: no copy
+			} else {
+				lr.buf = append(lr.buf, chunk...)
+			}
+		}
+		switch err {
+		case nil:
+			if tooLong {
+				return nil, errLineTooLong
+			}
+			return bytes.TrimRight(lr.buf, "\r\n"), nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			if tooLong {
+				return nil, errLineTooLong
+			}
+			if len(lr.buf) == 0 {
+				return nil, io.EOF
+			}
+			return bytes.TrimRight(lr.buf, "\r\n"), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+func decodeJSONL(src *Source) error {
+	src.SetDefaultHopBy("hop")
+	tab := newFieldTable(src.opt)
+	lr := &lineReader{src: src, max: src.opt.MaxRecord}
+	rec := &flatRecord{intern: &interner{}}
+	var sc scanner
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err == errLineTooLong {
+			src.Skip(lr.line, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.opt.MaxRecord))
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: %w", lr.line, err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		rec.reset()
+		sc.buf, sc.pos = line, 0
+		if err := tab.decodeObject(&sc, rec, 0); err != nil {
+			reason := "bad JSON"
+			if errors.As(err, new(fieldError)) {
+				reason = "bad value"
+			}
+			src.Skip(lr.line, 0, reason, err.Error())
+			continue
+		}
+		sc.ws()
+		if sc.pos != len(sc.buf) {
+			src.Skip(lr.line, 0, "bad JSON", "trailing data after the object")
+			continue
+		}
+		if reason, detail := rec.finish(); reason != "" {
+			src.Skip(lr.line, 0, reason, detail)
+			continue
+		}
+		src.Emit(&rec.sp, lr.line, 0)
+	}
+}
+
+// fieldError marks a value that parsed as JSON but is wrong for its field.
+type fieldError struct{ err error }
+
+func (e fieldError) Error() string { return e.err.Error() }
+
+func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error {
+	return sc.object(func(key []byte, k kind, v []byte) error {
+		if t.hopAttr != "" && string(key) == t.hopAttr && (k == kString || k == kNumber) {
+			rec.sp.Hop = rec.intern.get(v)
+			return nil
+		}
+		f := t.keys[string(key)]
+		if f == fNone {
+			return nil
+		}
+		if f == fNested {
+			if k == kObject && depth == 0 {
+				sub := scanner{buf: v}
+				return t.decodeObject(&sub, rec, depth+1)
+			}
+			return nil
+		}
+		if k == kObject || k == kArray {
+			return fmt.Errorf("%s: want a scalar, got an %s", key, map[kind]string{kObject: "object", kArray: "array"}[k])
+		}
+		if err := rec.set(f, k == kString, v); err != nil {
+			return fieldError{err}
+		}
+		return nil
+	})
+}

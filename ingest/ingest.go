@@ -1,0 +1,406 @@
+// Package ingest reads span logs — files, directories, globs or stdin, plain,
+// gzip or zstd — and turns every record into a canonical span.Span.
+//
+// It streams: a decoder hands each span to a callback as soon as it is
+// decoded, so no input is ever held whole in memory. Bad records never stop a
+// run: each is skipped with its position and a reason, and counted, so that a
+// report can reconcile read = used + skipped (DESIGN §10). Only I/O errors and
+// unreadable files end a run with an error.
+//
+// The package knows formats and nothing about statistics: it must not
+// compute percentiles or decide outcomes beyond what a record states.
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/tailscope/tailscope/span"
+)
+
+// Formats the reader knows, in the order --help lists them.
+var Formats = []string{"jsonl", "otlp", "jaeger", "zipkin", "csv", "parquet", "arrow"}
+
+// DefaultMaxRecord is the largest line or JSON document accepted by default
+// (--max-record raises it). It protects the machine from a runaway input.
+const DefaultMaxRecord = 64 << 20
+
+// Options say how to read and which spans to keep.
+type Options struct {
+	// Format is "auto" (sniffed from content) or one of Formats.
+	Format string
+	// HopBy chooses the hop of a span: hop, service, name, service+name,
+	// peer or attr:KEY. Empty means the format's default (hop for flat logs,
+	// service+name for trace formats).
+	HopBy string
+	// Map renames fields of flat JSON and CSV logs: canonical field → key in
+	// the input (e.g. "hop" → "operation").
+	Map map[string]string
+	// MaxRecord bounds a line or a JSON document, in bytes.
+	MaxRecord int
+	// Since and Until keep spans whose start lies in [Since, Until) (unix
+	// ns; 0 means unbounded).
+	Since, Until int64
+	// Hops and ExcludeHops filter by hop name after derivation.
+	Hops, ExcludeHops *regexp.Regexp
+	// Stdin is read for the path "-".
+	Stdin io.Reader
+	// MaxErrors bounds how many positioned errors are kept (all are counted).
+	MaxErrors int
+}
+
+// HopAttr returns KEY when HopBy is attr:KEY.
+func (o *Options) HopAttr() string {
+	if k, ok := strings.CutPrefix(o.HopBy, "attr:"); ok {
+		return k
+	}
+	return ""
+}
+
+// ValidHopBy reports whether h is a --hop-by value tailscope understands.
+func ValidHopBy(h string) bool {
+	switch h {
+	case "", "hop", "service", "name", "service+name", "peer":
+		return true
+	}
+	k, ok := strings.CutPrefix(h, "attr:")
+	return ok && k != ""
+}
+
+// RecordError is a bad record: where it is and why it was skipped.
+type RecordError struct {
+	File   string
+	Line   int64 // 1-based line, or 0 when the format has no lines
+	Index  int64 // 1-based record index when Line is 0
+	Reason string // short, stable, used as the skipped_by_reason key
+	Detail string
+}
+
+func (e *RecordError) Error() string {
+	pos := e.File
+	switch {
+	case e.Line > 0:
+		pos = fmt.Sprintf("%s:%d", e.File, e.Line)
+	case e.Index > 0:
+		pos = fmt.Sprintf("%s: span %d", e.File, e.Index)
+	}
+	if e.Detail != "" {
+		return pos + ": " + e.Reason + ": " + e.Detail
+	}
+	return pos + ": " + e.Reason
+}
+
+// Stats reconcile what was read: Read = Used + Skipped, and Skipped is the
+// sum of SkippedByReason.
+type Stats struct {
+	Files           []string
+	Formats         map[string]string // file → format used
+	Read            int64
+	Used            int64
+	Skipped         int64
+	SkippedByReason map[string]int64
+	Errors          []*RecordError // the first MaxErrors bad records
+}
+
+func (st *Stats) skip(e *RecordError, max int) {
+	st.Read++
+	st.Skipped++
+	if st.SkippedByReason == nil {
+		st.SkippedByReason = map[string]int64{}
+	}
+	st.SkippedByReason[e.Reason]++
+	if len(st.Errors) < max {
+		st.Errors = append(st.Errors, e)
+	}
+}
+
+// Reasons for skipping that do not come from a decoder.
+const (
+	ReasonOutsideWindow = "outside --since/--until"
+	ReasonHopFiltered   = "hop filtered out"
+	ReasonNoHop         = "missing hop"
+)
+
+// Read decodes every path and calls emit for each span kept. The *Span is
+// only valid during the call; emit copies what it keeps.
+func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
+	if opt.MaxRecord <= 0 {
+		opt.MaxRecord = DefaultMaxRecord
+	}
+	if opt.MaxErrors <= 0 {
+		opt.MaxErrors = 20
+	}
+	if opt.Format == "" {
+		opt.Format = "auto"
+	}
+	if opt.Format != "auto" && decoders[opt.Format] == nil {
+		return nil, fmt.Errorf("unknown --input %q (want auto, %s)", opt.Format, strings.Join(Formats, ", "))
+	}
+	files, err := expand(paths)
+	if err != nil {
+		return nil, err
+	}
+	st := &Stats{Files: files, Formats: map[string]string{}, SkippedByReason: map[string]int64{}}
+	for _, f := range files {
+		if err := readFile(f, &opt, st, emit); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// expand turns paths into a sorted list of files: directories are walked
+// (hidden entries skipped), globs expanded, "-" kept for stdin.
+func expand(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if p == "-" {
+			out = append(out, p)
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(p, "*?[") {
+				m, gerr := filepath.Glob(p)
+				if gerr != nil {
+					return nil, fmt.Errorf("bad glob %q: %v", p, gerr)
+				}
+				if len(m) == 0 {
+					return nil, fmt.Errorf("%s: no file matches", p)
+				}
+				sub, err := expand(m)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, sub...)
+				continue
+			}
+			return nil, err
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if path != p && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: directory holds no files", p)
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// Source is one opened input, decompressed, with its format known.
+type Source struct {
+	Name string
+	// R reads the decompressed content, buffered, from its first byte.
+	R *bufio.Reader
+	// File is the underlying file when the input is a plain (uncompressed)
+	// regular file, for decoders that need random access (Parquet, Arrow
+	// files); nil otherwise.
+	File *os.File
+	opt  *Options
+	st   *Stats
+	emit func(*span.Span)
+	// defaultHopBy is the decoder's choice when --hop-by is not given.
+	hopDefault string
+}
+
+// Options returns the read options.
+func (s *Source) Options() *Options { return s.opt }
+
+// SetDefaultHopBy sets how hops are named when the user gave no --hop-by.
+func (s *Source) SetDefaultHopBy(h string) { s.hopDefault = h }
+
+// Skip records a bad record.
+func (s *Source) Skip(line, index int64, reason, detail string) {
+	s.st.skip(&RecordError{File: s.Name, Line: line, Index: index, Reason: reason, Detail: detail}, s.opt.MaxErrors)
+}
+
+// Emit validates a decoded span, derives its hop, applies the filters and
+// hands it on. line/index position the span for error messages.
+func (s *Source) Emit(sp *span.Span, line, index int64) {
+	if reason, detail := validate(sp); reason != "" {
+		s.Skip(line, index, reason, detail)
+		return
+	}
+	hopBy := s.opt.HopBy
+	if hopBy == "" {
+		hopBy = s.hopDefault
+	}
+	sp.Hop = DeriveHop(sp, hopBy)
+	if sp.Hop == "" {
+		s.Skip(line, index, ReasonNoHop, "no "+hopBy+" to name the hop by (see --hop-by)")
+		return
+	}
+	if (s.opt.Since != 0 && sp.Start < s.opt.Since) || (s.opt.Until != 0 && sp.Start >= s.opt.Until) {
+		s.Skip(line, index, ReasonOutsideWindow, "")
+		return
+	}
+	if (s.opt.Hops != nil && !s.opt.Hops.MatchString(sp.Hop)) || (s.opt.ExcludeHops != nil && s.opt.ExcludeHops.MatchString(sp.Hop)) {
+		s.Skip(line, index, ReasonHopFiltered, "")
+		return
+	}
+	if sp.Weight == 0 {
+		sp.Weight = 1
+	}
+	s.st.Read++
+	s.st.Used++
+	s.emit(sp)
+}
+
+// validate checks a span before analysis sees it.
+func validate(sp *span.Span) (reason, detail string) {
+	switch {
+	case sp.Duration < 0:
+		return "negative duration", fmt.Sprintf("%d ns", sp.Duration)
+	case sp.Start < 0:
+		return "negative start", fmt.Sprintf("%d ns", sp.Start)
+	case sp.Start > 0 && sp.Start+sp.Duration < sp.Start:
+		return "end overflows", ""
+	case sp.Weight < 0:
+		return "negative weight", ""
+	}
+	return "", ""
+}
+
+// DeriveHop names the bucket of a span under a --hop-by mode. For attr:KEY
+// the decoder has already put the attribute's value in sp.Hop.
+func DeriveHop(sp *span.Span, hopBy string) string {
+	switch hopBy {
+	case "", "hop":
+		if sp.Hop != "" {
+			return sp.Hop
+		}
+		return joinServiceName(sp)
+	case "service":
+		return sp.Service
+	case "name":
+		return sp.Name
+	case "service+name":
+		return joinServiceName(sp)
+	}
+	return sp.Hop
+}
+
+// joinServiceName is "service name", with the kind appended for the caller
+// side of a call so that a CLIENT span and the SERVER span of the same
+// operation stay in different buckets.
+func joinServiceName(sp *span.Span) string {
+	h := sp.Name
+	if sp.Service != "" {
+		if h == "" {
+			h = sp.Service
+		} else {
+			h = sp.Service + " " + sp.Name
+		}
+	}
+	switch sp.Kind {
+	case "client", "producer", "consumer":
+		if h != "" {
+			h += " (" + sp.Kind + ")"
+		}
+	}
+	return h
+}
+
+// decoders are registered by the files that implement them.
+var decoders = map[string]func(*Source) error{}
+
+func register(format string, dec func(*Source) error) { decoders[format] = dec }
+
+var (
+	magicGzip = []byte{0x1f, 0x8b}
+	magicZstd = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+func readFile(name string, opt *Options, st *Stats, emit func(*span.Span)) error {
+	var raw io.Reader
+	var file *os.File
+	display := name
+	if name == "-" {
+		display = "<stdin>"
+		if opt.Stdin == nil {
+			return errors.New("<stdin>: no standard input")
+		}
+		raw = opt.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		raw, file = f, f
+	}
+	br := bufio.NewReaderSize(raw, 1<<16)
+	head, _ := br.Peek(4)
+	var closer io.Closer
+	switch {
+	case bytes.HasPrefix(head, magicGzip):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("%s: gzip: %v", display, err)
+		}
+		closer, file = zr, nil
+		br = bufio.NewReaderSize(zr, 1<<16)
+	case bytes.HasPrefix(head, magicZstd):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return fmt.Errorf("%s: zstd: %v", display, err)
+		}
+		defer zr.Close()
+		file = nil
+		br = bufio.NewReaderSize(zr, 1<<16)
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	format := opt.Format
+	if format == "auto" {
+		f, err := Sniff(br)
+		if err != nil {
+			return fmt.Errorf("%s: %v", display, err)
+		}
+		format = f
+	}
+	dec := decoders[format]
+	if dec == nil {
+		return fmt.Errorf("%s: the %s reader is not available in this build", display, format)
+	}
+	st.Formats[display] = format
+	src := &Source{Name: display, R: br, File: file, opt: opt, st: st, emit: emit, hopDefault: "service+name"}
+	if err := dec(src); err != nil {
+		return fmt.Errorf("%s: %w", display, err)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"unicode/utf8"
+)
+
+// sniffWindow is how much of an input Sniff looks at.
+const sniffWindow = 64 << 10
+
+// Sniff names the format of a decompressed input from its first bytes,
+// without consuming them: Parquet and Arrow by their magic, JSON by the keys
+// of its first object (resourceSpans → OTLP, data/traceID+spans → Jaeger),
+// a JSON array → Zipkin, any other JSON object → flat JSON lines, and a first
+// line with commas → CSV. An empty input is flat JSON lines with no records.
+func Sniff(br *bufio.Reader) (string, error) {
+	head, _ := br.Peek(sniffWindow)
+	switch {
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		return "parquet", nil
+	case bytes.HasPrefix(head, []byte("ARROW1")),
+		bytes.HasPrefix(head, []byte{0xff, 0xff, 0xff, 0xff}):
+		return "arrow", nil
+	}
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")) // UTF-8 BOM
+	t := bytes.TrimLeft(head, " \t\r\n")
+	if len(t) == 0 {
+		return "jsonl", nil
+	}
+	switch t[0] {
+	case '{':
+		keys := topKeys(t)
+		has := func(k ...string) bool {
+			for _, x := range k {
+				if keys[x] {
+					return true
+				}
+			}
+			return false
+		}
+		switch {
+		case has("resourceSpans", "resource_spans", "batches", "result"):
+			return "otlp", nil
+		case has("data") || (has("traceID") && has("spans")) || (has("spans") && has("processes")):
+			return "jaeger", nil
+		}
+		return "jsonl", nil
+	case '[':
+		return "zipkin", nil
+	}
+	line := t
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	if utf8.Valid(line) && bytes.IndexByte(line, ',') > 0 {
+		return "csv", nil
+	}
+	show := line
+	if len(show) > 24 {
+		show = show[:24]
+	}
+	return "", fmt.Errorf("unknown format: starts with %q; name it with --input (auto, jsonl, otlp, jaeger, zipkin, csv, parquet, arrow)", show)
+}
+
+// topKeys returns the keys of the first JSON object in b, as far as b goes.
+func topKeys(b []byte) map[string]bool {
+	keys := map[string]bool{}
+	sc := scanner{buf: b}
+	sc.ws()
+	if !sc.eat('{') {
+		return keys
+	}
+	for {
+		sc.ws()
+		k, ok := sc.str()
+		if !ok {
+			return keys
+		}
+		keys[string(k)] = true
+		sc.ws()
+		if !sc.eat(':') {
+			return keys
+		}
+		sc.ws()
+		if _, _, err := sc.value(); err != nil {
+			return keys
+		}
+		sc.ws()
+		if !sc.eat(',') {
+			return keys
+		}
+	}
+}

@@ -1,0 +1,72 @@
+// Package span holds tailscope's model of what the logs say: spans, and the
+// calls, attempts and requests rebuilt from them (DESIGN §3).
+//
+// Everything downstream — analysis, replay, recommendation — sees only these
+// types, never an input format. The package must not know about any file
+// format and must not compute statistics; it only assembles the tree.
+package span
+
+import "time"
+
+// Status is a span's outcome as the tracer recorded it.
+type Status uint8
+
+const (
+	// Unset means the tracer did not say; tailscope treats it as success,
+	// as OpenTelemetry does.
+	Unset Status = iota
+	OK
+	Error
+)
+
+func (s Status) String() string {
+	switch s {
+	case OK:
+		return "ok"
+	case Error:
+		return "error"
+	}
+	return "unset"
+}
+
+// Span is one timed operation from the logs, in canonical form.
+//
+// Times are nanoseconds. Start is unix ns (0 when the log gave none);
+// Duration is always ≥ 0 once a reader has validated the span.
+type Span struct {
+	TraceID  string
+	SpanID   string
+	ParentID string
+	Service  string
+	Name     string
+	Kind     string // client, server, internal, producer, consumer or ""
+	Hop      string // the bucket the span falls in (see --hop-by)
+
+	Start    int64
+	Duration int64
+
+	Status Status
+	// Timeout is true when the span says it was cut by a timeout (status or
+	// error.type timeout, gRPC DEADLINE_EXCEEDED, HTTP 408/504, Envoy UT).
+	// Its Duration is then a censoring point: the true latency was ≥ it.
+	Timeout bool
+	// Code is the HTTP or gRPC status code, 0 when absent.
+	Code int
+	// Attempt is the 1-based attempt index when the log gives one, else 0.
+	Attempt int
+	// TimeoutInForce is the per-attempt timeout the caller had configured,
+	// when the span carries it (0 when unknown).
+	TimeoutInForce int64
+	// Weight is the adjusted count of a sampled span (1 when unsampled).
+	Weight float64
+}
+
+// End returns the span's end time in unix ns.
+func (s *Span) End() int64 { return s.Start + s.Duration }
+
+// Failed reports whether the span ended in an error.
+func (s *Span) Failed() bool { return s.Status == Error || s.Timeout }
+
+// Ms converts nanoseconds to milliseconds as a float, the unit of every
+// JSON report field that ends in _ms.
+func Ms(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }
