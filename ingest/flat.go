@@ -63,7 +63,7 @@ var flatKeys = map[string]field{
 	"service": fService, "service.name": fService, "service_name": fService, "serviceName": fService,
 	"name": fName, "operation": fName, "operationName": fName, "span_name": fName,
 	"kind": fKind, "span_kind": fKind, "span.kind": fKind,
-	"hop": fHop,
+	"hop":   fHop,
 	"start": fStart, "start_time": fStart, "startTimeUnixNano": fStart, "start_ns": fStart, "timestamp": fStart,
 	"start_ms": fStartMs, "start_us": fStartUs,
 	"end": fEnd, "end_time": fEnd, "endTimeUnixNano": fEnd, "end_ns": fEnd,
@@ -75,7 +75,7 @@ var flatKeys = map[string]field{
 	"attempt": fAttempt, "retry.attempt": fAttempt, "x-envoy-attempt-count": fAttempt,
 	"http.request.resend_count": fResendCount, "grpc-previous-rpc-attempts": fResendCount,
 	"timeout_ms": fTimeoutMs,
-	"weight": fWeight, "sampling.weight": fWeight, "adjusted_count": fWeight,
+	"weight":     fWeight, "sampling.weight": fWeight, "adjusted_count": fWeight,
 	"error": fError, "error.type": fErrorType, "error_type": fErrorType,
 	"attributes": fNested, "attrs": fNested, "tags": fNested,
 }

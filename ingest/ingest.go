@@ -81,8 +81,8 @@ func ValidHopBy(h string) bool {
 // RecordError is a bad record: where it is and why it was skipped.
 type RecordError struct {
 	File   string
-	Line   int64 // 1-based line, or 0 when the format has no lines
-	Index  int64 // 1-based record index when Line is 0
+	Line   int64  // 1-based line, or 0 when the format has no lines
+	Index  int64  // 1-based record index when Line is 0
 	Reason string // short, stable, used as the skipped_by_reason key
 	Detail string
 }
@@ -345,23 +345,37 @@ var (
 )
 
 func readFile(name string, opt *Options, st *Stats, emit func(*span.Span)) error {
-	var raw io.Reader
-	var file *os.File
-	display := name
 	if name == "-" {
-		display = "<stdin>"
 		if opt.Stdin == nil {
 			return errors.New("<stdin>: no standard input")
 		}
-		raw = opt.Stdin
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		raw, file = f, f
+		return readStream("<stdin>", opt.Stdin, nil, opt, st, emit)
 	}
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return readStream(name, f, f, opt, st, emit)
+}
+
+// ReadStream decodes one already-open input named name (for messages). It
+// is how embedded samples and tests feed the reader without a file.
+func ReadStream(name string, r io.Reader, opt Options, emit func(*span.Span)) (*Stats, error) {
+	if opt.MaxRecord <= 0 {
+		opt.MaxRecord = DefaultMaxRecord
+	}
+	if opt.MaxErrors <= 0 {
+		opt.MaxErrors = 20
+	}
+	if opt.Format == "" {
+		opt.Format = "auto"
+	}
+	st := &Stats{Files: []string{name}, Formats: map[string]string{}, SkippedByReason: map[string]int64{}}
+	return st, readStream(name, r, nil, &opt, st, emit)
+}
+
+func readStream(display string, raw io.Reader, file *os.File, opt *Options, st *Stats, emit func(*span.Span)) error {
 	br := bufio.NewReaderSize(raw, 1<<16)
 	head, _ := br.Peek(4)
 	var closer io.Closer

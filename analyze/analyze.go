@@ -1,0 +1,630 @@
+// Package analyze turns spans into the tailscope report (DESIGN §4, §8):
+// per-hop attempts, calls, failures and latency percentiles; the failure-time
+// histogram and failure class; retry yield; the timeout in force; request
+// outcomes; warnings; and the recommendation.
+//
+// It sees spans and the trees package span rebuilt from them, never a file
+// format, and it never renders: the Report it returns carries every number
+// a renderer shows, with JSON tags that are the tailscope.report/v1 contract.
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/span"
+)
+
+// Schema is the value of the report's "schema" key.
+const Schema = "tailscope.report/v1"
+
+// MinSamplesP99 is the number of attempts below which a p99 is flagged as
+// resting on too few samples (with fewer than 100, p99 is an interpolation
+// between the two largest values).
+const MinSamplesP99 = 100
+
+// Options tune an analysis.
+type Options struct {
+	// PolicyInForce is the policy the logs were recorded under, if known.
+	PolicyInForce *policy.Policy
+	// Percentile is the target percentile of the recommendation (99).
+	Percentile float64
+	// Margin is added on top of the target percentile (0.10).
+	Margin float64
+	// MaxBudget caps the recommended budget (0: no cap).
+	MaxBudget time.Duration
+}
+
+// Input describes one file read.
+type Input struct {
+	File   string `json:"file"`
+	Format string `json:"format"`
+}
+
+// Report is the result of an analysis: the tailscope.report/v1 document.
+type Report struct {
+	Schema            string           `json:"schema"`
+	Inputs            []Input          `json:"inputs"`
+	Read              int64            `json:"read"`
+	Spans             int64            `json:"spans"`
+	Skipped           int64            `json:"skipped"`
+	SkippedByReason   map[string]int64 `json:"skipped_by_reason"`
+	Hops              []Hop            `json:"hops"`
+	Requests          Requests         `json:"requests"`
+	RecommendedPolicy *PolicyDoc       `json:"recommended_policy"`
+	Warnings          []Warning        `json:"warnings"`
+	// SkipExamples are the first positioned errors, for the text report.
+	SkipExamples []string `json:"skip_examples,omitempty"`
+}
+
+// Latency holds percentiles in ms. A nil value is unknown: censored, or no
+// samples.
+type Latency struct {
+	P50  *float64 `json:"p50"`
+	P90  *float64 `json:"p90"`
+	P95  *float64 `json:"p95"`
+	P99  *float64 `json:"p99"`
+	P999 *float64 `json:"p999"`
+	Max  *float64 `json:"max"`
+}
+
+// Censored describes a hop whose attempts were cut by a timeout: their true
+// latency is only known to be ≥ the cut.
+type Censored struct {
+	TimeoutMs float64 `json:"timeout_ms"`
+	Attempts  int     `json:"attempts"`
+	Fraction  float64 `json:"fraction"`
+	// AtLeastMs is the lower bound of every unknown percentile.
+	AtLeastMs float64 `json:"at_least_ms"`
+	// Unknown lists the percentiles that are unknown ("p99", "max", …).
+	Unknown []string `json:"unknown"`
+}
+
+// Yield is the direct evidence for or against retries on a hop.
+type Yield struct {
+	// RetriedCalls is the number of calls that made a second attempt.
+	RetriedCalls int `json:"retried_calls"`
+	// Recovered is how many of them ended in success.
+	Recovered int     `json:"recovered"`
+	Rate      float64 `json:"rate"`
+	// Transitions count attempt n failed → attempt n+1, by failure kind.
+	AfterTimeout     Transition `json:"after_timeout"`
+	AfterFastFailure Transition `json:"after_fast_failure"`
+}
+
+// Transition counts retries after one kind of failure.
+type Transition struct {
+	Retried   int `json:"retried"`
+	Succeeded int `json:"succeeded"`
+}
+
+// Recommendation is what tailscope suggests for a hop.
+type Recommendation struct {
+	// Action is "set" (a measured timeout), "observe-first" (the target
+	// percentile is censored), "keep" (too few samples) .
+	Action    string  `json:"action"`
+	TimeoutMs float64 `json:"timeout_ms"`
+	Retries   int     `json:"retries"`
+	BackoffMs float64 `json:"backoff_ms"`
+	Basis     string  `json:"basis"`
+}
+
+// Hop is the analysis of one hop.
+type Hop struct {
+	Hop              string            `json:"hop"`
+	Attempts         int               `json:"attempts"`
+	Calls            int               `json:"calls"`
+	FailedAttempts   int               `json:"failed_attempts"`
+	TimeoutAttempts  int               `json:"timeout_attempts"`
+	LatencyMs        Latency           `json:"latency_ms"`
+	SuccessLatencyMs Latency           `json:"success_latency_ms"`
+	Censored         *Censored         `json:"censored"`
+	FailureClass     string            `json:"failure_class"`
+	Evidence         string            `json:"evidence"`
+	FailureHistogram []quantile.Bucket `json:"failure_histogram"`
+	// LatencyHistogram is on a log time axis, for charts.
+	LatencyHistogram []quantile.Bucket `json:"latency_histogram"`
+	TimeoutMs        *float64          `json:"timeout_ms"`
+	TimeoutSource    string            `json:"timeout_source"`
+	RetryYield       *Yield            `json:"retry_yield"`
+	Recommendation   Recommendation    `json:"recommendation"`
+
+	// target is the time-to-success at the recommendation's percentile,
+	// ns; targetKnown is false when it is censored or there are no samples.
+	target      float64
+	targetKnown bool
+	ttsCount    int
+	p50TTS      float64
+	maxTTS      int64
+}
+
+// Requests summarises whole requests (traces).
+type Requests struct {
+	Count          int               `json:"count"`
+	Succeeded      int               `json:"succeeded"`
+	SuccessRate    float64           `json:"success_rate"`
+	LatencyMs      Latency           `json:"latency_ms"`
+	FailureLanding []quantile.Bucket `json:"failure_landing"`
+	// MeanTimeToFailureMs is null when nothing failed.
+	MeanTimeToFailureMs *float64 `json:"mean_time_to_failure_ms"`
+}
+
+// PolicyDoc is a policy in JSON form (durations in ms).
+type PolicyDoc struct {
+	BudgetMs float64              `json:"budget_ms"`
+	Default  HopPolicy            `json:"default"`
+	Hops     map[string]HopPolicy `json:"hops"`
+}
+
+// HopPolicy is one hop of a PolicyDoc.
+type HopPolicy struct {
+	TimeoutMs    float64 `json:"timeout_ms"`
+	Retries      int     `json:"retries"`
+	BackoffMs    float64 `json:"backoff_ms"`
+	BackoffMaxMs float64 `json:"backoff_max_ms,omitempty"`
+	Jitter       string  `json:"jitter,omitempty"`
+	BudgetAware  bool    `json:"budget_aware"`
+}
+
+// DocOf converts a policy to its JSON form.
+func DocOf(p *policy.Policy) *PolicyDoc {
+	hp := func(h policy.Hop) HopPolicy {
+		out := HopPolicy{TimeoutMs: ms(int64(h.Timeout)), Retries: h.Retries, BackoffMs: ms(int64(h.Backoff.Base)), BudgetAware: h.BudgetAware}
+		if h.Backoff.Max != h.Backoff.Base || (h.Backoff.Jitter != "" && h.Backoff.Jitter != policy.JitterNone) {
+			out.BackoffMaxMs, out.Jitter = ms(int64(h.Backoff.Max)), h.Backoff.Jitter
+		}
+		return out
+	}
+	d := &PolicyDoc{BudgetMs: ms(int64(p.Budget)), Default: hp(p.Default), Hops: map[string]HopPolicy{}}
+	for n, h := range p.Hops {
+		d.Hops[n] = hp(h)
+	}
+	return d
+}
+
+// Warning is a caveat on the results.
+type Warning struct {
+	Code    string `json:"code"`
+	Hop     string `json:"hop,omitempty"`
+	Message string `json:"message"`
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+func fptr(x float64) *float64 {
+	if math.IsNaN(x) {
+		return nil
+	}
+	v := math.Round(x*1000) / 1000 // µs precision: stable, readable JSON
+	return &v
+}
+
+// Run analyses spans. reqs and probs come from span.Assemble(spans).
+func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
+	if opt.Percentile == 0 {
+		opt.Percentile = 99
+	}
+	if opt.Margin == 0 {
+		opt.Margin = 0.10
+	}
+	rep := &Report{Schema: Schema, SkippedByReason: map[string]int64{}, Hops: []Hop{}, Warnings: []Warning{}}
+
+	byHop := map[string][]*span.Span{}
+	for i := range spans {
+		s := &spans[i]
+		byHop[s.Hop] = append(byHop[s.Hop], s)
+	}
+	calls := map[string][]*span.Call{}
+	var walk func(cs []*span.Call)
+	walk = func(cs []*span.Call) {
+		for _, c := range cs {
+			calls[c.Hop] = append(calls[c.Hop], c)
+			for _, a := range c.Attempts {
+				walk(a.Calls)
+			}
+		}
+	}
+	roots := map[string]int{}
+	for _, r := range reqs {
+		walk(r.Calls)
+		if r.Root != nil {
+			roots[r.Root.Hop]++
+		}
+	}
+	names := make([]string, 0, len(byHop))
+	for n := range byHop {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h := hopStats(n, byHop[n], calls[n], roots[n], opt, rep)
+		rep.Hops = append(rep.Hops, h)
+	}
+	rep.Requests = requestStats(reqs)
+	addProblemWarnings(rep, probs)
+	rep.RecommendedPolicy = DocOf(Recommend(rep, reqs, opt))
+	return rep
+}
+
+// percentiles fills a Latency from sorted ns values. Ranks at or above
+// known (the count of values that are certainly the smallest) are unknown.
+func percentiles(sorted []int64, known int) (Latency, []string) {
+	var l Latency
+	var unknown []string
+	n := len(sorted)
+	set := func(dst **float64, name string, q float64) {
+		if n == 0 {
+			return
+		}
+		h := float64(n-1) * q
+		need := int(math.Ceil(h))
+		if need >= known {
+			unknown = append(unknown, name)
+			return
+		}
+		*dst = fptr(quantile.Int64(sorted, q) / 1e6)
+	}
+	set(&l.P50, "p50", 0.50)
+	set(&l.P90, "p90", 0.90)
+	set(&l.P95, "p95", 0.95)
+	set(&l.P99, "p99", 0.99)
+	set(&l.P999, "p999", 0.999)
+	set(&l.Max, "max", 1)
+	return l, unknown
+}
+
+// PercentileKnown reports whether the q-quantile (q in [0,1]) of n samples
+// only needs the smallest `known` of them.
+func PercentileKnown(n, known int, q float64) bool {
+	return n > 0 && int(math.Ceil(float64(n-1)*q)) < known
+}
+
+func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt Options, rep *Report) Hop {
+	h := Hop{Hop: name, Attempts: len(ss), Calls: len(cs) + rootCalls}
+	all := make([]int64, 0, len(ss))
+	var succ, failed []int64
+	cutMin := int64(math.MaxInt64)
+	cutCount := map[int64]int{}
+	censored := 0
+	for _, s := range ss {
+		all = append(all, s.Duration)
+		if s.Failed() {
+			h.FailedAttempts++
+			failed = append(failed, s.Duration)
+		} else {
+			succ = append(succ, s.Duration)
+		}
+		if s.Timeout {
+			h.TimeoutAttempts++
+			censored++
+			cutCount[roundMs(s.Duration)]++
+			if s.Duration < cutMin {
+				cutMin = s.Duration
+			}
+		}
+	}
+	quantile.SortInt64(all)
+	quantile.SortInt64(succ)
+	quantile.SortInt64(failed)
+	// Values certainly among the smallest: those below the lowest cut.
+	known := len(all)
+	if censored > 0 {
+		known = sort.Search(len(all), func(i int) bool { return all[i] >= cutMin })
+	}
+	var unknown []string
+	h.LatencyMs, unknown = percentiles(all, known)
+	if censored > 0 {
+		h.Censored = &Censored{
+			TimeoutMs: ms(modeKey(cutCount)),
+			Attempts:  censored,
+			Fraction:  round4(float64(censored) / float64(len(all))),
+			AtLeastMs: ms(cutMin),
+			Unknown:   orEmpty(unknown),
+		}
+	}
+	// Time to success: successes, with censored attempts as ≥ their cut.
+	tts := append(append([]int64(nil), succ...), censoredDurations(ss)...)
+	quantile.SortInt64(tts)
+	knownTTS := len(tts)
+	if censored > 0 {
+		knownTTS = sort.Search(len(tts), func(i int) bool { return tts[i] >= cutMin })
+	}
+	h.SuccessLatencyMs, _ = percentiles(tts, knownTTS)
+	h.ttsCount = len(tts)
+	if q := opt.Percentile / 100; PercentileKnown(len(tts), knownTTS, q) {
+		h.target, h.targetKnown = quantile.Int64(tts, q), true
+	}
+	if len(tts) > 0 && knownTTS > 0 {
+		h.p50TTS = quantile.Int64(tts[:knownTTS], 0.5)
+		h.maxTTS = tts[knownTTS-1]
+	}
+
+	h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))
+	h.LatencyHistogram = LogHistogram(all)
+	h.TimeoutMs, h.TimeoutSource = timeoutOf(name, ss, failed, opt)
+	h.RetryYield = retryYield(cs)
+	h.FailureClass, h.Evidence = Classify(&h, ss)
+	if len(ss) < MinSamplesP99 {
+		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: name,
+			Message: fmt.Sprintf("%d attempts: p99 needs at least %d to be more than the largest values", len(ss), MinSamplesP99)})
+	}
+	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
+		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: name,
+			Message: fmt.Sprintf("%d of %d attempts (%.1f%%) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
+				censored, len(ss), 100*float64(censored)/float64(len(ss)), fmtMs(h.Censored.TimeoutMs), joinNames(unknown), fmtMs(h.Censored.AtLeastMs))})
+	}
+	return h
+}
+
+func censoredDurations(ss []*span.Span) []int64 {
+	var out []int64
+	for _, s := range ss {
+		if s.Timeout {
+			out = append(out, s.Duration)
+		}
+	}
+	return out
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+func roundMs(ns int64) int64 { return (ns + 500_000) / 1_000_000 * 1_000_000 }
+
+// modeKey returns the most frequent key (the smallest on ties).
+func modeKey(m map[int64]int) int64 {
+	var best int64
+	bc := -1
+	for k, c := range m {
+		if c > bc || (c == bc && k < best) {
+			best, bc = k, c
+		}
+	}
+	return best
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func joinNames(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+// failureWidth picks a bucket width fine enough to show a pile-up at a
+// timeout: about 1% of the largest failure time, on a 1-2-5 ladder. Power
+// of two buckets would hide it.
+func failureWidth(failed []int64) int64 {
+	if len(failed) == 0 {
+		return 1
+	}
+	w := quantile.NiceWidth(failed[len(failed)-1], 100)
+	return w
+}
+
+// LogHistogram buckets durations on a log axis, 10 buckets per decade, from
+// 1 ms: the shape of a latency distribution at any scale.
+func LogHistogram(sorted []int64) []quantile.Bucket {
+	if len(sorted) == 0 {
+		return []quantile.Bucket{}
+	}
+	var out []quantile.Bucket
+	idx := func(ns int64) int {
+		msv := float64(ns) / 1e6
+		if msv < 1 {
+			return -1
+		}
+		return int(math.Floor(10 * math.Log10(msv)))
+	}
+	edge := func(i int) float64 {
+		if i < 0 {
+			return 0
+		}
+		return math.Round(math.Pow(10, float64(i)/10)*1000) / 1000
+	}
+	cur, count := idx(sorted[0]), 0
+	for _, x := range sorted {
+		i := idx(x)
+		if i != cur {
+			out = append(out, quantile.Bucket{FromMs: edge(cur), ToMs: edge(cur + 1), Count: count})
+			cur, count = i, 0
+		}
+		count++
+	}
+	out = append(out, quantile.Bucket{FromMs: edge(cur), ToMs: edge(cur + 1), Count: count})
+	return out
+}
+
+// timeoutOf finds the timeout in force: the policy, span attributes, or
+// the most common duration of attempts marked as timeouts.
+func timeoutOf(hop string, ss []*span.Span, failed []int64, opt Options) (*float64, string) {
+	if p := opt.PolicyInForce; p != nil {
+		if t := p.For(hop).Timeout; t > 0 {
+			v := ms(int64(t))
+			return &v, "policy"
+		}
+	}
+	attr := map[int64]int{}
+	timeouts := map[int64]int{}
+	for _, s := range ss {
+		if s.TimeoutInForce > 0 {
+			attr[s.TimeoutInForce]++
+		}
+		if s.Timeout {
+			timeouts[roundMs(s.Duration)]++
+		}
+	}
+	if len(attr) > 0 {
+		v := ms(modeKey(attr))
+		return &v, "span attribute"
+	}
+	if len(timeouts) > 0 {
+		v := ms(modeKey(timeouts))
+		return &v, "inferred from timed-out attempts"
+	}
+	if t, ok := InferPile(failed); ok {
+		v := ms(t)
+		return &v, "inferred from the failure pile-up"
+	}
+	return nil, "unknown"
+}
+
+// InferPile finds a narrow pile of failure durations: at least 5 failures
+// and at least half of them within 1% of their median. It returns the
+// median when there is one.
+func InferPile(sortedFailed []int64) (int64, bool) {
+	n := len(sortedFailed)
+	if n < 5 {
+		return 0, false
+	}
+	// Slide a window of ±1% over the sorted values and keep the densest.
+	best, bestAt := 0, int64(0)
+	j := 0
+	for i := 0; i < n; i++ {
+		c := sortedFailed[i]
+		for j < n && float64(sortedFailed[j]) <= float64(c)*1.02 {
+			j++
+		}
+		if j-i > best {
+			best, bestAt = j-i, sortedFailed[i+(j-i)/2]
+		}
+	}
+	if best*2 >= n && best >= 5 {
+		return roundMs(bestAt), true
+	}
+	return 0, false
+}
+
+func retryYield(cs []*span.Call) *Yield {
+	y := &Yield{}
+	for _, c := range cs {
+		if len(c.Attempts) < 2 {
+			continue
+		}
+		y.RetriedCalls++
+		if !c.Failed() {
+			y.Recovered++
+		}
+		for i := 0; i+1 < len(c.Attempts); i++ {
+			a, b := c.Attempts[i].Span, c.Attempts[i+1].Span
+			if !a.Failed() {
+				continue
+			}
+			tr := &y.AfterFastFailure
+			if a.Timeout {
+				tr = &y.AfterTimeout
+			}
+			tr.Retried++
+			if !b.Failed() {
+				tr.Succeeded++
+			}
+		}
+	}
+	if y.RetriedCalls == 0 {
+		return nil
+	}
+	y.Rate = round4(float64(y.Recovered) / float64(y.RetriedCalls))
+	return y
+}
+
+func requestStats(reqs []*span.Request) Requests {
+	rs := Requests{Count: len(reqs), FailureLanding: []quantile.Bucket{}}
+	lat := make([]int64, 0, len(reqs))
+	var fails []int64
+	for _, r := range reqs {
+		lat = append(lat, r.Latency())
+		if r.Failed {
+			fails = append(fails, r.Latency())
+		} else {
+			rs.Succeeded++
+		}
+	}
+	if rs.Count > 0 {
+		rs.SuccessRate = round4(float64(rs.Succeeded) / float64(rs.Count))
+	}
+	quantile.SortInt64(lat)
+	rs.LatencyMs, _ = percentiles(lat, len(lat))
+	if len(fails) > 0 {
+		quantile.SortInt64(fails)
+		rs.FailureLanding = quantile.Histogram(fails, quantile.NiceWidth(fails[len(fails)-1], 20))
+		var sum float64
+		for _, f := range fails {
+			sum += float64(f)
+		}
+		rs.MeanTimeToFailureMs = fptr(sum / float64(len(fails)) / 1e6)
+	}
+	return rs
+}
+
+func addProblemWarnings(rep *Report, p span.Problems) {
+	add := func(n int, code, msg string) {
+		if n > 0 {
+			rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: fmt.Sprintf(msg, n)})
+		}
+	}
+	add(p.DuplicateSpanIDs, "duplicate-span-id", "%d spans repeat a span id already seen in their trace; the first copy was kept")
+	add(p.ClockSkew, "clock-skew", "%d child spans start before or end after their parent: clocks disagree between services")
+	add(p.Orphans, "orphan-span", "%d spans name a parent that is not in the logs; they were treated as top-level calls")
+	add(p.Cycles, "parent-cycle", "%d spans sit in a loop of parent links; the loop was broken and they were treated as top-level calls")
+}
+
+// fmtMs formats ms for sentences: 3s, 1.5s, 800ms.
+func fmtMs(v float64) string {
+	return FormatDuration(time.Duration(v * 1e6))
+}
+
+// FormatDuration prints a duration for humans, in ms below a second and
+// in seconds above, to the ms up to 100s: 812ms, 1.42s, 10.04s, 12s.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
+	case d < time.Second:
+		return trimZeros(fmt.Sprintf("%.3g", float64(d)/1e6)) + "ms"
+	case d < 100*time.Second:
+		return trimZeros(fmt.Sprintf("%.2f", float64(d)/1e9)) + "s"
+	case d < 1000*time.Second:
+		return trimZeros(fmt.Sprintf("%.1f", float64(d)/1e9)) + "s"
+	}
+	return fmt.Sprintf("%.0fs", float64(d)/1e9)
+}
+
+func trimZeros(s string) string {
+	if !containsDot(s) {
+		return s
+	}
+	for len(s) > 0 && s[len(s)-1] == '0' {
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 && s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func containsDot(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return true
+		}
+		if s[i] == 'e' {
+			return false
+		}
+	}
+	return false
+}

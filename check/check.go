@@ -1,0 +1,259 @@
+// Package check validates proposed policies before rollout: it lints each
+// policy against what the logs show, replays the logged requests under it,
+// and applies the user's gates. Its Report is the tailscope.check/v1
+// contract (DESIGN §8).
+//
+// It uses the analysis (failure classes, percentiles) and the replay; it
+// never reads files or renders.
+package check
+
+import (
+	"math"
+	"time"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/replay"
+	"github.com/tailscope/tailscope/span"
+)
+
+// Schema is the value of the report's "schema" key.
+const Schema = "tailscope.check/v1"
+
+// Verdicts.
+const (
+	Pass = "pass"
+	Fail = "fail"
+)
+
+// Options tune a check.
+type Options struct {
+	Replay replay.Options
+	Gates  Gates
+	// Baseline is the policy in force, compared against with NoWorse.
+	Baseline *policy.Policy
+}
+
+// Report is the tailscope.check/v1 document.
+type Report struct {
+	Schema          string            `json:"schema"`
+	Inputs          []analyze.Input   `json:"inputs"`
+	Read            int64             `json:"read"`
+	Spans           int64             `json:"spans"`
+	Skipped         int64             `json:"skipped"`
+	SkippedByReason map[string]int64  `json:"skipped_by_reason"`
+	Requests        int               `json:"requests"`
+	Baseline        *Result           `json:"baseline,omitempty"`
+	Results         []Result          `json:"results"`
+	Verdict         string            `json:"verdict"`
+	Warnings        []analyze.Warning `json:"warnings"`
+}
+
+// PolicyRef names a policy and gives its normalised content.
+type PolicyRef struct {
+	Name    string             `json:"name"`
+	Path    string             `json:"path"`
+	Content *analyze.PolicyDoc `json:"content"`
+}
+
+// Finding is one lint result.
+type Finding struct {
+	Code     string `json:"code"`
+	Severity string `json:"severity"` // error, warning, info
+	Hop      string `json:"hop,omitempty"`
+	Message  string `json:"message"`
+}
+
+// Range is a success rate known only between Low and High.
+type Range struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// ReplayLatency holds replayed request latency percentiles, ms.
+type ReplayLatency struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// FailureTimes summarises when failed requests gave up, ms.
+type FailureTimes struct {
+	Min  *float64 `json:"min"`
+	Max  *float64 `json:"max"`
+	Mean *float64 `json:"mean"`
+}
+
+// RetryTime is time spent retrying, ms.
+type RetryTime struct {
+	Spent  float64 `json:"spent"`
+	Wasted float64 `json:"wasted"`
+}
+
+// Replay is the replay section of a result.
+type Replay struct {
+	Requests       int               `json:"requests"`
+	Succeeded      int               `json:"succeeded"`
+	Failed         int               `json:"failed"`
+	Undetermined   int               `json:"undetermined"`
+	SuccessRate    Range             `json:"success_rate"`
+	LatencyMs      ReplayLatency     `json:"latency_ms"`
+	FailureMs      FailureTimes      `json:"failure_ms"`
+	FailureLanding []quantile.Bucket `json:"failure_landing"`
+	FailuresByHop  map[string]int    `json:"failures_by_hop"`
+	RetryMs        RetryTime         `json:"retry_ms"`
+}
+
+// Gate is one pass/fail condition.
+type Gate struct {
+	Name string `json:"name"`
+	Want string `json:"want"`
+	Got  string `json:"got"`
+	Pass bool   `json:"pass"`
+}
+
+// Result is one policy's check.
+type Result struct {
+	Policy  PolicyRef `json:"policy"`
+	Lint    []Finding `json:"lint"`
+	Replay  Replay    `json:"replay"`
+	Gates   []Gate    `json:"gates"`
+	Verdict string    `json:"verdict"`
+
+	// Summary fields for tables (not part of the contract).
+	HopTimeout string `json:"hop_timeout"`
+	Retries    string `json:"retries"`
+	Budget     string `json:"budget"`
+}
+
+func fptr(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	v := math.Round(x*1000) / 1000
+	return &v
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// ReplayOf converts a replay result to its report form.
+func ReplayOf(r *replay.Result) Replay {
+	out := Replay{
+		Requests: r.Requests, Succeeded: r.Succeeded, Failed: r.Failed, Undetermined: r.Undetermined,
+		SuccessRate:    Range{Low: round4(r.SuccessLow), High: round4(r.SuccessHigh)},
+		LatencyMs:      ReplayLatency{P50: fptr(r.P50 / 1e6), P95: fptr(r.P95 / 1e6), P99: fptr(r.P99 / 1e6)},
+		FailureLanding: r.FailureLanding,
+		FailuresByHop:  r.FailuresByHop,
+		RetryMs:        RetryTime{Spent: float64(r.RetrySpent) / 1e6, Wasted: float64(r.RetryWasted) / 1e6},
+	}
+	if r.Failed > 0 {
+		out.FailureMs = FailureTimes{Min: fptr(float64(r.FailMin) / 1e6), Max: fptr(float64(r.FailMax) / 1e6), Mean: fptr(r.FailMean / 1e6)}
+	}
+	return out
+}
+
+// Run checks each policy against the requests. rep is the analysis of the
+// same logs (for lint rules that need classes and percentiles).
+func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt Options) *Report {
+	out := &Report{
+		Schema: Schema, Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped,
+		SkippedByReason: rep.SkippedByReason, Requests: len(reqs), Results: []Result{}, Verdict: Pass,
+		Warnings: rep.Warnings,
+	}
+	var base *replay.Result
+	if opt.Baseline != nil {
+		base = replay.Run(reqs, opt.Baseline, opt.Replay)
+		b := resultOf(rep, opt.Baseline, base)
+		b.Lint = Lint(rep, reqs, opt.Baseline)
+		b.Verdict = ""
+		out.Baseline = &b
+	}
+	for _, p := range pols {
+		rr := replay.Run(reqs, p, opt.Replay)
+		res := resultOf(rep, p, rr)
+		res.Lint = Lint(rep, reqs, p)
+		res.Gates = opt.Gates.Apply(rr, base)
+		res.Verdict = Pass
+		for _, f := range res.Lint {
+			if f.Severity == SevError {
+				res.Verdict = Fail
+			}
+		}
+		for _, g := range res.Gates {
+			if !g.Pass {
+				res.Verdict = Fail
+			}
+		}
+		if res.Verdict == Fail {
+			out.Verdict = Fail
+		}
+		out.Results = append(out.Results, res)
+	}
+	return out
+}
+
+func resultOf(rep *analyze.Report, p *policy.Policy, rr *replay.Result) Result {
+	res := Result{
+		Policy: PolicyRef{Name: p.Name, Path: p.Path, Content: analyze.DocOf(p)},
+		Lint:   []Finding{}, Gates: []Gate{}, Replay: ReplayOf(rr),
+	}
+	res.HopTimeout, res.Retries = summarise(rep, p)
+	if p.Budget > 0 {
+		res.Budget = analyze.FormatDuration(p.Budget)
+	} else {
+		res.Budget = "none"
+	}
+	return res
+}
+
+// summarise gives the hop timeout and retries of a policy for a table:
+// one value when every hop in the logs gets the same, else a range.
+func summarise(rep *analyze.Report, p *policy.Policy) (string, string) {
+	var tMin, tMax time.Duration = -1, -1
+	rMin, rMax := -1, -1
+	for _, h := range rep.Hops {
+		hp := p.For(h.Hop)
+		if tMin < 0 || hp.Timeout < tMin {
+			tMin = hp.Timeout
+		}
+		if hp.Timeout > tMax {
+			tMax = hp.Timeout
+		}
+		if rMin < 0 || hp.Retries < rMin {
+			rMin = hp.Retries
+		}
+		if hp.Retries > rMax {
+			rMax = hp.Retries
+		}
+	}
+	if tMin < 0 {
+		tMin, tMax, rMin, rMax = p.Default.Timeout, p.Default.Timeout, p.Default.Retries, p.Default.Retries
+	}
+	fd := func(d time.Duration) string {
+		if d == 0 {
+			return "none"
+		}
+		return analyze.FormatDuration(d)
+	}
+	ts := fd(tMin)
+	if tMax != tMin {
+		ts = fd(tMin) + "–" + fd(tMax)
+	}
+	rs := itoa(rMin)
+	if rMax != rMin {
+		rs = itoa(rMin) + "–" + itoa(rMax)
+	}
+	return ts, rs
+}
+
+func itoa(i int) string {
+	if i < 0 {
+		return "?"
+	}
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}

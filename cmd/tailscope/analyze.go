@@ -1,0 +1,98 @@
+package main
+
+import (
+	"io"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/report"
+)
+
+const analyzeUsage = `Usage: tailscope analyze [flags] PATH...
+
+Reads span logs and reports, per hop: attempts, calls, failures, latency
+percentiles (p50 … p99.9, max; linear interpolation, exact), the
+failure-time histogram and failure class (ran-to-timeout, transient, mixed,
+none, too-few), retry yield, the timeout in force; then request outcomes,
+where failures land, and a recommended policy.
+
+PATH is a file, a directory (recursed), a glob, or - for stdin; .gz and .zst
+are decompressed. The format is sniffed from content unless --input says.
+
+Examples:
+  tailscope analyze spans.jsonl
+  tailscope analyze --format json -o report.json logs/
+  tailscope analyze --policy-in-force current.yaml --percentile 99.9 traces.json.gz
+`
+
+// analysisFlags are the flags that shape an analysis.
+type analysisFlags struct {
+	policyInForce string
+	percentile    float64
+	margin        float64
+	maxBudget     string
+}
+
+func (a *analysisFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	Float64Var(*float64, string, float64, string)
+}) {
+	fs.StringVar(&a.policyInForce, "policy-in-force", "", "the policy the logs were recorded under (gives each hop's timeout)")
+	fs.Float64Var(&a.percentile, "percentile", 99, "target percentile of the recommended timeouts (99.9 for ~0.1% false timeouts)")
+	fs.Float64Var(&a.margin, "margin", 0.10, "margin added on top of the target percentile")
+	fs.StringVar(&a.maxBudget, "max-budget", "", "cap on the recommended end-to-end budget (e.g. 20s)")
+}
+
+func (a *analysisFlags) options() (analyze.Options, error) {
+	o := analyze.Options{Percentile: a.percentile, Margin: a.margin}
+	if a.percentile <= 0 || a.percentile >= 100 {
+		return o, usagef("--percentile %g: want a value between 0 and 100, e.g. 99", a.percentile)
+	}
+	if a.margin < 0 || a.margin > 10 {
+		return o, usagef("--margin %g: want a fraction like 0.10", a.margin)
+	}
+	if a.maxBudget != "" {
+		d, err := parseDur(a.maxBudget)
+		if err != nil {
+			return o, usagef("--max-budget: %v", err)
+		}
+		o.MaxBudget = d
+	}
+	if a.policyInForce != "" {
+		p, err := policy.Load(a.policyInForce)
+		if err != nil {
+			return o, err
+		}
+		o.PolicyInForce = p
+	}
+	return o, nil
+}
+
+func runAnalyze(e *env, args []string) error {
+	fs := newFlags(e, "analyze", analyzeUsage)
+	var in inputFlags
+	var out outputFlags
+	var an analysisFlags
+	out.register(fs)
+	an.register(fs)
+	in.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := out.check(); err != nil {
+		return err
+	}
+	aopt, err := an.options()
+	if err != nil {
+		return err
+	}
+	l, err := load(e, fs.Args(), &in)
+	if err != nil {
+		return err
+	}
+	rep := analyze.Run(l.spans, l.reqs, l.probs, aopt)
+	l.fill(rep)
+	return out.write(e, func(w io.Writer) error {
+		return report.Analysis(w, out.format, rep, renderOptions(e, out.output))
+	})
+}

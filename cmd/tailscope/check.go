@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/replay"
+	"github.com/tailscope/tailscope/report"
+)
+
+const checkUsage = `Usage: tailscope check --policy FILE [--policy FILE...] [--baseline FILE] [gates] PATH...
+
+Validates proposed timeout/retry policies before rollout. Each policy is
+linted against what the logs show and every logged request is replayed
+under it: success (a range when censored attempts leave outcomes
+undetermined), p50/p95/p99 over all requests at the time each ended, where
+failures land, mean time to failure, retry time spent and wasted. Several
+policies give a side-by-side table.
+
+Exit codes: 0 every policy passes, 3 a lint error or a failed gate,
+1 an input error, 2 a usage error. Undetermined requests count against
+gates unless --optimistic.
+
+Examples:
+  tailscope check --policy proposed.yaml logs/
+  tailscope check --policy new.yaml --baseline current.yaml --no-worse --min-success 0.99 logs/
+  tailscope check --policy A.yaml --policy B.yaml --format markdown spans.jsonl
+`
+
+// checkFlags are the flags of check (and demo, which runs check).
+type checkFlags struct {
+	policies       []string
+	baseline       string
+	minSuccess     float64
+	maxP95         string
+	maxP99         string
+	maxFailureTime string
+	noWorse        bool
+	tolerance      float64
+	optimistic     bool
+	retryModel     string
+}
+
+func (c *checkFlags) registerModel(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&c.retryModel, "retry-model", replay.ModelSame, "attempts beyond those logged: same (reuse the last one: persistent slowness) or independent (drawn from the hop's attempts)")
+}
+
+func parseDur(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q: want a duration like 3s or 800ms", s)
+	}
+	return d, nil
+}
+
+func (c *checkFlags) options() (check.Options, error) {
+	o := check.Options{Replay: replay.Options{RetryModel: c.retryModel}}
+	if c.retryModel != replay.ModelSame && c.retryModel != replay.ModelIndependent {
+		return o, usagef("--retry-model %q: want same or independent", c.retryModel)
+	}
+	g := check.Gates{MinSuccess: c.minSuccess, NoWorse: c.noWorse, Tolerance: c.tolerance, Optimistic: c.optimistic}
+	if g.MinSuccess > 1 && g.MinSuccess <= 100 {
+		g.MinSuccess /= 100 // --min-success 99 means 99%
+	}
+	if g.MinSuccess < 0 || g.MinSuccess > 1 {
+		return o, usagef("--min-success %g: want a fraction like 0.99 (or a percentage like 99)", c.minSuccess)
+	}
+	for _, x := range []struct {
+		flag, v string
+		dst     *time.Duration
+	}{{"max-p95", c.maxP95, &g.MaxP95}, {"max-p99", c.maxP99, &g.MaxP99}, {"max-failure-time", c.maxFailureTime, &g.MaxFailureTime}} {
+		if x.v == "" {
+			continue
+		}
+		d, err := parseDur(x.v)
+		if err != nil {
+			return o, usagef("--%s: %v", x.flag, err)
+		}
+		*x.dst = d
+	}
+	if c.noWorse && c.baseline == "" {
+		return o, usagef("--no-worse needs --baseline FILE (the policy in force)")
+	}
+	if c.tolerance < 0 {
+		return o, usagef("--tolerance %g: want a fraction ≥ 0", c.tolerance)
+	}
+	o.Gates = g
+	if c.baseline != "" {
+		p, err := policy.Load(c.baseline)
+		if err != nil {
+			return o, err
+		}
+		o.Baseline = p
+	}
+	return o, nil
+}
+
+func loadPolicies(paths []string) ([]*policy.Policy, error) {
+	var out []*policy.Policy
+	var problems []string
+	for _, p := range paths {
+		pol, err := policy.Load(p)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		out = append(out, pol)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("bad policy file:\n%s", strings.Join(problems, "\n"))
+	}
+	return out, nil
+}
+
+func runCheck(e *env, args []string) error {
+	fs := newFlags(e, "check", checkUsage)
+	var in inputFlags
+	var out outputFlags
+	var an analysisFlags
+	var c checkFlags
+	fs.StringArrayVar(&c.policies, "policy", nil, "a proposed policy file (YAML or JSON); repeat to compare several")
+	fs.StringVar(&c.baseline, "baseline", "", "the policy in force, replayed beside the others and used by --no-worse")
+	fs.Float64Var(&c.minSuccess, "min-success", 0, "gate: replayed success rate at least this (0.99 or 99)")
+	fs.StringVar(&c.maxP95, "max-p95", "", "gate: replayed request p95 at most this (e.g. 5s)")
+	fs.StringVar(&c.maxP99, "max-p99", "", "gate: replayed request p99 at most this")
+	fs.StringVar(&c.maxFailureTime, "max-failure-time", "", "gate: no request may take longer than this to fail")
+	fs.BoolVar(&c.noWorse, "no-worse", false, "gate: success must not drop and p95/p99 not rise beyond --tolerance versus --baseline")
+	fs.Float64Var(&c.tolerance, "tolerance", 0.05, "allowed relative rise of p95/p99 for --no-worse")
+	fs.BoolVar(&c.optimistic, "optimistic", false, "count undetermined (censored) requests as successes in gates")
+	c.registerModel(fs)
+	out.register(fs)
+	an.register(fs)
+	in.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := out.check(); err != nil {
+		return err
+	}
+	if len(c.policies) == 0 {
+		return usagef("no --policy given: name at least one policy file to check")
+	}
+	copt, err := c.options()
+	if err != nil {
+		return err
+	}
+	aopt, err := an.options()
+	if err != nil {
+		return err
+	}
+	pols, err := loadPolicies(c.policies)
+	if err != nil {
+		return err
+	}
+	l, err := load(e, fs.Args(), &in)
+	if err != nil {
+		return err
+	}
+	if aopt.PolicyInForce == nil {
+		aopt.PolicyInForce = copt.Baseline
+	}
+	rep := analyze.Run(l.spans, l.reqs, l.probs, aopt)
+	l.fill(rep)
+	cr := check.Run(rep, l.reqs, pols, copt)
+	if err := out.write(e, func(w io.Writer) error {
+		return report.Check(w, out.format, cr, renderOptions(e, out.output))
+	}); err != nil {
+		return err
+	}
+	if cr.Verdict == check.Fail {
+		return errViolation
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/report"
+	"github.com/tailscope/tailscope/span"
+)
+
+// newFlags makes a command's flag set; --help prints usage to stdout.
+func newFlags(e *env, name, usage string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprint(e.stdout, usage)
+		fmt.Fprintf(e.stdout, "\nFlags:\n%s", fs.FlagUsages())
+	}
+	return fs
+}
+
+// parse parses flags, mapping --help and flag mistakes to our errors.
+func parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// inputFlags are the flags of every command that reads logs.
+type inputFlags struct {
+	input       string
+	hopBy       string
+	maps        []string
+	strict      bool
+	quiet       bool
+	since       string
+	until       string
+	hops        string
+	excludeHops string
+	maxRecord   int
+}
+
+func (f *inputFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.input, "input", "auto", "input format: auto (sniffed from content), "+strings.Join(ingest.Formats, ", "))
+	fs.StringVar(&f.hopBy, "hop-by", "", "what names a hop: hop, service, name, service+name, peer, attr:KEY\n(default: hop for flat logs, service+name for trace formats)")
+	fs.StringArrayVar(&f.maps, "map", nil, "FIELD=KEY: read a canonical field from another key of flat JSON/CSV/Parquet\n(repeatable or comma-separated; fields: "+strings.Join(ingest.FlatFields, ", ")+")")
+	fs.BoolVar(&f.strict, "strict", false, "fail (exit 1) if any record is skipped, listing the first positions")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or notes on stderr")
+	fs.StringVar(&f.since, "since", "", "keep spans starting at or after this time (RFC 3339, or relative like -2h)")
+	fs.StringVar(&f.until, "until", "", "keep spans starting before this time (RFC 3339, or relative like -1h)")
+	fs.StringVar(&f.hops, "hops", "", "keep only hops matching this regular expression")
+	fs.StringVar(&f.excludeHops, "exclude-hops", "", "drop hops matching this regular expression")
+	fs.IntVar(&f.maxRecord, "max-record", ingest.DefaultMaxRecord, "largest line or JSON document accepted, bytes (protects memory)")
+}
+
+func parseWhen(flag, s string, now time.Time) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d > 0 {
+			d = -d
+		}
+		return now.Add(d).UnixNano(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, usagef("--%s %q: want RFC 3339 (2026-01-02T15:04:05Z) or a relative duration like -2h", flag, s)
+	}
+	return t.UnixNano(), nil
+}
+
+func (f *inputFlags) options(e *env) (ingest.Options, error) {
+	o := ingest.Options{Format: f.input, HopBy: f.hopBy, Stdin: e.stdin, MaxRecord: f.maxRecord}
+	if f.input != "auto" {
+		ok := false
+		for _, x := range ingest.Formats {
+			ok = ok || x == f.input
+		}
+		if !ok {
+			return o, usagef("--input %q: want auto, %s", f.input, strings.Join(ingest.Formats, ", "))
+		}
+	}
+	if !ingest.ValidHopBy(f.hopBy) {
+		return o, usagef("--hop-by %q: want hop, service, name, service+name, peer or attr:KEY", f.hopBy)
+	}
+	m, err := ingest.ParseMap(f.maps)
+	if err != nil {
+		return o, usageError{err.Error()}
+	}
+	o.Map = m
+	now := time.Now()
+	if o.Since, err = parseWhen("since", f.since, now); err != nil {
+		return o, err
+	}
+	if o.Until, err = parseWhen("until", f.until, now); err != nil {
+		return o, err
+	}
+	for _, x := range []struct {
+		flag, re string
+		dst      **regexp.Regexp
+	}{{"hops", f.hops, &o.Hops}, {"exclude-hops", f.excludeHops, &o.ExcludeHops}} {
+		if x.re == "" {
+			continue
+		}
+		re, err := regexp.Compile(x.re)
+		if err != nil {
+			return o, usagef("--%s: %v", x.flag, err)
+		}
+		*x.dst = re
+	}
+	return o, nil
+}
+
+// logs is what a command works on: the spans and the requests built from
+// them.
+type logs struct {
+	spans []span.Span
+	stats *ingest.Stats
+	reqs  []*span.Request
+	probs span.Problems
+}
+
+func load(e *env, paths []string, f *inputFlags) (*logs, error) {
+	if len(paths) == 0 {
+		return nil, usagef("no input: give one or more files, directories, globs, or - for stdin")
+	}
+	opt, err := f.options(e)
+	if err != nil {
+		return nil, err
+	}
+	l := &logs{}
+	st, err := ingest.Read(paths, opt, func(s *span.Span) { l.spans = append(l.spans, *s) })
+	l.stats = st
+	if err != nil {
+		return nil, err
+	}
+	if f.strict && st.Skipped > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "--strict: %d of %d records skipped", st.Skipped, st.Read)
+		for _, x := range st.Errors[:min(len(st.Errors), 5)] {
+			fmt.Fprintf(&b, "\n  %s", x)
+		}
+		return nil, errors.New(b.String())
+	}
+	if !f.quiet && st.Skipped > 0 {
+		fmt.Fprintf(e.stderr, "tailscope: skipped %d of %d records", st.Skipped, st.Read)
+		if len(st.Errors) > 0 {
+			fmt.Fprintf(e.stderr, "; first: %s", st.Errors[0])
+		}
+		fmt.Fprintln(e.stderr)
+	}
+	if len(l.spans) == 0 {
+		return nil, fmt.Errorf("no usable spans in %s (read %d, skipped %d)", strings.Join(paths, ", "), st.Read, st.Skipped)
+	}
+	l.reqs, l.probs = span.Assemble(l.spans)
+	return l, nil
+}
+
+// fill copies the read statistics into a report.
+func (l *logs) fill(rep *analyze.Report) {
+	for _, f := range l.stats.Files {
+		name := f
+		if f == "-" {
+			name = "<stdin>"
+		}
+		rep.Inputs = append(rep.Inputs, analyze.Input{File: name, Format: l.stats.Formats[name]})
+	}
+	rep.Read, rep.Spans, rep.Skipped = l.stats.Read, l.stats.Used, l.stats.Skipped
+	rep.SkippedByReason = l.stats.SkippedByReason
+	for _, x := range l.stats.Errors[:min(len(l.stats.Errors), 5)] {
+		rep.SkipExamples = append(rep.SkipExamples, x.Error())
+	}
+}
+
+// outputFlags choose the format and destination of a report.
+type outputFlags struct {
+	format string
+	output string
+}
+
+func (o *outputFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.format, "format", "f", "text", "output format: "+strings.Join(report.Formats, ", "))
+	fs.StringVarP(&o.output, "output", "o", "", "write to this file (atomically: a temporary file, then rename) instead of stdout")
+}
+
+func (o *outputFlags) check() error {
+	if !report.ValidFormat(o.format) {
+		return usagef("--format %q: want %s", o.format, strings.Join(report.Formats, ", "))
+	}
+	return nil
+}
+
+// write renders to stdout or, atomically, to the output file.
+func (o *outputFlags) write(e *env, render func(w io.Writer) error) error {
+	return writeTo(e, o.output, render)
+}
+
+func writeTo(e *env, path string, render func(w io.Writer) error) error {
+	if path == "" || path == "-" {
+		return render(e.stdout)
+	}
+	return writeAtomic(path, render)
+}
+
+// writeAtomic writes a file so that a reader sees the old content or the
+// new, never a half file: a temporary file in the same folder, then rename.
+func writeAtomic(path string, render func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = render(tmp); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// renderOptions decides colour: only on a terminal and never with NO_COLOR.
+func renderOptions(e *env, output string) report.Options {
+	if output != "" || os.Getenv("NO_COLOR") != "" {
+		return report.Options{}
+	}
+	f, ok := e.stdout.(*os.File)
+	if !ok {
+		return report.Options{}
+	}
+	fi, err := f.Stat()
+	return report.Options{Color: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+}

@@ -1,0 +1,372 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/quantile"
+)
+
+// ew is a writer that remembers its first error, so renderers can write
+// freely and check once.
+type ew struct {
+	w   io.Writer
+	err error
+}
+
+func (e *ew) printf(format string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, a...)
+	}
+}
+
+// table lays out rows in aligned columns; right-aligned columns hold
+// numbers.
+type table struct {
+	head  []string
+	right []bool
+	rows  [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(e *ew, indent string) {
+	width := make([]int, len(t.head))
+	for i, h := range t.head {
+		width[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i < len(width) {
+				width[i] = max(width[i], utf8.RuneCountInString(c))
+			}
+		}
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		b.WriteString(indent)
+		for i, c := range cells {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if t.right != nil && t.right[i] {
+				b.WriteString(pad + c)
+			} else if i == len(cells)-1 {
+				b.WriteString(c)
+			} else {
+				b.WriteString(c + pad)
+			}
+		}
+		e.printf("%s\n", strings.TrimRight(b.String(), " "))
+	}
+	line(t.head)
+	for _, r := range t.rows {
+		line(r)
+	}
+}
+
+// unit picks one unit for a column of ms values: ms below a second, s
+// above, so that a column reads without mental conversion.
+type unit struct {
+	div  float64
+	name string
+	prec int
+}
+
+func unitFor(vals ...*float64) unit {
+	m := 0.0
+	for _, v := range vals {
+		if v != nil && *v > m {
+			m = *v
+		}
+	}
+	if m >= 1000 {
+		return unit{1000, "s", 2}
+	}
+	return unit{1, "ms", 0}
+}
+
+func (u unit) f(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return u.fv(*v)
+}
+
+func (u unit) fv(v float64) string {
+	return fmt.Sprintf("%.*f%s", u.prec, v/u.div, u.name)
+}
+
+func dur(ms float64) string { return analyze.FormatDuration(time.Duration(ms * 1e6)) }
+
+func pct(x float64) string {
+	s := fmt.Sprintf("%.1f%%", 100*x)
+	return strings.Replace(s, ".0%", "%", 1)
+}
+
+// percentile shows a hop percentile, or "≥ cut" when it is censored.
+func percentile(u unit, v *float64, name string, c *analyze.Censored) string {
+	if v == nil && c != nil {
+		for _, x := range c.Unknown {
+			if x == name {
+				return "≥" + u.fv(c.AtLeastMs)
+			}
+		}
+	}
+	return u.f(v)
+}
+
+// sparkline draws a histogram in one line of block characters.
+func sparkline(bs []quantile.Bucket, lo, hi float64, n int) string {
+	if len(bs) == 0 || hi <= lo {
+		return ""
+	}
+	counts := make([]int, n)
+	llo, lhi := math.Log10(math.Max(lo, 1e-3)), math.Log10(hi)
+	for _, b := range bs {
+		mid := math.Sqrt(math.Max(b.FromMs, 1e-3) * b.ToMs)
+		i := int(float64(n) * (math.Log10(mid) - llo) / (lhi - llo))
+		i = min(max(i, 0), n-1)
+		counts[i] += b.Count
+	}
+	top := 0
+	for _, c := range counts {
+		top = max(top, c)
+	}
+	const bars = " ▁▂▃▄▅▆▇█"
+	runes := []rune(bars)
+	var b strings.Builder
+	for _, c := range counts {
+		k := 0
+		if c > 0 {
+			k = 1 + int(math.Round(float64(c)/float64(top)*7))
+		}
+		b.WriteRune(runes[k])
+	}
+	return b.String()
+}
+
+func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
+	e := &ew{w: w}
+	files := len(rep.Inputs)
+	e.printf("tailscope analyze: %d spans in %d requests from %d %s (read %d, skipped %d)\n\n",
+		rep.Spans, rep.Requests.Count, files, plural(files, "file", "files"), rep.Read, rep.Skipped)
+	if rep.Skipped > 0 {
+		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
+	}
+	var all []*float64
+	lo, hi := math.Inf(1), 0.0
+	for _, h := range rep.Hops {
+		l := h.LatencyMs
+		all = append(all, l.P50, l.P90, l.P95, l.P99, l.Max)
+		for _, b := range h.LatencyHistogram {
+			lo, hi = math.Min(lo, math.Max(b.FromMs, 1)), math.Max(hi, b.ToMs)
+		}
+	}
+	u := unitFor(all...)
+	t := &table{
+		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", "LATENCY (log)"},
+		right: []bool{false, true, true, true, true, true, true, true, true, true, false, false},
+	}
+	for _, h := range rep.Hops {
+		l := h.LatencyMs
+		to := "–"
+		if h.TimeoutMs != nil {
+			to = dur(*h.TimeoutMs)
+		}
+		t.add(h.Hop, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
+			percentile(u, l.P50, "p50", h.Censored), percentile(u, l.P90, "p90", h.Censored),
+			percentile(u, l.P95, "p95", h.Censored), percentile(u, l.P99, "p99", h.Censored),
+			percentile(u, l.Max, "max", h.Censored), to, h.FailureClass, sparkline(h.LatencyHistogram, lo, hi, 16))
+	}
+	t.write(e, "")
+	e.printf("\n")
+	for _, h := range rep.Hops {
+		if h.FailedAttempts > 0 {
+			e.printf("  %s: %s", h.Hop, h.Evidence)
+			if h.TimeoutMs != nil {
+				e.printf(" (timeout %s: %s)", dur(*h.TimeoutMs), h.TimeoutSource)
+			}
+			e.printf("\n")
+		}
+	}
+	rq := rep.Requests
+	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
+	e.printf("\nrequests: %d, %d succeeded (%s); p50 %s, p95 %s, p99 %s\n", rq.Count, rq.Succeeded, pct(rq.SuccessRate),
+		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
+	if rq.MeanTimeToFailureMs != nil {
+		e.printf("failures land: %s; mean time to failure %s\n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
+	}
+
+	e.printf("\nrecommendation (budget %s)\n", dur(rep.RecommendedPolicy.BudgetMs))
+	rt := &table{head: []string{"HOP", "ACTION", "TIMEOUT", "RETRIES", "BASIS"}, right: []bool{false, false, true, true, false}}
+	for _, h := range rep.Hops {
+		r := h.Recommendation
+		rt.add(h.Hop, r.Action, dur(r.TimeoutMs), fmt.Sprint(r.Retries), r.Basis)
+	}
+	rt.write(e, "  ")
+	writeWarnings(e, rep.Warnings)
+	return e.err
+}
+
+func writeSkips(e *ew, by map[string]int64, examples []string) {
+	reasons := make([]string, 0, len(by))
+	for r := range by {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	e.printf("skipped:")
+	for _, r := range reasons {
+		e.printf(" %s %d;", r, by[r])
+	}
+	e.printf("\n")
+	for _, x := range examples {
+		e.printf("  %s\n", x)
+	}
+	e.printf("\n")
+}
+
+func writeWarnings(e *ew, ws []analyze.Warning) {
+	if len(ws) == 0 {
+		return
+	}
+	e.printf("\nwarnings\n")
+	for i, w := range ws {
+		hop := ""
+		if w.Hop != "" {
+			hop = " " + w.Hop + ":"
+		}
+		e.printf("  [%d] %s%s %s\n", i+1, w.Code, hop, w.Message)
+	}
+}
+
+// landing describes a failure-landing histogram in words: "9–10s: 12, 10–11s: 7".
+func landing(bs []quantile.Bucket) string {
+	if len(bs) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(bs))
+	for _, b := range bs {
+		parts = append(parts, fmt.Sprintf("%s–%s: %d", trimUnit(dur(b.FromMs), dur(b.ToMs)), dur(b.ToMs), b.Count))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// trimUnit drops the unit of a range's lower end when both ends share it.
+func trimUnit(a, b string) string {
+	for _, u := range []string{"ms", "µs", "s", "m"} {
+		if strings.HasSuffix(a, u) && strings.HasSuffix(b, u) {
+			return strings.TrimSuffix(a, u)
+		}
+	}
+	return a
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// successText is "90.5%" or "90.5–100%" when undetermined requests widen it.
+func successText(r check.Replay) string {
+	if r.Undetermined == 0 {
+		return pct(r.SuccessRate.Low)
+	}
+	return strings.TrimSuffix(pct(r.SuccessRate.Low), "%") + "–" + pct(r.SuccessRate.High)
+}
+
+func okText(r check.Replay) string {
+	s := fmt.Sprintf("%d/%d", r.Succeeded, r.Requests)
+	if r.Undetermined > 0 {
+		s += fmt.Sprintf(" +%d?", r.Undetermined)
+	}
+	return s
+}
+
+func failText(r check.Replay) string {
+	if r.Failed == 0 {
+		return "none"
+	}
+	lo, hi := *r.FailureMs.Min, *r.FailureMs.Max
+	if hi-lo < 0.5 {
+		return fmt.Sprintf("at %s, %d", dur(lo), r.Failed)
+	}
+	return fmt.Sprintf("%s–%s, %d", trimUnit(dur(lo), dur(hi)), dur(hi), r.Failed)
+}
+
+func checkText(w io.Writer, rep *check.Report, opt Options) error {
+	e := &ew{w: w}
+	e.printf("tailscope check: %d requests replayed from %d spans (read %d, skipped %d)\n\n", rep.Requests, rep.Spans, rep.Read, rep.Skipped)
+	if rep.Skipped > 0 {
+		writeSkips(e, rep.SkippedByReason, nil)
+	}
+	rows := rep.Results
+	if rep.Baseline != nil {
+		rows = append([]check.Result{*rep.Baseline}, rows...)
+	}
+	var lat []*float64
+	for _, r := range rows {
+		lat = append(lat, r.Replay.LatencyMs.P50, r.Replay.LatencyMs.P95)
+	}
+	u := unitFor(lat...)
+	t := &table{
+		head:  []string{"CONFIG", "HOP TIMEOUT", "RETRIES", "BUDGET", "OK", "SUCCESS", "P50", "P95", "FAILURES LAND", "MEAN TTF", "RETRY TIME", "VERDICT"},
+		right: []bool{false, true, true, true, true, true, true, true, false, true, true, false},
+	}
+	for i, r := range rows {
+		name := r.Policy.Name
+		verdict := r.Verdict
+		if rep.Baseline != nil && i == 0 {
+			name += " (baseline)"
+			verdict = "–"
+		}
+		ttf := "–"
+		if r.Replay.FailureMs.Mean != nil {
+			ttf = dur(*r.Replay.FailureMs.Mean)
+		}
+		t.add(name, r.HopTimeout, r.Retries, r.Budget, okText(r.Replay), successText(r.Replay),
+			u.f(r.Replay.LatencyMs.P50), u.f(r.Replay.LatencyMs.P95), failText(r.Replay), ttf,
+			dur(r.Replay.RetryMs.Spent), verdict)
+	}
+	t.write(e, "")
+	for i, r := range rows {
+		if rep.Baseline != nil && i == 0 {
+			continue
+		}
+		if len(r.Lint) == 0 && len(r.Gates) == 0 && r.Replay.Undetermined == 0 {
+			continue
+		}
+		e.printf("\n%s (%s): %s\n", r.Policy.Name, r.Policy.Path, strings.ToUpper(r.Verdict))
+		if r.Replay.Undetermined > 0 {
+			e.printf("  %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
+				r.Replay.Undetermined, successText(r.Replay))
+		}
+		for _, f := range r.Lint {
+			hop := ""
+			if f.Hop != "" {
+				hop = " " + f.Hop + ":"
+			}
+			e.printf("  %-7s %s%s %s\n", f.Severity, f.Code, hop, f.Message)
+		}
+		for _, g := range r.Gates {
+			mark := "pass"
+			if !g.Pass {
+				mark = "FAIL"
+			}
+			e.printf("  gate %s %s: want %s, got %s\n", mark, g.Name, g.Want, g.Got)
+		}
+	}
+	writeWarnings(e, rep.Warnings)
+	e.printf("\nverdict: %s\n", rep.Verdict)
+	return e.err
+}
