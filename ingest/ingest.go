@@ -309,6 +309,8 @@ func DeriveHop(sp *span.Span, hopBy string) string {
 		return sp.Name
 	case "service+name":
 		return joinServiceName(sp)
+	case "peer":
+		return sp.Peer
 	}
 	return sp.Hop
 }

@@ -41,6 +41,9 @@ type Span struct {
 	Name     string
 	Kind     string // client, server, internal, producer, consumer or ""
 	Hop      string // the bucket the span falls in (see --hop-by)
+	// Peer is the remote side of a CLIENT span (peer.service,
+	// server.address, Zipkin remoteEndpoint), for --hop-by peer.
+	Peer string
 
 	Start    int64
 	Duration int64
