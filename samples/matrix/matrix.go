@@ -23,7 +23,8 @@ type Config struct {
 	// Normal, Tail and Slow count requests of each kind.
 	Normal, Tail, Slow int
 	// TailFirstHop of the Tail requests have their slow hop first; the rest
-	// pick one of the other hops at random.
+	// are dealt round-robin over the other hops (then shuffled with the
+	// rows), so every hop sees its share of the tail.
 	TailFirstHop         int
 	NormalMin, NormalMax time.Duration
 	TailMin, TailMax     time.Duration
@@ -38,7 +39,7 @@ type Config struct {
 // 8–11 s (7 of them on the first hop), 11 with every hop at 1.5–2.5 s.
 func Article() Config {
 	return Config{
-		Seed: 42, Hops: []string{"forward", "retrieve", "generate"},
+		Seed: 1, Hops: []string{"forward", "retrieve", "generate"},
 		Normal: 170, Tail: 19, Slow: 11, TailFirstHop: 7,
 		NormalMin: 200 * time.Millisecond, NormalMax: 700 * time.Millisecond,
 		TailMin: 8 * time.Second, TailMax: 11 * time.Second,
@@ -78,7 +79,7 @@ func Generate(c Config) []Request {
 		kinds = append(kinds, Tail)
 		h := 0
 		if i >= c.TailFirstHop && len(c.Hops) > 1 {
-			h = 1 + rng.IntN(len(c.Hops)-1)
+			h = 1 + (i-c.TailFirstHop)%(len(c.Hops)-1)
 		}
 		tailHop = append(tailHop, h)
 	}
