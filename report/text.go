@@ -17,8 +17,9 @@ import (
 // ew is a writer that remembers its first error, so renderers can write
 // freely and check once.
 type ew struct {
-	w   io.Writer
-	err error
+	w     io.Writer
+	err   error
+	color bool
 }
 
 func (e *ew) printf(format string, a ...any) {
@@ -28,11 +29,14 @@ func (e *ew) printf(format string, a ...any) {
 }
 
 // table lays out rows in aligned columns; right-aligned columns hold
-// numbers.
+// numbers. paint, when set, gives the ANSI style of a cell (row -1 is the
+// header); it is applied around the text only, so colour never shifts the
+// alignment.
 type table struct {
 	head  []string
 	right []bool
 	rows  [][]string
+	paint func(row, col int, cell string) string
 }
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
@@ -49,7 +53,7 @@ func (t *table) write(e *ew, indent string) {
 			}
 		}
 	}
-	line := func(cells []string) {
+	line := func(row int, cells []string) {
 		var b strings.Builder
 		b.WriteString(indent)
 		for i, c := range cells {
@@ -57,19 +61,25 @@ func (t *table) write(e *ew, indent string) {
 			if i > 0 {
 				b.WriteString("  ")
 			}
+			text := c
+			if t.paint != nil && e.color {
+				if st := t.paint(row, i, c); st != "" && c != "" {
+					text = st + c + ansiReset
+				}
+			}
 			if t.right != nil && t.right[i] {
-				b.WriteString(pad + c)
+				b.WriteString(pad + text)
 			} else if i == len(cells)-1 {
-				b.WriteString(c)
+				b.WriteString(text)
 			} else {
-				b.WriteString(c + pad)
+				b.WriteString(text + pad)
 			}
 		}
 		e.printf("%s\n", strings.TrimRight(b.String(), " "))
 	}
-	line(t.head)
-	for _, r := range t.rows {
-		line(r)
+	line(-1, t.head)
+	for i, r := range t.rows {
+		line(i, r)
 	}
 }
 
@@ -124,56 +134,168 @@ func percentile(u unit, v *float64, name string, c *analyze.Censored) string {
 	return u.f(v)
 }
 
-// sparkline draws a histogram in one line of block characters.
+// sparkline draws a histogram in one line of block characters, n columns
+// over [lo, hi] on a log axis. Each bucket's count is spread over the
+// columns it overlaps, in proportion to the overlap, so that buckets
+// narrower than a column do not leave false gaps.
 func sparkline(bs []quantile.Bucket, lo, hi float64, n int) string {
-	if len(bs) == 0 || hi <= lo {
+	if len(bs) == 0 || hi <= lo || n <= 0 {
 		return ""
 	}
-	counts := make([]int, n)
+	counts := make([]float64, n)
 	llo, lhi := math.Log10(math.Max(lo, 1e-3)), math.Log10(hi)
+	col := (lhi - llo) / float64(n)
 	for _, b := range bs {
-		mid := math.Sqrt(math.Max(b.FromMs, 1e-3) * b.ToMs)
-		i := int(float64(n) * (math.Log10(mid) - llo) / (lhi - llo))
-		i = min(max(i, 0), n-1)
-		counts[i] += b.Count
+		a, z := math.Log10(math.Max(b.FromMs, 1e-3)), math.Log10(math.Max(b.ToMs, 1e-3))
+		a, z = math.Max(a, llo), math.Min(z, lhi)
+		if z <= a {
+			i := min(max(int((a-llo)/col), 0), n-1)
+			counts[i] += float64(b.Count)
+			continue
+		}
+		for i := max(int((a-llo)/col), 0); i < n; i++ {
+			c0, c1 := llo+float64(i)*col, llo+float64(i+1)*col
+			if c0 >= z {
+				break
+			}
+			counts[i] += float64(b.Count) * (math.Min(z, c1) - math.Max(a, c0)) / (z - a)
+		}
 	}
-	top := 0
+	top := 0.0
 	for _, c := range counts {
 		top = max(top, c)
 	}
-	const bars = " ▁▂▃▄▅▆▇█"
-	runes := []rune(bars)
+	runes := []rune(" ▁▂▃▄▅▆▇█")
 	var b strings.Builder
 	for _, c := range counts {
 		k := 0
 		if c > 0 {
-			k = 1 + int(math.Round(float64(c)/float64(top)*7))
+			k = 1 + int(math.Round(c/top*7))
 		}
 		b.WriteRune(runes[k])
 	}
 	return b.String()
 }
 
+// ANSI styles of the text report; used only when Options.Color is set.
+const (
+	ansiReset = "\x1b[0m"
+	ansiBold  = "\x1b[1m"
+	ansiDim   = "\x1b[2m"
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiAmber = "\x1b[33m"
+	ansiCyan  = "\x1b[36m"
+)
+
+// paint wraps s in an ANSI style when colour is on.
+func (e *ew) paint(style, s string) string {
+	if !e.color || style == "" || s == "" {
+		return s
+	}
+	return style + s + ansiReset
+}
+
+// classStyle colours a failure class by how much it should worry the
+// reader: ran-to-timeout means retries are waste.
+func classStyle(class string) string {
+	switch class {
+	case "ran-to-timeout":
+		return ansiRed
+	case "mixed":
+		return ansiAmber
+	case "transient":
+		return ansiCyan
+	case "none":
+		return ansiGreen
+	}
+	return ansiDim
+}
+
+func verdictStyle(v string) string {
+	switch v {
+	case check.Pass:
+		return ansiGreen
+	case check.Fail:
+		return ansiRed + ansiBold
+	}
+	return ansiDim
+}
+
+// footnotes numbers the warnings and says which marks go after each hop, so
+// that a table row points at the caveats that qualify its numbers.
+type footnotes struct {
+	byHop map[string][]int
+}
+
+func newFootnotes(ws []analyze.Warning) footnotes {
+	f := footnotes{byHop: map[string][]int{}}
+	for i, w := range ws {
+		if w.Hop != "" {
+			f.byHop[w.Hop] = append(f.byHop[w.Hop], i+1)
+		}
+	}
+	return f
+}
+
+// mark is the superscript reference list of a hop ("¹²"), or "".
+func (f footnotes) mark(hop string) string {
+	var b strings.Builder
+	for i, n := range f.byHop[hop] {
+		if i > 0 {
+			b.WriteString("˒")
+		}
+		b.WriteString(superscript(n))
+	}
+	return b.String()
+}
+
+// superscript writes n in superscript digits.
+func superscript(n int) string {
+	const sup = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+	digits := []rune(sup)
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for _, c := range s {
+		b.WriteRune(digits[c-'0'])
+	}
+	return b.String()
+}
+
+// histRange is the span of the latency histograms of all hops, so that
+// every sparkline is drawn on the same axis and hops compare at a glance.
+func histRange(hops []analyze.Hop) (lo, hi float64) {
+	lo, hi = math.Inf(1), 0.0
+	for _, h := range hops {
+		for _, b := range h.LatencyHistogram {
+			lo, hi = math.Min(lo, math.Max(b.FromMs, 1)), math.Max(hi, b.ToMs)
+		}
+	}
+	return lo, hi
+}
+
 func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
-	e := &ew{w: w}
+	e := &ew{w: w, color: opt.Color}
 	files := len(rep.Inputs)
-	e.printf("tailscope analyze: %d spans in %d requests from %d %s (read %d, skipped %d)\n\n",
+	e.printf("%s: %d spans in %d requests from %d %s (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope analyze"),
 		rep.Spans, rep.Requests.Count, files, plural(files, "file", "files"), rep.Read, rep.Skipped)
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
 	var all []*float64
-	lo, hi := math.Inf(1), 0.0
 	for _, h := range rep.Hops {
 		l := h.LatencyMs
 		all = append(all, l.P50, l.P90, l.P95, l.P99, l.Max)
-		for _, b := range h.LatencyHistogram {
-			lo, hi = math.Min(lo, math.Max(b.FromMs, 1)), math.Max(hi, b.ToMs)
-		}
 	}
+	lo, hi := histRange(rep.Hops)
 	u := unitFor(all...)
+	fn := newFootnotes(rep.Warnings)
+	spark := "LATENCY"
+	if hi > lo {
+		spark = fmt.Sprintf("LATENCY %s–%s (log)", dur(lo), dur(hi))
+	}
 	t := &table{
-		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", "LATENCY (log)"},
+		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", spark},
 		right: []bool{false, true, true, true, true, true, true, true, true, true, false, false},
 	}
 	for _, h := range rep.Hops {
@@ -182,10 +304,31 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		if h.TimeoutMs != nil {
 			to = dur(*h.TimeoutMs)
 		}
-		t.add(h.Hop, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
+		name := h.Hop
+		if m := fn.mark(h.Hop); m != "" {
+			name += " " + m
+		}
+		t.add(name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
 			percentile(u, l.P50, "p50", h.Censored), percentile(u, l.P90, "p90", h.Censored),
 			percentile(u, l.P95, "p95", h.Censored), percentile(u, l.P99, "p99", h.Censored),
 			percentile(u, l.Max, "max", h.Censored), to, h.FailureClass, sparkline(h.LatencyHistogram, lo, hi, 16))
+	}
+	t.paint = func(row, col int, cell string) string {
+		switch {
+		case row < 0:
+			return ansiBold
+		case col == 10:
+			return classStyle(cell)
+		case strings.HasPrefix(cell, "≥"):
+			return ansiAmber
+		case cell == "–":
+			return ansiDim
+		case col == 3 && cell != "0":
+			return ansiRed
+		case col == 11:
+			return ansiCyan
+		}
+		return ""
 	}
 	t.write(e, "")
 	e.printf("\n")
@@ -200,21 +343,45 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	rq := rep.Requests
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
-	e.printf("\nrequests: %d, %d succeeded (%s); p50 %s, p95 %s, p99 %s\n", rq.Count, rq.Succeeded, pct(rq.SuccessRate),
+	e.printf("\n%s %d, %d succeeded (%s); p50 %s, p95 %s, p99 %s\n", e.paint(ansiBold, "requests:"), rq.Count, rq.Succeeded,
+		e.paint(rateStyle(rq.SuccessRate), pct(rq.SuccessRate)),
 		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("failures land: %s; mean time to failure %s\n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
 	}
 
-	e.printf("\nrecommendation (budget %s)\n", dur(rep.RecommendedPolicy.BudgetMs))
+	if rp := rep.RecommendedPolicy; rp != nil {
+		e.printf("\n%s (budget %s)\n", e.paint(ansiBold, "recommendation"), dur(rp.BudgetMs))
+	} else {
+		e.printf("\n%s\n", e.paint(ansiBold, "recommendation"))
+	}
 	rt := &table{head: []string{"HOP", "ACTION", "TIMEOUT", "RETRIES", "BASIS"}, right: []bool{false, false, true, true, false}}
 	for _, h := range rep.Hops {
 		r := h.Recommendation
 		rt.add(h.Hop, r.Action, dur(r.TimeoutMs), fmt.Sprint(r.Retries), r.Basis)
 	}
+	rt.paint = func(row, col int, cell string) string {
+		switch {
+		case row < 0:
+			return ansiBold
+		case col == 1 && cell == analyze.ActionSet:
+			return ansiGreen
+		case col == 1:
+			return ansiAmber
+		}
+		return ""
+	}
 	rt.write(e, "  ")
 	writeWarnings(e, rep.Warnings)
 	return e.err
+}
+
+// rateStyle colours a success rate: green when nothing failed.
+func rateStyle(r float64) string {
+	if r >= 1 {
+		return ansiGreen
+	}
+	return ansiAmber
 }
 
 func writeSkips(e *ew, by map[string]int64, examples []string) {
@@ -234,17 +401,19 @@ func writeSkips(e *ew, by map[string]int64, examples []string) {
 	e.printf("\n")
 }
 
+// writeWarnings lists the caveats as footnotes; the table rows carry the
+// matching superscript marks.
 func writeWarnings(e *ew, ws []analyze.Warning) {
 	if len(ws) == 0 {
 		return
 	}
-	e.printf("\nwarnings\n")
+	e.printf("\n%s\n", e.paint(ansiBold, "warnings"))
 	for i, w := range ws {
 		hop := ""
 		if w.Hop != "" {
 			hop = " " + w.Hop + ":"
 		}
-		e.printf("  [%d] %s%s %s\n", i+1, w.Code, hop, w.Message)
+		e.printf("  %s %s%s %s\n", superscript(i+1), e.paint(ansiAmber, w.Code), hop, w.Message)
 	}
 }
 
