@@ -206,8 +206,12 @@ func (s *run) calls(cs []*span.Call, origin, t0, deadline int64) (end, failAt in
 	var finished []done // calls replayed so far, by original end
 	end = t0
 	failAt = never
+	failedOrigEnd := never // calls that started after a failed call waited for it: they never run
 	for _, c := range cs {
 		start := c.Start()
+		if start >= failedOrigEnd {
+			continue
+		}
 		var shift int64
 		first := true
 		for _, d := range finished {
@@ -223,14 +227,15 @@ func (s *run) calls(cs []*span.Call, origin, t0, deadline int64) (end, failAt in
 			continue // the parent already gave up
 		}
 		cEnd, ok, hop := s.call(c, t, deadline)
+		origEnd := c.End()
 		if !ok {
 			if cEnd < failAt {
 				failAt, blame = cEnd, hop
 			}
 			failed = true
+			failedOrigEnd = min(failedOrigEnd, origEnd)
 			continue
 		}
-		origEnd := c.End()
 		finished = append(finished, done{origEnd: origEnd, delta: cEnd - (t0 + origEnd - origin)})
 		if cEnd > end {
 			end = cEnd
