@@ -579,7 +579,7 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error
 			return nil
 		}
 		if k == kObject || k == kArray {
-			return fmt.Errorf("%s: want a scalar, got an %s", key, map[kind]string{kObject: "object", kArray: "array"}[k])
+			return fieldError{fmt.Errorf("%s: want a scalar, got an %s", key, map[kind]string{kObject: "object", kArray: "array"}[k])}
 		}
 		if err := rec.set(f, k == kString, v); err != nil {
 			return fieldError{err}

@@ -176,6 +176,16 @@ func expand(paths []string) ([]string, error) {
 				if gerr != nil {
 					return nil, fmt.Errorf("bad glob %q: %v", p, gerr)
 				}
+				// Like a shell, a glob skips hidden files unless it names them.
+				if !strings.HasPrefix(filepath.Base(p), ".") {
+					vis := m[:0]
+					for _, x := range m {
+						if !strings.HasPrefix(filepath.Base(x), ".") {
+							vis = append(vis, x)
+						}
+					}
+					m = vis
+				}
 				if len(m) == 0 {
 					return nil, fmt.Errorf("%s: no file matches", p)
 				}
