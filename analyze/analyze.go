@@ -126,6 +126,12 @@ type Hop struct {
 	FailureClass     string            `json:"failure_class"`
 	Evidence         string            `json:"evidence"`
 	FailureHistogram []quantile.Bucket `json:"failure_histogram"`
+	// CallFailureHistogram buckets the failed calls by call end − call
+	// start (retries and backoff included): with retries on, persistent
+	// slowness piles at k×timeout + backoffs.
+	CallFailureHistogram []quantile.Bucket `json:"call_failure_histogram"`
+	// KMLatencyMs is the Kaplan–Meier time to success (see kmLatency).
+	KMLatencyMs Latency `json:"km_latency_ms"`
 	// LatencyHistogram is on a log time axis, for charts.
 	LatencyHistogram []quantile.Bucket `json:"latency_histogram"`
 	TimeoutMs        *float64          `json:"timeout_ms"`
@@ -290,6 +296,10 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	cutMin := int64(math.MaxInt64)
 	cutCount := map[int64]int{}
 	censored := 0
+	// The timeout comes first: an error span that ended at it was cut by
+	// it (censored) even when it lacks a timeout mark (see cutBy).
+	h.TimeoutMs, h.TimeoutSource = timeoutOf(name, ss, opt)
+	T := nsOf(h.TimeoutMs)
 	for _, s := range ss {
 		all = append(all, s.Duration)
 		if s.Failed() {
@@ -298,7 +308,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 		} else {
 			succ = append(succ, s.Duration)
 		}
-		if s.Timeout {
+		if cutBy(s, T) {
 			h.TimeoutAttempts++
 			censored++
 			cutCount[roundMs(s.Duration)]++
@@ -327,7 +337,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 		}
 	}
 	// Time to success: successes, with censored attempts as ≥ their cut.
-	tts := append(append([]int64(nil), succ...), censoredDurations(ss)...)
+	tts := append(append([]int64(nil), succ...), censoredDurations(ss, T)...)
 	quantile.SortInt64(tts)
 	knownTTS := len(tts)
 	if censored > 0 {
@@ -343,11 +353,12 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 		h.maxTTS = tts[knownTTS-1]
 	}
 
+	h.KMLatencyMs = kmLatency(succ, censoredDurations(ss, T))
 	h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))
+	h.CallFailureHistogram = callFailureHistogram(cs)
 	h.LatencyHistogram = LogHistogram(all)
-	h.TimeoutMs, h.TimeoutSource = timeoutOf(name, ss, failed, opt)
-	h.RetryYield = retryYield(cs)
-	h.FailureClass, h.Evidence = Classify(&h, ss)
+	h.RetryYield = retryYield(cs, func(s *span.Span) bool { return cutBy(s, T) })
+	h.FailureClass, h.Evidence = Classify(&h, ss, cs, opt)
 	if len(ss) < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: name,
 			Message: fmt.Sprintf("%d attempts: p99 needs at least %d to be more than the largest values", len(ss), MinSamplesP99)})
@@ -358,16 +369,6 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 				censored, len(ss), 100*float64(censored)/float64(len(ss)), fmtMs(h.Censored.TimeoutMs), joinNames(unknown), fmtMs(h.Censored.AtLeastMs))})
 	}
 	return h
-}
-
-func censoredDurations(ss []*span.Span) []int64 {
-	var out []int64
-	for _, s := range ss {
-		if s.Timeout {
-			out = append(out, s.Duration)
-		}
-	}
-	return out
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
@@ -446,98 +447,6 @@ func LogHistogram(sorted []int64) []quantile.Bucket {
 	}
 	out = append(out, quantile.Bucket{FromMs: edge(cur), ToMs: edge(cur + 1), Count: count})
 	return out
-}
-
-// timeoutOf finds the timeout in force: the policy, span attributes, or
-// the most common duration of attempts marked as timeouts.
-func timeoutOf(hop string, ss []*span.Span, failed []int64, opt Options) (*float64, string) {
-	if p := opt.PolicyInForce; p != nil {
-		if t := p.For(hop).Timeout; t > 0 {
-			v := ms(int64(t))
-			return &v, "policy"
-		}
-	}
-	attr := map[int64]int{}
-	timeouts := map[int64]int{}
-	for _, s := range ss {
-		if s.TimeoutInForce > 0 {
-			attr[s.TimeoutInForce]++
-		}
-		if s.Timeout {
-			timeouts[roundMs(s.Duration)]++
-		}
-	}
-	if len(attr) > 0 {
-		v := ms(modeKey(attr))
-		return &v, "span attribute"
-	}
-	if len(timeouts) > 0 {
-		v := ms(modeKey(timeouts))
-		return &v, "inferred from timed-out attempts"
-	}
-	if t, ok := InferPile(failed); ok {
-		v := ms(t)
-		return &v, "inferred from the failure pile-up"
-	}
-	return nil, "unknown"
-}
-
-// InferPile finds a narrow pile of failure durations: at least 5 failures
-// and at least half of them within 1% of their median. It returns the
-// median when there is one.
-func InferPile(sortedFailed []int64) (int64, bool) {
-	n := len(sortedFailed)
-	if n < 5 {
-		return 0, false
-	}
-	// Slide a window of ±1% over the sorted values and keep the densest.
-	best, bestAt := 0, int64(0)
-	j := 0
-	for i := 0; i < n; i++ {
-		c := sortedFailed[i]
-		for j < n && float64(sortedFailed[j]) <= float64(c)*1.02 {
-			j++
-		}
-		if j-i > best {
-			best, bestAt = j-i, sortedFailed[i+(j-i)/2]
-		}
-	}
-	if best*2 >= n && best >= 5 {
-		return roundMs(bestAt), true
-	}
-	return 0, false
-}
-
-func retryYield(cs []*span.Call) *Yield {
-	y := &Yield{}
-	for _, c := range cs {
-		if len(c.Attempts) < 2 {
-			continue
-		}
-		y.RetriedCalls++
-		if !c.Failed() {
-			y.Recovered++
-		}
-		for i := 0; i+1 < len(c.Attempts); i++ {
-			a, b := c.Attempts[i].Span, c.Attempts[i+1].Span
-			if !a.Failed() {
-				continue
-			}
-			tr := &y.AfterFastFailure
-			if a.Timeout {
-				tr = &y.AfterTimeout
-			}
-			tr.Retried++
-			if !b.Failed() {
-				tr.Succeeded++
-			}
-		}
-	}
-	if y.RetriedCalls == 0 {
-		return nil
-	}
-	y.Rate = round4(float64(y.Recovered) / float64(y.RetriedCalls))
-	return y
 }
 
 func requestStats(reqs []*span.Request) Requests {

@@ -3,7 +3,11 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"sort"
+	"strings"
+	"time"
 
+	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -20,61 +24,360 @@ const (
 // is too-few: a handful of failures cannot show a distribution.
 const MinFailures = 5
 
-// PileTolerance is how close to the timeout (or to a multiple of it) a
+// PileTolerance is how close to the timeout (or to k×timeout + backoffs) a
 // failure must end to count as having run to the timeout: 2%, wider than
-// scheduler and clock noise, far narrower than real latency spread.
+// timer, scheduler and clock noise, far narrower than real latency spread.
 const PileTolerance = 0.02
 
-// Classify names a hop's failure class from its failure-time distribution
-// and says why, citing the numbers.
+// Thresholds of the class rule (see Classify).
+const (
+	// CutShareHigh is the share of failures at the timeout from which a
+	// hop's failures are said to pile at it.
+	CutShareHigh = 0.8
+	// CutShareLow is the share at or below which the timeout plays no
+	// part: the failures are fast or scattered.
+	CutShareLow = 0.2
+	// MinRetryEvidence is the number of retries after a timeout needed
+	// before their outcome may overrule the pile.
+	MinRetryEvidence = 3
+	// RecoverHigh and RecoverLow bound the share of retries after a
+	// timeout that succeeded: at RecoverHigh or more the slowness was
+	// jitter (the next attempt was fast), above RecoverLow it was partly.
+	RecoverHigh = 0.5
+	RecoverLow  = 0.2
+)
+
+// Classify names a hop's failure class from the distribution of its
+// failure times and says why, citing the numbers.
 //
-// The rule: with T the timeout in force, a failure "ran to timeout" when
-// the span says it was cut by a timeout or its duration lies within 2% of
-// T. At least 80% of failures there → ran-to-timeout (the slowness is
-// persistent: retries hit the same wall); at most 20% → transient (fast or
-// scattered failures, which a retry with backoff can beat); in between →
-// mixed. Fewer than 5 failures → too-few; none → none.
-func Classify(h *Hop, ss []*span.Span) (string, string) {
+// With T the hop's timeout (policy in force, span attribute or inferred;
+// see timeoutOf), a failed attempt "ran to the timeout" when cutBy says so
+// (a timeout mark or code, or an end within PileTolerance of T) or, when
+// the policy in force has retries and the log has one span per call, when
+// it ended within PileTolerance of an echo k×T + backoffs (k ≤ retries+1).
+// Let cut be their share of the failed attempts:
+//
+//   - no failed attempt → none; fewer than MinFailures (5) → too-few.
+//   - cut ≥ 80%: the failures pile at the timeout. If at least 3 retries
+//     followed such a timeout and at least half of them succeeded, the
+//     slowness was jitter, not persistent → transient; if more than 20%
+//     succeeded → mixed; otherwise → ran-to-timeout (the next attempt hit
+//     the same wall, or nothing retried and the pile alone speaks).
+//   - cut ≤ 20%: fast or scattered failures (429/503/resets and the like)
+//     → transient.
+//   - in between → mixed.
+//
+// Status codes enter through cutBy (408, 504, DEADLINE_EXCEEDED count as
+// cut wherever they end) and through the evidence (429, 502, 503,
+// RESOURCE_EXHAUSTED, UNAVAILABLE are counted and named). The evidence
+// sentence gives the counts, the width of the pile ("19 of 19 failures
+// within 0.3% of 3s"), the retry yield split by failure kind, and for
+// retried failed calls their k×T + backoff echo.
+func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (string, string) {
 	n := h.FailedAttempts
 	if n == 0 {
 		return ClassNone, "no failed attempts"
 	}
+	T := nsOf(h.TimeoutMs)
+	f := shapeOf(h.Hop, ss, T, opt)
 	if n < MinFailures {
-		return ClassTooFew, fmt.Sprintf("%d failed attempts: too few to tell a pile-up from scatter", n)
+		s := fmt.Sprintf("%d failed attempts", n)
+		if f.cut > 0 {
+			s += fmt.Sprintf(" (%d cut by a timeout)", f.cut)
+		}
+		return ClassTooFew, s + fmt.Sprintf(": too few to tell a pile-up from scatter (%d needed)", MinFailures)
 	}
-	var T float64
-	if h.TimeoutMs != nil {
-		T = *h.TimeoutMs * 1e6
+	share := float64(f.cut) / float64(f.n)
+	yt := Transition{}
+	if h.RetryYield != nil {
+		yt = h.RetryYield.AfterTimeout
 	}
-	atT, fast := 0, 0
+	recovered := 0.0
+	if yt.Retried > 0 {
+		recovered = float64(yt.Succeeded) / float64(yt.Retried)
+	}
+	parts := []string{}
+	add := func(s string) {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	evidence := func() string { return strings.Join(parts, "; ") }
+	switch {
+	case share >= CutShareHigh:
+		add(f.cutSentence(T))
+		if yt.Retried >= MinRetryEvidence && recovered >= RecoverHigh {
+			add(fmt.Sprintf("but retries after a timeout recovered %d of %d: the slowness is jitter, not persistent", yt.Succeeded, yt.Retried))
+			add(f.otherSentence(T))
+			add(yieldSentence(h.RetryYield, false))
+			return ClassTransient, evidence()
+		}
+		if yt.Retried >= MinRetryEvidence && recovered > RecoverLow {
+			add(fmt.Sprintf("retries after a timeout recovered %d of %d: part of the slowness is persistent", yt.Succeeded, yt.Retried))
+			add(f.otherSentence(T))
+			add(yieldSentence(h.RetryYield, false))
+			return ClassMixed, evidence()
+		}
+		add(f.otherSentence(T))
+		add(yieldSentence(h.RetryYield, true))
+		add(echoSentence(cs, T, f.tol))
+		return ClassRanToTimeout, evidence()
+	case share <= CutShareLow:
+		add(f.otherSentence(T))
+		add(f.cutSentence(T))
+		add(yieldSentence(h.RetryYield, false))
+		return ClassTransient, evidence()
+	}
+	add(f.cutSentence(T))
+	add(f.otherSentence(T))
+	add(yieldSentence(h.RetryYield, false))
+	add(echoSentence(cs, T, f.tol))
+	return ClassMixed, evidence()
+}
+
+// shape is what Classify measures of a hop's failed attempts.
+type shape struct {
+	n int
+	// cut ran to a timeout: atT at T itself (maxDev the largest relative
+	// distance from T among them), echo at k×T + backoffs, elsewhere cut
+	// by a timeout mark or code away from T (a request deadline, another
+	// caller's timeout) between elsLo and elsHi.
+	cut, atT, echo, elsewhere int
+	maxDev                    float64
+	elsLo, elsHi              int64
+	// other failures: fast (under T/2) and slow, between lo and hi.
+	fast, slow int
+	lo, hi     int64
+	codes      map[int]int
+	// band is the largest count of failures within one PileWindow band.
+	band int
+	tol  float64
+}
+
+func shapeOf(hop string, ss []*span.Span, T int64, opt Options) *shape {
+	f := &shape{codes: map[int]int{}, lo: math.MaxInt64, elsLo: math.MaxInt64, tol: PileTolerance}
+	echoes := echoTargets(hop, T, opt)
+	var durs []int64
 	for _, s := range ss {
 		if !s.Failed() {
 			continue
 		}
-		d := float64(s.Duration)
+		d := s.Duration
+		f.n++
+		durs = append(durs, d)
 		switch {
-		case s.Timeout || (T > 0 && math.Abs(d-T) <= PileTolerance*T):
-			atT++
-		case T > 0 && d < T/2:
-			fast++
-		case T == 0:
-			fast++
+		case T > 0 && near(d, T):
+			f.cut++
+			f.atT++
+			f.maxDev = math.Max(f.maxDev, math.Abs(float64(d-T))/float64(T))
+		case cutBy(s, T):
+			f.cut++
+			f.elsewhere++
+			f.elsLo, f.elsHi = min(f.elsLo, d), max(f.elsHi, d)
+		case nearAny(d, echoes):
+			f.cut++
+			f.echo++
+		default:
+			if s.Code != 0 {
+				f.codes[s.Code]++
+			}
+			if T > 0 && d < T/2 {
+				f.fast++
+			} else {
+				f.slow++
+			}
+			f.lo, f.hi = min(f.lo, d), max(f.hi, d)
 		}
 	}
-	share := float64(atT) / float64(n)
-	yield := ""
-	if y := h.RetryYield; y != nil && y.AfterTimeout.Retried > 0 {
-		yield = fmt.Sprintf("; retries after a timeout recovered %d of %d", y.AfterTimeout.Succeeded, y.AfterTimeout.Retried)
+	quantile.SortInt64(durs)
+	lo, hi := densest(durs)
+	f.band = hi - lo
+	return f
+}
+
+// echoTargets are the durations at which a single span covering a whole
+// call that timed out on every attempt would end under the policy in
+// force: k×T plus the backoffs before attempts 2..k, for k = 2..retries+1.
+// Without a policy in force there are none: echoes are then only looked
+// for at call level, where the attempts are visible.
+func echoTargets(hop string, T int64, opt Options) []int64 {
+	if opt.PolicyInForce == nil || T <= 0 {
+		return nil
 	}
-	at := "the timeout"
-	if T > 0 {
-		at = fmtMs(T / 1e6)
+	hp := opt.PolicyInForce.For(hop)
+	var out []int64
+	var backoff int64
+	for k := 2; k <= hp.Retries+1; k++ {
+		backoff += int64(hp.Backoff.MaxDelay(k - 1))
+		out = append(out, int64(k)*T+backoff)
 	}
-	switch {
-	case share >= 0.8:
-		return ClassRanToTimeout, fmt.Sprintf("%d of %d failures ran to %s (within %.0f%%)%s", atT, n, at, PileTolerance*100, yield)
-	case share <= 0.2:
-		return ClassTransient, fmt.Sprintf("%d of %d failures ended before %s (%d fast, under half of it)%s", n-atT, n, at, fast, yield)
+	return out
+}
+
+func nearAny(d int64, targets []int64) bool {
+	for _, t := range targets {
+		if near(d, t) {
+			return true
+		}
 	}
-	return ClassMixed, fmt.Sprintf("%d of %d failures ran to %s, %d ended earlier%s", atT, n, at, n-atT, yield)
+	return false
+}
+
+// cutSentence: "19 of 19 failures within 0.3% of 3s".
+func (f *shape) cutSentence(T int64) string {
+	var p []string
+	if f.atT > 0 {
+		p = append(p, fmt.Sprintf("%d of %d failures within %s of %s", f.atT, f.n, pct(f.maxDev), FormatDuration(time.Duration(T))))
+	} else if T > 0 {
+		p = append(p, fmt.Sprintf("0 of %d failures at the %s timeout", f.n, FormatDuration(time.Duration(T))))
+	} else {
+		p = append(p, fmt.Sprintf("no timeout known or inferred for %d failures", f.n))
+	}
+	if f.echo > 0 {
+		p = append(p, fmt.Sprintf("%d at k×%s + backoff (whole calls)", f.echo, FormatDuration(time.Duration(T))))
+	}
+	if f.elsewhere > 0 {
+		p = append(p, fmt.Sprintf("%d cut by a timeout elsewhere (%s)", f.elsewhere, span2(f.elsLo, f.elsHi)))
+	}
+	if f.band > f.cut && f.band >= MinPile {
+		p = append(p, fmt.Sprintf("densest 2%% band holds %d", f.band))
+	}
+	return strings.Join(p, ", ")
+}
+
+// otherSentence describes the failures that did not run to a timeout.
+func (f *shape) otherSentence(T int64) string {
+	other := f.fast + f.slow
+	if other == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d ended before the timeout", other)
+	if T <= 0 {
+		s = fmt.Sprintf("%d spread", other)
+	}
+	var p []string
+	if f.fast > 0 {
+		p = append(p, fmt.Sprintf("%d fast (under %s)", f.fast, FormatDuration(time.Duration(T/2))))
+	}
+	p = append(p, fmt.Sprintf("from %s", span2(f.lo, f.hi)))
+	if f.band < MinPile || f.band <= f.cut {
+		p = append(p, fmt.Sprintf("densest 2%% band holds %d of %d failures", f.band, f.n))
+	}
+	s += " (" + strings.Join(p, ", ") + ")"
+	if c := codeList(f.codes); c != "" {
+		s += "; codes " + c
+	}
+	return s
+}
+
+// span2 formats a range of durations: "5ms–2.8s", or one value.
+func span2(lo, hi int64) string {
+	if lo == hi {
+		return FormatDuration(time.Duration(lo))
+	}
+	return FormatDuration(time.Duration(lo)) + " to " + FormatDuration(time.Duration(hi))
+}
+
+// codeList: "503×12 (transient), 500×2", most frequent first.
+func codeList(codes map[int]int) string {
+	type kv struct{ code, n int }
+	var l []kv
+	for c, n := range codes {
+		l = append(l, kv{c, n})
+	}
+	sort.Slice(l, func(i, j int) bool {
+		if l[i].n != l[j].n {
+			return l[i].n > l[j].n
+		}
+		return l[i].code < l[j].code
+	})
+	var p []string
+	for _, x := range l {
+		s := fmt.Sprintf("%d×%d", x.code, x.n)
+		if transientCode(x.code) {
+			s += " (transient)"
+		}
+		p = append(p, s)
+	}
+	return strings.Join(p, ", ")
+}
+
+// yieldSentence: "retry yield after timeouts 0/14, after other errors 3/4".
+func yieldSentence(y *Yield, sayNone bool) string {
+	if y == nil {
+		if sayNone {
+			return "no retries in the logs"
+		}
+		return ""
+	}
+	var p []string
+	if t := y.AfterTimeout; t.Retried > 0 {
+		p = append(p, fmt.Sprintf("after timeouts %d/%d", t.Succeeded, t.Retried))
+	}
+	if t := y.AfterFastFailure; t.Retried > 0 {
+		p = append(p, fmt.Sprintf("after other errors %d/%d", t.Succeeded, t.Retried))
+	}
+	if len(p) == 0 {
+		return ""
+	}
+	return "retry yield " + strings.Join(p, ", ")
+}
+
+// echoSentence looks at the failed calls that retried and timed out on
+// every attempt: with persistent slowness each ends at k×T plus the
+// backoffs between its attempts (the article's 9 s = 3 × 3 s). The backoff
+// is the median observed gap between attempts of the hop.
+func echoSentence(cs []*span.Call, T int64, tol float64) string {
+	if T <= 0 {
+		return ""
+	}
+	var gaps []int64
+	for _, c := range cs {
+		for i := 0; i+1 < len(c.Attempts); i++ {
+			gaps = append(gaps, max(0, c.Attempts[i+1].Span.Start-c.Attempts[i].Span.End()))
+		}
+	}
+	if len(gaps) == 0 {
+		return ""
+	}
+	quantile.SortInt64(gaps)
+	b := gaps[len(gaps)/2]
+	total, within := 0, 0
+	byK := map[int]int{}
+	for _, c := range cs {
+		k := len(c.Attempts)
+		if k < 2 || !c.Failed() {
+			continue
+		}
+		total++
+		target := int64(k)*T + int64(k-1)*b
+		if near(c.End()-c.Start(), target) {
+			within++
+			byK[k]++
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	bestK, bestN := 0, -1
+	for k, n := range byK {
+		if n > bestN || (n == bestN && k < bestK) {
+			bestK, bestN = k, n
+		}
+	}
+	s := fmt.Sprintf("%d of %d retried failed calls end within %.0f%% of k×%s + (k−1)×%s backoff", within, total, tol*100,
+		FormatDuration(time.Duration(T)), FormatDuration(time.Duration(b)))
+	if bestN > 0 {
+		s += fmt.Sprintf(" (%s at k = %d)", FormatDuration(time.Duration(int64(bestK)*T+int64(bestK-1)*b)), bestK)
+	}
+	return s
+}
+
+// pct formats a relative deviation rounded up to 0.1%: "0.3%".
+func pct(x float64) string {
+	v := math.Ceil(x*1000-1e-9) / 10
+	if v < 0.1 {
+		v = 0.1
+	}
+	return trimZeros(fmt.Sprintf("%.1f", v)) + "%"
 }
