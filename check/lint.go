@@ -2,34 +2,93 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
 
-// Severities.
+// Severities. A finding of severity error fails the check (exit 3); warnings
+// and infos are shown but do not change the verdict.
 const (
 	SevError   = "error"
 	SevWarning = "warning"
 	SevInfo    = "info"
 )
 
-// Lint checks a policy against what the logs show. Findings come out in a
-// stable order: by severity, then hop, then code.
+// Lint rule codes (shown to users and matched by their CI scripts).
+const (
+	CodeDeadRetries       = "dead-retries"
+	CodeRetryOnPersistent = "retry-on-persistent"
+	CodeBelowTail         = "timeout-below-tail"
+	CodeFarAboveTail      = "timeout-far-above-tail"
+	CodePerTryNotBelow    = "per-try-not-below-budget"
+	CodeNotBudgetAware    = "retry-not-budget-aware"
+	CodeBackoffExceeds    = "backoff-exceeds-budget"
+	CodeUnknownHop        = "unknown-hop"
+	CodeUnconfiguredHop   = "unconfigured-hop"
+)
+
+// FarAboveFactor is k of timeout-far-above-tail: a timeout more than k times
+// the p99 of a hop's time to success. A recommended timeout is that p99 plus
+// a margin (10% by default), rounded up to a nice value; even a generous
+// 50% margin and rounding stay under 2×, so 3× is beyond any deliberate
+// margin: the excess only holds a stuck attempt (and its connection) longer.
+const FarAboveFactor = 3.0
+
+// FarAboveMinExcess keeps timeout-far-above-tail quiet when the excess over
+// p99 is under a second: a 50 ms hop given 200 ms holds a stuck attempt too
+// briefly to matter.
+const FarAboveMinExcess = time.Second
+
+// UselessYield is the retry yield at or below which retries of a
+// ran-to-timeout hop are judged useless: when fewer than 1 in 20 retries
+// after a timeout succeed, each rescue costs 20 full timeouts of waiting.
+const UselessYield = 0.05
+
+// P99 is the quantile of time to success the tail rules compare timeouts
+// against (DESIGN §1: per-hop p99).
+const P99 = 0.99
+
+// Lint checks a policy against what the logs show. Each rule follows from
+// its definition and the numbers measured on the logs given, never from a
+// particular sample. Findings come out in a stable order: by severity, then
+// hop, then code.
+//
+// The rules that look at a hop's timeout and retries apply to the hops that
+// appear as calls in the logs; a trace's root span is the request itself,
+// which the replay bounds by the budget only, so its hop's per-attempt
+// policy is never used and not linted.
 func Lint(rep *analyze.Report, reqs []*span.Request, p *policy.Policy) []Finding {
-	var out []Finding
-	seen := map[string]bool{}
-	for _, h := range rep.Hops {
-		seen[h.Hop] = true
+	l := &linter{p: p, hops: map[string]*analyze.Hop{}, obs: map[string]*hopObs{}}
+	for i := range rep.Hops {
+		l.hops[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
-	for _, name := range p.HopNames() {
-		if !seen[name] {
-			out = append(out, Finding{Code: "unknown-hop", Severity: SevWarning, Hop: name,
-				Message: fmt.Sprintf("%s:%d: hop %q is in the policy but not in the logs (hops seen: %d)", p.Path, p.Lines[name], name, len(rep.Hops))})
+	for _, r := range reqs {
+		left, bound := never, ""
+		if p.Budget > 0 {
+			left, bound = int64(p.Budget), "the "+fd(p.Budget)+" budget"
 		}
+		l.walk(r.Calls, left, bound, nil)
 	}
+	names := make([]string, 0, len(l.obs))
+	for n := range l.obs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		l.lintHop(n, l.obs[n])
+	}
+	l.lintDefault(names)
+	l.lintListed()
+	l.lintUnconfigured(names)
+
+	out := l.out
 	sort.SliceStable(out, func(i, j int) bool {
 		ri, rj := sevRank(out[i].Severity), sevRank(out[j].Severity)
 		if ri != rj {
@@ -54,4 +113,541 @@ func sevRank(s string) int {
 		return 1
 	}
 	return 2
+}
+
+const never = int64(math.MaxInt64 / 4)
+
+type linter struct {
+	p    *policy.Policy
+	hops map[string]*analyze.Hop
+	obs  map[string]*hopObs
+	out  []Finding
+}
+
+// part is one thing a path spends before a retry can run: another hop's
+// first attempt at its timeout, or an enclosing call's earlier attempts.
+type part struct {
+	what string
+	ns   int64
+}
+
+// hopObs is what the logs show of one hop's calls.
+type hopObs struct {
+	calls int
+	// succ are the durations of successful attempts; cut those of attempts
+	// cut by a timeout (right-censored: the true time is longer).
+	succ, cut []int64
+	// Path coverage of retries (dead-retries): bounded is the number of
+	// calls with a finite deadline, dead those where no retry fits, short
+	// those where fewer than the configured retries fit.
+	bounded, dead, short int
+	minCovered           int
+	worst                *pathObs
+}
+
+// pathObs is the deadline one call of a hop ran under.
+type pathObs struct {
+	left  int64  // ns left for this call's attempts
+	bound string // what bounds it ("the 9s budget")
+	parts []part // what was taken from the bound before left
+}
+
+// walk visits sibling calls with left ns of deadline (bounded by bound)
+// after parts were spent. Siblings that overlap in time ran in parallel
+// and form one stage; the stages ran one after the other. A call's path
+// spends every other stage at its slowest call's reserve: the hop's
+// timeout (the time the policy lets a first attempt take) or, for a hop
+// with no timeout, the first attempt's logged duration. The order does not
+// matter: time the others may take is time this hop's retries cannot
+// have, before or after.
+func (l *linter) walk(cs []*span.Call, left int64, bound string, parts []part) {
+	if len(cs) == 0 {
+		return
+	}
+	type stage struct {
+		calls   []*span.Call
+		end     int64
+		reserve int64
+		who     string
+	}
+	var stages []*stage
+	for _, c := range cs {
+		if n := len(stages); n > 0 && c.Start() < stages[n-1].end {
+			s := stages[n-1]
+			s.calls = append(s.calls, c)
+			s.end = max(s.end, c.End())
+			continue
+		}
+		stages = append(stages, &stage{calls: []*span.Call{c}, end: c.End()})
+	}
+	var total int64
+	for _, s := range stages {
+		for _, c := range s.calls {
+			if r := l.reserve(c); r > s.reserve || s.who == "" {
+				s.reserve, s.who = r, c.Hop
+			}
+		}
+		total += s.reserve
+	}
+	for _, s := range stages {
+		var own []part
+		for _, o := range stages {
+			if o != s {
+				own = append(own, part{o.who, o.reserve})
+			}
+		}
+		for _, c := range s.calls {
+			cl := left
+			if left < never {
+				cl = left - (total - s.reserve)
+			}
+			cparts := append(append([]part(nil), parts...), own...)
+			l.observe(c, cl, bound, cparts)
+			l.descend(c, cl, bound, cparts)
+		}
+	}
+}
+
+// reserve is the time a call's first attempt may take under the policy.
+func (l *linter) reserve(c *span.Call) int64 {
+	if t := l.p.For(c.Hop).Timeout; t > 0 {
+		return int64(t)
+	}
+	return c.Attempts[0].Span.Duration
+}
+
+// descend walks the calls made inside each attempt of c. Attempt k starts
+// after k earlier attempts at their timeout and the shortest backoffs; the
+// attempt's own timeout bounds its children when it is the tighter limit.
+func (l *linter) descend(c *span.Call, left int64, bound string, parts []part) {
+	hp := l.p.For(c.Hop)
+	T := int64(hp.Timeout)
+	for k, a := range c.Attempts {
+		if len(a.Calls) == 0 {
+			continue
+		}
+		inner, ib, ip := left, bound, parts
+		if left < never && k > 0 && T > 0 {
+			spent := int64(k) * T
+			for j := 1; j <= k; j++ {
+				spent += int64(hp.Backoff.Delay(j, 0))
+			}
+			inner -= spent
+			ip = append(append([]part(nil), parts...), part{fmt.Sprintf("%s's %d earlier attempts", c.Hop, k), spent})
+		}
+		if T > 0 && T < inner {
+			inner, ib, ip = T, fmt.Sprintf("%s's %s timeout", c.Hop, fd(hp.Timeout)), nil
+		}
+		l.walk(a.Calls, inner, ib, ip)
+	}
+}
+
+// observe records one call of a hop: its attempts' times and the deadline
+// it ran under.
+func (l *linter) observe(c *span.Call, left int64, bound string, parts []part) {
+	o := l.obs[c.Hop]
+	if o == nil {
+		o = &hopObs{minCovered: -1}
+		l.obs[c.Hop] = o
+	}
+	o.calls++
+	for _, a := range c.Attempts {
+		switch s := a.Span; {
+		case s.Timeout:
+			o.cut = append(o.cut, s.Duration)
+		case !s.Failed():
+			o.succ = append(o.succ, s.Duration)
+		}
+	}
+	hp := l.p.For(c.Hop)
+	if left >= never || hp.Retries == 0 || hp.Timeout <= 0 {
+		return
+	}
+	o.bounded++
+	k := covered(hp, left)
+	if k == 0 {
+		o.dead++
+	}
+	if k < hp.Retries {
+		o.short++
+	}
+	if o.minCovered < 0 || k < o.minCovered {
+		o.minCovered = k
+		o.worst = &pathObs{left: left, bound: bound, parts: parts}
+	}
+}
+
+// covered is how many of the hop's retries fit in left ns: after a first
+// attempt that ran to its timeout, retry k needs the backoff before it (at
+// its shortest, jitter at the bottom, so "none fits" holds for every draw)
+// and one full attempt timeout (DESIGN §1 step 3: retry only if the
+// remaining budget covers backoff + timeout).
+func covered(hp policy.Hop, left int64) int {
+	T := int64(hp.Timeout)
+	used := T
+	for k := 1; k <= hp.Retries; k++ {
+		used += int64(hp.Backoff.Delay(k, 0)) + T
+		if used > left {
+			return k - 1
+		}
+	}
+	return hp.Retries
+}
+
+// source names where a hop's settings come from, for messages.
+func (l *linter) source(hop string) string {
+	if l.p.Listed(hop) {
+		return "hops." + hop
+	}
+	return "default"
+}
+
+func (l *linter) add(code, sev, hop, format string, a ...any) {
+	l.out = append(l.out, Finding{Code: code, Severity: sev, Hop: hop, Message: fmt.Sprintf(format, a...)})
+}
+
+func (l *linter) lintHop(name string, o *hopObs) {
+	hp := l.p.For(name)
+	src := l.source(name)
+	if l.p.Listed(name) {
+		l.configRules(name, hp, src)
+	}
+	l.deadRetries(name, hp, src, o)
+	if h := l.hops[name]; h != nil {
+		l.persistent(name, hp, src, h)
+		l.tail(name, hp, src, h, o)
+	}
+}
+
+// configRules are the rules that need only the policy: they hold whatever
+// the logs show.
+func (l *linter) configRules(name string, hp policy.Hop, src string) {
+	B := l.p.Budget
+	T := hp.Timeout
+	switch {
+	case B > 0 && T == 0:
+		after := ""
+		if hp.Retries > 0 {
+			after = fmt.Sprintf(", and none of its %s can follow it", plural(hp.Retries, "retry", "retries"))
+		}
+		l.add(CodePerTryNotBelow, SevWarning, name,
+			"%s has no per-attempt timeout: one stuck attempt holds the request until the %s budget runs out%s",
+			src, fd(B), after)
+	case B > 0 && T >= B && hp.Retries > 0:
+		l.add(CodePerTryNotBelow, SevError, name,
+			"%s timeout %s is not below the %s budget: a first attempt that runs to its timeout uses the whole budget, so its %s can never run",
+			src, fd(T), fd(B), plural(hp.Retries, "retry", "retries"))
+	case B > 0 && T >= B:
+		l.add(CodePerTryNotBelow, SevWarning, name,
+			"%s timeout %s is not below the %s budget: the budget always cuts first, so the per-attempt timeout never fires",
+			src, fd(T), fd(B))
+	}
+	if hp.Retries > 0 && !hp.BudgetAware && B > 0 {
+		l.add(CodeNotBudgetAware, SevWarning, name,
+			"%s has %s with budget_aware false: a retry starts even when less than backoff %s + timeout %s is left of the %s budget, and the request then fails at exactly the budget; set budget_aware: true",
+			src, plural(hp.Retries, "retry", "retries"), fd(hp.Backoff.MaxDelay(1)), fdNone(T), fd(B))
+	}
+	if hp.Retries > 0 && B > 0 && hp.Backoff.Base > 0 {
+		var wait time.Duration
+		at := 1
+		for k := 1; k <= hp.Retries; k++ {
+			if d := hp.Backoff.MaxDelay(k); d > wait {
+				wait, at = d, k
+			}
+		}
+		remaining := B - T
+		if T >= B {
+			remaining = 0
+		}
+		if wait >= remaining {
+			l.add(CodeBackoffExceeds, SevError, name,
+				"%s backoff before retry %d is up to %s, not below the %s left of the %s budget after a first attempt that runs to its %s timeout: that retry waits past the deadline",
+				src, at, fd(wait), fd(remaining), fd(B), fdNone(T))
+		}
+	}
+}
+
+// deadRetries reports retries that no path seen in the logs can cover.
+func (l *linter) deadRetries(name string, hp policy.Hop, src string, o *hopObs) {
+	if hp.Retries == 0 || o.bounded == 0 || o.short == 0 || o.worst == nil {
+		return
+	}
+	w := o.worst
+	T := hp.Timeout
+	need := fmt.Sprintf("backoff %s + %s", fd(hp.Backoff.Delay(1, 0)), fd(T))
+	afterFirst := w.left - int64(T)
+	var why string
+	if len(w.parts) > 0 {
+		var sum int64
+		items := make([]string, 0, len(w.parts))
+		for i, pt := range w.parts {
+			sum += pt.ns
+			if i < 4 {
+				items = append(items, pt.what+" "+fd(time.Duration(pt.ns)))
+			} else if i == 4 {
+				items = append(items, fmt.Sprintf("%d more", len(w.parts)-4))
+			}
+		}
+		why = fmt.Sprintf("%s minus the rest of the path at its timeouts (%s = %s) leaves %s", w.bound,
+			strings.Join(items, " + "), fd(time.Duration(sum)), fdSigned(w.left))
+	} else {
+		why = fmt.Sprintf("%s leaves %s", w.bound, fdSigned(w.left))
+	}
+	switch {
+	case o.dead == o.bounded:
+		l.add(CodeDeadRetries, SevError, name,
+			"%s retries: %d can never run: on all %d paths seen, %s; a first attempt that runs to its %s timeout leaves %s, and a retry needs %s",
+			src, hp.Retries, o.bounded, why, fd(T), fdSigned(afterFirst), need)
+	case o.dead > 0:
+		l.add(CodeDeadRetries, SevWarning, name,
+			"%s retries: %d can never run on %d of %d paths seen: on the tightest, %s; a first attempt that runs to its %s timeout leaves %s, and a retry needs %s",
+			src, hp.Retries, o.dead, o.bounded, why, fd(T), fdSigned(afterFirst), need)
+	default:
+		l.add(CodeDeadRetries, SevWarning, name,
+			"%s retries: only %d of %d fit on %d of %d paths seen: on the tightest, %s, enough for the first attempt (%s) and %d retries of %s each",
+			src, o.minCovered, hp.Retries, o.short, o.bounded, why, fd(T), o.minCovered, need)
+	}
+}
+
+// persistent reports retries on a hop whose failures ran to the timeout
+// and whose retries after a timeout (when the logs show any) did not help:
+// each retry waits out another full timeout at the same wall.
+func (l *linter) persistent(name string, hp policy.Hop, src string, h *analyze.Hop) {
+	if hp.Retries == 0 || h.FailureClass != analyze.ClassRanToTimeout {
+		return
+	}
+	var evidence string
+	y := h.RetryYield
+	if y != nil && y.AfterTimeout.Retried > 0 {
+		rate := float64(y.AfterTimeout.Succeeded) / float64(y.AfterTimeout.Retried)
+		if rate > UselessYield {
+			return
+		}
+		evidence = fmt.Sprintf("retries after a timeout recovered %d of %d (%s, at most %s counts as none)",
+			y.AfterTimeout.Succeeded, y.AfterTimeout.Retried, pct1(rate), pct1(UselessYield))
+	} else {
+		evidence = "the logs show no retry after a timeout, so nothing suggests one would help"
+	}
+	at := "the timeout"
+	if h.TimeoutMs != nil {
+		at = fd(time.Duration(*h.TimeoutMs * 1e6))
+	}
+	l.add(CodeRetryOnPersistent, SevError, name,
+		"%s retries: %d on a ran-to-timeout hop (%d of %d attempts failed, %d of them cut at %s); %s: each retry hits the same wall and adds a full %s to the time to fail; set retries: 0",
+		src, hp.Retries, h.FailedAttempts, h.Attempts, h.TimeoutAttempts, at, evidence, fdNone(hp.Timeout))
+}
+
+// tail compares the timeout with the hop's time to success: the durations
+// of its successful attempts, with attempts cut by a timeout counted as
+// longer than their cut (DESIGN §5). Fast failures say nothing about how
+// long a success takes and are left out.
+func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o *hopObs) {
+	T := int64(hp.Timeout)
+	n := len(o.succ) + len(o.cut)
+	if T <= 0 || n == 0 {
+		return
+	}
+	// Lower bounds of each time to success: a cut attempt took more than
+	// its cut, so it sits 1 ns above it.
+	lb := make([]int64, 0, n)
+	lb = append(lb, o.succ...)
+	for _, c := range o.cut {
+		lb = append(lb, c+1)
+	}
+	quantile.SortInt64(lb)
+	lbP99 := quantile.Int64(lb, P99)
+	longer, unknown := 0, 0
+	for _, d := range o.succ {
+		if d > T {
+			longer++
+		}
+	}
+	succLonger := longer
+	for _, c := range o.cut {
+		if c >= T {
+			longer++ // took more than its cut, so more than T
+		} else {
+			unknown++
+		}
+	}
+	p99 := "≥ " + fd(time.Duration(lbP99))
+	if v := h.SuccessLatencyMs.P99; v != nil {
+		p99 = fd(time.Duration(*v * 1e6))
+	} else if h.Censored != nil {
+		p99 += fmt.Sprintf(" (attempts were cut at %s)", fd(time.Duration(h.Censored.AtLeastMs*1e6)))
+	}
+	if lbP99 > float64(T) {
+		rate := pct1(float64(longer) / float64(n))
+		if unknown > 0 {
+			rate = fmt.Sprintf("%s to %s", rate, pct1(float64(longer+unknown)/float64(n)))
+		}
+		if len(o.cut) == 0 {
+			l.add(CodeBelowTail, SevError, name,
+				"%s timeout %s is below the p99 of successful attempts, %s: %d of %d successful attempts took longer, a predicted false-timeout rate of %s",
+				src, fd(hp.Timeout), p99, longer, n, rate)
+		} else {
+			l.add(CodeBelowTail, SevError, name,
+				"%s timeout %s is below the p99 of successful attempts, %s: %d of %d attempts needed longer to succeed (%d successes took longer, %d were cut at a timeout no shorter%s), a predicted false-timeout rate of %s",
+				src, fd(hp.Timeout), p99, longer, n, succLonger, longer-succLonger, unknownNote(unknown), rate)
+		}
+		return
+	}
+	if h.SuccessLatencyMs.P99 == nil {
+		return // the tail is censored: how far above it T is cannot be said
+	}
+	p := *h.SuccessLatencyMs.P99 * 1e6
+	if float64(T) > FarAboveFactor*p && time.Duration(float64(T)-p) >= FarAboveMinExcess {
+		l.add(CodeFarAboveTail, SevWarning, name,
+			"%s timeout %s is %.1f× the p99 of successful attempts, %s (over %d): a stuck attempt is held %s longer than %d in 100 successes need; above %.0f× the excess buys nothing",
+			src, fd(hp.Timeout), float64(T)/p, p99, n, fd(time.Duration(float64(T)-p)), 99, FarAboveFactor)
+	}
+}
+
+// lintDefault runs the policy-only rules on the default once, naming the
+// hops of the logs that use it, rather than repeating them for each hop.
+func (l *linter) lintDefault(seen []string) {
+	var users []string
+	for _, n := range seen {
+		if !l.p.Listed(n) {
+			users = append(users, n)
+		}
+	}
+	if len(users) == 0 {
+		return
+	}
+	src := "default (used by " + strings.Join(users, ", ") + ")"
+	if len(users) > 3 {
+		src = fmt.Sprintf("default (used by %s and %d more hops)", strings.Join(users[:3], ", "), len(users)-3)
+	}
+	l.configRules("", l.p.Default, src)
+}
+
+// lintListed checks the hops the policy lists but the logs do not show.
+func (l *linter) lintListed() {
+	for _, name := range l.p.HopNames() {
+		if _, ok := l.obs[name]; ok {
+			continue
+		}
+		where := l.p.Path
+		if line := l.p.Lines[name]; line > 0 {
+			where = fmt.Sprintf("%s:%d", l.p.Path, line)
+		}
+		hint := ""
+		if s := nearest(name, l.callHops()); s != "" {
+			hint = fmt.Sprintf("; did you mean %q?", s)
+		}
+		what := "not in the logs"
+		if _, ok := l.hops[name]; ok {
+			what = "only a trace root in the logs (a root is bounded by the budget, not by a hop timeout)"
+		}
+		l.add(CodeUnknownHop, SevWarning, name, "%s: hop %q is in the policy but %s (%d hops seen)%s",
+			where, name, what, len(l.obs), hint)
+		l.configRules(name, l.p.Hops[name], "hops."+name)
+	}
+}
+
+func (l *linter) callHops() []string {
+	out := make([]string, 0, len(l.obs))
+	for n := range l.obs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lintUnconfigured reports hops of the logs that fall back to default. In
+// a policy that lists no hops that is the intent, said once as info; in a
+// policy that lists some, a missing one is likely new or misspelt.
+func (l *linter) lintUnconfigured(seen []string) {
+	var missing []string
+	for _, n := range seen {
+		if !l.p.Listed(n) {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	d := l.p.Default
+	def := fmt.Sprintf("timeout %s, %s", fdNone(d.Timeout), plural(d.Retries, "retry", "retries"))
+	if len(l.p.Hops) == 0 {
+		l.add(CodeUnconfiguredHop, SevInfo, "", "the policy lists no hops: all %d hops seen use default (%s)", len(missing), def)
+		return
+	}
+	for _, n := range missing {
+		l.add(CodeUnconfiguredHop, SevWarning, n, "hop %q is in the logs (%d calls) but not in the policy: it falls back to default (%s)",
+			n, l.obs[n].calls, def)
+	}
+}
+
+// nearest returns the candidate within a small edit distance of s (a
+// likely typo), or "".
+func nearest(s string, cands []string) string {
+	best, bd := "", len(s)/3+1
+	if bd < 2 {
+		bd = 2
+	}
+	for _, c := range cands {
+		if d := editDistance(s, c); d <= bd && (best == "" || d < editDistance(s, best)) {
+			best = c
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			c := 1
+			if ra[i-1] == rb[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+func fd(d time.Duration) string { return analyze.FormatDuration(d) }
+
+// fdNone prints a timeout, with 0 as "none".
+func fdNone(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return fd(d)
+}
+
+// fdSigned prints a remaining time that may be negative.
+func fdSigned(ns int64) string {
+	if ns < 0 {
+		return "−" + fd(time.Duration(-ns))
+	}
+	return fd(time.Duration(ns))
+}
+
+func pct1(x float64) string { return trimPct(fmt.Sprintf("%.1f", 100*x)) + "%" }
+
+func trimPct(s string) string { return strings.TrimSuffix(s, ".0") }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func unknownNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d more were cut sooner, so unknown", n)
 }
