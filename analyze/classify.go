@@ -124,7 +124,9 @@ func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (string, st
 		return ClassRanToTimeout, evidence()
 	case share <= CutShareLow:
 		add(f.otherSentence(T))
-		add(f.cutSentence(T))
+		if f.cut > 0 || T <= 0 {
+			add(f.cutSentence(T))
+		}
 		add(yieldSentence(h.RetryYield, false))
 		return ClassTransient, evidence()
 	}
@@ -149,7 +151,8 @@ type shape struct {
 	fast, slow int
 	lo, hi     int64
 	codes      map[int]int
-	// band is the largest count of failures within one PileWindow band.
+	// band is the largest count of the other failures within one
+	// PileWindow band: small when they are scattered.
 	band int
 	tol  float64
 }
@@ -164,7 +167,6 @@ func shapeOf(hop string, ss []*span.Span, T int64, opt Options) *shape {
 		}
 		d := s.Duration
 		f.n++
-		durs = append(durs, d)
 		switch {
 		case T > 0 && near(d, T):
 			f.cut++
@@ -187,6 +189,7 @@ func shapeOf(hop string, ss []*span.Span, T int64, opt Options) *shape {
 				f.slow++
 			}
 			f.lo, f.hi = min(f.lo, d), max(f.hi, d)
+			durs = append(durs, d)
 		}
 	}
 	quantile.SortInt64(durs)
@@ -231,16 +234,13 @@ func (f *shape) cutSentence(T int64) string {
 	} else if T > 0 {
 		p = append(p, fmt.Sprintf("0 of %d failures at the %s timeout", f.n, FormatDuration(time.Duration(T))))
 	} else {
-		p = append(p, fmt.Sprintf("no timeout known or inferred for %d failures", f.n))
+		p = append(p, "no timeout known or inferred")
 	}
 	if f.echo > 0 {
 		p = append(p, fmt.Sprintf("%d at k×%s + backoff (whole calls)", f.echo, FormatDuration(time.Duration(T))))
 	}
 	if f.elsewhere > 0 {
 		p = append(p, fmt.Sprintf("%d cut by a timeout elsewhere (%s)", f.elsewhere, span2(f.elsLo, f.elsHi)))
-	}
-	if f.band > f.cut && f.band >= MinPile {
-		p = append(p, fmt.Sprintf("densest 2%% band holds %d", f.band))
 	}
 	return strings.Join(p, ", ")
 }
@@ -251,19 +251,19 @@ func (f *shape) otherSentence(T int64) string {
 	if other == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%d ended before the timeout", other)
+	s := fmt.Sprintf("%d of %d failures ended away from the timeout: ", other, f.n)
 	if T <= 0 {
-		s = fmt.Sprintf("%d spread", other)
+		s = fmt.Sprintf("%d of %d failures ", other, f.n)
 	}
-	var p []string
 	if f.fast > 0 {
-		p = append(p, fmt.Sprintf("%d fast (under %s)", f.fast, FormatDuration(time.Duration(T/2))))
+		s += fmt.Sprintf("%d fast (under %s), ", f.fast, FormatDuration(time.Duration(T/2)))
 	}
-	p = append(p, fmt.Sprintf("from %s", span2(f.lo, f.hi)))
-	if f.band < MinPile || f.band <= f.cut {
-		p = append(p, fmt.Sprintf("densest 2%% band holds %d of %d failures", f.band, f.n))
+	s += fmt.Sprintf("from %s", span2(f.lo, f.hi))
+	if f.band >= MinPile && float64(f.band) >= 0.2*float64(other) {
+		s += fmt.Sprintf(", %d of them within 2%% of each other", f.band)
+	} else {
+		s += fmt.Sprintf(", no pile-up (densest 2%% band holds %d)", f.band)
 	}
-	s += " (" + strings.Join(p, ", ") + ")"
 	if c := codeList(f.codes); c != "" {
 		s += "; codes " + c
 	}
