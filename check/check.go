@@ -8,12 +8,10 @@
 package check
 
 import (
-	"math"
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
-	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -65,45 +63,15 @@ type Finding struct {
 	Message  string `json:"message"`
 }
 
-// Range is a success rate known only between Low and High.
-type Range struct {
-	Low  float64 `json:"low"`
-	High float64 `json:"high"`
-}
-
-// ReplayLatency holds replayed request latency percentiles, ms.
-type ReplayLatency struct {
-	P50 *float64 `json:"p50"`
-	P95 *float64 `json:"p95"`
-	P99 *float64 `json:"p99"`
-}
-
-// FailureTimes summarises when failed requests gave up, ms.
-type FailureTimes struct {
-	Min  *float64 `json:"min"`
-	Max  *float64 `json:"max"`
-	Mean *float64 `json:"mean"`
-}
-
-// RetryTime is time spent retrying, ms.
-type RetryTime struct {
-	Spent  float64 `json:"spent"`
-	Wasted float64 `json:"wasted"`
-}
-
-// Replay is the replay section of a result.
-type Replay struct {
-	Requests       int               `json:"requests"`
-	Succeeded      int               `json:"succeeded"`
-	Failed         int               `json:"failed"`
-	Undetermined   int               `json:"undetermined"`
-	SuccessRate    Range             `json:"success_rate"`
-	LatencyMs      ReplayLatency     `json:"latency_ms"`
-	FailureMs      FailureTimes      `json:"failure_ms"`
-	FailureLanding []quantile.Bucket `json:"failure_landing"`
-	FailuresByHop  map[string]int    `json:"failures_by_hop"`
-	RetryMs        RetryTime         `json:"retry_ms"`
-}
+// The replay section of a result and its parts are the replay package's
+// report form.
+type (
+	Replay        = replay.Summary
+	Range         = replay.Range
+	ReplayLatency = replay.Latency
+	FailureTimes  = replay.FailureTimes
+	RetryTime     = replay.RetryTime
+)
 
 // Gate is one pass/fail condition.
 type Gate struct {
@@ -127,31 +95,8 @@ type Result struct {
 	Budget     string `json:"budget"`
 }
 
-func fptr(x float64) *float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return nil
-	}
-	v := math.Round(x*1000) / 1000
-	return &v
-}
-
-func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
-
 // ReplayOf converts a replay result to its report form.
-func ReplayOf(r *replay.Result) Replay {
-	out := Replay{
-		Requests: r.Requests, Succeeded: r.Succeeded, Failed: r.Failed, Undetermined: r.Undetermined,
-		SuccessRate:    Range{Low: round4(r.SuccessLow), High: round4(r.SuccessHigh)},
-		LatencyMs:      ReplayLatency{P50: fptr(r.P50 / 1e6), P95: fptr(r.P95 / 1e6), P99: fptr(r.P99 / 1e6)},
-		FailureLanding: r.FailureLanding,
-		FailuresByHop:  r.FailuresByHop,
-		RetryMs:        RetryTime{Spent: float64(r.RetrySpent) / 1e6, Wasted: float64(r.RetryWasted) / 1e6},
-	}
-	if r.Failed > 0 {
-		out.FailureMs = FailureTimes{Min: fptr(float64(r.FailMin) / 1e6), Max: fptr(float64(r.FailMax) / 1e6), Mean: fptr(r.FailMean / 1e6)}
-	}
-	return out
-}
+func ReplayOf(r *replay.Result) Replay { return r.Summary() }
 
 // Run checks each policy against the requests. rep is the analysis of the
 // same logs (for lint rules that need classes and percentiles).

@@ -1,0 +1,74 @@
+package replay
+
+import (
+	"math"
+
+	"github.com/tailscope/tailscope/quantile"
+)
+
+// Summary is a replay in report form (DESIGN §8, the "replay" object of
+// tailscope.check/v1): times in ms, unknown values null.
+type Summary struct {
+	Requests       int               `json:"requests"`
+	Succeeded      int               `json:"succeeded"`
+	Failed         int               `json:"failed"`
+	Undetermined   int               `json:"undetermined"`
+	SuccessRate    Range             `json:"success_rate"`
+	LatencyMs      Latency           `json:"latency_ms"`
+	FailureMs      FailureTimes      `json:"failure_ms"`
+	FailureLanding []quantile.Bucket `json:"failure_landing"`
+	FailuresByHop  map[string]int    `json:"failures_by_hop"`
+	RetryMs        RetryTime         `json:"retry_ms"`
+}
+
+// Range is a success rate known only between Low and High.
+type Range struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// Latency holds replayed request latency percentiles, ms.
+type Latency struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// FailureTimes summarises when failed requests gave up, ms.
+type FailureTimes struct {
+	Min  *float64 `json:"min"`
+	Max  *float64 `json:"max"`
+	Mean *float64 `json:"mean"`
+}
+
+// RetryTime is time spent retrying, ms.
+type RetryTime struct {
+	Spent  float64 `json:"spent"`
+	Wasted float64 `json:"wasted"`
+}
+
+func msPtr(ns float64) *float64 {
+	if math.IsNaN(ns) || math.IsInf(ns, 0) {
+		return nil
+	}
+	v := math.Round(ns/1e3) / 1e3
+	return &v
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// Summary converts a replay result to its report form.
+func (r *Result) Summary() Summary {
+	out := Summary{
+		Requests: r.Requests, Succeeded: r.Succeeded, Failed: r.Failed, Undetermined: r.Undetermined,
+		SuccessRate:    Range{Low: round4(r.SuccessLow), High: round4(r.SuccessHigh)},
+		LatencyMs:      Latency{P50: msPtr(r.P50), P95: msPtr(r.P95), P99: msPtr(r.P99)},
+		FailureLanding: r.FailureLanding,
+		FailuresByHop:  r.FailuresByHop,
+		RetryMs:        RetryTime{Spent: float64(r.RetrySpent) / 1e6, Wasted: float64(r.RetryWasted) / 1e6},
+	}
+	if r.Failed > 0 {
+		out.FailureMs = FailureTimes{Min: msPtr(float64(r.FailMin)), Max: msPtr(float64(r.FailMax)), Mean: msPtr(r.FailMean)}
+	}
+	return out
+}
