@@ -48,6 +48,15 @@ func Sniff(br *bufio.Reader) (string, error) {
 		}
 		return "jsonl", nil
 	case '[':
+		// An array of Jaeger traces or of OTLP documents, else Zipkin
+		// (an array of spans, or of arrays of spans).
+		keys := topKeys(bytes.TrimLeft(t[1:], " \t\r\n"))
+		switch {
+		case keys["resourceSpans"] || keys["resource_spans"] || keys["batches"]:
+			return "otlp", nil
+		case keys["spans"] && !keys["id"]:
+			return "jaeger", nil
+		}
 		return "zipkin", nil
 	}
 	line := t

@@ -1,0 +1,368 @@
+package ingest
+
+// Jaeger's query JSON, as /api/traces returns it and the UI downloads it:
+//
+//	{"data":[{"traceID":…,"spans":[…],"processes":{"p1":{"serviceName":…,"tags":[…]}}}],
+//	 "total":0,"limit":0,"offset":0,"errors":null}
+//
+// Also read: a bare trace object without the envelope, an array of traces,
+// several documents one after another, spans that embed their "process"
+// instead of a processID, and the protobuf JSON of api_v2 (RFC 3339
+// startTime, "0.000123s" durations, base64 ids).
+//
+// Times are µs. The parent is the first CHILD_OF reference, else
+// parentSpanID, else the first FOLLOWS_FROM reference. Tags are
+// [{key,type,value}]; error=true (a bool or the string "true") or
+// otel.status_code=ERROR mark a failure; span.kind gives the kind.
+//
+// The data array streams one trace at a time: a trace lists its spans
+// before the processes that name their services, so a trace is the unit
+// that must be held.
+
+import (
+	"fmt"
+	"strings"
+)
+
+func init() { register("jaeger", decodeJaeger) }
+
+func decodeJaeger(src *Source) error {
+	w := newWalker(src)
+	return w.run(w.jaegerTop)
+}
+
+func (w *jsonWalker) jaegerTop() error {
+	c, ok := w.peek()
+	if !ok {
+		_, err := w.dec.Token()
+		return err
+	}
+	switch c {
+	case '{':
+		w.dec.Token()
+		return w.jaegerObject()
+	case '[':
+		return w.array("top-level array", w.jaegerTraceValue)
+	}
+	at := w.offset()
+	if err := w.skipValue(); err != nil {
+		return err
+	}
+	w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want a Jaeger object, got a JSON scalar", at))
+	return nil
+}
+
+// jaegerObject reads a top-level object after its '{': the envelope
+// (whose data array streams) or a bare trace (whose members are held).
+func (w *jsonWalker) jaegerObject() error {
+	var bare jaegerTrace
+	isTrace := false
+	err := w.members(func(key string) error {
+		switch key {
+		case "data":
+			return w.array("data", w.jaegerTraceValue)
+		case "traceID", "traceId", "spans", "processes":
+			isTrace = true
+			raw, at, err := w.raw()
+			if err != nil {
+				return err
+			}
+			bare.at = at
+			switch key {
+			case "spans":
+				bare.spans, bare.spansAt = raw, at
+			case "processes":
+				bare.processes = raw
+			}
+			return nil
+		}
+		return w.skipValue()
+	})
+	if err != nil {
+		return err
+	}
+	if isTrace {
+		w.jaegerTrace(&bare)
+	}
+	return nil
+}
+
+// jaegerTrace is one trace's raw parts.
+type jaegerTrace struct {
+	spans, processes []byte
+	at, spansAt      int64 // byte offsets in the input
+}
+
+// jaegerProcess is what a process gives its spans.
+type jaegerProcess struct {
+	service string
+	hop     string
+	hopSet  bool
+}
+
+// jaegerTraceValue reads one element of data[] or of a top-level array.
+func (w *jsonWalker) jaegerTraceValue() error {
+	raw, at, err := w.raw()
+	if err != nil {
+		return err
+	}
+	if w.tooLong(raw, at) {
+		return nil
+	}
+	tr := jaegerTrace{at: at}
+	err = objectMembers(raw, func(key string, k kind, v []byte) error {
+		switch key {
+		case "spans":
+			tr.spans = v
+			tr.spansAt = at + int64(cap(raw)-cap(v))
+		case "processes":
+			tr.processes = v
+		}
+		return nil
+	})
+	if err != nil {
+		w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: trace: %v", at, err))
+		return nil
+	}
+	w.jaegerTrace(&tr)
+	return nil
+}
+
+func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
+	procs := map[string]*jaegerProcess{}
+	if len(tr.processes) > 0 && tr.processes[0] == '{' {
+		err := objectMembers(tr.processes, func(id string, k kind, v []byte) error {
+			if k != kObject {
+				return fmt.Errorf("process %q: want an object, got %s", id, kindName(k))
+			}
+			p, err := w.jaegerProcess(v)
+			procs[id] = p
+			return err
+		})
+		if err != nil {
+			w.src.Skip(0, w.index+1, reasonBadValue, fmt.Sprintf("at byte %d: processes: %v", tr.at, err))
+		}
+	}
+	if len(tr.spans) == 0 || tr.spans[0] == 'n' { // absent or null
+		return
+	}
+	if tr.spans[0] != '[' {
+		w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: spans: want an array", tr.spansAt))
+		return
+	}
+	var rec traceRecord
+	err := arrayElems(tr.spans, func(k kind, v []byte, off int) error {
+		w.index++
+		at := tr.spansAt + int64(off)
+		if k != kObject {
+			w.skipSpan(w.index, at, reasonNotSpan, "want an object, got "+kindName(k))
+			return nil
+		}
+		rec.reset()
+		if reason, detail := w.jaegerSpan(v, &rec, procs); reason != "" {
+			w.skipSpan(w.index, at, reason, detail)
+			return nil
+		}
+		rec.finish(&w.intern)
+		w.src.Emit(&rec.sp, 0, w.index)
+		return nil
+	})
+	if err != nil {
+		// The walker validated the JSON, so this only happens for input
+		// the scanner is stricter about; report it rather than lose it.
+		w.src.Skip(0, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: spans: %v", tr.spansAt, err))
+	}
+}
+
+func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
+	p := &jaegerProcess{}
+	err := objectMembers(raw, func(key string, k kind, v []byte) error {
+		switch key {
+		case "serviceName":
+			if k == kString {
+				p.service = w.intern.get(v)
+			}
+		case "tags":
+			if k == kArray && w.hopAttr != "" {
+				return jaegerTags(v, func(tk string, str bool, tv []byte) error {
+					if tk == w.hopAttr {
+						p.hop, p.hopSet = string(tv), true
+					}
+					return nil
+				})
+			}
+		}
+		return nil
+	})
+	return p, err
+}
+
+// jaegerTags walks [{key, type, value}], giving each scalar value's text.
+func jaegerTags(raw []byte, f func(key string, str bool, v []byte) error) error {
+	return arrayElems(raw, func(k kind, elem []byte, _ int) error {
+		if k != kObject {
+			return fmt.Errorf("tag: want an object, got %s", kindName(k))
+		}
+		var key string
+		var val []byte
+		var vk kind
+		has := false
+		if err := objectMembers(elem, func(mk string, k kind, v []byte) error {
+			switch mk {
+			case "key":
+				if k != kString {
+					return fmt.Errorf("tag key: want a string, got %s", kindName(k))
+				}
+				key = string(v)
+			case "value":
+				val, vk, has = append([]byte(nil), v...), k, true
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if !has || key == "" || vk == kObject || vk == kArray || vk == kNull {
+			return nil
+		}
+		if err := f(key, vk == kString, val); err != nil {
+			return fmt.Errorf("tag %v", err)
+		}
+		return nil
+	})
+}
+
+// jaegerSpan reads one span object into rec.
+func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*jaegerProcess) (reason, detail string) {
+	sp := &rec.sp
+	var hasStart, hasDur bool
+	var refs []byte
+	var parentField string
+	var proc *jaegerProcess
+	err := objectMembers(raw, func(key string, k kind, v []byte) error {
+		if k == kNull {
+			return nil
+		}
+		var err error
+		switch key {
+		case "traceID", "traceId":
+			sp.TraceID, err = idValue(key, k, v, 32)
+		case "spanID", "spanId":
+			sp.SpanID, err = idValue(key, k, v, 16)
+		case "parentSpanID", "parentSpanId":
+			parentField, err = idValue(key, k, v, 16)
+		case "operationName":
+			if k != kString {
+				return fmt.Errorf("operationName: want a string, got %s", kindName(k))
+			}
+			sp.Name = w.intern.get(v)
+		case "references":
+			if k != kArray {
+				return fmt.Errorf("references: want an array, got %s", kindName(k))
+			}
+			refs = v
+		case "startTime":
+			if k != kNumber && k != kString {
+				return fmt.Errorf("startTime: want µs, got %s", kindName(k))
+			}
+			sp.Start, err = parseMicros(key, v, false)
+			hasStart = err == nil
+		case "duration":
+			if k != kNumber && k != kString {
+				return fmt.Errorf("duration: want µs, got %s", kindName(k))
+			}
+			sp.Duration, err = parseMicros(key, v, true)
+			hasDur = err == nil
+		case "processID", "processId":
+			if k == kString {
+				proc = procs[string(v)]
+			}
+		case "process":
+			if k == kObject {
+				proc, err = w.jaegerProcess(v)
+			}
+		case "tags":
+			if k != kArray {
+				return fmt.Errorf("tags: want an array, got %s", kindName(k))
+			}
+			err = jaegerTags(v, func(tk string, str bool, tv []byte) error {
+				switch tk {
+				case "error":
+					if b, e := parseBool(tv); e == nil && b {
+						rec.errFlag = true
+					}
+					return nil
+				case "span.kind":
+					sp.Kind = normKind(tv)
+					return nil
+				}
+				return rec.addAttr(tk, tv, str, w.hopAttr)
+			})
+		}
+		return err
+	})
+	if err != nil {
+		return reasonBadValue, err.Error()
+	}
+	if !hasDur {
+		return reasonNoDuration, "no duration"
+	}
+	if !hasStart {
+		sp.Start = 0
+	}
+	sp.ParentID = parentField
+	if refs != nil {
+		child, follows, err := jaegerParent(refs)
+		if err != nil {
+			return reasonBadValue, err.Error()
+		}
+		switch {
+		case child != "":
+			sp.ParentID = child
+		case parentField == "":
+			sp.ParentID = follows
+		}
+	}
+	if proc != nil {
+		sp.Service = proc.service
+		if !rec.hopSet && proc.hopSet {
+			rec.hop, rec.hopSet = proc.hop, true
+		}
+	}
+	return "", ""
+}
+
+// jaegerParent returns the first CHILD_OF and the first FOLLOWS_FROM
+// reference ("" when there is none).
+func jaegerParent(raw []byte) (child, follows string, err error) {
+	err = arrayElems(raw, func(k kind, v []byte, _ int) error {
+		if k != kObject {
+			return fmt.Errorf("reference: want an object, got %s", kindName(k))
+		}
+		var typ, id string
+		if err := objectMembers(v, func(key string, k kind, v []byte) error {
+			switch key {
+			case "refType", "ref_type":
+				typ = strings.ToUpper(string(v))
+			case "spanID", "spanId":
+				if k == kString {
+					id = normID(v, 16)
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		switch typ {
+		case "CHILD_OF", "":
+			if child == "" {
+				child = id
+			}
+		case "FOLLOWS_FROM":
+			if follows == "" {
+				follows = id
+			}
+		}
+		return nil
+	})
+	return child, follows, err
+}

@@ -1,0 +1,385 @@
+package ingest
+
+// OTLP JSON: the protobuf JSON mapping of OpenTelemetry's TracesData.
+//
+//	{"resourceSpans":[{"resource":{"attributes":[…]},
+//	                   "scopeSpans":[{"scope":{…},"spans":[{…},…]}]}]}
+//
+// Variants met in the wild and read here: instrumentationLibrarySpans (the
+// pre-1.0 name of scopeSpans), Tempo's "batches" for resourceSpans, Jaeger
+// v3's {"result":{…}} wrapper, the collector's file exporter (one
+// TracesData per line, so several top-level documents), a top-level array
+// of TracesData, snake_case keys (the proto field names, which protojson
+// parsers accept), times as strings or numbers, ids as hex in any case or
+// as base64, enums as numbers or names. A missing status is UNSET.
+//
+// The walk streams: resource attributes stay in scope while the spans of
+// that resource are decoded one at a time. When a producer writes
+// "resource" after "scopeSpans" (protojson does not fix the order), the
+// spans of that one resource are held until its resource has been read.
+
+import (
+	"fmt"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+func init() { register("otlp", decodeOTLP) }
+
+func decodeOTLP(src *Source) error {
+	w := newWalker(src)
+	return w.run(w.otlpTop)
+}
+
+// otlpTop reads one top-level document.
+func (w *jsonWalker) otlpTop() error {
+	c, ok := w.peek()
+	if !ok {
+		_, err := w.dec.Token() // io.EOF, or the error that stopped More
+		return err
+	}
+	switch c {
+	case '{':
+		w.dec.Token()
+		return w.otlpTracesData()
+	case '[':
+		return w.array("top-level array", func() error {
+			ok, err := w.enter('{', "top-level array element")
+			if !ok || err != nil {
+				return err
+			}
+			return w.otlpTracesData()
+		})
+	}
+	at := w.offset()
+	if err := w.skipValue(); err != nil {
+		return err
+	}
+	w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want an OTLP object, got a JSON scalar", at))
+	return nil
+}
+
+// otlpTracesData reads a TracesData object after its '{'.
+func (w *jsonWalker) otlpTracesData() error {
+	return w.members(func(key string) error {
+		switch key {
+		case "resourceSpans", "resource_spans", "batches":
+			return w.array(key, func() error {
+				ok, err := w.enter('{', key+" element")
+				if !ok || err != nil {
+					return err
+				}
+				return w.otlpResourceSpans()
+			})
+		case "result":
+			ok, err := w.enter('{', key)
+			if !ok || err != nil {
+				return err
+			}
+			return w.otlpTracesData()
+		}
+		return w.skipValue()
+	})
+}
+
+// otlpResource is what a resource contributes to its spans.
+type otlpResource struct {
+	seen    bool
+	service string
+	hop     string // the --hop-by attr:KEY value, when the resource has it
+	hopSet  bool
+}
+
+// otlpPending is a span read before its resource.
+type otlpPending struct {
+	rec   traceRecord
+	index int64
+}
+
+// otlpResourceSpans reads one ResourceSpans after its '{'.
+func (w *jsonWalker) otlpResourceSpans() error {
+	var res otlpResource
+	var pending []otlpPending
+	err := w.members(func(key string) error {
+		switch key {
+		case "resource":
+			raw, at, err := w.raw()
+			if err != nil {
+				return err
+			}
+			if err := w.otlpReadResource(raw, &res); err != nil {
+				w.src.Skip(0, w.index+1, reasonBadValue, fmt.Sprintf("at byte %d: resource: %v", at, err))
+			}
+			res.seen = true
+			return nil
+		case "scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans":
+			return w.array(key, func() error {
+				return w.object(key+" element", func(k string) error {
+					if k != "spans" {
+						return w.skipValue()
+					}
+					return w.array("spans", func() error {
+						raw, at, err := w.raw()
+						if err != nil {
+							return err
+						}
+						w.index++
+						if w.tooLong(raw, at) {
+							return nil
+						}
+						var rec traceRecord
+						if reason, detail := w.otlpSpan(raw, &rec); reason != "" {
+							w.skipSpan(w.index, at, reason, detail)
+							return nil
+						}
+						if !res.seen {
+							pending = append(pending, otlpPending{rec: rec, index: w.index})
+							return nil
+						}
+						w.otlpEmit(&rec, &res, w.index)
+						return nil
+					})
+				})
+			})
+		}
+		return w.skipValue()
+	})
+	for i := range pending {
+		w.otlpEmit(&pending[i].rec, &res, pending[i].index)
+	}
+	return err
+}
+
+func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64) {
+	rec.sp.Service = res.service
+	if !rec.hopSet && res.hopSet {
+		rec.hop, rec.hopSet = res.hop, true
+	}
+	rec.finish(&w.intern)
+	w.src.Emit(&rec.sp, 0, index)
+}
+
+func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
+	return objectMembers(raw, func(key string, k kind, v []byte) error {
+		if key != "attributes" || k != kArray {
+			return nil
+		}
+		return otlpAttributes(v, func(ak string, str bool, av []byte) error {
+			if ak == "service.name" {
+				res.service = w.intern.get(av)
+			}
+			if w.hopAttr != "" && ak == w.hopAttr {
+				res.hop, res.hopSet = string(av), true
+			}
+			return nil
+		})
+	})
+}
+
+// otlpAttributes walks a KeyValue list, giving each scalar value's text.
+// Array, kvlist and bytes values carry nothing tailscope reads and are
+// passed over.
+func otlpAttributes(raw []byte, f func(key string, str bool, v []byte) error) error {
+	return arrayElems(raw, func(k kind, elem []byte, _ int) error {
+		if k != kObject {
+			return fmt.Errorf("attribute: want an object, got %s", kindName(k))
+		}
+		var key string
+		var val []byte
+		if err := objectMembers(elem, func(mk string, k kind, v []byte) error {
+			switch mk {
+			case "key":
+				if k != kString {
+					return fmt.Errorf("attribute key: want a string, got %s", kindName(k))
+				}
+				key = string(v)
+			case "value":
+				if k == kObject {
+					val = v
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if val == nil || key == "" {
+			return nil
+		}
+		var text []byte
+		var str, found bool
+		if err := objectMembers(val, func(vk string, k kind, v []byte) error {
+			switch vk {
+			case "stringValue", "string_value":
+				text, str, found = append([]byte(nil), v...), true, k == kString
+			case "intValue", "int_value", "doubleValue", "double_value", "boolValue", "bool_value":
+				// int64 is a string in protojson, a number elsewhere.
+				text, str, found = append([]byte(nil), v...), false, k == kString || k == kNumber || k == kBool
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("attribute %q: %v", key, err)
+		}
+		if !found {
+			return nil
+		}
+		if err := f(key, str, text); err != nil {
+			return fmt.Errorf("attribute %s", err)
+		}
+		return nil
+	})
+}
+
+// otlpSpan reads one span object into rec.
+func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail string) {
+	var start, end int64
+	var hasStart, hasEnd bool
+	sp := &rec.sp
+	err := objectMembers(raw, func(key string, k kind, v []byte) error {
+		if k == kNull {
+			return nil
+		}
+		var err error
+		switch key {
+		case "traceId", "trace_id":
+			sp.TraceID, err = idValue(key, k, v, 32)
+		case "spanId", "span_id":
+			sp.SpanID, err = idValue(key, k, v, 16)
+		case "parentSpanId", "parent_span_id":
+			sp.ParentID, err = idValue(key, k, v, 16)
+		case "name":
+			if k != kString {
+				return fmt.Errorf("name: want a string, got %s", kindName(k))
+			}
+			sp.Name = w.intern.get(v)
+		case "kind":
+			sp.Kind, err = otlpKind(k, v)
+		case "startTimeUnixNano", "start_time_unix_nano":
+			start, err = parseUnixNano(key, v)
+			hasStart = err == nil
+		case "endTimeUnixNano", "end_time_unix_nano":
+			end, err = parseUnixNano(key, v)
+			hasEnd = err == nil
+		case "traceState", "trace_state":
+			if k == kString {
+				rec.traceState = string(v)
+			}
+		case "attributes":
+			if k != kArray {
+				return fmt.Errorf("attributes: want an array, got %s", kindName(k))
+			}
+			err = otlpAttributes(v, func(ak string, str bool, av []byte) error {
+				if ak == "error" {
+					// An OpenTracing-style boolean error attribute.
+					if b, e := parseBool(av); e == nil && b {
+						rec.errFlag = true
+					}
+					return nil
+				}
+				return rec.addAttr(ak, av, str, w.hopAttr)
+			})
+		case "status":
+			if k != kObject {
+				return fmt.Errorf("status: want an object, got %s", kindName(k))
+			}
+			err = otlpStatus(v, rec)
+		case "events":
+			if k == kArray {
+				err = otlpEvents(v, rec)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return reasonBadValue, err.Error()
+	}
+	switch {
+	case !hasStart && !hasEnd:
+		return reasonNoDuration, "no startTimeUnixNano or endTimeUnixNano"
+	case !hasStart || start == 0:
+		return reasonNoStart, "no startTimeUnixNano"
+	case !hasEnd || end == 0:
+		return reasonNoEnd, "no endTimeUnixNano"
+	case end < start:
+		return reasonEndBeforeSta, fmt.Sprintf("end %d < start %d", end, start)
+	}
+	sp.Start, sp.Duration = start, end-start
+	return "", ""
+}
+
+// idValue reads a hex or base64 id.
+func idValue(key string, k kind, v []byte, width int) (string, error) {
+	if k != kString {
+		return "", fmt.Errorf("%s: want a string, got %s", key, kindName(k))
+	}
+	return normID(v, width), nil
+}
+
+// otlpKind reads SpanKind as a number or an enum name.
+func otlpKind(k kind, v []byte) (string, error) {
+	if k != kString && k != kNumber {
+		return "", fmt.Errorf("kind: want a number or a SPAN_KIND_ name, got %s", kindName(k))
+	}
+	switch s := normKind(v); s {
+	case "", "internal", "server", "client", "producer", "consumer":
+		return s, nil
+	}
+	return "", fmt.Errorf("kind: unknown span kind %q", v)
+}
+
+// otlpStatus reads {code, message}. Code is 0 unset, 1 ok, 2 error, or
+// the STATUS_CODE_ names.
+func otlpStatus(raw []byte, rec *traceRecord) error {
+	return objectMembers(raw, func(key string, k kind, v []byte) error {
+		switch key {
+		case "code":
+			switch string(v) {
+			case "0", "STATUS_CODE_UNSET", "UNSET":
+				rec.status, rec.statusSet = span.Unset, true
+			case "1", "STATUS_CODE_OK", "OK":
+				rec.status, rec.statusSet = span.OK, true
+			case "2", "STATUS_CODE_ERROR", "ERROR":
+				rec.status, rec.statusSet = span.Error, true
+			default:
+				return fmt.Errorf("status.code: want 0-2 or a STATUS_CODE_ name, got %q", v)
+			}
+		case "message":
+			if k == kString && len(v) > 0 {
+				rec.message = string(v)
+			}
+		}
+		return nil
+	})
+}
+
+// otlpEvents looks for an "exception" event: its type or message is what
+// tells a timeout (java.net.SocketTimeoutException, context deadline
+// exceeded) when the status message is empty.
+func otlpEvents(raw []byte, rec *traceRecord) error {
+	return arrayElems(raw, func(k kind, ev []byte, _ int) error {
+		if k != kObject {
+			return nil
+		}
+		var name string
+		var attrs []byte
+		if err := objectMembers(ev, func(key string, k kind, v []byte) error {
+			switch {
+			case key == "name" && k == kString:
+				name = string(v)
+			case key == "attributes" && k == kArray:
+				attrs = v
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if name != "exception" || attrs == nil {
+			return nil
+		}
+		return otlpAttributes(attrs, func(ak string, _ bool, av []byte) error {
+			if (ak == "exception.type" || ak == "exception.message") && isTimeoutWord(av) && !isTimeoutWord([]byte(rec.message)) {
+				rec.message = string(av)
+			}
+			return nil
+		})
+	})
+}

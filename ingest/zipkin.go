@@ -1,0 +1,204 @@
+package ingest
+
+// Zipkin v2 JSON: an array of spans (POST /api/v2/spans, GET
+// /api/v2/trace/{id}) or an array of arrays, one per trace (GET
+// /api/v2/traces).
+//
+//	[{"traceId":…,"id":…,"parentId":…,"name":…,"kind":"CLIENT",
+//	  "timestamp":µs,"duration":µs,"localEndpoint":{"serviceName":…},
+//	  "remoteEndpoint":{"serviceName":…},"tags":{"error":""},"shared":true}]
+//
+// timestamp and duration are µs and either may be absent: a span without a
+// duration says nothing about latency and is skipped ("missing duration");
+// a span with a duration but no timestamp is kept with start 0. The error
+// tag's presence marks a failure whatever its value, even "".
+//
+// Shared spans: with B3 propagation a server may reuse its client's span
+// id for its own half (shared:true). Both halves are real, separately
+// timed operations, but span.Assemble de-duplicates span ids (first copy
+// wins), so one would be lost. The shared server half therefore gets the
+// derived id "<id>:server" and the client's id as its parent, which is what
+// it is: the server side of that client call. The server's own children
+// still name the shared id as their parent and so hang under the client
+// half; both halves cover the same call, so the tree keeps its timing.
+//
+// The outer array streams element by element; an inner array (one trace)
+// is held while it is read.
+
+import "fmt"
+
+func init() { register("zipkin", decodeZipkin) }
+
+// zipkinSharedSuffix is appended to the span id of a shared server half.
+const zipkinSharedSuffix = ":server"
+
+func decodeZipkin(src *Source) error {
+	w := newWalker(src)
+	return w.run(w.zipkinTop)
+}
+
+func (w *jsonWalker) zipkinTop() error {
+	c, ok := w.peek()
+	if !ok {
+		_, err := w.dec.Token()
+		return err
+	}
+	if c == '[' {
+		return w.array("top-level array", w.zipkinElem)
+	}
+	// A lone span object (one per line, as some pipelines write them).
+	return w.zipkinElem()
+}
+
+// zipkinElem reads one element of the outer array: a span, or an array of
+// spans (one trace).
+func (w *jsonWalker) zipkinElem() error {
+	raw, at, err := w.raw()
+	if err != nil {
+		return err
+	}
+	if len(raw) > 0 && raw[0] == '[' {
+		if w.tooLong(raw, at) {
+			return nil
+		}
+		err := arrayElems(raw, func(k kind, v []byte, off int) error {
+			w.zipkinSpan(k, v, at+int64(off))
+			return nil
+		})
+		if err != nil {
+			w.src.Skip(0, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: %v", at, err))
+		}
+		return nil
+	}
+	k := kObject
+	switch {
+	case len(raw) == 0:
+		k = kNull
+	case raw[0] == '"':
+		k = kString
+	case raw[0] == 't' || raw[0] == 'f':
+		k = kBool
+	case raw[0] == 'n':
+		k = kNull
+	case raw[0] != '{':
+		k = kNumber
+	}
+	w.zipkinSpan(k, raw, at)
+	return nil
+}
+
+func (w *jsonWalker) zipkinSpan(k kind, raw []byte, at int64) {
+	w.index++
+	if k != kObject {
+		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+kindName(k))
+		return
+	}
+	if w.tooLong(raw, at) {
+		return
+	}
+	var rec traceRecord
+	if reason, detail := w.zipkinRecord(raw, &rec); reason != "" {
+		w.skipSpan(w.index, at, reason, detail)
+		return
+	}
+	rec.finish(&w.intern)
+	w.src.Emit(&rec.sp, 0, w.index)
+}
+
+func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail string) {
+	sp := &rec.sp
+	var hasDur, shared bool
+	err := objectMembers(raw, func(key string, k kind, v []byte) error {
+		if k == kNull {
+			return nil
+		}
+		var err error
+		switch key {
+		case "traceId":
+			sp.TraceID, err = idValue(key, k, v, 32)
+		case "id":
+			sp.SpanID, err = idValue(key, k, v, 16)
+		case "parentId":
+			sp.ParentID, err = idValue(key, k, v, 16)
+		case "name":
+			if k != kString {
+				return fmt.Errorf("name: want a string, got %s", kindName(k))
+			}
+			sp.Name = w.intern.get(v)
+		case "kind":
+			if k != kString {
+				return fmt.Errorf("kind: want a string, got %s", kindName(k))
+			}
+			switch s := normKind(v); s {
+			case "client", "server", "producer", "consumer":
+				sp.Kind = s
+			default:
+				return fmt.Errorf("kind: want CLIENT, SERVER, PRODUCER or CONSUMER, got %q", v)
+			}
+		case "timestamp":
+			if k != kNumber && k != kString {
+				return fmt.Errorf("timestamp: want µs, got %s", kindName(k))
+			}
+			sp.Start, err = parseMicros(key, v, false)
+		case "duration":
+			if k != kNumber && k != kString {
+				return fmt.Errorf("duration: want µs, got %s", kindName(k))
+			}
+			sp.Duration, err = parseMicros(key, v, true)
+			hasDur = err == nil
+		case "localEndpoint", "remoteEndpoint":
+			if k != kObject {
+				return fmt.Errorf("%s: want an object, got %s", key, kindName(k))
+			}
+			err = objectMembers(v, func(ek string, k kind, ev []byte) error {
+				if ek == "serviceName" && k == kString && len(ev) > 0 {
+					if key == "localEndpoint" {
+						sp.Service = w.intern.get(ev)
+					} else {
+						rec.setPeer(string(ev), 0)
+					}
+				}
+				return nil
+			})
+		case "tags":
+			if k != kObject {
+				return fmt.Errorf("tags: want an object, got %s", kindName(k))
+			}
+			err = objectMembers(v, func(tk string, k kind, tv []byte) error {
+				if k == kObject || k == kArray {
+					return fmt.Errorf("tag %q: want a string, got %s", tk, kindName(k))
+				}
+				if tk == "error" {
+					// Presence is failure: Brave writes the exception
+					// message, or "" when there is none.
+					rec.errFlag = true
+					if rec.message == "" {
+						rec.message = string(tv)
+					}
+					if w.hopAttr == "error" {
+						rec.hop, rec.hopSet = string(tv), true
+					}
+					return nil
+				}
+				if err := rec.addAttr(tk, tv, k == kString, w.hopAttr); err != nil {
+					return fmt.Errorf("tag %v", err)
+				}
+				return nil
+			})
+		case "shared":
+			shared = k == kBool && string(v) == "true"
+		}
+		return err
+	})
+	if err != nil {
+		return reasonBadValue, err.Error()
+	}
+	if !hasDur {
+		return reasonNoDuration, "no duration (an incomplete or merged-away span)"
+	}
+	if shared && sp.SpanID != "" {
+		sp.ParentID = sp.SpanID
+		sp.SpanID += zipkinSharedSuffix
+	}
+	return "", ""
+}
