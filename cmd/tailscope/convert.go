@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tailscope/tailscope/export"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/span"
+)
+
+const convertUsage = `Usage: tailscope convert [flags] PATH... -o OUT.{jsonl,parquet,arrow}
+
+Reads spans in any supported format (sniffed from content: flat JSON lines,
+OTLP JSON, Jaeger, Zipkin, CSV, Parquet including Grafana Tempo blocks,
+Arrow) and writes them in tailscope's flat span schema, one record per span:
+
+  trace_id, span_id, parent_id, service, name, kind, hop,
+  start (unix ns), duration_ns, status (ok, error, unset), timeout,
+  code, attempt, timeout_ms, weight
+
+so that DuckDB, pandas or Polars can take them further, and tailscope reads
+the result back to the same analysis. The hop column holds the hop as
+derived by --hop-by. Records that cannot be read are skipped and counted,
+as in analyze; --since/--until/--hops filter what is written.
+
+The output format comes from the extension of -o (.jsonl, .ndjson, .json,
+.parquet, .pq, .arrow, .feather, .ipc) or from --to. The file is written
+atomically (a temporary file, then rename): a failed run leaves no half file.
+With -o - (or no -o) and --to, the output goes to stdout.
+
+Examples:
+  tailscope convert traces.json -o spans.parquet
+  tailscope convert --input csv --map trace_id=TraceID,span_id=SpanID,parent_id=ParentID,service=PodName,name=OperationName,start=StartTimeUnixNano,end=EndTimeUnixNano trace.csv -o spans.arrow
+  duckdb -c "SELECT hop, quantile_cont(duration_ns/1e6, 0.99) FROM 'spans.parquet' GROUP BY hop"
+`
+
+func runConvert(e *env, args []string) error {
+	fs := newFlags(e, "convert", convertUsage)
+	var in inputFlags
+	var output, to string
+	fs.StringVarP(&output, "output", "o", "", "write to this file (atomically); its extension names the format unless --to does")
+	fs.StringVar(&to, "to", "", "output format: "+strings.Join(export.Formats, ", ")+" (default: from the -o extension)")
+	in.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if to == "" {
+		if output == "" || output == "-" {
+			return usagef("say the output format: -o FILE.{jsonl,parquet,arrow}, or --to %s", strings.Join(export.Formats, "|"))
+		}
+		to = export.FormatOf(output)
+		if to == "" {
+			return usagef("-o %q: unknown extension; use .jsonl, .parquet or .arrow, or name the format with --to", output)
+		}
+	} else if !validOutput(to) {
+		return usagef("--to %q: want %s", to, strings.Join(export.Formats, ", "))
+	}
+	paths := fs.Args()
+	if len(paths) == 0 {
+		return usagef("no input: give one or more files, directories, globs, or - for stdin")
+	}
+	opt, err := in.options(e)
+	if err != nil {
+		return err
+	}
+	var st *ingest.Stats
+	err = writeTo(e, output, func(w io.Writer) error {
+		ew, err := export.New(to, w)
+		if err != nil {
+			return err
+		}
+		var werr error
+		st, err = ingest.Read(paths, opt, func(sp *span.Span) {
+			if werr == nil {
+				werr = ew.Write(sp)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if werr != nil {
+			return fmt.Errorf("writing %s: %w", describe(output), werr)
+		}
+		if in.strict && st.Skipped > 0 {
+			var b strings.Builder
+			fmt.Fprintf(&b, "--strict: %d of %d records skipped; nothing written", st.Skipped, st.Read)
+			for _, x := range st.Errors[:min(len(st.Errors), 5)] {
+				fmt.Fprintf(&b, "\n  %s", x)
+			}
+			return errors.New(b.String())
+		}
+		if err := ew.Close(); err != nil {
+			return fmt.Errorf("writing %s: %w", describe(output), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !in.quiet {
+		fmt.Fprintf(e.stderr, "tailscope: wrote %d spans to %s (%s); read %d, skipped %d", st.Used, describe(output), to, st.Read, st.Skipped)
+		if len(st.Errors) > 0 {
+			fmt.Fprintf(e.stderr, "; first skipped: %s", st.Errors[0])
+		}
+		fmt.Fprintln(e.stderr)
+	}
+	return nil
+}
+
+func validOutput(f string) bool {
+	for _, x := range export.Formats {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(output string) string {
+	if output == "" || output == "-" {
+		return "stdout"
+	}
+	return output
+}

@@ -1,0 +1,256 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+)
+
+// Arrow IPC holds the flat span schema as record batches, with the same
+// column names as Parquet (what `tailscope convert -o x.arrow` writes, or
+// any table through --map). Both IPC encodings are read:
+//
+//   - the file format ("ARROW1" … footer): with ipc.NewFileReader when the
+//     input is a plain file; when it comes compressed or on stdin, the file
+//     format's embedded stream (it follows the 8-byte magic) is read with
+//     the stream reader instead, so no spill is needed;
+//   - the stream format (messages starting 0xFFFFFFFF), with ipc.NewReader.
+//
+// One record batch is in memory at a time.
+
+func init() { register("arrow", decodeArrow) }
+
+var arrowMagic = []byte("ARROW1")
+
+func decodeArrow(src *Source) (err error) {
+	defer noPanic("Arrow", &err)
+	src.SetDefaultHopBy("hop")
+	head, _ := src.R.Peek(8)
+	var next func() (arrow.RecordBatch, error)
+	switch {
+	case bytes.HasPrefix(head, arrowMagic) && src.File != nil:
+		fi, err := src.File.Stat()
+		if err != nil {
+			return err
+		}
+		fr, err := ipc.NewFileReader(io.NewSectionReader(src.File, 0, fi.Size()))
+		if err != nil {
+			return fmt.Errorf("not a readable Arrow file (truncated or corrupt?): %v", err)
+		}
+		defer fr.Close()
+		i, n := 0, fr.NumRecords()
+		next = func() (arrow.RecordBatch, error) {
+			if i >= n {
+				return nil, io.EOF
+			}
+			i++
+			rec, err := fr.RecordBatch(i - 1)
+			if err == nil {
+				rec.Retain() // the file reader releases it on the next call
+			}
+			return rec, err
+		}
+	default:
+		if bytes.HasPrefix(head, arrowMagic) {
+			if _, err := src.R.Discard(8); err != nil {
+				return fmt.Errorf("truncated Arrow file: %v", err)
+			}
+		}
+		rr, err := ipc.NewReader(src.R)
+		if err != nil {
+			return fmt.Errorf("not a readable Arrow stream (truncated or corrupt?): %v", err)
+		}
+		defer rr.Release()
+		next = func() (arrow.RecordBatch, error) {
+			if !rr.Next() {
+				if err := rr.Err(); err != nil {
+					return nil, err
+				}
+				return nil, io.EOF
+			}
+			rec := rr.RecordBatch()
+			rec.Retain()
+			return rec, nil
+		}
+	}
+	tab := newFieldTable(src.opt)
+	rec := &flatRecord{intern: &interner{}}
+	var row int64
+	var scratch []byte
+	for batch := 1; ; batch++ {
+		rb, err := next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("record batch %d (after row %d): %v (truncated or corrupt?)", batch, row, err)
+		}
+		err = decodeArrowBatch(src, tab, rb, rec, &row, &scratch)
+		rb.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+type arrowCol struct {
+	name string
+	arr  arrow.Array
+	spec colSpec
+}
+
+func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *flatRecord, row *int64, scratch *[]byte) error {
+	var cols []arrowCol
+	have := map[field]bool{}
+	for i, f := range rb.Schema().Fields() {
+		spec := tab.column(f.Name)
+		if spec.used() {
+			cols = append(cols, arrowCol{name: f.Name, arr: rb.Column(i), spec: spec})
+			have[spec.f] = true
+		}
+	}
+	if !have[fDuration] && !have[fDurationMs] && !have[fDurationUs] && !have[fDurationNs] && !(have[fEnd] && (have[fStart] || have[fStartMs] || have[fStartUs])) {
+		return fmt.Errorf("an Arrow span table needs a duration column (duration_ns, duration_ms, …, or start and end); fields: %s; name one with --map", rb.Schema())
+	}
+	n := int(rb.NumRows())
+	for i := 0; i < n; i++ {
+		*row++
+		rec.reset()
+		var bad error
+		for _, c := range cols {
+			if i >= c.arr.Len() {
+				return fmt.Errorf("row %d: column %s is shorter than its batch (corrupt file)", *row, c.name)
+			}
+			if err := rec.setArrow(&c, c.arr, i, scratch); err != nil {
+				bad = fmt.Errorf("column %s: %v", c.name, err)
+				break
+			}
+		}
+		if bad != nil {
+			src.Skip(0, *row, "bad value", bad.Error())
+			continue
+		}
+		if reason, detail := rec.finish(); reason != "" {
+			src.Skip(0, *row, reason, detail)
+			continue
+		}
+		src.Emit(&rec.sp, 0, *row)
+	}
+	return nil
+}
+
+// view returns the bytes of s without copying; the record copies what it
+// keeps, and the batch outlives the call.
+func view(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// setArrow stores cell i of a column, typed values directly where the flat
+// schema's own columns are concerned, the rest through the text parsers.
+func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte) error {
+	if a.IsNull(i) {
+		return nil
+	}
+	f := c.spec.f
+	setInt := func(n int64, scale int64) error {
+		switch f {
+		case fStart, fEnd:
+			if scale != 1 {
+				if n > math.MaxInt64/scale || n < 0 {
+					return fmt.Errorf("time %d out of range", n)
+				}
+				n *= scale
+			}
+			if f == fEnd {
+				r.end, r.hasEnd = n, true
+			} else {
+				r.sp.Start, r.hasStart = n, true
+			}
+			return nil
+		case fDuration, fDurationNs:
+			r.sp.Duration, r.hasDur = n, true
+			return nil
+		}
+		return r.setText(c.spec, strconv.AppendInt((*scratch)[:0], n, 10))
+	}
+	switch a := a.(type) {
+	case *array.String:
+		return r.setText(c.spec, view(a.Value(i)))
+	case *array.LargeString:
+		return r.setText(c.spec, view(a.Value(i)))
+	case *array.StringView:
+		return r.setText(c.spec, view(a.Value(i)))
+	case *array.Binary:
+		return r.setBinary(c.spec, a.Value(i), scratch)
+	case *array.LargeBinary:
+		return r.setBinary(c.spec, a.Value(i), scratch)
+	case *array.FixedSizeBinary:
+		return r.setBinary(c.spec, a.Value(i), scratch)
+	case *array.Boolean:
+		return r.setText(c.spec, strconv.AppendBool((*scratch)[:0], a.Value(i)))
+	case *array.Int64:
+		return setInt(a.Value(i), 1)
+	case *array.Int32:
+		return setInt(int64(a.Value(i)), 1)
+	case *array.Int16:
+		return setInt(int64(a.Value(i)), 1)
+	case *array.Int8:
+		return setInt(int64(a.Value(i)), 1)
+	case *array.Uint64:
+		if a.Value(i) > math.MaxInt64 {
+			return fmt.Errorf("%d out of range", a.Value(i))
+		}
+		return setInt(int64(a.Value(i)), 1)
+	case *array.Uint32:
+		return setInt(int64(a.Value(i)), 1)
+	case *array.Uint16:
+		return setInt(int64(a.Value(i)), 1)
+	case *array.Uint8:
+		return setInt(int64(a.Value(i)), 1)
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return setInt(int64(a.Value(i)), int64(unit.Multiplier()))
+	case *array.Duration:
+		unit := a.DataType().(*arrow.DurationType).Unit
+		n := int64(a.Value(i)) * int64(unit.Multiplier())
+		if f == fDuration || f == fDurationMs || f == fDurationUs || f == fDurationNs {
+			r.sp.Duration, r.hasDur = n, true
+			return nil
+		}
+		return setInt(n, 1)
+	case *array.Float64:
+		return r.setFloat(c.spec, a.Value(i), scratch)
+	case *array.Float32:
+		return r.setFloat(c.spec, float64(a.Value(i)), scratch)
+	case *array.Dictionary:
+		return r.setArrow(c, a.Dictionary(), a.GetValueIndex(i), scratch)
+	}
+	return fmt.Errorf("unsupported Arrow type %s", a.DataType())
+}
+
+func (r *flatRecord) setBinary(c colSpec, b []byte, scratch *[]byte) error {
+	switch c.f {
+	case fTraceID, fSpanID, fParentID:
+		*scratch = hex.AppendEncode((*scratch)[:0], b)
+		b = *scratch
+	}
+	return r.setText(c, b)
+}
+
+func (r *flatRecord) setFloat(c colSpec, x float64, scratch *[]byte) error {
+	if c.f == fWeight {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return fmt.Errorf("weight: want a number ≥ 0, got %g", x)
+		}
+		r.sp.Weight = x
+		return nil
+	}
+	return r.setText(c, strconv.AppendFloat((*scratch)[:0], x, 'f', -1, 64))
+}

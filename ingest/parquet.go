@@ -1,0 +1,317 @@
+package ingest
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Parquet files come in two shapes that tailscope reads:
+//
+//   - flat tables, one row per span, whose top-level columns are named like
+//     flat JSON keys (what `tailscope convert` writes; any other naming via
+//     --map);
+//   - Grafana Tempo blocks (vParquet … vParquet4, see tempo.go), one row per
+//     trace with the spans nested inside.
+//
+// Either way only the columns tailscope uses are read (projection), page by
+// page, so a file far larger than memory streams through. Parquet keeps its
+// index in a footer, so it needs random access: a plain file is read in
+// place; stdin or a gzip/zstd-compressed input is first spilled to a
+// temporary file (removed afterwards), which costs disk, not memory.
+
+func init() { register("parquet", decodeParquet) }
+
+// randomAccess returns the input as an io.ReaderAt and its size.
+func randomAccess(src *Source, pattern string) (io.ReaderAt, int64, func(), error) {
+	if src.File != nil {
+		fi, err := src.File.Stat()
+		if err == nil && fi.Mode().IsRegular() {
+			return src.File, fi.Size(), func() {}, nil
+		}
+	}
+	tmp, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
+	}
+	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()) }
+	n, err := io.Copy(tmp, src.R)
+	if err != nil {
+		cleanup()
+		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
+	}
+	return tmp, n, cleanup, nil
+}
+
+// noPanic turns a panic of a third-party decoder on corrupt input into an
+// error: a malformed file must never take the run down.
+func noPanic(what string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("corrupt %s file: %v", what, r)
+	}
+}
+
+func decodeParquet(src *Source) (err error) {
+	defer noPanic("Parquet", &err)
+	ra, size, cleanup, err := randomAccess(src, "tailscope-*.parquet")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	pf, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("not a readable Parquet file (truncated or corrupt?): %v", err)
+	}
+	if l := tempoLayoutOf(pf.Schema()); l != nil {
+		return decodeTempo(src, pf, l)
+	}
+	return decodeFlatParquet(src, pf)
+}
+
+// cursor reads one column chunk value by value, page after page. A value
+// is valid until the next call to next.
+type cursor struct {
+	pages parquet.Pages
+	vr    parquet.ValueReader
+	buf   []parquet.Value
+	i, n  int
+	err   error
+	done  bool
+}
+
+func newCursor(cc parquet.ColumnChunk) *cursor {
+	return &cursor{pages: cc.Pages(), buf: make([]parquet.Value, 1024)}
+}
+
+func (c *cursor) next() (parquet.Value, bool) {
+	for c.i >= c.n {
+		if c.done {
+			return parquet.Value{}, false
+		}
+		if c.vr == nil {
+			p, err := c.pages.ReadPage()
+			if err != nil {
+				c.done = true
+				if !errors.Is(err, io.EOF) {
+					c.err = err
+				}
+				return parquet.Value{}, false
+			}
+			c.vr = p.Values()
+		}
+		n, err := c.vr.ReadValues(c.buf)
+		c.i, c.n = 0, n
+		if err != nil {
+			c.vr = nil
+			if !errors.Is(err, io.EOF) {
+				c.done, c.err = true, err
+				return parquet.Value{}, false
+			}
+		}
+	}
+	v := c.buf[c.i]
+	c.i++
+	return v, true
+}
+
+func (c *cursor) close() { c.pages.Close() }
+
+// flatCol is one projected column of a flat Parquet table.
+type flatCol struct {
+	name  string
+	idx   int
+	spec  colSpec
+	text  bool  // a byte array holding text (else binary: ids are hex-encoded)
+	scale int64 // ns per unit of an integer timestamp column (1 when plain)
+}
+
+func decodeFlatParquet(src *Source, pf *parquet.File) error {
+	src.SetDefaultHopBy("hop")
+	tab := newFieldTable(src.opt)
+	var cols []flatCol
+	have := map[field]bool{}
+	for _, path := range pf.Schema().Columns() {
+		if len(path) != 1 {
+			continue // nested columns are not part of a flat table
+		}
+		leaf, ok := pf.Schema().Lookup(path...)
+		if !ok || leaf.MaxRepetitionLevel > 0 {
+			continue
+		}
+		spec := tab.column(path[0])
+		if !spec.used() {
+			continue
+		}
+		c := flatCol{name: path[0], idx: leaf.ColumnIndex, spec: spec, text: true, scale: 1}
+		if lt := leaf.Node.Type().LogicalType(); lt != nil {
+			switch t := lt.Value.(type) {
+			case *format.TimestampType:
+				switch t.Unit.Value.(type) {
+				case *format.MilliSeconds:
+					c.scale = 1e6
+				case *format.MicroSeconds:
+					c.scale = 1e3
+				}
+			case *format.StringType, *format.EnumType, *format.JsonType:
+			default:
+				c.text = false
+			}
+		} else if leaf.Node.Type().Kind() == parquet.FixedLenByteArray {
+			c.text = false
+		}
+		have[spec.f] = true
+		cols = append(cols, c)
+	}
+	if !have[fDuration] && !have[fDurationMs] && !have[fDurationUs] && !have[fDurationNs] && !(have[fEnd] && (have[fStart] || have[fStartMs] || have[fStartUs])) {
+		var names []string
+		for _, p := range pf.Schema().Columns() {
+			names = append(names, columnPath(p))
+		}
+		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
+	}
+	rec := &flatRecord{intern: &interner{}}
+	var row int64
+	var scratch []byte
+	for _, rg := range pf.RowGroups() {
+		chunks := rg.ColumnChunks()
+		curs := make([]*cursor, len(cols))
+		for i, c := range cols {
+			curs[i] = newCursor(chunks[c.idx])
+		}
+		n := rg.NumRows()
+		for r := int64(0); r < n; r++ {
+			row++
+			rec.reset()
+			var bad error
+			for i, c := range cols {
+				v, ok := curs[i].next()
+				if !ok {
+					closeAll(curs)
+					if curs[i].err != nil {
+						return fmt.Errorf("row %d, column %s: %v", row, c.name, curs[i].err)
+					}
+					return fmt.Errorf("row %d, column %s: the column ends before the row group (corrupt file)", row, c.name)
+				}
+				if bad != nil || v.IsNull() {
+					continue
+				}
+				if err := rec.setParquet(&c, v, &scratch); err != nil {
+					bad = fmt.Errorf("column %s: %v", c.name, err)
+				}
+			}
+			if bad != nil {
+				src.Skip(0, row, "bad value", bad.Error())
+				continue
+			}
+			if reason, detail := rec.finish(); reason != "" {
+				src.Skip(0, row, reason, detail)
+				continue
+			}
+			src.Emit(&rec.sp, 0, row)
+		}
+		closeAll(curs)
+	}
+	return nil
+}
+
+func closeAll(cs []*cursor) {
+	for _, c := range cs {
+		c.close()
+	}
+}
+
+func columnPath(p []string) string {
+	s := ""
+	for i, x := range p {
+		if i > 0 {
+			s += "."
+		}
+		s += x
+	}
+	return s
+}
+
+func truncList(xs []string, n int) string {
+	s := ""
+	for i, x := range xs {
+		if i == n {
+			return s + fmt.Sprintf(", … (%d more)", len(xs)-n)
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
+}
+
+// setParquet stores one typed value. The columns tailscope itself writes
+// (integer ns times and durations, floats, bools) take a direct path; the
+// rest go through the same text parsing as CSV so that every format
+// accepts the same values.
+func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) error {
+	switch v.Kind() {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		b := v.ByteArray()
+		if !c.text {
+			switch c.spec.f {
+			case fTraceID, fSpanID, fParentID:
+				*scratch = hex.AppendEncode((*scratch)[:0], b)
+				b = *scratch
+			}
+		}
+		return r.setText(c.spec, b)
+	case parquet.Boolean:
+		return r.setText(c.spec, strconv.AppendBool((*scratch)[:0], v.Boolean()))
+	case parquet.Int32, parquet.Int64:
+		n := v.Int64()
+		if v.Kind() == parquet.Int32 {
+			n = int64(v.Int32())
+		}
+		switch c.spec.f {
+		case fStart, fEnd:
+			if c.scale != 1 {
+				if n > math.MaxInt64/c.scale || n < 0 {
+					return fmt.Errorf("time %d out of range", n)
+				}
+				n *= c.scale
+			}
+			if c.spec.f == fEnd {
+				r.end, r.hasEnd = n, true
+			} else {
+				r.sp.Start, r.hasStart = n, true
+			}
+			return nil
+		case fDuration, fDurationNs:
+			r.sp.Duration, r.hasDur = n, true
+			return nil
+		case fParentID:
+			if n == 0 {
+				return nil
+			}
+		}
+		return r.setText(c.spec, strconv.AppendInt((*scratch)[:0], n, 10))
+	case parquet.Float, parquet.Double:
+		x := v.Double()
+		if v.Kind() == parquet.Float {
+			x = float64(v.Float())
+		}
+		switch c.spec.f {
+		case fWeight:
+			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+				return fmt.Errorf("weight: want a number ≥ 0, got %g", x)
+			}
+			r.sp.Weight = x
+			return nil
+		}
+		return r.setText(c.spec, strconv.AppendFloat((*scratch)[:0], x, 'f', -1, 64))
+	}
+	return fmt.Errorf("unsupported Parquet type %s", v.Kind())
+}
