@@ -56,7 +56,12 @@ type Report struct {
 	Hops              []Hop            `json:"hops"`
 	Requests          Requests         `json:"requests"`
 	RecommendedPolicy *PolicyDoc       `json:"recommended_policy"`
-	Warnings          []Warning        `json:"warnings"`
+	// PredictedEffect replays the logs under the policy in force (or takes
+	// them as logged) and under the recommendation, side by side.
+	PredictedEffect []Effect  `json:"predicted_effect"`
+	Warnings        []Warning `json:"warnings"`
+	recommended     *policy.Policy
+
 	// SkipExamples are the first positioned errors, for the text report.
 	SkipExamples []string `json:"skip_examples,omitempty"`
 }
@@ -251,10 +256,20 @@ func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		rep.Hops = append(rep.Hops, h)
 	}
 	rep.Requests = requestStats(reqs)
+	if w := hiddenTail(reqs); w != nil {
+		rep.Warnings = append(rep.Warnings, *w)
+	}
 	addProblemWarnings(rep, probs)
-	rep.RecommendedPolicy = DocOf(Recommend(rep, reqs, opt))
+	rec := Recommend(rep, reqs, opt)
+	rep.recommended = rec
+	rep.RecommendedPolicy = DocOf(rec)
+	rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec)
 	return rep
 }
+
+// Recommended returns the recommended policy, with each hop's basis as its
+// comment: what `tailscope recommend` writes.
+func (r *Report) Recommended() *policy.Policy { return r.recommended }
 
 // percentiles fills a Latency from sorted ns values. Ranks at or above
 // known (the count of values that are certainly the smallest) are unknown.
