@@ -122,6 +122,15 @@ func pct(x float64) string {
 	return strings.Replace(s, ".0%", "%", 1)
 }
 
+// atLeast is the lower bound shown for censored percentiles, so that the
+// column's unit also fits the "≥" cells.
+func atLeast(c *analyze.Censored) *float64 {
+	if c == nil {
+		return nil
+	}
+	return &c.AtLeastMs
+}
+
 // percentile shows a hop percentile, or "≥ cut" when it is censored.
 func percentile(u unit, v *float64, name string, c *analyze.Censored) string {
 	if v == nil && c != nil {
@@ -285,7 +294,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	var all []*float64
 	for _, h := range rep.Hops {
 		l := h.LatencyMs
-		all = append(all, l.P50, l.P90, l.P95, l.P99, l.Max)
+		all = append(all, l.P50, l.P90, l.P95, l.P99, l.Max, atLeast(h.Censored))
 	}
 	lo, hi := histRange(rep.Hops)
 	u := unitFor(all...)
@@ -384,14 +393,19 @@ func rateStyle(r float64) string {
 	return ansiAmber
 }
 
-func writeSkips(e *ew, by map[string]int64, examples []string) {
-	reasons := make([]string, 0, len(by))
-	for r := range by {
-		reasons = append(reasons, r)
+// sortedKeys gives a map's keys in order, for deterministic output.
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	sort.Strings(reasons)
+	sort.Strings(keys)
+	return keys
+}
+
+func writeSkips(e *ew, by map[string]int64, examples []string) {
 	e.printf("skipped:")
-	for _, r := range reasons {
+	for _, r := range sortedKeys(by) {
 		e.printf(" %s %d;", r, by[r])
 	}
 	e.printf("\n")
@@ -474,8 +488,8 @@ func failText(r check.Replay) string {
 }
 
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
-	e := &ew{w: w}
-	e.printf("tailscope check: %d requests replayed from %d spans (read %d, skipped %d)\n\n", rep.Requests, rep.Spans, rep.Read, rep.Skipped)
+	e := &ew{w: w, color: opt.Color}
+	e.printf("%s: %d requests replayed from %d spans (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope check"), rep.Requests, rep.Spans, rep.Read, rep.Skipped)
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, nil)
 	}
@@ -507,6 +521,17 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 			u.f(r.Replay.LatencyMs.P50), u.f(r.Replay.LatencyMs.P95), failText(r.Replay), ttf,
 			dur(r.Replay.RetryMs.Spent), verdict)
 	}
+	t.paint = func(row, col int, cell string) string {
+		switch {
+		case row < 0:
+			return ansiBold
+		case col == 11:
+			return verdictStyle(cell)
+		case cell == "–":
+			return ansiDim
+		}
+		return ""
+	}
 	t.write(e, "")
 	for i, r := range rows {
 		if rep.Baseline != nil && i == 0 {
@@ -515,7 +540,7 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		if len(r.Lint) == 0 && len(r.Gates) == 0 && r.Replay.Undetermined == 0 {
 			continue
 		}
-		e.printf("\n%s (%s): %s\n", r.Policy.Name, r.Policy.Path, strings.ToUpper(r.Verdict))
+		e.printf("\n%s (%s): %s\n", e.paint(ansiBold, r.Policy.Name), r.Policy.Path, e.paint(verdictStyle(r.Verdict), strings.ToUpper(r.Verdict)))
 		if r.Replay.Undetermined > 0 {
 			e.printf("  %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
 				r.Replay.Undetermined, successText(r.Replay))
@@ -525,17 +550,27 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 			if f.Hop != "" {
 				hop = " " + f.Hop + ":"
 			}
-			e.printf("  %-7s %s%s %s\n", f.Severity, f.Code, hop, f.Message)
+			e.printf("  %s %s%s %s\n", e.paint(severityStyle(f.Severity), fmt.Sprintf("%-7s", f.Severity)), f.Code, hop, f.Message)
 		}
 		for _, g := range r.Gates {
-			mark := "pass"
+			mark := e.paint(ansiGreen, "pass")
 			if !g.Pass {
-				mark = "FAIL"
+				mark = e.paint(ansiRed+ansiBold, "FAIL")
 			}
 			e.printf("  gate %s %s: want %s, got %s\n", mark, g.Name, g.Want, g.Got)
 		}
 	}
 	writeWarnings(e, rep.Warnings)
-	e.printf("\nverdict: %s\n", rep.Verdict)
+	e.printf("\nverdict: %s\n", e.paint(verdictStyle(rep.Verdict), rep.Verdict))
 	return e.err
+}
+
+func severityStyle(s string) string {
+	switch s {
+	case check.SevError:
+		return ansiRed
+	case check.SevWarning:
+		return ansiAmber
+	}
+	return ansiDim
 }

@@ -1,0 +1,330 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/check"
+)
+
+// The HTML report is one self-contained file an SRE can attach to an
+// incident or a pull request: inline CSS and SVG, no script, no font or
+// image fetched, and a Content-Security-Policy that forbids both, so that
+// the page behaves the same offline and a hostile string in the logs can
+// at worst show up as text. html/template escapes every value from the
+// logs or a policy; this file only computes what the template draws.
+
+//go:embed html.tmpl
+var htmlSource string
+
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"join": strings.Join,
+}).Parse(htmlSource))
+
+// page is what html.tmpl renders.
+type page struct {
+	Kind     string // analyze or check
+	Title    string
+	Summary  string
+	Inputs   []analyze.Input
+	Read     int64
+	Spans    int64
+	Skipped  int64
+	Skips    []skipRow
+	Cards    []card
+	Analysis *analysisView
+	Check    *checkView
+	Warnings []warnRow
+}
+
+type card struct {
+	Label, Value, Note, Class string
+}
+
+type skipRow struct {
+	Reason string
+	Count  int64
+}
+
+type warnRow struct {
+	N                  int
+	Code, Hop, Message string
+}
+
+type analysisView struct {
+	Unit    string
+	Hops    []hopView
+	Budget  string
+	Landing *chart
+	MTTF    string
+}
+
+type hopView struct {
+	ID, Name                    string
+	Notes                       []int
+	Attempts, Calls, Failed     int
+	P50, P95, P99, Max, Timeout string
+	TimeoutSource               string
+	Class, Evidence             string
+	Action, RecTimeout, Basis   string
+	RecRetries                  int
+	Yield                       string
+	Latency, Failures           *chart
+}
+
+type checkView struct {
+	Verdict   string
+	Failed    int
+	Rows      []policyRow
+	Landing   []*chart
+	Findings  []findingsView
+	LandingHi string
+}
+
+type policyRow struct {
+	Name, Path, HopTimeout, Retries, Budget string
+	OK, Success, P50, P95, P99, Fails       string
+	MTTF, RetrySpent, RetryWasted, Verdict  string
+	Baseline                                bool
+}
+
+type findingsView struct {
+	Policy, Path, Verdict string
+	Undetermined          string
+	Lint                  []check.Finding
+	Gates                 []check.Gate
+}
+
+func warnRows(ws []analyze.Warning) []warnRow {
+	out := make([]warnRow, 0, len(ws))
+	for i, w := range ws {
+		out = append(out, warnRow{N: i + 1, Code: w.Code, Hop: w.Hop, Message: w.Message})
+	}
+	return out
+}
+
+func skipRows(by map[string]int64) []skipRow {
+	var out []skipRow
+	for _, k := range sortedKeys(by) {
+		out = append(out, skipRow{k, by[k]})
+	}
+	return out
+}
+
+func optDur(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return dur(*v)
+}
+
+func analysisHTML(w io.Writer, rep *analyze.Report) error {
+	rq := rep.Requests
+	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
+	p := &page{
+		Kind: "analyze", Title: "tailscope analyze",
+		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped,
+		Skips: skipRows(rep.SkippedByReason), Warnings: warnRows(rep.Warnings),
+	}
+	rateClass := "good"
+	if rq.SuccessRate < 1 {
+		rateClass = "warn"
+	}
+	p.Summary = fmt.Sprintf("%d spans in %d requests over %d %s", rep.Spans, rq.Count, len(rep.Hops), plural(len(rep.Hops), "hop", "hops"))
+	p.Cards = []card{
+		{"Requests", fmt.Sprint(rq.Count), fmt.Sprintf("%d succeeded", rq.Succeeded), ""},
+		{"Success rate", pct(rq.SuccessRate), fmt.Sprintf("%d failed", rq.Count-rq.Succeeded), rateClass},
+		{"p50", ru.f(rq.LatencyMs.P50), "request latency", ""},
+		{"p95", ru.f(rq.LatencyMs.P95), "request latency", ""},
+		{"p99", ru.f(rq.LatencyMs.P99), "request latency", ""},
+	}
+	av := &analysisView{}
+	if rq.MeanTimeToFailureMs != nil {
+		av.MTTF = dur(*rq.MeanTimeToFailureMs)
+		p.Cards = append(p.Cards, card{"Mean time to failure", av.MTTF, "how long a failing request holds on", "bad"})
+	}
+	if rep.RecommendedPolicy != nil {
+		av.Budget = dur(rep.RecommendedPolicy.BudgetMs)
+	}
+	var all []*float64
+	for _, h := range rep.Hops {
+		l := h.LatencyMs
+		all = append(all, l.P50, l.P95, l.P99, l.Max, atLeast(h.Censored))
+	}
+	u := unitFor(all...)
+	av.Unit = u.name
+	fn := newFootnotes(rep.Warnings)
+	for i, h := range rep.Hops {
+		l := h.LatencyMs
+		hv := hopView{
+			ID: fmt.Sprintf("hop-%d", i+1), Name: h.Hop, Notes: fn.byHop[h.Hop],
+			Attempts: h.Attempts, Calls: h.Calls, Failed: h.FailedAttempts,
+			P50: percentile(u, l.P50, "p50", h.Censored), P95: percentile(u, l.P95, "p95", h.Censored),
+			P99: percentile(u, l.P99, "p99", h.Censored), Max: percentile(u, l.Max, "max", h.Censored),
+			Timeout: optDur(h.TimeoutMs), TimeoutSource: h.TimeoutSource,
+			Class: h.FailureClass, Evidence: h.Evidence,
+			Action: h.Recommendation.Action, RecTimeout: dur(h.Recommendation.TimeoutMs),
+			RecRetries: h.Recommendation.Retries, Basis: h.Recommendation.Basis,
+		}
+		if y := h.RetryYield; y != nil {
+			hv.Yield = yieldText(y)
+		}
+		hv.Latency = histChart(hv.ID+"-latency", "latency", h.Hop, "Latency of "+h.Hop+" attempts",
+			h.LatencyHistogram, latencyMarks(&h), true, 640, 210, 0, "lat")
+		var fm []markIn
+		if h.TimeoutMs != nil {
+			fm = append(fm, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
+		}
+		hv.Failures = histChart(hv.ID+"-failures", "failures", h.Hop, "When "+h.Hop+" attempts failed",
+			h.FailureHistogram, fm, false, 420, 210, 0, "fail")
+		if len(h.FailureHistogram) == 0 {
+			hv.Failures.Empty = "no failed attempts"
+		}
+		av.Hops = append(av.Hops, hv)
+	}
+	var lm []markIn
+	if rq.MeanTimeToFailureMs != nil {
+		lm = append(lm, markIn{"mean", *rq.MeanTimeToFailureMs, "mean " + dur(*rq.MeanTimeToFailureMs), false})
+	}
+	av.Landing = histChart("requests-landing", "landing", "", "When failed requests gave up",
+		rq.FailureLanding, lm, false, 1080, 200, 0, "fail")
+	if len(rq.FailureLanding) == 0 {
+		av.Landing.Empty = "no request failed"
+	}
+	p.Analysis = av
+	return htmlTemplate.Execute(w, p)
+}
+
+// latencyMarks are the reference lines of a hop's latency chart: what the
+// hop does (p50, p99), what it is allowed (the timeout in force) and what
+// tailscope recommends.
+func latencyMarks(h *analyze.Hop) []markIn {
+	var ms []markIn
+	if v := h.LatencyMs.P50; v != nil {
+		ms = append(ms, markIn{"p50", *v, "p50 " + dur(*v), false})
+	}
+	if v := h.LatencyMs.P99; v != nil {
+		ms = append(ms, markIn{"p99", *v, "p99 " + dur(*v), false})
+	} else if h.Censored != nil {
+		ms = append(ms, markIn{"p99", h.Censored.AtLeastMs, "p99 ≥ " + dur(h.Censored.AtLeastMs), true})
+	}
+	if h.TimeoutMs != nil {
+		ms = append(ms, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
+	}
+	if r := h.Recommendation; r.TimeoutMs > 0 {
+		ms = append(ms, markIn{"recommended", r.TimeoutMs, "recommended " + dur(r.TimeoutMs), false})
+	}
+	return ms
+}
+
+func yieldText(y *analyze.Yield) string {
+	if y.RetriedCalls == 0 {
+		return "no call was retried"
+	}
+	s := fmt.Sprintf("%d of %d retried calls recovered (%s)", y.Recovered, y.RetriedCalls, pct(y.Rate))
+	var parts []string
+	if t := y.AfterTimeout; t.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("after a timeout %d of %d retries succeeded", t.Succeeded, t.Retried))
+	}
+	if t := y.AfterFastFailure; t.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("after a fast failure %d of %d", t.Succeeded, t.Retried))
+	}
+	if len(parts) > 0 {
+		s += "; " + strings.Join(parts, "; ")
+	}
+	return s
+}
+
+func checkHTML(w io.Writer, rep *check.Report) error {
+	p := &page{
+		Kind: "check", Title: "tailscope check",
+		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped,
+		Skips: skipRows(rep.SkippedByReason), Warnings: warnRows(rep.Warnings),
+	}
+	cv := &checkView{Verdict: rep.Verdict}
+	for _, r := range rep.Results {
+		if r.Verdict == check.Fail {
+			cv.Failed++
+		}
+	}
+	p.Summary = fmt.Sprintf("%d %s replayed over %d requests (%d spans)", len(rep.Results),
+		plural(len(rep.Results), "policy", "policies"), rep.Requests, rep.Spans)
+	rows := rep.Results
+	if rep.Baseline != nil {
+		rows = append([]check.Result{*rep.Baseline}, rows...)
+	}
+	var lat []*float64
+	hi := 0.0
+	for _, r := range rows {
+		lat = append(lat, r.Replay.LatencyMs.P50, r.Replay.LatencyMs.P95, r.Replay.LatencyMs.P99)
+		for _, b := range r.Replay.FailureLanding {
+			hi = max(hi, b.ToMs)
+		}
+	}
+	u := unitFor(lat...)
+	// Small multiples share one time axis so that "failures at 9 s" and
+	// "failures at 3 s" sit where they belong relative to each other. The
+	// axis covers the failures; a budget is marked when it falls inside.
+	shared := niceCeil(hi * 1.1)
+	if hi == 0 {
+		shared = 0
+		for _, r := range rows {
+			if c := r.Policy.Content; c != nil {
+				shared = max(shared, c.BudgetMs)
+			}
+		}
+		shared = niceCeil(shared)
+	}
+	cv.LandingHi = dur(shared)
+	for i, r := range rows {
+		base := rep.Baseline != nil && i == 0
+		row := policyRow{
+			Name: r.Policy.Name, Path: r.Policy.Path, HopTimeout: r.HopTimeout, Retries: r.Retries, Budget: r.Budget,
+			OK: okText(r.Replay), Success: successText(r.Replay),
+			P50: u.f(r.Replay.LatencyMs.P50), P95: u.f(r.Replay.LatencyMs.P95), P99: u.f(r.Replay.LatencyMs.P99),
+			Fails: failText(r.Replay), MTTF: optDur(r.Replay.FailureMs.Mean),
+			RetrySpent: dur(r.Replay.RetryMs.Spent), RetryWasted: dur(r.Replay.RetryMs.Wasted),
+			Verdict: r.Verdict, Baseline: base,
+		}
+		cv.Rows = append(cv.Rows, row)
+		var marks []markIn
+		caption := "no budget"
+		if c := r.Policy.Content; c != nil && c.BudgetMs > 0 {
+			caption = "budget " + dur(c.BudgetMs)
+			if c.BudgetMs <= shared {
+				marks = append(marks, markIn{"budget", c.BudgetMs, "budget " + dur(c.BudgetMs), false})
+			}
+		}
+		name := r.Policy.Name
+		if base {
+			name += " (baseline)"
+		}
+		ch := histChart(fmt.Sprintf("policy-%d-landing", i+1), "landing", r.Policy.Name, "When requests failed under "+name,
+			r.Replay.FailureLanding, marks, false, 480, 170, shared, "fail")
+		if len(r.Replay.FailureLanding) == 0 {
+			ch.Empty = "no request failed"
+		}
+		ch.Title, ch.Caption = name, fmt.Sprintf("%s failed · %s", okFailed(r.Replay), caption)
+		cv.Landing = append(cv.Landing, ch)
+		if base {
+			continue
+		}
+		f := findingsView{Policy: r.Policy.Name, Path: r.Policy.Path, Verdict: r.Verdict, Lint: r.Lint, Gates: r.Gates}
+		if r.Replay.Undetermined > 0 {
+			f.Undetermined = fmt.Sprintf("%d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s",
+				r.Replay.Undetermined, successText(r.Replay))
+		}
+		cv.Findings = append(cv.Findings, f)
+	}
+	p.Check = cv
+	return htmlTemplate.Execute(w, p)
+}
+
+// okFailed is "19 of 200" requests failed.
+func okFailed(r check.Replay) string {
+	return fmt.Sprintf("%d of %d", r.Failed, r.Requests)
+}

@@ -1,0 +1,260 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/check"
+)
+
+// The Markdown renderers write GitHub-flavoured Markdown sized for a pull
+// request comment: a verdict or summary first, then tables, then the
+// caveats. Every string that comes from the logs or a policy goes through
+// md, so a hop name can neither break a table nor inject HTML (GitHub
+// renders inline HTML in comments).
+
+// md escapes text for a Markdown table cell or paragraph: HTML
+// metacharacters become entities, the punctuation that starts emphasis,
+// code, links, strikethrough or a cell is backslashed (parentheses only
+// matter after a "]", which is escaped), and line breaks become spaces (a
+// newline would end the table row).
+func md(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		case '\n', '\r', '\t':
+			b.WriteByte(' ')
+		case '\\', '`', '*', '_', '[', ']', '|', '~':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// mdTable writes a GitHub table; right marks numeric columns.
+func mdTable(e *ew, head []string, right []bool, rows [][]string) {
+	e.printf("|")
+	for _, h := range head {
+		e.printf(" %s |", h)
+	}
+	e.printf("\n|")
+	for i := range head {
+		if right != nil && right[i] {
+			e.printf("--:|")
+		} else {
+			e.printf(":--|")
+		}
+	}
+	e.printf("\n")
+	for _, r := range rows {
+		e.printf("|")
+		for _, c := range r {
+			e.printf(" %s |", c)
+		}
+		e.printf("\n")
+	}
+}
+
+func mdWarnings(e *ew, ws []analyze.Warning) {
+	if len(ws) == 0 {
+		return
+	}
+	e.printf("\n#### Warnings\n\n")
+	for i, w := range ws {
+		hop := ""
+		if w.Hop != "" {
+			hop = " " + md(w.Hop) + ":"
+		}
+		e.printf("%s **%s**%s %s  \n", superscript(i+1), md(w.Code), hop, md(w.Message))
+	}
+}
+
+func mdSkips(e *ew, read, skipped int64, by map[string]int64) {
+	if skipped == 0 {
+		return
+	}
+	e.printf("Skipped %d of %d records:", skipped, read)
+	for i, r := range sortedKeys(by) {
+		if i > 0 {
+			e.printf(",")
+		}
+		e.printf(" %s %d", md(r), by[r])
+	}
+	e.printf(".\n\n")
+}
+
+func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
+	e := &ew{w: w}
+	rq := rep.Requests
+	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
+	e.printf("### tailscope analyze\n\n")
+	e.printf("**%d requests, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", rq.Count, rq.Succeeded, pct(rq.SuccessRate),
+		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
+	if rq.MeanTimeToFailureMs != nil {
+		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
+	}
+	files := len(rep.Inputs)
+	e.printf("%d spans from %d %s (read %d, skipped %d).\n\n", rep.Spans, files, plural(files, "file", "files"), rep.Read, rep.Skipped)
+	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
+
+	var all []*float64
+	for _, h := range rep.Hops {
+		l := h.LatencyMs
+		all = append(all, l.P50, l.P95, l.P99, l.Max, atLeast(h.Censored))
+	}
+	u := unitFor(all...)
+	fn := newFootnotes(rep.Warnings)
+	var rows [][]string
+	for _, h := range rep.Hops {
+		l := h.LatencyMs
+		to := "–"
+		if h.TimeoutMs != nil {
+			to = dur(*h.TimeoutMs)
+		}
+		name := md(h.Hop)
+		if m := fn.mark(h.Hop); m != "" {
+			name += " " + m
+		}
+		rows = append(rows, []string{name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
+			percentile(u, l.P50, "p50", h.Censored), percentile(u, l.P95, "p95", h.Censored),
+			percentile(u, l.P99, "p99", h.Censored), percentile(u, l.Max, "max", h.Censored), to, md(h.FailureClass),
+			md(h.Recommendation.Action), dur(h.Recommendation.TimeoutMs), fmt.Sprint(h.Recommendation.Retries)})
+	}
+	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries"},
+		[]bool{false, true, true, true, true, true, true, true, true, false, false, true, true}, rows)
+
+	if rp := rep.RecommendedPolicy; rp != nil {
+		e.printf("\n#### Recommendation (budget %s)\n\n", dur(rp.BudgetMs))
+	} else {
+		e.printf("\n#### Recommendation\n\n")
+	}
+	for _, h := range rep.Hops {
+		r := h.Recommendation
+		e.printf("- **%s**: %s timeout %s, %d %s — %s\n", md(h.Hop), md(r.Action), dur(r.TimeoutMs), r.Retries,
+			plural(r.Retries, "retry", "retries"), md(r.Basis))
+	}
+	var evidence []string
+	for _, h := range rep.Hops {
+		if h.FailedAttempts > 0 {
+			s := fmt.Sprintf("- **%s** (%s): %s", md(h.Hop), md(h.FailureClass), md(h.Evidence))
+			if h.TimeoutMs != nil {
+				s += fmt.Sprintf("; timeout %s from %s", dur(*h.TimeoutMs), md(h.TimeoutSource))
+			}
+			evidence = append(evidence, s)
+		}
+	}
+	if len(evidence) > 0 {
+		e.printf("\n#### Failures\n\n%s\n", strings.Join(evidence, "\n"))
+	}
+	mdWarnings(e, rep.Warnings)
+	return e.err
+}
+
+// verdictMark is the verdict as a reviewer scans for it.
+func verdictMark(v string) string {
+	switch v {
+	case check.Pass:
+		return "✅ pass"
+	case check.Fail:
+		return "❌ fail"
+	}
+	return v
+}
+
+func checkMarkdown(w io.Writer, rep *check.Report) error {
+	e := &ew{w: w}
+	e.printf("### tailscope check: %s\n\n", verdictMark(rep.Verdict))
+	failed := 0
+	for _, r := range rep.Results {
+		if r.Verdict == check.Fail {
+			failed++
+		}
+	}
+	e.printf("%d %s checked by replaying %d requests (%d spans, %d skipped)", len(rep.Results),
+		plural(len(rep.Results), "policy", "policies"), rep.Requests, rep.Spans, rep.Skipped)
+	if failed > 0 {
+		e.printf("; **%d failed**", failed)
+	}
+	e.printf(".\n\n")
+	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
+
+	rows := rep.Results
+	if rep.Baseline != nil {
+		rows = append([]check.Result{*rep.Baseline}, rows...)
+	}
+	var lat []*float64
+	for _, r := range rows {
+		lat = append(lat, r.Replay.LatencyMs.P50, r.Replay.LatencyMs.P95)
+	}
+	u := unitFor(lat...)
+	var cells [][]string
+	for i, r := range rows {
+		name := "**" + md(r.Policy.Name) + "**"
+		verdict := verdictMark(r.Verdict)
+		if rep.Baseline != nil && i == 0 {
+			name += " (baseline)"
+			verdict = "–"
+		}
+		ttf := "–"
+		if r.Replay.FailureMs.Mean != nil {
+			ttf = dur(*r.Replay.FailureMs.Mean)
+		}
+		cells = append(cells, []string{name, md(r.HopTimeout), md(r.Retries), md(r.Budget), okText(r.Replay), successText(r.Replay),
+			u.f(r.Replay.LatencyMs.P50), u.f(r.Replay.LatencyMs.P95), failText(r.Replay), ttf, dur(r.Replay.RetryMs.Spent), verdict})
+	}
+	mdTable(e, []string{"config", "hop timeout", "retries", "budget", "ok", "success", "p50", "p95", "failures land", "mean TTF", "retry time", "verdict"},
+		[]bool{false, true, true, true, true, true, true, true, false, true, true, false}, cells)
+
+	wrote := false
+	for _, r := range rep.Results {
+		if len(r.Lint) == 0 && len(r.Gates) == 0 && r.Replay.Undetermined == 0 {
+			continue
+		}
+		if !wrote {
+			e.printf("\n#### Findings\n")
+			wrote = true
+		}
+		e.printf("\n**%s** (%s): %s\n\n", md(r.Policy.Name), md(r.Policy.Path), verdictMark(r.Verdict))
+		if r.Replay.Undetermined > 0 {
+			e.printf("- %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
+				r.Replay.Undetermined, successText(r.Replay))
+		}
+		for _, f := range r.Lint {
+			hop := ""
+			if f.Hop != "" {
+				hop = " " + md(f.Hop) + ":"
+			}
+			e.printf("- %s lint **%s**%s %s\n", severityMark(f.Severity), md(f.Code), hop, md(f.Message))
+		}
+		for _, g := range r.Gates {
+			mark := "✅"
+			if !g.Pass {
+				mark = "❌"
+			}
+			e.printf("- %s gate **%s**: want %s, got %s\n", mark, md(g.Name), md(g.Want), md(g.Got))
+		}
+	}
+	mdWarnings(e, rep.Warnings)
+	return e.err
+}
+
+func severityMark(s string) string {
+	switch s {
+	case check.SevError:
+		return "❌ error"
+	case check.SevWarning:
+		return "⚠️ warning"
+	}
+	return "ℹ️ " + s
+}
