@@ -135,7 +135,8 @@ type part struct {
 type hopObs struct {
 	calls int
 	// succ are the durations of successful attempts; cut those of attempts
-	// cut by a timeout (right-censored: the true time is longer).
+	// cut by a timeout (right-censored: the true time is longer), by the
+	// analysis's rule, so the counts agree with its report.
 	succ, cut []int64
 	// Path coverage of retries (dead-retries): bounded is the number of
 	// calls with a finite deadline, dead those where no retry fits, short
@@ -251,9 +252,13 @@ func (l *linter) observe(c *span.Call, left int64, bound string, parts []part) {
 		l.obs[c.Hop] = o
 	}
 	o.calls++
+	var inForce *float64
+	if h := l.hops[c.Hop]; h != nil {
+		inForce = h.TimeoutMs
+	}
 	for _, a := range c.Attempts {
 		switch s := a.Span; {
-		case s.Timeout:
+		case analyze.CutBy(s, inForce):
 			o.cut = append(o.cut, s.Duration)
 		case !s.Failed():
 			o.succ = append(o.succ, s.Duration)
