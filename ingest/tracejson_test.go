@@ -440,7 +440,7 @@ func tjOTLP(spans []span.Span, style string) string {
 	var rs []any
 	for _, s := range svcs {
 		rs = append(rs, map[string]any{
-			"resource": map[string]any{"attributes": []any{map[string]any{"key": "service.name", "value": map[string]any{k("stringValue", "string_value"): s}}}},
+			"resource":                     map[string]any{"attributes": []any{map[string]any{"key": "service.name", "value": map[string]any{k("stringValue", "string_value"): s}}}},
 			k("scopeSpans", "scope_spans"): []any{map[string]any{"scope": map[string]any{"name": "t"}, "spans": bySvc[s]}},
 		})
 	}
