@@ -28,7 +28,9 @@ const (
 )
 
 // Backoff is the wait before retry k (k = 1, 2, …): min(Max, Base×2^(k−1)),
-// jittered. A scalar in the file is a constant wait (Max = Base).
+// jittered. A scalar in the file is a constant wait (Max = Base). Jitter ""
+// means none, so that the zero Backoff is "no backoff" and two equal
+// policies compare equal.
 type Backoff struct {
 	Base   time.Duration
 	Max    time.Duration
@@ -333,13 +335,13 @@ func (ps *parser) boolean(key string, n *yaml.Node) bool {
 func (ps *parser) backoff(key string, n *yaml.Node) Backoff {
 	if n.Kind == yaml.ScalarNode {
 		d := ps.duration(key, n)
-		return Backoff{Base: d, Max: d, Jitter: JitterNone}
+		return Backoff{Base: d, Max: d}
 	}
 	if n.Kind != yaml.MappingNode {
 		ps.add(n, key, "want a duration or {base, max, jitter}")
 		return Backoff{}
 	}
-	b := Backoff{Jitter: JitterNone}
+	var b Backoff
 	var maxSet bool
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -351,7 +353,9 @@ func (ps *parser) backoff(key string, n *yaml.Node) Backoff {
 			b.Max, maxSet = ps.duration(full, v), true
 		case "jitter":
 			switch v.Value {
-			case JitterNone, JitterFull, JitterEqual:
+			case JitterNone:
+				b.Jitter = "" // the zero value means no jitter
+			case JitterFull, JitterEqual:
 				b.Jitter = v.Value
 			default:
 				ps.add(v, full, fmt.Sprintf("unknown jitter %q (want none, full, equal)", v.Value))

@@ -99,11 +99,56 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 	if opt.RetryModel == ModelIndependent {
 		pool = attemptPool(reqs)
 	}
-	res := &Result{Requests: len(reqs), FailuresByHop: map[string]int{}, Outcomes: make([]Outcome, 0, len(reqs))}
-	var ends, fails []int64
+	out := make([]Outcome, 0, len(reqs))
 	for _, r := range reqs {
-		o := One(r, p, pool)
-		res.Outcomes = append(res.Outcomes, o)
+		out = append(out, One(r, p, pool))
+	}
+	return summarise(out)
+}
+
+// Observed summarises the requests as they were logged, in the same form
+// as a replay: the baseline when no policy in force is known.
+func Observed(reqs []*span.Request) *Result {
+	out := make([]Outcome, 0, len(reqs))
+	for _, r := range reqs {
+		o := Outcome{TraceID: r.TraceID, OK: !r.Failed, End: r.Latency()}
+		if r.Failed {
+			o.FailedHop = observedFailedHop(r)
+		}
+		out = append(out, o)
+	}
+	return summarise(out)
+}
+
+// observedFailedHop is the hop of the first failed call, innermost first.
+func observedFailedHop(r *span.Request) string {
+	var find func(cs []*span.Call) string
+	find = func(cs []*span.Call) string {
+		for _, c := range cs {
+			if !c.Failed() {
+				continue
+			}
+			last := c.Attempts[len(c.Attempts)-1]
+			if h := find(last.Calls); h != "" {
+				return h
+			}
+			return c.Hop
+		}
+		return ""
+	}
+	if h := find(r.Calls); h != "" {
+		return h
+	}
+	if r.Root != nil {
+		return r.Root.Hop
+	}
+	return ""
+}
+
+func summarise(outcomes []Outcome) *Result {
+	res := &Result{Requests: len(outcomes), FailuresByHop: map[string]int{}, Outcomes: outcomes}
+	var ends, fails []int64
+	for _, o := range outcomes {
 		res.RetrySpent += o.RetryNs
 		res.RetryWasted += o.WastedNs
 		switch {

@@ -1,0 +1,280 @@
+package analyze
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/replay"
+	"github.com/tailscope/tailscope/span"
+)
+
+func TestRoundUpNice(t *testing.T) {
+	tests := []struct{ in, want time.Duration }{
+		{11990 * time.Millisecond, 12 * time.Second},
+		{12 * time.Second, 12 * time.Second},
+		{770 * time.Millisecond, 770 * time.Millisecond},
+		{771 * time.Millisecond, 780 * time.Millisecond},
+		{1010 * time.Millisecond, 1050 * time.Millisecond},
+		{1234 * time.Millisecond, 1250 * time.Millisecond},
+		{2345 * time.Millisecond, 2400 * time.Millisecond},
+		{3 * time.Millisecond, 3 * time.Millisecond},
+		{45 * time.Second, 45 * time.Second},
+		{101 * time.Second, 105 * time.Second},
+	}
+	for _, tc := range tests {
+		if got := RoundUpNice(tc.in); got != tc.want {
+			t.Errorf("RoundUpNice(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+		if got := RoundUpNice(tc.in); got < tc.in || float64(got) > float64(tc.in)*1.05+float64(time.Millisecond) {
+			t.Errorf("RoundUpNice(%s) = %s: below the input or more than 5%% above", tc.in, got)
+		}
+	}
+}
+
+func loadFile(t *testing.T, path string) ([]span.Span, []*span.Request, span.Problems) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loadBytes(t, data)
+}
+
+func loadBytes(t *testing.T, data []byte) ([]span.Span, []*span.Request, span.Problems) {
+	t.Helper()
+	var spans []span.Span
+	if _, err := ingest.ReadStream("t.jsonl", bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
+		t.Fatal(err)
+	}
+	reqs, probs := span.Assemble(spans)
+	return spans, reqs, probs
+}
+
+func exactP(xs []int64, q float64) float64 {
+	s := append([]int64(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	h := float64(len(s)-1) * q
+	i := int(h)
+	if i+1 >= len(s) {
+		return float64(s[len(s)-1])
+	}
+	return float64(s[i]) + (h-float64(i))*float64(s[i+1]-s[i])
+}
+
+// On the seed sample: each hop gets its own p99 × 1.1, rounded; no
+// retries; a budget that covers the critical path; and the recommendation
+// replayed on the same logs loses nothing.
+func TestRecommendSeedSample(t *testing.T) {
+	spans, reqs, probs := loadFile(t, "../samples/seed-chain/spans.jsonl")
+	rep := Run(spans, reqs, probs, Options{})
+	p := rep.Recommended()
+	byHop := map[string][]int64{}
+	for _, s := range spans {
+		byHop[s.Hop] = append(byHop[s.Hop], s.Duration)
+	}
+	var path time.Duration
+	for _, h := range rep.Hops {
+		want := exactP(byHop[h.Hop], 0.99) * 1.1
+		got := p.For(h.Hop)
+		if float64(got.Timeout) < want || float64(got.Timeout) > want*1.05 {
+			t.Errorf("%s: timeout %s, want p99×1.1 = %s rounded up by at most 5%%", h.Hop, got.Timeout, time.Duration(want))
+		}
+		if got.Timeout < 10*time.Second || got.Timeout > 12*time.Second {
+			t.Errorf("%s: timeout %s, want near 12s for a hop with an 8–11s tail", h.Hop, got.Timeout)
+		}
+		if got.Retries != 0 || h.Recommendation.Retries != 0 || h.Recommendation.Action != ActionSet {
+			t.Errorf("%s: %+v", h.Hop, h.Recommendation)
+		}
+		if !strings.Contains(h.Recommendation.Basis, "p99") || !strings.Contains(h.Recommendation.Basis, "× 1.10") {
+			t.Errorf("%s: basis %q does not state p99 × 1.10", h.Hop, h.Recommendation.Basis)
+		}
+		path += got.Timeout
+	}
+	if p.Budget < path {
+		t.Errorf("budget %s below the critical path %s", p.Budget, path)
+	}
+	res := replay.Run(reqs, p, replay.Options{})
+	if res.Succeeded != 200 {
+		t.Errorf("recommendation replayed: %d/200", res.Succeeded)
+	}
+	eff := rep.PredictedEffect
+	if len(eff) != 2 || eff[0].Policy != "as logged" || eff[1].Policy != "recommended" || eff[1].Succeeded != 200 {
+		t.Errorf("predicted effect: %+v", eff)
+	}
+}
+
+// Where the logs were cut at a timeout, the tail is unknown: the
+// recommendation is observe-first with a canary, and never a guessed
+// value presented as measured.
+func TestRecommendObserveFirst(t *testing.T) {
+	spans, reqs, probs := loadFile(t, "../samples/seed-chain/recorded-under-A.jsonl")
+	rep := Run(spans, reqs, probs, Options{})
+	for _, h := range rep.Hops {
+		if h.Censored == nil {
+			t.Fatalf("%s: not censored", h.Hop)
+		}
+		r := h.Recommendation
+		if r.Action != ActionObserveFirst {
+			t.Errorf("%s: action %s, want observe-first (%s)", h.Hop, r.Action, r.Basis)
+		}
+		if !strings.Contains(r.Basis, "unknown") || !strings.Contains(r.Basis, "canary") {
+			t.Errorf("%s: basis %q does not say the percentile is unknown and name a canary", h.Hop, r.Basis)
+		}
+		if r.TimeoutMs <= h.Censored.AtLeastMs {
+			t.Errorf("%s: canary %vms does not exceed the cut at %vms", h.Hop, r.TimeoutMs, h.Censored.AtLeastMs)
+		}
+		if r.Retries != 0 {
+			t.Errorf("%s: %d retries on a ran-to-timeout hop", h.Hop, r.Retries)
+		}
+	}
+}
+
+// chain writes requests over hops with given latency generators.
+func chain(seed uint64, n int, hops []string, draw func(rng *rand.Rand, hop int) (time.Duration, bool)) []byte {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		t := int64(1e18) + int64(i)*int64(time.Second)
+		for h, name := range hops {
+			d, failed := draw(rng, h)
+			st := "ok"
+			if failed {
+				st = "error"
+			}
+			fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"r%d-%d","hop":%q,"start":%d,"duration_ns":%d,"status":%q}`+"\n", i, i, h, name, t, d, st)
+			t += int64(d)
+		}
+	}
+	return b.Bytes()
+}
+
+// A 300 ms forwarder next to a 10 s generator gets its own timeout.
+func TestRecommendPerHop(t *testing.T) {
+	data := chain(3, 2000, []string{"forward", "generate"}, func(rng *rand.Rand, h int) (time.Duration, bool) {
+		if h == 0 {
+			return time.Duration(100+rng.IntN(200)) * time.Millisecond, false
+		}
+		return time.Duration(5000+rng.IntN(5000)) * time.Millisecond, false
+	})
+	spans, reqs, probs := loadBytes(t, data)
+	p := Run(spans, reqs, probs, Options{}).Recommended()
+	f, g := p.For("forward").Timeout, p.For("generate").Timeout
+	if f > 400*time.Millisecond || g < 10*time.Second || g > 11500*time.Millisecond {
+		t.Errorf("forward %s, generate %s: want ~330ms and ~11s", f, g)
+	}
+}
+
+// Held-out shapes with a known true p99: the recommendation lands within
+// 15% of true p99 × (1 + margin).
+func TestRecommendAccuracy(t *testing.T) {
+	type shape struct {
+		name string
+		p99  float64 // true p99, ns
+		draw func(rng *rand.Rand) time.Duration
+	}
+	const z99 = 2.3263478740408408
+	logn := func(medianMs, sigma float64) shape {
+		return shape{fmt.Sprintf("lognormal(%gms,%g)", medianMs, sigma), medianMs * 1e6 * math.Exp(sigma*z99), func(rng *rand.Rand) time.Duration {
+			return time.Duration(medianMs * 1e6 * math.Exp(sigma*rng.NormFloat64()))
+		}}
+	}
+	shapes := []shape{
+		logn(40, 0.5), logn(300, 0.8), logn(2000, 0.3),
+		{"uniform 200–700ms", (200 + 0.99*500) * 1e6, func(rng *rand.Rand) time.Duration {
+			return time.Duration((200 + 500*rng.Float64()) * 1e6)
+		}},
+		{"bimodal 95% 100ms / 5% 8–11s", 8e9 + 3e9*(0.99-0.95)/0.05, func(rng *rand.Rand) time.Duration {
+			if rng.Float64() < 0.95 {
+				return time.Duration(80+rng.IntN(40)) * time.Millisecond
+			}
+			return time.Duration(8e9 + 3e9*rng.Float64())
+		}},
+	}
+	for i, sh := range shapes {
+		for _, margin := range []float64{0.10, 0.25} {
+			data := chain(uint64(10+i), 5000, []string{"hop"}, func(rng *rand.Rand, _ int) (time.Duration, bool) { return sh.draw(rng), false })
+			spans, reqs, probs := loadBytes(t, data)
+			p := Run(spans, reqs, probs, Options{Margin: margin}).Recommended()
+			got := float64(p.For("hop").Timeout)
+			want := sh.p99 * (1 + margin)
+			if math.Abs(got-want)/want > 0.15 {
+				t.Errorf("%s margin %.2f: timeout %s, true p99 × %.2f = %s", sh.name, margin, time.Duration(got), 1+margin, time.Duration(want))
+			}
+		}
+	}
+}
+
+// A hop whose fast errors are cured by a retry gets retries with backoff;
+// one whose failures run to the timeout gets none.
+func TestRecommendRetries(t *testing.T) {
+	var b bytes.Buffer
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i := 0; i < 400; i++ {
+		t0 := int64(1e18) + int64(i)*int64(time.Second)
+		// flaky: 10% fast 503s, retried once, the retry succeeds.
+		d := int64(50+rng.IntN(100)) * int64(time.Millisecond)
+		if rng.IntN(10) == 0 {
+			fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"a%d","hop":"flaky","start":%d,"duration_ms":5,"status":"error","code":503,"attempt":1}`+"\n", i, i, t0)
+			t0 += 5e6
+			fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"b%d","hop":"flaky","start":%d,"duration_ns":%d,"status":"ok","attempt":2}`+"\n", i, i, t0, d)
+		} else {
+			fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"a%d","hop":"flaky","start":%d,"duration_ns":%d,"status":"ok","attempt":1}`+"\n", i, i, t0, d)
+		}
+		t0 += d
+		// wall: 5% persistently slow, cut at 1s twice.
+		if rng.IntN(20) == 0 {
+			for k := 1; k <= 2; k++ {
+				fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"w%d-%d","hop":"wall","start":%d,"duration_ms":1000,"status":"error","timeout":true,"attempt":%d}`+"\n", i, i, k, t0, k)
+				t0 += 1e9
+			}
+		} else {
+			fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"w%d","hop":"wall","start":%d,"duration_ms":200,"status":"ok","attempt":1}`+"\n", i, i, t0)
+		}
+	}
+	spans, reqs, probs := loadBytes(t, b.Bytes())
+	rep := Run(spans, reqs, probs, Options{})
+	p := rep.Recommended()
+	if h := p.For("flaky"); h.Retries < 1 || h.Backoff.Base <= 0 || !h.BudgetAware {
+		t.Errorf("flaky: %+v, want retries with backoff, budget-aware", h)
+	}
+	if h := p.For("wall"); h.Retries != 0 {
+		t.Errorf("wall: %d retries on a hop whose failures run to the timeout", h.Retries)
+	}
+	// The policy file round-trips through the parser.
+	back, err := policy.Parse("rec.yaml", p.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"flaky", "wall"} {
+		if back.For(h) != p.For(h) {
+			t.Errorf("%s: wrote %+v, read back %+v", h, p.For(h), back.For(h))
+		}
+	}
+	if back.Budget != p.Budget {
+		t.Errorf("budget %s read back as %s", p.Budget, back.Budget)
+	}
+}
+
+func TestRecommendMaxBudget(t *testing.T) {
+	spans, reqs, probs := loadFile(t, "../samples/seed-chain/spans.jsonl")
+	rep := Run(spans, reqs, probs, Options{MaxBudget: 20 * time.Second})
+	if rep.Recommended().Budget != 20*time.Second {
+		t.Errorf("budget %s, want the 20s cap", rep.Recommended().Budget)
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || w.Code == "budget-capped"
+	}
+	if !found {
+		t.Error("no budget-capped warning saying what had to give")
+	}
+}

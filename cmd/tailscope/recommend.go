@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/policy"
+)
+
+const recommendUsage = `Usage: tailscope recommend [flags] PATH... [-o policy.yaml]
+
+Writes the policy tailscope recommends for the logs (DESIGN §5), as a
+policy file that 'tailscope check --policy' reads back:
+
+  - per hop, timeout = round_up_nice(p_target × (1 + margin)) of the hop's
+    time-to-success (successful attempts; attempts cut by a timeout count as
+    at least that long); never below 50ms;
+  - observe-first when p_target is censored (too many attempts were cut by
+    the timeout in force): a canary timeout to learn the tail, never a guess;
+  - retries 0 for ran-to-timeout hops; 1–2 with full-jitter exponential
+    backoff for transient hops whose retry yield shows they help;
+    budget-aware retries on;
+  - a budget covering the longest critical path of the logged requests
+    with every configured retry (so no retry is dead), or --max-budget.
+
+Each hop carries a comment with its basis. Without -o the policy goes to
+stdout. --emit envoy|grpc prints the equivalent Envoy routes or gRPC
+service config instead, with the differences in semantics stated.
+
+Examples:
+  tailscope recommend logs/ -o policy.yaml
+  tailscope recommend --percentile 99.9 --max-budget 20s spans.jsonl
+  tailscope recommend --emit grpc spans.jsonl > service-config.json
+`
+
+func runRecommend(e *env, args []string) error {
+	fs := newFlags(e, "recommend", recommendUsage)
+	var in inputFlags
+	var an analysisFlags
+	var output, emit string
+	fs.StringVarP(&output, "output", "o", "", "write the policy file here (atomically) instead of stdout")
+	fs.StringVar(&emit, "emit", "policy", "what to write: policy (tailscope's YAML), envoy (route timeout/retry_policy), grpc (service config methodConfig)")
+	an.register(fs)
+	in.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if emit != "policy" && emit != "envoy" && emit != "grpc" {
+		return usagef("--emit %q: want policy, envoy or grpc", emit)
+	}
+	aopt, err := an.options()
+	if err != nil {
+		return err
+	}
+	l, err := load(e, fs.Args(), &in)
+	if err != nil {
+		return err
+	}
+	rep := analyze.Run(l.spans, l.reqs, l.probs, aopt)
+	l.fill(rep)
+	p := rep.Recommended()
+	hops := make([]string, 0, len(rep.Hops))
+	for _, h := range rep.Hops {
+		hops = append(hops, h.Hop)
+	}
+	var body []byte
+	switch emit {
+	case "policy":
+		body = append([]byte(header(rep)), p.Marshal()...)
+	case "envoy":
+		body = []byte(policy.Envoy(p, hops))
+	case "grpc":
+		out, notes := policy.GRPC(p, hops)
+		body = []byte(out)
+		if !in.quiet {
+			fmt.Fprintln(e.stderr, "tailscope: gRPC's methodConfig timeout covers the whole call with its retries, and maxAttempts counts the first attempt (at most 5).")
+			for _, n := range notes {
+				fmt.Fprintln(e.stderr, "tailscope:", n)
+			}
+		}
+	}
+	if err := writeTo(e, output, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		return err
+	}
+	if output != "" && output != "-" && !in.quiet {
+		fmt.Fprintf(e.stdout, "wrote %s: %d hops, budget %s\n", output, len(hops), analyze.FormatDuration(p.Budget))
+		for _, h := range rep.Hops {
+			r := h.Recommendation
+			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d\n", width(hops), h.Hop, r.Action, analyze.FormatDuration(p.For(h.Hop).Timeout), r.Retries)
+		}
+	}
+	return nil
+}
+
+// header is the comment at the top of a written policy: what it came from.
+func header(rep *analyze.Report) string {
+	var b strings.Builder
+	b.WriteString("# Recommended by tailscope from ")
+	files := make([]string, 0, len(rep.Inputs))
+	for _, in := range rep.Inputs {
+		files = append(files, in.File)
+	}
+	fmt.Fprintf(&b, "%s (%d spans, %d requests).\n", strings.Join(files, ", "), rep.Spans, rep.Requests.Count)
+	for _, h := range rep.Hops {
+		if h.Recommendation.Action == analyze.ActionObserveFirst {
+			b.WriteString("# Some hops are observe-first: their timeouts are canaries to learn the tail, not measurements.\n")
+			break
+		}
+	}
+	return b.String()
+}
+
+func width(names []string) int {
+	w := 0
+	for _, n := range names {
+		w = max(w, len(n))
+	}
+	return w
+}
