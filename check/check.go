@@ -59,7 +59,7 @@ type PolicyRef struct {
 type Finding struct {
 	Code     string `json:"code"`
 	Severity string `json:"severity"` // error, warning, info
-	Hop      string `json:"hop,omitempty"`
+	Hop      string `json:"hop"`      // "" for findings about the whole policy
 	Message  string `json:"message"`
 }
 
