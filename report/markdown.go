@@ -230,12 +230,15 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 			e.printf("- %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
 				r.Replay.Undetermined, successText(r.Replay))
 		}
+		// Errors and gates decide the verdict and stay in view; warnings
+		// and notes fold away so that the comment stays short.
+		var minor []check.Finding
 		for _, f := range r.Lint {
-			hop := ""
-			if f.Hop != "" {
-				hop = " " + md(f.Hop) + ":"
+			if f.Severity != check.SevError {
+				minor = append(minor, f)
+				continue
 			}
-			e.printf("- %s lint **%s**%s %s\n", severityMark(f.Severity), md(f.Code), hop, md(f.Message))
+			e.printf("- %s\n", mdFinding(f))
 		}
 		for _, g := range r.Gates {
 			mark := "✅"
@@ -244,9 +247,24 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 			}
 			e.printf("- %s gate **%s**: want %s, got %s\n", mark, md(g.Name), md(g.Want), md(g.Got))
 		}
+		if len(minor) > 0 {
+			e.printf("\n<details><summary>%d more %s (warnings, notes)</summary>\n\n", len(minor), plural(len(minor), "finding", "findings"))
+			for _, f := range minor {
+				e.printf("- %s\n", mdFinding(f))
+			}
+			e.printf("\n</details>\n")
+		}
 	}
 	mdWarnings(e, rep.Warnings)
 	return e.err
+}
+
+func mdFinding(f check.Finding) string {
+	hop := ""
+	if f.Hop != "" {
+		hop = " " + md(f.Hop) + ":"
+	}
+	return fmt.Sprintf("%s lint **%s**%s %s", severityMark(f.Severity), md(f.Code), hop, md(f.Message))
 }
 
 func severityMark(s string) string {
