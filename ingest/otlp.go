@@ -124,6 +124,10 @@ func (w *jsonWalker) otlpResourceSpans() error {
 							return err
 						}
 						w.index++
+						if raw[0] != '{' {
+							w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+string(raw[:min(len(raw), 20)]))
+							return nil
+						}
 						if w.tooLong(raw, at) {
 							return nil
 						}
@@ -160,6 +164,9 @@ func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64) 
 }
 
 func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
+	if string(raw) == "null" {
+		return nil
+	}
 	return objectMembers(raw, func(key string, k kind, v []byte) error {
 		if key != "attributes" || k != kArray {
 			return nil
