@@ -227,6 +227,9 @@ func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	byHop := map[string][]*span.Span{}
 	for i := range spans {
 		s := &spans[i]
+		if s.Duplicate {
+			continue // counted in the duplicate-span-id warning
+		}
 		byHop[s.Hop] = append(byHop[s.Hop], s)
 	}
 	calls := map[string][]*span.Call{}

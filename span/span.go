@@ -62,6 +62,9 @@ type Span struct {
 	TimeoutInForce int64
 	// Weight is the adjusted count of a sampled span (1 when unsampled).
 	Weight float64
+	// Duplicate is set by Assemble on a later copy of a span id already
+	// seen in the same trace; statistics skip it.
+	Duplicate bool
 }
 
 // End returns the span's end time in unix ns.

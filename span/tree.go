@@ -67,6 +67,8 @@ type Problems struct {
 // the parent links. Spans are not copied; the returned tree points into
 // spans, which must not be modified afterwards. Requests come out sorted by
 // start, then trace id, so every result built on them is deterministic.
+// Later copies of a span id within a trace are marked Duplicate and left
+// out of the tree.
 func Assemble(spans []Span) ([]*Request, Problems) {
 	var pr Problems
 	byTrace := make(map[string][]*Span)
@@ -107,6 +109,7 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 		if s.SpanID != "" {
 			if _, dup := byID[s.SpanID]; dup {
 				pr.DuplicateSpanIDs++
+				s.Duplicate = true
 				continue
 			}
 			byID[s.SpanID] = s
