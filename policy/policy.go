@@ -139,7 +139,10 @@ type Problem struct {
 func (p Problem) Error() string {
 	pos := p.File
 	if p.Line > 0 {
-		pos = fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+		pos = fmt.Sprintf("%s:%d", p.File, p.Line)
+		if p.Col > 0 {
+			pos += fmt.Sprintf(":%d", p.Col)
+		}
 	}
 	if p.Key != "" {
 		return fmt.Sprintf("%s: %s: %s", pos, p.Key, p.Msg)
@@ -182,7 +185,7 @@ func Parse(path string, data []byte) (*Policy, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, Problems{{File: path, Msg: "not valid YAML or JSON: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, Problems{syntaxProblem(path, err)}
 	}
 	ps := &parser{file: path}
 	if len(doc.Content) == 0 {
@@ -236,9 +239,30 @@ func Parse(path string, data []byte) (*Policy, error) {
 		}
 	}
 	if len(ps.probs) > 0 {
+		// In file order, as a user fixes them.
+		sort.SliceStable(ps.probs, func(i, j int) bool {
+			a, b := ps.probs[i], ps.probs[j]
+			return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+		})
 		return nil, ps.probs
 	}
 	return p, nil
+}
+
+// syntaxProblem positions a YAML syntax error: the decoder says
+// "yaml: line N: what"; the line moves into the position.
+func syntaxProblem(path string, err error) Problem {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	pr := Problem{File: path}
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if i := strings.Index(rest, ": "); i > 0 {
+			if n, e := strconv.Atoi(rest[:i]); e == nil {
+				pr.Line, msg = n, rest[i+2:]
+			}
+		}
+	}
+	pr.Msg = "not valid YAML or JSON: " + msg
+	return pr
 }
 
 type parser struct {
