@@ -98,7 +98,10 @@ func recommendHop(h *Hop, opt Options) (policy.Hop, Recommendation) {
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
 		}
-		t = max(t, MinTimeout)
+		if t < MinTimeout {
+			t = MinTimeout
+			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
+		}
 		rec = Recommendation{Action: ActionKeep, TimeoutMs: ms(int64(t)), Basis: basis}
 		hp.Timeout = t
 	default:
