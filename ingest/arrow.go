@@ -238,6 +238,9 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 func (r *flatRecord) setBinary(c colSpec, b []byte, scratch *[]byte) error {
 	switch c.f {
 	case fTraceID, fSpanID, fParentID:
+		if printable(b) {
+			break // an id stored as text in a binary column
+		}
 		*scratch = hex.AppendEncode((*scratch)[:0], b)
 		b = *scratch
 	}

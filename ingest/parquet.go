@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -128,7 +129,7 @@ type flatCol struct {
 	name  string
 	idx   int
 	spec  colSpec
-	text  bool  // a byte array holding text (else binary: ids are hex-encoded)
+	text  bool  // a byte array annotated as text (else ids may be binary)
 	scale int64 // ns per unit of an integer timestamp column (1 when plain)
 }
 
@@ -149,8 +150,9 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 		if !spec.used() {
 			continue
 		}
-		c := flatCol{name: path[0], idx: leaf.ColumnIndex, spec: spec, text: true, scale: 1}
-		if lt := leaf.Node.Type().LogicalType(); lt != nil {
+		c := flatCol{name: path[0], idx: leaf.ColumnIndex, spec: spec, scale: 1}
+		typ := leaf.Node.Type()
+		if lt := typ.LogicalType(); lt != nil {
 			switch t := lt.Value.(type) {
 			case *format.TimestampType:
 				switch t.Unit.Value.(type) {
@@ -160,11 +162,18 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 					c.scale = 1e3
 				}
 			case *format.StringType, *format.EnumType, *format.JsonType:
-			default:
-				c.text = false
+				c.text = true
 			}
-		} else if leaf.Node.Type().Kind() == parquet.FixedLenByteArray {
-			c.text = false
+		}
+		if ct := typ.ConvertedType(); ct != nil {
+			switch *ct {
+			case deprecated.UTF8, deprecated.Enum, deprecated.Json:
+				c.text = true
+			case deprecated.TimestampMillis:
+				c.scale = 1e6
+			case deprecated.TimestampMicros:
+				c.scale = 1e3
+			}
 		}
 		have[spec.f] = true
 		cols = append(cols, c)
@@ -260,9 +269,10 @@ func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) er
 	switch v.Kind() {
 	case parquet.ByteArray, parquet.FixedLenByteArray:
 		b := v.ByteArray()
-		if !c.text {
+		if !c.text && !printable(b) {
 			switch c.spec.f {
 			case fTraceID, fSpanID, fParentID:
+				// Raw id bytes: hex, as every other format spells ids.
 				*scratch = hex.AppendEncode((*scratch)[:0], b)
 				b = *scratch
 			}
@@ -314,4 +324,16 @@ func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) er
 		return r.setText(c.spec, strconv.AppendFloat((*scratch)[:0], x, 'f', -1, 64))
 	}
 	return fmt.Errorf("unsupported Parquet type %s", v.Kind())
+}
+
+// printable reports whether an unannotated byte array is plain ASCII text.
+// The choice depends only on the bytes, so a span id and the parent id
+// naming it are always spelled alike.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
