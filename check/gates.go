@@ -90,7 +90,7 @@ func (g Gates) Apply(r, base *replay.Result) []Gate {
 			pass := v <= limit || (math.IsNaN(v) && math.IsNaN(b))
 			want := fmt.Sprintf("≤ %s (baseline %s + %s; a failed request counts as no answer)", durGate(limit), durGate(b), pctGate(g.Tolerance))
 			if math.IsInf(b, 1) {
-				want = "any: the baseline " + noAnswer(base, x.q, g.Optimistic)
+				want = "any (baseline: " + noAnswer(base, x.q, g.Optimistic) + ")"
 			}
 			got := durGate(v)
 			if math.IsInf(v, 1) {
@@ -224,5 +224,5 @@ func noAnswer(r *replay.Result, q float64, optimistic bool) string {
 	if !optimistic {
 		failed += r.Undetermined
 	}
-	return fmt.Sprintf("gave no answer to %d of %d requests, more than %s", failed, r.Requests, pct1(1-q))
+	return fmt.Sprintf("no answer for %d of %d requests, more than %s", failed, r.Requests, pct1(1-q))
 }
