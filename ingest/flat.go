@@ -455,10 +455,10 @@ func (in *interner) get(b []byte) string {
 		return s
 	}
 	if len(in.m) > 1<<16 {
-		return string(b) // a runaway cardinality: stop interning
+		return validText(b) // a runaway cardinality: stop interning
 	}
-	s := string(b)
-	in.m[s] = s
+	s := validText(b) // invalid UTF-8 becomes U+FFFD (sanitize.go)
+	in.m[string(b)] = s
 	return s
 }
 

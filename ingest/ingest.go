@@ -254,7 +254,7 @@ func (s *Source) SetDefaultHopBy(h string) { s.hopDefault = h }
 
 // Skip records a bad record.
 func (s *Source) Skip(line, index int64, reason, detail string) {
-	s.st.skip(&RecordError{File: s.Name, Line: line, Index: index, Reason: reason, Detail: detail}, s.opt.MaxErrors)
+	s.st.skip(&RecordError{File: s.Name, Line: line, Index: index, Reason: reason, Detail: shortDetail(detail)}, s.opt.MaxErrors)
 }
 
 // Emit validates a decoded span, derives its hop, applies the filters and
