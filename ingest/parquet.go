@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -66,6 +67,9 @@ func decodeParquet(src *Source) (err error) {
 		return err
 	}
 	defer cleanup()
+	if err := checkParquetFooter(ra, size); err != nil {
+		return err
+	}
 	pf, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return fmt.Errorf("not a readable Parquet file (truncated or corrupt?): %v", err)
@@ -336,4 +340,24 @@ func printable(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// checkParquetFooter checks the trailer (footer length, "PAR1") before the
+// library sees it: a corrupt length would otherwise make it allocate up to
+// 4 GiB for a footer that cannot exist.
+func checkParquetFooter(ra io.ReaderAt, size int64) error {
+	if size < 12 {
+		return fmt.Errorf("not a readable Parquet file: %d bytes is too short (truncated?)", size)
+	}
+	var tail [8]byte
+	if _, err := ra.ReadAt(tail[:], size-8); err != nil {
+		return fmt.Errorf("not a readable Parquet file: %v", err)
+	}
+	if string(tail[4:]) != "PAR1" {
+		return fmt.Errorf("not a readable Parquet file: no PAR1 footer magic at the end (truncated or corrupt?)")
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("not a readable Parquet file: footer length %d exceeds the file (%d bytes; truncated or corrupt?)", n, size)
+	}
+	return nil
 }
