@@ -31,6 +31,16 @@ func readSpans(t *testing.T, path string) []span.Span {
 	return out
 }
 
+// readSpansLoose reads a file that may have bad records (real traces).
+func readSpansLoose(t *testing.T, path string, opt ingest.Options) []span.Span {
+	t.Helper()
+	var out []span.Span
+	if _, err := ingest.Read([]string{path}, opt, func(s *span.Span) { out = append(out, *s) }); err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return out
+}
+
 type logs struct {
 	spans []span.Span
 	reqs  []*span.Request
