@@ -83,12 +83,13 @@ func decodeParquet(src *Source) (err error) {
 // cursor reads one column chunk value by value, page after page. A value
 // is valid until the next call to next.
 type cursor struct {
-	pages parquet.Pages
-	vr    parquet.ValueReader
-	buf   []parquet.Value
-	i, n  int
-	err   error
-	done  bool
+	pages  parquet.Pages
+	vr     parquet.ValueReader
+	buf    []parquet.Value
+	i, n   int
+	err    error
+	done   bool
+	stalls int
 }
 
 func newCursor(cc parquet.ColumnChunk) *cursor {
@@ -113,6 +114,17 @@ func (c *cursor) next() (parquet.Value, bool) {
 		}
 		n, err := c.vr.ReadValues(c.buf)
 		c.i, c.n = 0, n
+		if n == 0 && err == nil {
+			// A reader that makes no progress would spin forever on a
+			// corrupt page: give up on it.
+			c.stalls++
+			if c.stalls > 16 {
+				c.done, c.err = true, errors.New("page reader makes no progress (corrupt page)")
+				return parquet.Value{}, false
+			}
+			continue
+		}
+		c.stalls = 0
 		if err != nil {
 			c.vr = nil
 			if !errors.Is(err, io.EOF) {

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// convRun runs the command in-process.
+func convRun(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// analyzeJSON returns the analyze report of paths without its "inputs"
+// (file names and formats differ by construction).
+func analyzeJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errs := convRun(t, "", append([]string{"analyze", "--format", "json", "-q"}, args...)...)
+	if code != 0 {
+		t.Fatalf("analyze %v: exit %d: %s", args, code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "inputs")
+	return m
+}
+
+// The seed sample converted to each format and read back gives an
+// identical analyze --format json: counts, percentiles to the ns, classes,
+// recommendation.
+func TestConvertRoundTripAnalyze(t *testing.T) {
+	dir := t.TempDir()
+	for _, in := range []string{"spans.jsonl", "recorded-under-A.jsonl"} {
+		src := filepath.Join("..", "..", "samples", "seed-chain", in)
+		want := analyzeJSON(t, src)
+		for _, ext := range []string{"jsonl", "parquet", "arrow"} {
+			out := filepath.Join(dir, in+"."+ext)
+			code, _, errs := convRun(t, "", "convert", src, "-o", out)
+			if code != 0 {
+				t.Fatalf("convert %s → %s: exit %d: %s", in, ext, code, errs)
+			}
+			if !strings.Contains(errs, "tailscope: wrote 600 spans to "+out+" ("+ext+"); read 600, skipped 0") {
+				t.Errorf("summary: %q", errs)
+			}
+			got := analyzeJSON(t, out)
+			if !reflect.DeepEqual(got, want) {
+				a, _ := json.MarshalIndent(want, "", " ")
+				b, _ := json.MarshalIndent(got, "", " ")
+				t.Errorf("%s via %s: analysis differs\nwant %.2000s\n got %.2000s", in, ext, a, b)
+			}
+		}
+	}
+}
+
+func TestConvertNezha(t *testing.T) {
+	src := filepath.Join("..", "..", "..", "shared", "data", "nezha-trainticket", "fault-12_06_trace.csv")
+	if _, err := os.Stat(src); err != nil {
+		t.Skip("../shared/data is absent (a fresh clone has no ../shared)")
+	}
+	const nezhaMap = "trace_id=TraceID,span_id=SpanID,parent_id=ParentID,service=PodName,name=OperationName,start=StartTimeUnixNano,end=EndTimeUnixNano"
+	out := filepath.Join(t.TempDir(), "nezha.parquet")
+	if code, _, errs := convRun(t, "", "convert", "--map", nezhaMap, src, "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := analyzeJSON(t, "--map", nezhaMap, src)
+	got := analyzeJSON(t, out)
+	if got["spans"] != float64(4166) || got["read"] != float64(4166) {
+		t.Errorf("spans %v read %v, want 4166", got["spans"], got["read"])
+	}
+	if req := got["requests"].(map[string]any); req["count"] != float64(59) {
+		t.Errorf("requests %v, want 59", req["count"])
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Error("the converted Nezha file analyses differently from the CSV")
+	}
+}
+
+func TestConvertUsage(t *testing.T) {
+	src := filepath.Join("..", "..", "samples", "seed-chain", "spans.jsonl")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"convert", src}, 2, "say the output format"},
+		{[]string{"convert", src, "-o", "x.csv"}, 2, `-o "x.csv": unknown extension`},
+		{[]string{"convert", src, "--to", "xml"}, 2, `--to "xml": want jsonl, parquet, arrow`},
+		{[]string{"convert", "-o", "x.jsonl"}, 2, "no input"},
+		{[]string{"convert", "--help"}, 0, ""},
+	} {
+		code, _, errs := convRun(t, "", c.args...)
+		if code != c.code || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.msg)
+		}
+	}
+}
+
+func TestConvertStdoutAndStrict(t *testing.T) {
+	in := `{"hop":"a","duration_ms":1,"status":"ok"}` + "\n" + `{"hop":"b","duration_ms":"x"}` + "\n"
+	code, out, errs := convRun(t, in, "convert", "-", "--to", "jsonl")
+	if code != 0 || out != `{"hop":"a","duration_ns":1000000,"status":"ok"}`+"\n" {
+		t.Fatalf("exit %d, out %q, err %q", code, out, errs)
+	}
+	if !strings.Contains(errs, "wrote 1 spans to stdout (jsonl); read 2, skipped 1; first skipped: <stdin>:2:") {
+		t.Errorf("summary %q", errs)
+	}
+	// --strict: exit 1 and no file, not half a file.
+	dst := filepath.Join(t.TempDir(), "o.parquet")
+	code, _, errs = convRun(t, in, "convert", "--strict", "-", "-o", dst)
+	if code != 1 || !strings.Contains(errs, "--strict: 1 of 2 records skipped; nothing written") {
+		t.Errorf("strict: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("strict run left %s", dst)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(dst))
+	if len(entries) != 0 {
+		t.Errorf("temporary files left: %v", entries)
+	}
+}
