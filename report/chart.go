@@ -158,9 +158,19 @@ func linearTicks(hi float64, n int) []float64 {
 	return out
 }
 
-// countTicks are the y gridlines: 0, top/2, top, with top a round number.
+// countTicks are the y gridlines: 0, top/2 and top, with top a round
+// number at least 12% above the tallest bar, so that the count written
+// above it stays clear of the marker labels.
 func countTicks(maxCount int) (top float64, ticks []float64) {
-	top = niceCeil(float64(max(maxCount, 1)))
+	need := math.Max(float64(maxCount)*1.12, 1)
+	p := math.Pow(10, math.Floor(math.Log10(need)))
+	top = 10 * p
+	for _, m := range []float64{1, 2, 3, 4, 5, 6, 8, 10} {
+		if m*p >= need {
+			top = m * p
+			break
+		}
+	}
 	if top < 2 {
 		return top, []float64{0, top}
 	}
@@ -233,7 +243,7 @@ func histChart(id, kind, owner, title string, bs []quantile.Bucket, marks []mark
 	}
 	for _, b := range bs {
 		bx0, bx1 := ax.x(b.FromMs), ax.x(b.ToMs)
-		w := math.Max(bx1-bx0-1, 3) // a gap between bars; never thinner than 3
+		w := math.Max(bx1-bx0-1, 4) // a gap between bars; never thinner than 4
 		y := ypos(float64(b.Count))
 		c.Bars = append(c.Bars, bar{
 			X: f1(bx0 + 0.5), Y: f1(y), W: f1(w), H: f1(y1 - y),
