@@ -651,3 +651,26 @@ func TestZipkinSharedRoundTrip(t *testing.T) {
 		t.Errorf("assemble problems %+v", pr)
 	}
 }
+
+// BenchmarkTraceJSON measures each decoder on the generated dataset
+// (spans/s is the number to compare with the flat reader's).
+func BenchmarkTraceJSON(b *testing.B) {
+	spans := tjDataset(1, 2000)
+	for _, c := range []struct{ name, format, doc string }{
+		{"otlp", "otlp", tjOTLP(spans, "camel")},
+		{"jaeger", "jaeger", tjJaeger(spans)},
+		{"zipkin", "zipkin", tjZipkin(spans, false)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.doc)))
+			n := 0
+			for b.Loop() {
+				_, err := ingest.ReadStream("bench", strings.NewReader(c.doc), ingest.Options{Format: c.format}, func(*span.Span) { n++ })
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "spans/s")
+		})
+	}
+}

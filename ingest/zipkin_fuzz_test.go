@@ -1,0 +1,10 @@
+package ingest_test
+
+import "testing"
+
+func FuzzZipkin(f *testing.F) {
+	f.Add([]byte("[" + zkSpan(`"kind":"CLIENT","tags":{"error":""},"remoteEndpoint":{"serviceName":"db"}`) + "]"))
+	f.Add([]byte(`[[{"traceId":"aa","id":"1","shared":true,"kind":"SERVER","duration":5}],[]]`))
+	f.Add([]byte(zkSpan("") + "\n" + `[{"id":}]`))
+	f.Fuzz(func(t *testing.T, data []byte) { tjFuzzProperty(t, "zipkin", data) })
+}
