@@ -40,6 +40,11 @@ const DefaultMaxRecord = 64 << 20
 type Options struct {
 	// Format is "auto" (sniffed from content) or one of Formats.
 	Format string
+	// Progress, when set, is called as input is consumed with the bytes
+	// read so far and the total size of the inputs (0 when unknown, e.g.
+	// stdin), for a progress display; it is called often and must be cheap.
+	Progress func(read, total int64)
+	prog     *progress
 	// HopBy chooses the hop of a span: hop, service, name, service+name,
 	// peer or attr:KEY. Empty means the format's default (hop for flat logs,
 	// service+name for trace formats).
@@ -152,6 +157,7 @@ func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
 		return nil, err
 	}
 	st := &Stats{Files: files, Formats: map[string]string{}, SkippedByReason: map[string]int64{}}
+	opt.prog = newProgress(opt.Progress, files)
 	for _, f := range files {
 		if err := readFile(f, &opt, st, emit); err != nil {
 			return st, err
@@ -361,14 +367,16 @@ func readFile(name string, opt *Options, st *Stats, emit func(*span.Span)) error
 		if opt.Stdin == nil {
 			return errors.New("<stdin>: no standard input")
 		}
-		return readStream("<stdin>", opt.Stdin, nil, opt, st, emit)
+		defer opt.prog.fileDone()
+		return readStream("<stdin>", opt.prog.wrap(opt.Stdin, 0), nil, opt, st, emit)
 	}
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return readStream(name, f, f, opt, st, emit)
+	defer opt.prog.fileDone()
+	return readStream(name, opt.prog.wrap(f, fileSize(f)), f, opt, st, emit)
 }
 
 // ReadStream decodes one already-open input named name (for messages). It
