@@ -143,6 +143,10 @@ type Hop struct {
 	TimeoutSource    string            `json:"timeout_source"`
 	RetryYield       *Yield            `json:"retry_yield"`
 	Recommendation   Recommendation    `json:"recommendation"`
+	// Kind is the span kind shared by all the hop's spans, "" when they
+	// differ or do not say. Callee-side hops (server, consumer, internal)
+	// are bounded by their caller's timeout, not by their own.
+	Kind string `json:"kind"`
 
 	// target is the time-to-success at the recommendation's percentile,
 	// ns; targetKnown is false when it is censored or there are no samples.
@@ -316,6 +320,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	censored := 0
 	// The timeout comes first: an error span that ended at it was cut by
 	// it (censored) even when it lacks a timeout mark (see cutBy).
+	h.Kind = commonKind(ss)
 	h.TimeoutMs, h.TimeoutSource = timeoutOf(name, ss, opt)
 	T := nsOf(h.TimeoutMs)
 	for _, s := range ss {
@@ -554,4 +559,23 @@ func containsDot(s string) bool {
 		}
 	}
 	return false
+}
+
+// commonKind is the kind all spans share, or "".
+func commonKind(ss []*span.Span) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	k := ss[0].Kind
+	for _, s := range ss[1:] {
+		if s.Kind != k {
+			return ""
+		}
+	}
+	return k
+}
+
+// PolicyFor is the policy a hop's calls get (see policy.ForCall).
+func PolicyFor(p *policy.Policy, h *Hop) policy.Hop {
+	return p.ForCall(h.Hop, span.CallerSide(h.Kind))
 }

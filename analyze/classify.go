@@ -159,7 +159,7 @@ type shape struct {
 
 func shapeOf(hop string, ss []*span.Span, T int64, opt Options) *shape {
 	f := &shape{codes: map[int]int{}, lo: math.MaxInt64, elsLo: math.MaxInt64, tol: PileTolerance}
-	echoes := echoTargets(hop, T, opt)
+	echoes := echoTargets(hop, span.CallerSide(commonKind(ss)), T, opt)
 	var durs []int64
 	for _, s := range ss {
 		if !s.Failed() {
@@ -203,11 +203,11 @@ func shapeOf(hop string, ss []*span.Span, T int64, opt Options) *shape {
 // force: k×T plus the backoffs before attempts 2..k, for k = 2..retries+1.
 // Without a policy in force there are none: echoes are then only looked
 // for at call level, where the attempts are visible.
-func echoTargets(hop string, T int64, opt Options) []int64 {
+func echoTargets(hop string, callerSide bool, T int64, opt Options) []int64 {
 	if opt.PolicyInForce == nil || T <= 0 {
 		return nil
 	}
-	hp := opt.PolicyInForce.For(hop)
+	hp := opt.PolicyInForce.ForCall(hop, callerSide)
 	var out []int64
 	var backoff int64
 	for k := 2; k <= hp.Retries+1; k++ {

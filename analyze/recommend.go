@@ -14,6 +14,10 @@ const (
 	ActionSet          = "set"
 	ActionObserveFirst = "observe-first"
 	ActionKeep         = "keep"
+	// ActionCallee marks a hop whose spans are the callee's own record
+	// (server, consumer, internal): the caller's timeout bounds it, so the
+	// policy sets nothing for it.
+	ActionCallee = "callee-side"
 )
 
 // MinTimeout is the floor of a recommended timeout: below it, network and
@@ -50,6 +54,11 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	p := &policy.Policy{Name: "recommended", Hops: map[string]policy.Hop{}, Comments: map[string]string{}, Lines: map[string]int{}}
 	for i := range rep.Hops {
 		h := &rep.Hops[i]
+		if !span.CallerSide(h.Kind) {
+			h.Recommendation = Recommendation{Action: ActionCallee,
+				Basis: fmt.Sprintf("%s spans are the callee's own record: the caller's timeout bounds them, so set it on the calling hop", h.Kind)}
+			continue
+		}
 		hp, rec := recommendHop(h, opt)
 		h.Recommendation = rec
 		p.Hops[h.Hop] = hp
@@ -187,7 +196,7 @@ func worstPath(cs []*span.Call, p *policy.Policy) int64 {
 				start = ends[j]
 			}
 		}
-		h := p.For(c.Hop)
+		h := p.ForCall(c.Hop, span.CallerSide(c.Attempts[0].Span.Kind))
 		w := int64(h.Timeout) * int64(h.Retries+1)
 		for k := 1; k <= h.Retries; k++ {
 			w += int64(h.Backoff.MaxDelay(k))

@@ -56,7 +56,7 @@ func near(d, target int64) bool {
 // would turn scattered failures into a false "ran-to-timeout".
 func timeoutOf(hop string, ss []*span.Span, opt Options) (*float64, string) {
 	if p := opt.PolicyInForce; p != nil {
-		if t := p.For(hop).Timeout; t > 0 {
+		if t := p.ForCall(hop, span.CallerSide(commonKind(ss))).Timeout; t > 0 {
 			v := ms(int64(t))
 			return &v, SourcePolicy
 		}

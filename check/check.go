@@ -158,7 +158,7 @@ func summarise(rep *analyze.Report, p *policy.Policy) (string, string) {
 	var tMin, tMax time.Duration = -1, -1
 	rMin, rMax := -1, -1
 	for _, h := range rep.Hops {
-		hp := p.For(h.Hop)
+		hp := analyze.PolicyFor(p, &h)
 		if tMin < 0 || hp.Timeout < tMin {
 			tMin = hp.Timeout
 		}

@@ -144,6 +144,9 @@ type hopObs struct {
 	bounded, dead, short int
 	minCovered           int
 	worst                *pathObs
+	// callee is true while every call seen is a callee's own span
+	// (span.CallerSide): the policy's default does not govern it.
+	callee bool
 }
 
 // pathObs is the deadline one call of a hop ran under.
@@ -211,7 +214,7 @@ func (l *linter) walk(cs []*span.Call, left int64, bound string, parts []part) {
 
 // reserve is the time a call's first attempt may take under the policy.
 func (l *linter) reserve(c *span.Call) int64 {
-	if t := l.p.For(c.Hop).Timeout; t > 0 {
+	if t := l.forCall(c).Timeout; t > 0 {
 		return int64(t)
 	}
 	return c.Attempts[0].Span.Duration
@@ -221,7 +224,7 @@ func (l *linter) reserve(c *span.Call) int64 {
 // after k earlier attempts at their timeout and the shortest backoffs; the
 // attempt's own timeout bounds its children when it is the tighter limit.
 func (l *linter) descend(c *span.Call, left int64, bound string, parts []part) {
-	hp := l.p.For(c.Hop)
+	hp := l.forCall(c)
 	T := int64(hp.Timeout)
 	for k, a := range c.Attempts {
 		if len(a.Calls) == 0 {
@@ -248,9 +251,10 @@ func (l *linter) descend(c *span.Call, left int64, bound string, parts []part) {
 func (l *linter) observe(c *span.Call, left int64, bound string, parts []part) {
 	o := l.obs[c.Hop]
 	if o == nil {
-		o = &hopObs{minCovered: -1}
+		o = &hopObs{minCovered: -1, callee: true}
 		l.obs[c.Hop] = o
 	}
+	o.callee = o.callee && !span.CallerSide(c.Attempts[0].Span.Kind)
 	o.calls++
 	var inForce *float64
 	if h := l.hops[c.Hop]; h != nil {
@@ -264,7 +268,7 @@ func (l *linter) observe(c *span.Call, left int64, bound string, parts []part) {
 			o.succ = append(o.succ, s.Duration)
 		}
 	}
-	hp := l.p.For(c.Hop)
+	hp := l.forCall(c)
 	if left >= never || hp.Retries == 0 || hp.Timeout <= 0 {
 		return
 	}
@@ -311,7 +315,22 @@ func (l *linter) add(code, sev, hop, format string, a ...any) {
 	l.out = append(l.out, Finding{Code: code, Severity: sev, Hop: hop, Message: fmt.Sprintf(format, a...)})
 }
 
+// forCall is the policy of one call (see policy.ForCall).
+func (l *linter) forCall(c *span.Call) policy.Hop {
+	return l.p.ForCall(c.Hop, span.CallerSide(c.Attempts[0].Span.Kind))
+}
+
+// governed reports whether the policy decides the hop's timeout: it lists
+// the hop, or the hop's calls are caller-side and fall back to default.
+func (l *linter) governed(name string) bool {
+	o := l.obs[name]
+	return l.p.Listed(name) || o == nil || !o.callee
+}
+
 func (l *linter) lintHop(name string, o *hopObs) {
+	if !l.governed(name) {
+		return // a callee's own spans: bounded by the caller's timeout
+	}
 	hp := l.p.For(name)
 	src := l.source(name)
 	if l.p.Listed(name) {
@@ -513,7 +532,7 @@ func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o 
 func (l *linter) lintDefault(seen []string) {
 	var users []string
 	for _, n := range seen {
-		if !l.p.Listed(n) {
+		if !l.p.Listed(n) && l.governed(n) {
 			users = append(users, n)
 		}
 	}
@@ -566,7 +585,7 @@ func (l *linter) callHops() []string {
 func (l *linter) lintUnconfigured(seen []string) {
 	var missing []string
 	for _, n := range seen {
-		if !l.p.Listed(n) {
+		if !l.p.Listed(n) && l.governed(n) {
 			missing = append(missing, n)
 		}
 	}

@@ -114,6 +114,21 @@ func (p *Policy) For(hop string) Hop {
 	return p.Default
 }
 
+// ForCall returns the policy of a call to hop. callerSide says whether the
+// call's spans are the caller's record (see span.CallerSide): a callee's
+// own span (a SERVER span under its CLIENT span) is not timed out or
+// retried by default — the caller's timeout on the span above bounds it —
+// so it gets no timeout and no retries unless the policy lists its hop.
+func (p *Policy) ForCall(hop string, callerSide bool) Hop {
+	if h, ok := p.Hops[hop]; ok {
+		return h
+	}
+	if !callerSide {
+		return Hop{}
+	}
+	return p.Default
+}
+
 // Listed reports whether the hop has its own entry.
 func (p *Policy) Listed(hop string) bool { _, ok := p.Hops[hop]; return ok }
 
@@ -393,6 +408,11 @@ func (ps *parser) backoff(key string, n *yaml.Node) Backoff {
 	}
 	if b.Max < b.Base {
 		ps.add(n, key+".max", fmt.Sprintf("max %s is below base %s", b.Max, b.Base))
+	}
+	if b.Base == 0 {
+		// No base means no wait, whatever max and jitter say: normalise so
+		// that the policy equals its written form (Marshal writes 0s).
+		return Backoff{}
 	}
 	return b
 }

@@ -293,7 +293,7 @@ func (s *run) calls(cs []*span.Call, origin, t0, deadline int64) (end, failAt in
 // it succeeded, and on failure the hop to blame (its own, or a descendant's
 // whose failure it passed on).
 func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
-	hp := s.p.For(c.Hop)
+	hp := s.p.ForCall(c.Hop, span.CallerSide(c.Attempts[0].Span.Kind))
 	var retryStart int64 = -1
 	blame := c.Hop
 	for k := 0; ; k++ {

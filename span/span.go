@@ -67,6 +67,19 @@ type Span struct {
 	Duplicate bool
 }
 
+// CallerSide reports whether a span of this kind is the caller's record of
+// a call (client, producer, or a flat log that does not say), as opposed to
+// the callee's own record (server, consumer, internal). A timeout and its
+// retries are the caller's: a policy's default governs caller-side calls,
+// and callee-side spans are bounded only through the call above them.
+func CallerSide(kind string) bool {
+	switch kind {
+	case "server", "consumer", "internal":
+		return false
+	}
+	return true
+}
+
 // End returns the span's end time in unix ns.
 func (s *Span) End() int64 { return s.Start + s.Duration }
 
