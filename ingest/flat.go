@@ -148,11 +148,16 @@ type flatRecord struct {
 	errFlag, errTimeout, codeSet, timeout bool
 	status                                span.Status
 	intern                                *interner
+	// block is the buffer the record's text lies in when ids may alias
+	// it (Options.Borrowed; see idString).
+	block []byte
+	// keys caches the fields of the keys seen at each position (lookup).
+	keys []keySlot
 }
 
 func (r *flatRecord) reset() {
-	in := r.intern
-	*r = flatRecord{intern: in}
+	in, b, k := r.intern, r.block, r.keys
+	*r = flatRecord{intern: in, block: b, keys: k}
 }
 
 // set stores one value. str says whether the input gave a string (CSV
@@ -164,11 +169,11 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	sp := &r.sp
 	switch f {
 	case fTraceID:
-		sp.TraceID = string(v)
+		sp.TraceID = r.idString(v)
 	case fSpanID:
-		sp.SpanID = string(v)
+		sp.SpanID = r.idString(v)
 	case fParentID:
-		sp.ParentID = string(v)
+		sp.ParentID = r.idString(v)
 	case fService:
 		sp.Service = r.intern.get(v)
 	case fName:
@@ -217,7 +222,7 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		sp.Code, r.codeSet = c, true
 		r.errTimeout = r.errTimeout || to
 	case fAttempt, fResendCount:
-		n, err := strconv.Atoi(string(v))
+		n, err := atoiAlloc(v)
 		if err != nil || n < 0 {
 			return fmt.Errorf("attempt: want a non-negative integer, got %q", v)
 		}
@@ -226,7 +231,7 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		}
 		sp.Attempt = n
 	case fTimeoutMs:
-		x, err := strconv.ParseFloat(string(v), 64)
+		x, err := atofAlloc(v)
 		if err != nil || !finiteNs(x*1e6) || x < 0 {
 			return fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %q", v)
 		}
@@ -287,6 +292,20 @@ func (r *flatRecord) finish() (reason, detail string) {
 }
 
 func normKind(v []byte) string {
+	switch string(v) { // the canonical spellings, without allocating
+	case "client":
+		return "client"
+	case "server":
+		return "server"
+	case "internal":
+		return "internal"
+	case "producer":
+		return "producer"
+	case "consumer":
+		return "consumer"
+	case "":
+		return ""
+	}
 	s := strings.ToLower(string(v))
 	s = strings.TrimPrefix(s, "span_kind_")
 	switch s {
@@ -313,7 +332,34 @@ func finiteNs(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) && ma
 // parseDuration reads a duration into ns. Numbers are in the unit the field
 // names; "duration" takes a Go duration string or an integer of ns.
 func parseDuration(f field, str bool, v []byte) (int64, error) {
-	name := map[field]string{fDuration: "duration", fDurationMs: "duration_ms", fDurationUs: "duration_us", fDurationNs: "duration_ns"}[f]
+	var name string
+	var scale float64
+	switch f {
+	case fDuration:
+		name = "duration"
+	case fDurationMs:
+		name, scale = "duration_ms", 1e6
+	case fDurationUs:
+		name, scale = "duration_us", 1e3
+	default:
+		name, scale = "duration_ns", 1
+	}
+	if f != fDuration {
+		// Fast path, no allocation: plain decimals (what loggers write).
+		if n, ok := atoiBytes(v); ok {
+			x := float64(n) * scale
+			if finiteNs(x) {
+				if scale == 1 {
+					return n, nil
+				}
+				return int64(math.Round(x)), nil
+			}
+		} else if x, ok := atofBytes(v); ok {
+			if x *= scale; finiteNs(x) {
+				return int64(math.Round(x)), nil
+			}
+		}
+	}
 	s := string(v)
 	if f == fDuration {
 		if d, err := time.ParseDuration(s); err == nil {
@@ -324,7 +370,6 @@ func parseDuration(f field, str bool, v []byte) (int64, error) {
 		}
 		return 0, fmt.Errorf("bad %s %q: want a Go duration like 1.5s or integer nanoseconds", name, s)
 	}
-	scale := map[field]float64{fDurationMs: 1e6, fDurationUs: 1e3, fDurationNs: 1}[f]
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		x := float64(n) * scale
 		if !finiteNs(x) {
@@ -346,9 +391,81 @@ func parseDuration(f field, str bool, v []byte) (int64, error) {
 	return int64(math.Round(x)), nil
 }
 
+// atoiBytes parses a plain decimal integer ([-]digits, at most 19 digits,
+// overflow checked: unix ns timestamps have 19) without allocating; ok is
+// false for anything else, which then takes the strconv path.
+func atoiBytes(v []byte) (int64, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	if len(v) == 0 || len(v) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n > math.MaxInt64 { // 19 digits fit in uint64, not always in int64
+		return 0, false
+	}
+	if neg {
+		return -int64(n), true
+	}
+	return int64(n), true
+}
+
+// pow10 are the powers of ten that float64 holds exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// atofBytes parses [-]digits.digits without allocating. It only answers
+// when the result is exactly what strconv.ParseFloat gives: the digits
+// form an integer below 2^53 and the fraction has at most 22 digits, so
+// float64(mantissa)/10^k is one correctly rounded IEEE division (the same
+// fast path strconv takes). Anything else returns ok=false.
+func atofBytes(v []byte) (float64, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for _, c := range v {
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+			if digits > 15 {
+				return 0, false
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || (dot && frac == 0) || frac >= len(pow10) {
+		return 0, false
+	}
+	x := float64(m) / pow10[frac]
+	if neg {
+		x = -x
+	}
+	return x, true
+}
+
 // parseTime reads a start or end: integer unix ns (or the unit the field
 // names), or an RFC 3339 string.
 func parseTime(f field, str bool, v []byte) (int64, error) {
+	if n, ok := atoiBytes(v); ok && f != fStartMs && f != fStartUs {
+		return n, nil
+	}
 	s := string(v)
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		switch f {
@@ -386,6 +503,14 @@ func parseTime(f field, str bool, v []byte) (int64, error) {
 // parseStatus reads ok/error/unset in the spellings of OTel, HTTP and
 // common loggers; it also accepts an HTTP code or a timeout word.
 func parseStatus(v []byte) (st span.Status, timeout bool, code int, err error) {
+	switch string(v) { // the common spellings, without allocating
+	case "ok", "OK", "STATUS_CODE_OK":
+		return span.OK, false, 0, nil
+	case "error", "ERROR", "STATUS_CODE_ERROR":
+		return span.Error, false, 0, nil
+	case "unset", "", "STATUS_CODE_UNSET":
+		return span.Unset, false, 0, nil
+	}
 	s := strings.ToLower(strings.TrimSpace(string(v)))
 	s = strings.TrimPrefix(s, "status_code_")
 	switch s {
@@ -420,6 +545,9 @@ func isTimeoutWord(v []byte) bool {
 
 // parseCode reads an HTTP status or a gRPC code, numeric or by name.
 func parseCode(v []byte) (code int, timeout bool, err error) {
+	if n, ok := atoiBytes(v); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+		return int(n), n == 408 || n == 504, nil
+	}
 	s := strings.TrimSpace(string(v))
 	if n, e := strconv.Atoi(s); e == nil {
 		return n, n == 408 || n == 504, nil
@@ -514,46 +642,7 @@ func (lr *lineReader) next() ([]byte, error) {
 
 func decodeJSONL(src *Source) error {
 	src.SetDefaultHopBy("hop")
-	tab := newFieldTable(src.opt)
-	lr := &lineReader{src: src, max: src.opt.MaxRecord}
-	rec := &flatRecord{intern: &interner{}}
-	var sc scanner
-	for {
-		line, err := lr.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err == errLineTooLong {
-			src.Skip(lr.line, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.opt.MaxRecord))
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("line %d: %w", lr.line, err)
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		rec.reset()
-		sc.buf, sc.pos = line, 0
-		if err := tab.decodeObject(&sc, rec, 0); err != nil {
-			reason := "bad JSON"
-			if errors.As(err, new(fieldError)) {
-				reason = "bad value"
-			}
-			src.Skip(lr.line, 0, reason, err.Error())
-			continue
-		}
-		sc.ws()
-		if sc.pos != len(sc.buf) {
-			src.Skip(lr.line, 0, "bad JSON", "trailing data after the object")
-			continue
-		}
-		if reason, detail := rec.finish(); reason != "" {
-			src.Skip(lr.line, 0, reason, detail)
-			continue
-		}
-		src.Emit(&rec.sp, lr.line, 0)
-	}
+	return decodeJSONLParallel(src, newFieldTable(src.opt))
 }
 
 // fieldError marks a value that parsed as JSON but is wrong for its field.
@@ -562,12 +651,14 @@ type fieldError struct{ err error }
 func (e fieldError) Error() string { return e.err.Error() }
 
 func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error {
+	pos := 0
 	return sc.object(func(key []byte, k kind, v []byte) error {
 		if t.hopAttr != "" && string(key) == t.hopAttr && (k == kString || k == kNumber) {
 			rec.sp.Hop = rec.intern.get(v)
 			return nil
 		}
-		f := t.keys[string(key)]
+		f := t.lookup(rec, depth, pos, key)
+		pos++
 		if f == fNone {
 			return nil
 		}
@@ -586,4 +677,46 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error
 		}
 		return nil
 	})
+}
+
+// keySlot remembers which field the key at one position of a top-level
+// object named: lines of one log repeat their keys in the same order, so
+// comparing a few bytes replaces a map lookup.
+type keySlot struct {
+	key []byte
+	f   field
+}
+
+func (t *fieldTable) lookup(rec *flatRecord, depth, pos int, key []byte) field {
+	if depth != 0 || pos >= 64 {
+		return t.keys[string(key)]
+	}
+	if pos < len(rec.keys) && bytes.Equal(rec.keys[pos].key, key) {
+		return rec.keys[pos].f
+	}
+	f := t.keys[string(key)]
+	for len(rec.keys) <= pos {
+		rec.keys = append(rec.keys, keySlot{})
+	}
+	rec.keys[pos] = keySlot{key: append(rec.keys[pos].key[:0], key...), f: f}
+	return f
+}
+
+// atoiAlloc is strconv.Atoi that allocates only for unusual input.
+func atoiAlloc(v []byte) (int, error) {
+	if n, ok := atoiBytes(v); ok {
+		return int(n), nil
+	}
+	return strconv.Atoi(string(v))
+}
+
+// atofAlloc is strconv.ParseFloat that allocates only for unusual input.
+func atofAlloc(v []byte) (float64, error) {
+	if n, ok := atoiBytes(v); ok && n > -(1<<53) && n < 1<<53 {
+		return float64(n), nil
+	}
+	if x, ok := atofBytes(v); ok {
+		return x, nil
+	}
+	return strconv.ParseFloat(string(v), 64)
 }

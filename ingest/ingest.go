@@ -63,6 +63,11 @@ type Options struct {
 	Stdin io.Reader
 	// MaxErrors bounds how many positioned errors are kept (all are counted).
 	MaxErrors int
+	// Borrowed lets a reader hand out spans whose id strings (TraceID,
+	// SpanID, ParentID) alias its own buffers, valid only during the emit
+	// call: the flat JSON-lines reader then allocates nothing per span.
+	// An emit that keeps a span must clone those strings. Off by default.
+	Borrowed bool
 }
 
 // HopAttr returns KEY when HopBy is attr:KEY.

@@ -1,0 +1,324 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+// Parallel JSON lines.
+//
+// Flat JSON lines are the format users produce in bulk (tens of millions
+// of spans an hour), and decoding, not I/O, is what costs: so the reader
+// splits the stream into blocks of whole lines, decodes the blocks on all
+// cores, and hands the spans on in input order from the calling
+// goroutine. Order is what keeps results deterministic (the first copy of
+// a duplicated span wins, the first positioned errors are the first in the
+// file), and per-block line numbers keep every error position exact.
+//
+// Memory stays bounded: at most 2×workers+2 blocks are in flight, each
+// about blockSize (larger only for a line longer than that, up to
+// --max-record).
+
+// blockSize is the target size of a block of lines: large enough that the
+// hand-off costs nothing per line, small enough to keep the working set
+// in cache.
+var blockSize = 1 << 20
+
+// jsonlWorkers is the number of decoding goroutines: all cores.
+func jsonlWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// lineEvent is a record of a block that does not become a span: a skip,
+// positioned before span index `before` of the block.
+type lineEvent struct {
+	before int
+	line   int64
+	reason string
+	detail string
+}
+
+// block is a run of whole lines and, once decoded, its spans.
+type block struct {
+	buf       []byte
+	firstLine int64 // line number of buf's first line
+	// tooLong marks a line longer than --max-record, found by the splitter
+	// (buf is empty then).
+	tooLong int64
+	err     error // an I/O error after the lines of buf
+
+	spans  []span.Span
+	lines  []int64
+	events []lineEvent
+	done   chan struct{}
+}
+
+// decodeJSONLParallel reads src in blocks and decodes them concurrently.
+func decodeJSONLParallel(src *Source, tab *fieldTable) error {
+	workers := jsonlWorkers()
+	free := make(chan *block, 2*workers+2)
+	for range cap(free) {
+		free <- &block{done: make(chan struct{}, 1)}
+	}
+	todo := make(chan *block, cap(free))
+	ordered := make(chan *block, cap(free))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
+			for b := range todo {
+				d.decode(b)
+				b.done <- struct{}{}
+			}
+		}()
+	}
+	go func() {
+		defer close(ordered)
+		defer close(todo)
+		splitLines(src, free, stop, func(b *block) {
+			ordered <- b
+			todo <- b
+		})
+	}()
+	var err error
+	for b := range ordered {
+		<-b.done
+		if err == nil {
+			err = deliver(src, b)
+		}
+		if err != nil {
+			select {
+			case <-stop:
+			default:
+				close(stop)
+			}
+		}
+		// Spans may alias buf (Options.Borrowed): recycle only now.
+		b.spans, b.lines, b.events = b.spans[:0], b.lines[:0], b.events[:0]
+		b.err, b.tooLong = nil, 0
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	wg.Wait()
+	return err
+}
+
+// deliver hands a decoded block's spans and skips on, in line order.
+func deliver(src *Source, b *block) error {
+	ev := b.events
+	for i := range b.spans {
+		for len(ev) > 0 && ev[0].before <= i {
+			src.Skip(ev[0].line, 0, ev[0].reason, ev[0].detail)
+			ev = ev[1:]
+		}
+		src.Emit(&b.spans[i], b.lines[i], 0)
+	}
+	for _, e := range ev {
+		src.Skip(e.line, 0, e.reason, e.detail)
+	}
+	if b.tooLong > 0 {
+		src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.opt.MaxRecord))
+	}
+	if b.err != nil {
+		return b.err
+	}
+	return nil
+}
+
+// splitLines cuts src.R into blocks that end at a newline and passes them
+// to send in order. A line longer than --max-record is skipped whole
+// without being buffered whole.
+func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*block)) {
+	r := src.R
+	maxRec := src.opt.MaxRecord
+	var carry []byte // the start of a line continued in the next block
+	line := int64(1)
+	for {
+		var b *block
+		select {
+		case b = <-free:
+		case <-stop:
+			return
+		}
+		need := max(blockSize, 2*len(carry))
+		if cap(b.buf) < need {
+			b.buf = make([]byte, 0, need)
+		}
+		b.buf = append(b.buf[:0], carry...)
+		carry = carry[:0]
+		n, err := readFull(r, b.buf[len(b.buf):cap(b.buf)])
+		b.buf = b.buf[:len(b.buf)+n]
+		eof := err == io.EOF
+		if err != nil && !eof {
+			b.err = fmt.Errorf("line %d: %w", line+int64(bytes.Count(b.buf, nl)), err)
+			b.firstLine = line
+			send(b)
+			return
+		}
+		if !eof {
+			cut := bytes.LastIndexByte(b.buf, '\n')
+			if cut < 0 {
+				// One line fills the block: grow it while the line may
+				// still be acceptable, else skip it to its end.
+				if len(b.buf) <= maxRec+1 {
+					carry = append(carry[:0], b.buf...)
+					b.buf = b.buf[:0]
+					free <- b
+					continue
+				}
+				b.buf = b.buf[:0]
+				b.firstLine, b.tooLong = line, line
+				if err := skipLine(r); err != nil && err != io.EOF {
+					b.err = fmt.Errorf("line %d: %w", line, err)
+					send(b)
+					return
+				}
+				line++
+				send(b)
+				continue
+			}
+			carry = append(carry, b.buf[cut+1:]...)
+			b.buf = b.buf[:cut+1]
+		}
+		b.firstLine = line
+		line += int64(bytes.Count(b.buf, nl))
+		send(b)
+		if eof {
+			return
+		}
+	}
+}
+
+var nl = []byte{'\n'}
+
+// readFull fills p; unlike io.ReadFull it reports a clean end as io.EOF
+// and passes every other error through (a truncated gzip stream's
+// io.ErrUnexpectedEOF must stay an error).
+func readFull(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// skipLine discards input up to and including the next newline.
+func skipLine(r interface {
+	ReadSlice(byte) ([]byte, error)
+}) error {
+	for {
+		_, err := r.ReadSlice('\n')
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// blockDecoder is one worker's state: its own record, interner and
+// scanner, so workers share nothing but the read-only field table.
+type blockDecoder struct {
+	tab    *fieldTable
+	rec    *flatRecord
+	sc     scanner
+	borrow bool
+	max    int
+}
+
+func (d *blockDecoder) decode(b *block) {
+	buf := b.buf
+	line := b.firstLine
+	rec := d.rec
+	if d.borrow {
+		rec.block = buf
+	}
+	for len(buf) > 0 {
+		var l []byte
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			l, buf = buf[:i+1], buf[i+1:]
+		} else {
+			l, buf = buf, nil
+		}
+		ln := line
+		line++
+		if len(l) > d.max+1 {
+			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, reason: "record too long", detail: fmt.Sprintf("over %d bytes (raise with --max-record)", d.max)})
+			continue
+		}
+		l = bytes.TrimRight(l, "\r\n")
+		if isBlank(l) {
+			continue
+		}
+		reason, detail := d.tab.decodeLine(&d.sc, rec, l)
+		if reason != "" {
+			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, reason: reason, detail: detail})
+			continue
+		}
+		b.spans = append(b.spans, rec.sp)
+		b.lines = append(b.lines, ln)
+	}
+	rec.block = nil
+}
+
+func isBlank(l []byte) bool {
+	for _, c := range l {
+		switch c {
+		case ' ', '\t', '\r', '\n', '\v', '\f':
+		default:
+			return len(bytes.TrimSpace(l)) == 0
+		}
+	}
+	return true
+}
+
+// decodeLine decodes one non-blank line into rec; a non-empty reason
+// says why it was skipped.
+func (t *fieldTable) decodeLine(sc *scanner, rec *flatRecord, line []byte) (reason, detail string) {
+	rec.reset()
+	sc.buf, sc.pos = line, 0
+	if err := t.decodeObject(sc, rec, 0); err != nil {
+		reason := "bad JSON"
+		if errors.As(err, new(fieldError)) {
+			reason = "bad value"
+		}
+		return reason, err.Error()
+	}
+	sc.ws()
+	if sc.pos != len(sc.buf) {
+		return "bad JSON", "trailing data after the object"
+	}
+	return rec.finish()
+}
+
+// idString returns an id as a string: aliasing the block (no copy) when
+// the reader may lend its buffers and v lies in the block, a copy
+// otherwise (an unescaped id lives in scratch space).
+func (r *flatRecord) idString(v []byte) string {
+	if len(v) == 0 {
+		return ""
+	}
+	if b := r.block; len(b) > 0 {
+		p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(v))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		if p >= lo && p+uintptr(len(v)) <= lo+uintptr(len(b)) {
+			return unsafe.String(unsafe.SliceData(v), len(v))
+		}
+	}
+	return string(v)
+}

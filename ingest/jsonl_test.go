@@ -1,0 +1,129 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+// benchLines makes n flat JSON lines of the shape bench/ generates.
+func benchLines(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	hops := []string{"auth", "search", "retrieve", "rank", "generate", "render"}
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, `{"trace_id":"%016x%016x","span_id":"%016x","parent_id":"%016x","service":"svc","name":"op","kind":"client","hop":"%s","start":%d,"duration_ms":%.3f,"status":"ok","code":200,"attempt":1,"timeout_ms":3000}`+"\n",
+			r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64(), hops[i%len(hops)], 1767225600000000000+int64(i)*1000, 10+r.Float64()*500)
+	}
+	return b.Bytes()
+}
+
+// collect reads input and returns the spans (ids cloned) and the stats.
+func collect(t testing.TB, input string, opt Options) ([]span.Span, *Stats) {
+	var out []span.Span
+	st, err := ReadStream("in.jsonl", strings.NewReader(input), opt, func(s *span.Span) {
+		c := *s
+		c.TraceID, c.SpanID, c.ParentID = strings.Clone(s.TraceID), strings.Clone(s.SpanID), strings.Clone(s.ParentID)
+		out = append(out, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, st
+}
+
+// The parallel reader must give the same spans in the same order, and
+// the same positioned errors, whatever the block boundaries: tiny blocks
+// cut lines everywhere, lines longer than a block make it grow, and a
+// line longer than --max-record is skipped at its own line number.
+func TestJSONLBlocksAgree(t *testing.T) {
+	var in strings.Builder
+	in.Write(benchLines(300))
+	in.WriteString("\n   \n{\"hop\":\"x\",\"duration_ms\":\"fast\"}\r\n")
+	in.WriteString(`{"hop":"y","duration_ms":12.5,"trace_id":"a\u0062c"}` + "\n")
+	in.WriteString(`{"hop":"z","duration_ms":1}` + strings.Repeat(" ", 3000) + "\n")
+	in.WriteString("not json\n")
+	in.Write(benchLines(50))
+	in.WriteString(`{"hop":"last","duration_ms":7}`) // no final newline
+	input := in.String()
+
+	old := blockSize
+	defer func() { blockSize = old }()
+	blockSize = 1 << 20
+	want, wst := collect(t, input, Options{MaxRecord: 2000})
+	if len(want) != 352 || wst.Skipped != 3 {
+		t.Fatalf("reference read: %d spans, %d skipped (%v)", len(want), wst.Skipped, wst.SkippedByReason)
+	}
+	for _, bs := range []int{64, 100, 1000, 4096} {
+		for _, borrow := range []bool{false, true} {
+			blockSize = bs
+			got, st := collect(t, input, Options{MaxRecord: 2000, Borrowed: borrow})
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("block %d, borrowed %v: spans differ", bs, borrow)
+			}
+			if !reflect.DeepEqual(errs(st), errs(wst)) || st.Read != wst.Read {
+				t.Errorf("block %d: errors %v, want %v", bs, errs(st), errs(wst))
+			}
+		}
+	}
+	for _, e := range errs(wst) {
+		if !strings.HasPrefix(e, "in.jsonl:303:") && !strings.HasPrefix(e, "in.jsonl:305:") && !strings.HasPrefix(e, "in.jsonl:306:") {
+			t.Errorf("unexpected position: %s", e)
+		}
+	}
+}
+
+func errs(st *Stats) []string {
+	var out []string
+	for _, e := range st.Errors {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// The allocation-free number parsers must agree with strconv wherever
+// they answer.
+func TestFastNumbers(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	cases := []string{"0", "-0", "1", "12.5", "0.001", ".5", "1.", "1e3", "+1", "123456789012345", "1234567890123456", "99999999999999999999", "-3.25", "", "-", "1.2.3"}
+	for range 2000 {
+		cases = append(cases, fmt.Sprintf("%.*f", r.IntN(8), r.Float64()*1e6), fmt.Sprint(r.Int64N(1<<62)))
+	}
+	for _, c := range cases {
+		if x, ok := atofBytes([]byte(c)); ok {
+			want, err := strconv.ParseFloat(c, 64)
+			if err != nil || x != want {
+				t.Errorf("atofBytes(%q) = %v, strconv says %v (%v)", c, x, want, err)
+			}
+		}
+		if n, ok := atoiBytes([]byte(c)); ok {
+			want, err := strconv.ParseInt(c, 10, 64)
+			if err != nil || n != want {
+				t.Errorf("atoiBytes(%q) = %v, want %v (%v)", c, n, want, err)
+			}
+		}
+	}
+}
+
+func BenchmarkJSONL(b *testing.B) {
+	data := benchLines(200_000)
+	for _, borrow := range []bool{false, true} {
+		b.Run(fmt.Sprintf("borrowed=%v", borrow), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if _, err := ReadStream("b", bytes.NewReader(data), Options{Borrowed: borrow}, func(*span.Span) { n++ }); err != nil || n != 200_000 {
+					b.Fatal(n, err)
+				}
+			}
+			b.ReportMetric(float64(b.N)*200_000/b.Elapsed().Seconds(), "spans/s")
+		})
+	}
+}
