@@ -144,7 +144,12 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 		return nil, err
 	}
 	l := &logs{}
-	st, err := ingest.Read(paths, opt, func(s *span.Span) { l.spans = append(l.spans, *s) })
+	m := newMeter(e, f.quiet)
+	if m != nil {
+		opt.Progress = m.bytes
+	}
+	st, err := ingest.Read(paths, opt, func(s *span.Span) { l.spans = append(l.spans, *s); m.span() })
+	m.done()
 	l.stats = st
 	if err != nil {
 		return nil, err

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// meter shows how a long read is going on stderr: bytes read, spans, spans
+// per second and, when the inputs' total size is known, the share done and
+// an estimate of the time left. It speaks only to a person: it stays
+// silent on a non-terminal (pipes, CI, tests), with -q, and for the first
+// second (a short run should not flicker). A nil *meter does nothing, so
+// callers need no checks.
+type meter struct {
+	w     io.Writer
+	now   func() time.Time
+	start time.Time
+	last  time.Time // last redraw
+	width int       // length of the line drawn, to blank it
+	read  int64
+	total int64
+	spans int64
+}
+
+// Timing of the meter.
+const (
+	meterDelay = time.Second            // nothing before this
+	meterEvery = 200 * time.Millisecond // at most five redraws a second
+)
+
+// newMeter returns a meter on stderr when stderr is a terminal and the user
+// did not ask for quiet; nil otherwise.
+func newMeter(e *env, quiet bool) *meter {
+	if quiet || !isTerminal(e.stderr) {
+		return nil
+	}
+	return newMeterAt(e.stderr, time.Now)
+}
+
+func newMeterAt(w io.Writer, now func() time.Time) *meter {
+	return &meter{w: w, now: now, start: now()}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// bytes is the ingest.Options.Progress hook.
+func (m *meter) bytes(read, total int64) {
+	if m == nil {
+		return
+	}
+	m.read, m.total = read, total
+	m.tick()
+}
+
+// span counts a span; every few thousand it gives the meter a chance to
+// redraw, for readers that consume their file without streaming it.
+func (m *meter) span() {
+	if m == nil {
+		return
+	}
+	m.spans++
+	if m.spans&4095 == 0 {
+		m.tick()
+	}
+}
+
+func (m *meter) tick() {
+	t := m.now()
+	if t.Sub(m.start) < meterDelay || t.Sub(m.last) < meterEvery {
+		return
+	}
+	m.last = t
+	m.draw(m.line(t.Sub(m.start)))
+}
+
+// draw rewrites the current line: a carriage return, the text, and spaces
+// over what is left of a longer previous line (no escape sequences, so a
+// dumb terminal shows it too).
+func (m *meter) draw(s string) {
+	n := len([]rune(s))
+	pad := ""
+	if m.width > n {
+		pad = strings.Repeat(" ", m.width-n)
+	}
+	fmt.Fprintf(m.w, "\r%s%s", s, pad)
+	m.width = n
+}
+
+// done blanks the meter's line, if it drew one, so that the report or the
+// next message starts on a clean line.
+func (m *meter) done() {
+	if m == nil || m.width == 0 {
+		return
+	}
+	fmt.Fprintf(m.w, "\r%s\r", strings.Repeat(" ", m.width))
+	m.width = 0
+}
+
+// line is the meter's text after elapsed time.
+func (m *meter) line(elapsed time.Duration) string {
+	var b strings.Builder
+	b.WriteString("tailscope: read ")
+	b.WriteString(sizeText(m.read))
+	if m.total > 0 {
+		fmt.Fprintf(&b, " of %s (%d%%)", sizeText(m.total), min(100, m.read*100/m.total))
+	}
+	secs := elapsed.Seconds()
+	fmt.Fprintf(&b, " · %s spans", countText(float64(m.spans)))
+	if secs > 0 {
+		fmt.Fprintf(&b, " · %s spans/s", countText(float64(m.spans)/secs))
+	}
+	if m.total > 0 && m.read > 0 && m.read < m.total && secs > 0 {
+		left := time.Duration(float64(m.total-m.read) / (float64(m.read) / secs) * float64(time.Second))
+		fmt.Fprintf(&b, " · about %s left", etaText(left))
+	}
+	return b.String()
+}
+
+// sizeText is a byte count in decimal units, as file managers show sizes.
+func sizeText(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "kB", "MB", "GB", "TB"} {
+		if f < 1000 || u == "TB" {
+			if u == "B" {
+				return fmt.Sprintf("%d B", n)
+			}
+			return fmt.Sprintf("%.1f %s", f, u)
+		}
+		f /= 1000
+	}
+	return ""
+}
+
+// countText is a count with a k/M/G suffix.
+func countText(x float64) string {
+	switch {
+	case x >= 1e9:
+		return fmt.Sprintf("%.1fG", x/1e9)
+	case x >= 1e6:
+		return fmt.Sprintf("%.1fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+// etaText rounds an estimate to what it can honestly promise.
+func etaText(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%ds", int(d.Seconds()+0.5))
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()/5+0.5)*5)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60/10*10)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clock is a fake time source the test moves by hand.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func TestMeterSilentForShortRuns(t *testing.T) {
+	var b bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	m := newMeterAt(&b, c.now)
+	for i := 0; i < 10; i++ {
+		c.t = c.t.Add(90 * time.Millisecond)
+		m.bytes(int64(i)<<20, 100<<20)
+	}
+	m.done()
+	if b.Len() != 0 {
+		t.Errorf("meter wrote %q during a run shorter than %v", b.String(), meterDelay)
+	}
+}
+
+func TestMeterDrawsThrottledAndClears(t *testing.T) {
+	var b bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	m := newMeterAt(&b, c.now)
+	draws := 0
+	// 4 s at 50 MB/s, a call every 10 ms; 2 spans per kB.
+	for i := 1; i <= 400; i++ {
+		c.t = c.t.Add(10 * time.Millisecond)
+		for k := 0; k < 1000; k++ {
+			m.span()
+		}
+		before := b.Len()
+		m.bytes(int64(i)*500_000, 400*500_000)
+		if b.Len() != before {
+			draws++
+		}
+	}
+	// Drawing starts after 1 s and happens at most every 200 ms: 3 s → ≤ 16.
+	if draws < 10 || draws > 16 {
+		t.Errorf("%d redraws over 3 s after the delay, want about %d", draws, int((3*time.Second)/meterEvery))
+	}
+	out := b.String()
+	last := out[strings.LastIndex(out, "\r")+1:]
+	for _, want := range []string{"of 200.0 MB", "spans/s"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last line %q lacks %q", last, want)
+		}
+	}
+	m.done()
+	end := b.String()[len(out):]
+	if strings.TrimSpace(strings.ReplaceAll(end, "\r", "")) != "" || !strings.HasSuffix(end, "\r") {
+		t.Errorf("done wrote %q, want the line blanked", end)
+	}
+}
+
+func TestMeterLine(t *testing.T) {
+	m := &meter{read: 250_000_000, total: 1_000_000_000, spans: 2_000_000}
+	got := m.line(2 * time.Second)
+	want := "tailscope: read 250.0 MB of 1.0 GB (25%) · 2.0M spans · 1.0M spans/s · about 6s left"
+	if got != want {
+		t.Errorf("line = %q\nwant   %q", got, want)
+	}
+	m = &meter{read: 5_000, spans: 12}
+	if got := m.line(4 * time.Second); got != "tailscope: read 5.0 kB · 12 spans · 3 spans/s" {
+		t.Errorf("unknown total: line = %q", got)
+	}
+}
+
+func TestETAText(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		3 * time.Second:                "3s",
+		43 * time.Second:               "45s",
+		5*time.Minute + 37*time.Second: "5m30s",
+		2*time.Hour + 5*time.Minute:    "2h05m",
+	} {
+		if got := etaText(d); got != want {
+			t.Errorf("etaText(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestNilMeterIsInert(t *testing.T) {
+	var m *meter
+	m.bytes(1, 2)
+	m.span()
+	m.done()
+}
+
+// TestNoProgressOffTerminal: a real run whose stderr is not a terminal
+// (as in CI) writes nothing there.
+func TestNoProgressOffTerminal(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"analyze", "../../samples/seed-chain/spans.jsonl"}, strings.NewReader(""), &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if errb.Len() != 0 {
+		t.Errorf("stderr is not a terminal but got %q", errb.String())
+	}
+	if newMeter(&env{stderr: &errb}, false) != nil {
+		t.Error("a meter on a buffer")
+	}
+}
