@@ -316,10 +316,14 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 		}
 		a := s.pick(c, k)
 		attDeadline := deadline
-		if hp.Timeout > 0 && t+int64(hp.Timeout) < attDeadline {
+		own := hp.Timeout > 0 && t+int64(hp.Timeout) < attDeadline
+		if own {
 			attDeadline = t + int64(hp.Timeout)
 		}
 		end, ok, hop := s.attempt(a, c.Hop, t, attDeadline, false)
+		if !ok && own && end >= attDeadline {
+			hop = c.Hop // this call's own timeout expired, whatever ran inside it
+		}
 		t = end
 		if ok {
 			if retryStart >= 0 {

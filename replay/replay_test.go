@@ -263,3 +263,30 @@ func TestReplayAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// The default policy governs the caller's record of a call; the callee's
+// own SERVER span under it is bounded by that call, not timed out again.
+func TestReplayCalleeSide(t *testing.T) {
+	spans := []span.Span{
+		{TraceID: "t", SpanID: "g", Hop: "gateway", Kind: "server", Start: 1e12, Duration: 2100 * ms, Status: span.OK},
+		{TraceID: "t", SpanID: "c", ParentID: "g", Hop: "api (client)", Kind: "client", Start: 1e12, Duration: 2100 * ms, Status: span.OK},
+		{TraceID: "t", SpanID: "s", ParentID: "c", Hop: "api", Kind: "server", Start: 1e12 + 50*ms, Duration: 2000 * ms, Status: span.OK},
+	}
+	reqs, _ := span.Assemble(spans)
+	p := &policy.Policy{Hops: map[string]policy.Hop{}, Default: policy.Hop{Timeout: 3 * time.Second}}
+	if o := One(reqs[0], p, nil); !o.OK || o.End != 2100*ms {
+		t.Errorf("3s default: ok=%v end=%dms, want success at 2100ms", o.OK, o.End/ms)
+	}
+	// A 1s default cuts the client call at 1s; the server span's own
+	// duration is not what fails it.
+	p.Default.Timeout = time.Second
+	if o := One(reqs[0], p, nil); o.OK || o.End != 1000*ms || o.FailedHop != "api (client)" {
+		t.Errorf("1s default: ok=%v end=%dms hop=%q, want the client call to fail at 1s", o.OK, o.End/ms, o.FailedHop)
+	}
+	// Listing the server hop applies its entry.
+	p.Default.Timeout = 3 * time.Second
+	p.Hops["api"] = policy.Hop{Timeout: 500 * time.Millisecond}
+	if o := One(reqs[0], p, nil); o.OK || o.End != 550*ms || o.FailedHop != "api" {
+		t.Errorf("listed server hop: ok=%v end=%dms hop=%q, want failure at 550ms in api", o.OK, o.End/ms, o.FailedHop)
+	}
+}
