@@ -1,0 +1,75 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParse feeds the policy parser arbitrary bytes. The properties: it
+// never panics or hangs; it either returns a policy or a non-empty list of
+// problems, each naming the file; and a policy it accepts survives
+// Marshal → Parse unchanged, since recommend writes files that check reads.
+//
+// Seeds: the good and bad fixtures, plus testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
+	for _, dir := range []string{"testdata/good", "testdata/bad"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, p := range files {
+			if strings.HasSuffix(p, ".err") {
+				continue
+			}
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Add([]byte("budget: 30s\nhops: {a: {timeout: 1s, backoff: {base: 1ms, max: 2ms, jitter: equal}}}\n"))
+	f.Add([]byte("a: &x [*x, *x]\n"))
+	f.Add([]byte(`{"budget":"1h","default":{"retries":100},"hops":{"\u00e9 x":null}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("p.yaml", data)
+		if err != nil {
+			probs, ok := err.(Problems)
+			if !ok || len(probs) == 0 {
+				t.Fatalf("error is not a non-empty Problems: %T %v", err, err)
+			}
+			for _, pr := range probs {
+				if pr.File != "p.yaml" || pr.Msg == "" {
+					t.Fatalf("problem without file or message: %+v", pr)
+				}
+			}
+			return
+		}
+		if p == nil {
+			t.Fatal("nil policy and nil error")
+		}
+		if p.Budget < 0 || p.Default.Timeout < 0 || p.Default.Retries < 0 {
+			t.Fatalf("negative value accepted: %+v", p)
+		}
+		for name, h := range p.Hops {
+			if h.Timeout < 0 || h.Retries < 0 || h.Backoff.Max < h.Backoff.Base {
+				t.Fatalf("hop %q: bad values accepted: %+v", name, h)
+			}
+		}
+		// Hop names that are not valid UTF-8 cannot be written back as
+		// YAML; the round trip is only promised for names a log can give
+		// after ingest (which makes them valid).
+		for name := range p.Hops {
+			if !utf8.ValidString(name) {
+				return
+			}
+		}
+		out := p.Marshal()
+		q, err := Parse("p.yaml", out)
+		if err != nil {
+			t.Fatalf("Marshal output does not parse back: %v\n%s", err, out)
+		}
+		if q.Budget != p.Budget || q.Default != p.Default || !reflect.DeepEqual(q.Hops, p.Hops) {
+			t.Fatalf("round trip changed the policy:\nin  %+v %+v\nout %+v %+v\n%s", p.Default, p.Hops, q.Default, q.Hops, out)
+		}
+	})
+}
