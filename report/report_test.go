@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/quantile"
 )
 
@@ -290,5 +291,28 @@ func TestFixturesHaveContent(t *testing.T) {
 	}
 	if failed == 0 || rep.Requests.MeanTimeToFailureMs == nil {
 		t.Fatal("recorded-under-A has no failures: the failure charts would go untested")
+	}
+}
+
+// TestTextNoTerminalEscapes: a hop name carrying escape sequences (which
+// could retitle or recolour the reader's terminal) prints inert.
+func TestTextNoTerminalEscapes(t *testing.T) {
+	var in bytes.Buffer
+	for i := 0; i < 5; i++ {
+		in.WriteString(`{"trace_id":"t` + string(rune('a'+i)) + `","span_id":"s","hop":"evil\u001b]0;pwned\u0007\u001b[2J","start":1,"duration_ms":` +
+			string(rune('1'+i)) + `,"status":"error"}` + "\n")
+	}
+	l := readLogs(t, "evil.jsonl", in.Bytes())
+	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
+	l.fill(rep)
+	var b bytes.Buffer
+	if err := Analysis(&b, "text", rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(b.Bytes(), "\x1b\x07") {
+		t.Errorf("text report passes control characters through:\n%q", b.String())
+	}
+	if !strings.Contains(b.String(), "evil\uFFFD]0;pwned") {
+		t.Errorf("the hop name is not shown with its control characters replaced:\n%s", b.String())
 	}
 }

@@ -39,7 +39,29 @@ type table struct {
 	paint func(row, col int, cell string) string
 }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+func (t *table) add(cells ...string) {
+	for i := range cells {
+		cells[i] = safe(cells[i])
+	}
+	t.rows = append(t.rows, cells)
+}
+
+// safe replaces control characters in a string from the logs or a policy
+// with U+FFFD: a hop name must not be able to move the cursor, change
+// colours or retitle the terminal it is printed on, nor break a table row.
+func safe(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
 func (t *table) write(e *ew, indent string) {
 	width := make([]int, len(t.head))
@@ -343,9 +365,9 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	e.printf("\n")
 	for _, h := range rep.Hops {
 		if h.FailedAttempts > 0 {
-			e.printf("  %s: %s", h.Hop, h.Evidence)
+			e.printf("  %s: %s", safe(h.Hop), safe(h.Evidence))
 			if h.TimeoutMs != nil {
-				e.printf(" (timeout %s: %s)", dur(*h.TimeoutMs), h.TimeoutSource)
+				e.printf(" (timeout %s: %s)", dur(*h.TimeoutMs), safe(h.TimeoutSource))
 			}
 			e.printf("\n")
 		}
@@ -406,11 +428,11 @@ func sortedKeys(m map[string]int64) []string {
 func writeSkips(e *ew, by map[string]int64, examples []string) {
 	e.printf("skipped:")
 	for _, r := range sortedKeys(by) {
-		e.printf(" %s %d;", r, by[r])
+		e.printf(" %s %d;", safe(r), by[r])
 	}
 	e.printf("\n")
 	for _, x := range examples {
-		e.printf("  %s\n", x)
+		e.printf("  %s\n", safe(x))
 	}
 	e.printf("\n")
 }
@@ -425,9 +447,9 @@ func writeWarnings(e *ew, ws []analyze.Warning) {
 	for i, w := range ws {
 		hop := ""
 		if w.Hop != "" {
-			hop = " " + w.Hop + ":"
+			hop = " " + safe(w.Hop) + ":"
 		}
-		e.printf("  %s %s%s %s\n", superscript(i+1), e.paint(ansiAmber, w.Code), hop, w.Message)
+		e.printf("  %s %s%s %s\n", superscript(i+1), e.paint(ansiAmber, safe(w.Code)), hop, safe(w.Message))
 	}
 }
 
@@ -540,7 +562,7 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		if len(r.Lint) == 0 && len(r.Gates) == 0 && r.Replay.Undetermined == 0 {
 			continue
 		}
-		e.printf("\n%s (%s): %s\n", e.paint(ansiBold, r.Policy.Name), r.Policy.Path, e.paint(verdictStyle(r.Verdict), strings.ToUpper(r.Verdict)))
+		e.printf("\n%s (%s): %s\n", e.paint(ansiBold, safe(r.Policy.Name)), safe(r.Policy.Path), e.paint(verdictStyle(r.Verdict), strings.ToUpper(r.Verdict)))
 		if r.Replay.Undetermined > 0 {
 			e.printf("  %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
 				r.Replay.Undetermined, successText(r.Replay))
@@ -548,16 +570,16 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		for _, f := range r.Lint {
 			hop := ""
 			if f.Hop != "" {
-				hop = " " + f.Hop + ":"
+				hop = " " + safe(f.Hop) + ":"
 			}
-			e.printf("  %s %s%s %s\n", e.paint(severityStyle(f.Severity), fmt.Sprintf("%-7s", f.Severity)), f.Code, hop, f.Message)
+			e.printf("  %s %s%s %s\n", e.paint(severityStyle(f.Severity), fmt.Sprintf("%-7s", safe(f.Severity))), safe(f.Code), hop, safe(f.Message))
 		}
 		for _, g := range r.Gates {
 			mark := e.paint(ansiGreen, "pass")
 			if !g.Pass {
 				mark = e.paint(ansiRed+ansiBold, "FAIL")
 			}
-			e.printf("  gate %s %s: want %s, got %s\n", mark, g.Name, g.Want, g.Got)
+			e.printf("  gate %s %s: want %s, got %s\n", mark, safe(g.Name), safe(g.Want), safe(g.Got))
 		}
 	}
 	writeWarnings(e, rep.Warnings)
