@@ -295,6 +295,11 @@ func (s *Source) Emit(sp *span.Span, line, index int64) {
 	if sp.Weight == 0 {
 		sp.Weight = 1
 	}
+	// One rule for every format: a span that does not state its outcome
+	// failed when its HTTP code says the server failed or throttled.
+	if sp.Status == span.Unset && (sp.Code == 429 || (sp.Code >= 500 && sp.Code < 600)) {
+		sp.Status = span.Error
+	}
 	s.st.Read++
 	s.st.Used++
 	s.emit(sp)
