@@ -37,6 +37,10 @@ type Options struct {
 	Margin float64
 	// MaxBudget caps the recommended budget (0: no cap).
 	MaxBudget time.Duration
+
+	// full, set by Accum.Report, holds per-hop numbers over all spans when
+	// the spans given to Run are a sample (see accum.go).
+	full *Accum
 }
 
 // Input describes one file read.
@@ -64,6 +68,10 @@ type Report struct {
 
 	// SkipExamples are the first positioned errors, for the text report.
 	SkipExamples []string `json:"skip_examples,omitempty"`
+	// Sample is set when the logs were too large to keep whole: it says
+	// which parts rest on a trace sample, and its size (see Accum).
+	Sample *Sample `json:"sample,omitempty"`
+	opt    Options
 }
 
 // Latency holds percentiles in ms. A nil value is unknown: censored, or no
@@ -260,6 +268,10 @@ func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	sort.Strings(names)
 	for _, n := range names {
 		h := hopStats(n, byHop[n], calls[n], roots[n], opt, rep)
+		if opt.full != nil {
+			rep.opt = opt
+			opt.full.fill(&h, rep)
+		}
 		rep.Hops = append(rep.Hops, h)
 	}
 	rep.Requests = requestStats(reqs)

@@ -1,0 +1,400 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/span"
+)
+
+// DefaultSampleSpans is how many spans an Accum keeps for the parts of the
+// analysis that need whole traces (calls, retry yield, failure class,
+// request outcomes, replay, budget). Up to it nothing is sampled and the
+// analysis is exactly Run's; past it memory stays flat whatever the size
+// of the logs.
+const DefaultSampleSpans = 400_000
+
+// Accum collects spans as a reader streams them, in memory that does not
+// grow with the logs:
+//
+//   - per hop, every attempt is counted and its duration goes into a
+//     Digest (exact up to ExactLimit per hop, a SketchAlpha relative-error
+//     sketch beyond), split by outcome: successes, failures the span marks
+//     as cut by a timeout, other failures;
+//   - whole traces are kept for the tree-based parts while they fit in
+//     SampleSpans; past that, a deterministic sample: a trace is kept when
+//     the hash of its id falls below a threshold that halves each time the
+//     sample overflows. The kept set is the same whatever the order of the
+//     input (the threshold ends at the largest power-of-two fraction whose
+//     traces fit), every span of a kept trace is kept, and no trace is
+//     favoured for being slow or failed, so the sample is unbiased.
+//
+// Add must not be called concurrently.
+type Accum struct {
+	// SampleSpans bounds the spans kept for trees (DefaultSampleSpans when
+	// 0 at the first Add).
+	SampleSpans int
+
+	hops   map[string]*hopAcc
+	last   *hopAcc
+	spans  []span.Span
+	hashes []uint64
+	level  uint  // the sample keeps hash < 2^64 >> level
+	total  int64 // spans added
+	traces map[uint64]struct{}
+	loose  uint64 // spans without a trace id, each its own request
+}
+
+// hopAcc is what an Accum keeps of one hop over all spans.
+type hopAcc struct {
+	name            string
+	n, failed, flag int
+	succ            Digest // successful attempts
+	flagged         Digest // failed attempts the span marks as cut (timeout flag or code)
+	other           Digest // other failures
+}
+
+// NewAccum returns an empty accumulator keeping at most sampleSpans spans
+// of whole traces (0: DefaultSampleSpans).
+func NewAccum(sampleSpans int) *Accum {
+	if sampleSpans <= 0 {
+		sampleSpans = DefaultSampleSpans
+	}
+	return &Accum{SampleSpans: sampleSpans, hops: map[string]*hopAcc{}}
+}
+
+// Add records one span. It copies what it keeps, so sp (and its strings)
+// may be reused by the caller afterwards.
+func (a *Accum) Add(sp *span.Span) {
+	a.total++
+	h := a.last
+	if h == nil || h.name != sp.Hop {
+		h = a.hops[sp.Hop]
+		if h == nil {
+			h = &hopAcc{name: sp.Hop}
+			a.hops[sp.Hop] = h
+		}
+		a.last = h
+	}
+	h.add(sp)
+
+	var x uint64
+	if sp.TraceID != "" {
+		x = hashID(sp.TraceID)
+	} else {
+		a.loose++
+		x = mix(a.loose)
+	}
+	if a.level > 0 && x>>(64-a.level) != 0 {
+		return
+	}
+	c := *sp
+	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
+	a.spans = append(a.spans, c)
+	a.hashes = append(a.hashes, x)
+	for len(a.spans) > a.SampleSpans && a.level < 63 {
+		a.level++
+		keep := 0
+		for i := range a.spans {
+			if a.hashes[i]>>(64-a.level) == 0 {
+				a.spans[keep], a.hashes[keep] = a.spans[i], a.hashes[i]
+				keep++
+			}
+		}
+		clear(a.spans[keep:])
+		a.spans, a.hashes = a.spans[:keep], a.hashes[:keep]
+	}
+}
+
+func (h *hopAcc) add(sp *span.Span) {
+	h.n++
+	switch {
+	case !sp.Failed():
+		h.succ.Add(sp.Duration)
+	case sp.Timeout || timeoutCode(sp.Code):
+		h.failed++
+		h.flag++
+		h.flagged.Add(sp.Duration)
+	default:
+		h.failed++
+		h.other.Add(sp.Duration)
+	}
+	// A hop past the exact range turns all its digests into sketches
+	// together, so that merging them never mixes forms.
+	if h.n == ExactLimit+1 {
+		h.succ.Sketch()
+		h.flagged.Sketch()
+		h.other.Sketch()
+	}
+}
+
+// hashID is a fixed (seedless, so deterministic across runs) 64-bit hash
+// of a trace id: 8 bytes at a time through a multiply-xorshift mixer.
+func hashID(s string) uint64 {
+	h := uint64(len(s)) * 0x9E3779B97F4A7C15
+	for len(s) >= 8 {
+		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = mix(h ^ v)
+		s = s[8:]
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		v |= uint64(s[i]) << (8 * i)
+	}
+	return mix(h ^ v ^ 0xff)
+}
+
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Total is the number of spans added.
+func (a *Accum) Total() int64 { return a.total }
+
+// Sampled reports whether traces were dropped from the sample.
+func (a *Accum) Sampled() bool { return a.level > 0 }
+
+// Spans returns the kept spans: all of them when not Sampled.
+func (a *Accum) Spans() []span.Span { return a.spans }
+
+// Sample describes the trace sample the tree-based parts of a report
+// rest on, when the logs were too large to keep whole.
+type Sample struct {
+	// Spans and Traces are what the sample holds, of TotalSpans.
+	Spans      int     `json:"spans"`
+	Traces     int     `json:"traces"`
+	TotalSpans int64   `json:"total_spans"`
+	Fraction   float64 `json:"fraction"`
+	// SuccessRate95 is the 95% interval of the request success rate that
+	// a sample of Traces requests implies (Wilson score interval).
+	SuccessRate95 [2]float64 `json:"success_rate_95"`
+	// From lists what comes from the sample; everything else is over
+	// all spans.
+	From []string `json:"from_sample"`
+}
+
+// Report analyses what was accumulated. When nothing had to be sampled it
+// is exactly Run over all spans; otherwise the per-hop counts, latency
+// percentiles, censoring, time to success (and so the recommended
+// timeouts) and histograms are over all spans, and the tree-based parts
+// over the sample, which the report states.
+func (a *Accum) Report(opt Options) *Report {
+	reqs, probs := span.Assemble(a.spans)
+	if !a.Sampled() {
+		return Run(a.spans, reqs, probs, opt)
+	}
+	opt.full = a
+	rep := Run(a.spans, reqs, probs, opt)
+	traces := map[uint64]bool{}
+	for _, x := range a.hashes {
+		traces[x] = true
+	}
+	s := &Sample{Spans: len(a.spans), Traces: len(reqs), TotalSpans: a.total,
+		Fraction: math.Ldexp(1, -int(a.level)),
+		From:     []string{"calls", "retry_yield", "failure_class", "evidence", "call_failure_histogram", "km_latency_ms", "requests", "predicted_effect", "recommended_policy.budget_ms", "retries"}}
+	s.SuccessRate95[0], s.SuccessRate95[1] = wilson(rep.Requests.Succeeded, rep.Requests.Count)
+	rep.Sample = s
+	rep.Warnings = append(rep.Warnings, Warning{Code: "sampled", Message: fmt.Sprintf(
+		"%d spans are more than the %d kept whole: per-hop counts, percentiles and timeouts are over all spans, while calls, retry yield, failure classes, requests and replay rest on a deterministic sample of %d traces (%d spans, 1/%d of trace ids); the request success rate is known to ±%.1f points (95%%)",
+		a.total, a.SampleSpans, len(reqs), len(a.spans), 1<<a.level, 50*(s.SuccessRate95[1]-s.SuccessRate95[0]))})
+	return rep
+}
+
+// wilson is the 95% Wilson score interval of k successes in n.
+func wilson(k, n int) (float64, float64) {
+	if n == 0 {
+		return 0, 1
+	}
+	const z = 1.96
+	p, nf := float64(k)/float64(n), float64(n)
+	d := 1 + z*z/nf
+	c := (p + z*z/(2*nf)) / d
+	w := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
+	return round4(math.Max(0, c-w)), round4(math.Min(1, c+w))
+}
+
+// fill replaces the per-hop numbers of h, computed by hopStats on the
+// sample, with those over all spans. T is the hop's timeout as hopStats
+// found it on the sample (the policy in force, the span attribute, or
+// inferred: the sample holds thousands of attempts per hop).
+func (a *Accum) fill(h *Hop, rep *Report) {
+	acc := a.hops[h.Hop]
+	if acc == nil {
+		return
+	}
+	T := nsOf(h.TimeoutMs)
+	h.Attempts, h.FailedAttempts = acc.n, acc.failed
+	// Cut attempts: marked by the span, or failed and ended at T.
+	var nearT Digest
+	tol := int64(0)
+	if T > 0 {
+		tol = tolerance(T)
+		acc.other.Each(func(v int64, c int) {
+			if v >= T-tol && v <= T+tol {
+				for range c {
+					nearT.Add(v)
+				}
+			}
+		})
+	}
+	cut := acc.flag + nearT.N()
+	h.TimeoutAttempts = cut
+	var all, tts, failed Digest
+	for _, d := range []*Digest{&acc.succ, &acc.flagged, &acc.other} {
+		all.Merge(d)
+	}
+	failed.Merge(&acc.flagged)
+	failed.Merge(&acc.other)
+	tts.Merge(&acc.succ)
+	tts.Merge(&acc.flagged)
+	tts.Merge(&nearT)
+	if !acc.succ.Exact() {
+		all.Sketch()
+		tts.Sketch()
+		failed.Sketch()
+	}
+	cutMin := int64(math.MaxInt64)
+	if acc.flagged.N() > 0 {
+		cutMin = acc.flagged.min
+	}
+	if nearT.N() > 0 {
+		cutMin = min(cutMin, nearT.min)
+	}
+	known, knownTTS := all.N(), tts.N()
+	if cut > 0 {
+		known, knownTTS = all.Below(cutMin), tts.Below(cutMin)
+	}
+	var unknown []string
+	h.LatencyMs, unknown = digestPercentiles(&all, known)
+	if cut > 0 {
+		// The most frequent cut, to the ms (within SketchAlpha past the
+		// exact range).
+		cutCount := map[int64]int{}
+		for _, d := range []*Digest{&acc.flagged, &nearT} {
+			d.Each(func(v int64, c int) { cutCount[roundMs(v)] += c })
+		}
+		h.Censored = &Censored{TimeoutMs: ms(modeKey(cutCount)), Attempts: cut, Fraction: round4(float64(cut) / float64(all.N())),
+			AtLeastMs: ms(cutMin), Unknown: orEmpty(unknown)}
+	} else {
+		h.Censored = nil
+	}
+	h.SuccessLatencyMs, _ = digestPercentiles(&tts, knownTTS)
+	h.ttsCount = tts.N()
+	h.targetKnown = false
+	if q := opt(rep).Percentile / 100; PercentileKnown(tts.N(), knownTTS, q) {
+		h.target, h.targetKnown = tts.Quantile(q), true
+	}
+	if tts.N() > 0 && knownTTS > 0 {
+		h.p50TTS = tts.Quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.N()-1)))
+		h.maxTTS = int64(tts.at(knownTTS - 1))
+	}
+	if failed.Exact() {
+		f := failed.Sorted()
+		h.FailureHistogram = quantile.Histogram(f, failureWidth(f))
+	} else {
+		h.FailureHistogram = digestHistogram(&failed, quantile.NiceWidth(failed.max, 100))
+	}
+	h.LatencyHistogram = digestLogHistogram(&all)
+
+	// Replace the sample's per-hop warnings with the full numbers.
+	ws := rep.Warnings[:0]
+	for _, w := range rep.Warnings {
+		if w.Hop == h.Hop && (w.Code == "too-few-samples" || w.Code == "censored-tail") {
+			continue
+		}
+		ws = append(ws, w)
+	}
+	rep.Warnings = ws
+	if h.Attempts < MinSamplesP99 {
+		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: h.Hop,
+			Message: fmt.Sprintf("%d attempts: p99 needs at least %d to be more than the largest values", h.Attempts, MinSamplesP99)})
+	}
+	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
+		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: h.Hop,
+			Message: fmt.Sprintf("%d of %d attempts (%.1f%%) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
+				cut, h.Attempts, 100*float64(cut)/float64(h.Attempts), fmtMs(h.Censored.TimeoutMs), joinNames(unknown), fmtMs(h.Censored.AtLeastMs))})
+	}
+}
+
+// opt recovers the analysis options Run stored for fill.
+func opt(rep *Report) Options { return rep.opt }
+
+// digestPercentiles is percentiles over a Digest.
+func digestPercentiles(d *Digest, known int) (Latency, []string) {
+	if d.Exact() {
+		return percentiles(d.Sorted(), known)
+	}
+	var l Latency
+	var unknown []string
+	set := func(dst **float64, name string, q float64) {
+		if d.N() == 0 {
+			return
+		}
+		if !PercentileKnown(d.N(), known, q) {
+			unknown = append(unknown, name)
+			return
+		}
+		*dst = fptr(d.Quantile(q) / 1e6)
+	}
+	set(&l.P50, "p50", 0.50)
+	set(&l.P90, "p90", 0.90)
+	set(&l.P95, "p95", 0.95)
+	set(&l.P99, "p99", 0.99)
+	set(&l.P999, "p999", 0.999)
+	set(&l.Max, "max", 1)
+	return l, unknown
+}
+
+// digestHistogram is quantile.Histogram over a Digest's values.
+func digestHistogram(d *Digest, width int64) []quantile.Bucket {
+	out := []quantile.Bucket{}
+	if d.N() == 0 || width <= 0 {
+		return out
+	}
+	d.Each(func(v int64, c int) {
+		k := v / width
+		if n := len(out); n > 0 && out[n-1].FromMs == float64(k*width)/1e6 {
+			out[n-1].Count += c
+			return
+		}
+		out = append(out, quantile.Bucket{FromMs: float64(k*width) / 1e6, ToMs: float64((k+1)*width) / 1e6, Count: c})
+	})
+	return out
+}
+
+// digestLogHistogram is LogHistogram over a Digest's values.
+func digestLogHistogram(d *Digest) []quantile.Bucket {
+	if d.Exact() {
+		return LogHistogram(d.Sorted())
+	}
+	out := []quantile.Bucket{}
+	idx := func(ns int64) int {
+		if float64(ns)/1e6 < 1 {
+			return -1
+		}
+		return int(math.Floor(10 * math.Log10(float64(ns)/1e6)))
+	}
+	edge := func(i int) float64 {
+		if i < 0 {
+			return 0
+		}
+		return math.Round(math.Pow(10, float64(i)/10)*1000) / 1000
+	}
+	d.Each(func(v int64, c int) {
+		i := idx(v)
+		if n := len(out); n > 0 && out[n-1].FromMs == edge(i) {
+			out[n-1].Count += c
+			return
+		}
+		out = append(out, quantile.Bucket{FromMs: edge(i), ToMs: edge(i + 1), Count: c})
+	})
+	return out
+}

@@ -1,0 +1,288 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/span"
+)
+
+// The sketch against an exact oracle (DESIGN §4): on constant, uniform,
+// lognormal and bimodal (ran-to-timeout) data, past the exact range, every
+// contract percentile lies within SketchAlpha of the exact one.
+func TestDigestOracle(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 3 * ExactLimit
+	dists := map[string]func() int64{
+		"constant":  func() int64 { return 250_000_000 },
+		"uniform":   func() int64 { return 1 + r.Int64N(10_000_000_000) },
+		"lognormal": func() int64 { return int64(300e6 * math.Exp(1.2*r.NormFloat64())) },
+		"bimodal": func() int64 {
+			if r.Float64() < 0.08 {
+				return 3_000_000_000 + r.Int64N(5_000_000) // the pile at the timeout
+			}
+			return int64(200e6 + 500e6*r.Float64())
+		},
+		"with zeros": func() int64 {
+			if r.Float64() < 0.3 {
+				return 0
+			}
+			return 1 + r.Int64N(1000)
+		},
+	}
+	for name, gen := range dists {
+		var d Digest
+		xs := make([]int64, 0, n)
+		for range n {
+			x := gen()
+			d.Add(x)
+			xs = append(xs, x)
+		}
+		if d.Exact() {
+			t.Fatalf("%s: still exact after %d values", name, n)
+		}
+		quantile.SortInt64(xs)
+		for _, q := range []float64{0, 0.001, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1} {
+			want, got := quantile.Int64(xs, q), d.Quantile(q)
+			if math.Abs(got-want) > SketchAlpha*want+1e-9 {
+				t.Errorf("%s q=%g: sketch %.0f, exact %.0f (%.3f%%)", name, q, got, want, 100*math.Abs(got-want)/want)
+			}
+		}
+	}
+}
+
+// Within the exact range a Digest is the sorted values; merging parts
+// gives the same digest as adding everything to one, in either form.
+func TestDigestExactAndMerge(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var whole, a, b, sa, sb Digest
+	var xs []int64
+	for i := range 2000 {
+		x := int64(1e6 * math.Exp(r.NormFloat64()))
+		xs = append(xs, x)
+		whole.Add(x)
+		if i%3 == 0 {
+			a.Add(x)
+			sa.Add(x)
+		} else {
+			b.Add(x)
+			sb.Add(x)
+		}
+	}
+	quantile.SortInt64(xs)
+	if !reflect.DeepEqual(whole.Sorted(), xs) || whole.Quantile(0.99) != quantile.Int64(xs, 0.99) {
+		t.Fatal("exact digest is not the sorted values")
+	}
+	a.Merge(&b)
+	if !reflect.DeepEqual(a.Sorted(), xs) {
+		t.Error("exact merge lost values")
+	}
+	whole.Sketch()
+	sa.Sketch()
+	sb.Sketch()
+	sa.Merge(&sb)
+	for _, q := range []float64{0.1, 0.5, 0.99, 1} {
+		if sa.Quantile(q) != whole.Quantile(q) {
+			t.Errorf("sketch merge q=%g: %v, whole %v", q, sa.Quantile(q), whole.Quantile(q))
+		}
+	}
+}
+
+// chainSpans generates requests over a root and three hops, with
+// retries, timeouts and a persistent tail: enough structure that every
+// part of a report has something to say.
+func chainSpans(seed uint64, traces int) []span.Span {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var out []span.Span
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	for i := range traces {
+		id := string(rune('a'+i%26)) + time.Duration(i).String()
+		at := t0 + int64(i)*int64(time.Second)
+		start := at
+		failed := false
+		var kids []span.Span
+		for hi, hop := range []string{"forward", "retrieve", "generate"} {
+			slow := r.Float64() < 0.08 && hi > 0
+			for k := 1; k <= 3; k++ {
+				lat := int64(float64(200*time.Millisecond) * math.Exp(0.5*r.NormFloat64()))
+				s := span.Span{TraceID: id, SpanID: id + hop + string(rune('0'+k)), ParentID: id + "root", Hop: hop, Start: at, Attempt: k, Weight: 1, TimeoutInForce: int64(3 * time.Second)}
+				switch {
+				case slow:
+					s.Duration, s.Status, s.Timeout = int64(3*time.Second)+r.Int64N(1e6), span.Error, true
+				case r.Float64() < 0.03:
+					s.Duration, s.Status, s.Code = int64(5*time.Millisecond), span.Error, 503
+				default:
+					s.Duration, s.Status = lat, span.OK
+				}
+				kids = append(kids, s)
+				at += s.Duration
+				if !s.Failed() {
+					break
+				}
+				if k == 3 {
+					failed = true
+				}
+			}
+			if failed {
+				break
+			}
+		}
+		root := span.Span{TraceID: id, SpanID: id + "root", Hop: "gateway", Start: start, Duration: at - start + 1e6, Status: span.OK, Weight: 1}
+		if failed {
+			root.Status = span.Error
+		}
+		out = append(out, root)
+		out = append(out, kids...)
+	}
+	return out
+}
+
+func reportJSON(t *testing.T, rep *Report) []byte {
+	b, err := json.MarshalIndent(rep, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Exact mode: when everything fits, the streaming path gives the same
+// report, byte for byte, as Run over all spans — on the seed sample and
+// on generated chains.
+func TestAccumExactSameReport(t *testing.T) {
+	sets := map[string][]span.Span{"generated": chainSpans(1, 3000)}
+	for _, f := range []string{"spans.jsonl", "recorded-under-A.jsonl"} {
+		if ss := seedSpans(t, filepath.Join("..", "samples", "seed-chain", f)); ss != nil {
+			sets[f] = ss
+		}
+	}
+	for name, ss := range sets {
+		acc := NewAccum(0)
+		for i := range ss {
+			acc.Add(&ss[i])
+		}
+		if acc.Sampled() {
+			t.Fatalf("%s: sampled", name)
+		}
+		reqs, probs := span.Assemble(ss)
+		want := reportJSON(t, Run(ss, reqs, probs, Options{}))
+		if got := reportJSON(t, acc.Report(Options{})); !bytes.Equal(got, want) {
+			t.Errorf("%s: streaming report differs from Run", name)
+		}
+	}
+}
+
+// seedSpans reads a flat JSON-lines file with encoding/json (package
+// analyze must not import the reader).
+func seedSpans(t *testing.T, path string) []span.Span {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("no %s: %v", path, err)
+		return nil
+	}
+	var out []span.Span
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var m struct {
+			TraceID    string  `json:"trace_id"`
+			SpanID     string  `json:"span_id"`
+			ParentID   string  `json:"parent_id"`
+			Hop        string  `json:"hop"`
+			Start      int64   `json:"start"`
+			DurationMs float64 `json:"duration_ms"`
+			Status     string  `json:"status"`
+			Timeout    bool    `json:"timeout"`
+			Attempt    int     `json:"attempt"`
+			TimeoutMs  float64 `json:"timeout_ms"`
+		}
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		s := span.Span{TraceID: m.TraceID, SpanID: m.SpanID, ParentID: m.ParentID, Hop: m.Hop, Start: m.Start,
+			Duration: int64(math.Round(m.DurationMs * 1e6)), Timeout: m.Timeout, Attempt: m.Attempt,
+			TimeoutInForce: int64(math.Round(m.TimeoutMs * 1e6)), Weight: 1}
+		if m.Status == "error" || m.Timeout {
+			s.Status = span.Error
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Sampled mode: the per-hop counts and percentiles stay those over all
+// spans (exact here: every hop is under ExactLimit), the sample is stated,
+// and the sample is the same whatever the order of the input.
+func TestAccumSampled(t *testing.T) {
+	ss := chainSpans(2, 4000)
+	reqs, probs := span.Assemble(ss)
+	full := Run(ss, reqs, probs, Options{})
+	acc := NewAccum(2000)
+	for i := range ss {
+		acc.Add(&ss[i])
+	}
+	if !acc.Sampled() || len(acc.Spans()) > 2000 {
+		t.Fatalf("sampled %v, %d spans kept", acc.Sampled(), len(acc.Spans()))
+	}
+	rep := acc.Report(Options{})
+	if rep.Sample == nil || rep.Sample.TotalSpans != int64(len(ss)) || rep.Sample.Traces >= len(reqs) {
+		t.Fatalf("sample: %+v", rep.Sample)
+	}
+	byHop := map[string]Hop{}
+	for _, h := range full.Hops {
+		byHop[h.Hop] = h
+	}
+	for _, h := range rep.Hops {
+		w := byHop[h.Hop]
+		if h.Attempts != w.Attempts || h.FailedAttempts != w.FailedAttempts || h.TimeoutAttempts != w.TimeoutAttempts {
+			t.Errorf("%s: counts %d/%d/%d, want %d/%d/%d", h.Hop, h.Attempts, h.FailedAttempts, h.TimeoutAttempts, w.Attempts, w.FailedAttempts, w.TimeoutAttempts)
+		}
+		for _, p := range [][2]any{{h.LatencyMs, w.LatencyMs}, {h.SuccessLatencyMs, w.SuccessLatencyMs}, {h.Censored, w.Censored}, {h.FailureHistogram, w.FailureHistogram}, {h.LatencyHistogram, w.LatencyHistogram}, {h.Recommendation.TimeoutMs, w.Recommendation.TimeoutMs}} {
+			if !reflect.DeepEqual(p[0], p[1]) {
+				a, _ := json.Marshal(p[0])
+				b, _ := json.Marshal(p[1])
+				t.Errorf("%s: %s, want %s", h.Hop, a, b)
+			}
+		}
+	}
+	// Any order of the input keeps the same traces.
+	rev := NewAccum(2000)
+	for i := len(ss) - 1; i >= 0; i-- {
+		rev.Add(&ss[i])
+	}
+	if !bytes.Equal(reportJSON(t, rev.Report(Options{})), reportJSON(t, rep)) {
+		t.Error("the sample depends on the order of the input")
+	}
+}
+
+func BenchmarkAccumAdd(b *testing.B) {
+	ss := chainSpans(3, 20_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		acc := NewAccum(10_000)
+		for i := range ss {
+			acc.Add(&ss[i])
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(len(ss))/b.Elapsed().Seconds(), "spans/s")
+}
+
+func BenchmarkAnalyze(b *testing.B) {
+	ss := chainSpans(4, 20_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		acc := NewAccum(0)
+		for i := range ss {
+			acc.Add(&ss[i])
+		}
+		acc.Report(Options{})
+	}
+}
