@@ -131,7 +131,7 @@ func TestAllFields(t *testing.T) {
 		{TraceID: "t", SpanID: "s1", ParentID: "p", Service: "svc", Name: "op", Kind: "client", Hop: "svc op (client)",
 			Start: 1_772_445_600_123_456_789, Duration: 1, Status: span.Error, Timeout: true, Code: 504, Attempt: 3,
 			TimeoutInForce: 1_234_567_891, Weight: 2.5},
-		{Hop: "bare", Duration: 0, Status: span.Unset, Code: 503, Weight: 1},
+		{Hop: "bare", Duration: 0, Status: span.Unset, Code: 404, Weight: 1},
 		{Hop: "h", Duration: 9, Status: span.OK, TimeoutInForce: 1, Weight: 1},
 	}
 	for _, format := range export.Formats {

@@ -31,6 +31,10 @@ func init() { register("arrow", decodeArrow) }
 
 var arrowMagic = []byte("ARROW1")
 
+// maxArrowBody bounds one record batch body: a corrupt length must not
+// make the reader allocate more than this.
+const maxArrowBody = 1 << 30
+
 func decodeArrow(src *Source) (err error) {
 	defer noPanic("Arrow", &err)
 	src.SetDefaultHopBy("hop")
@@ -42,7 +46,10 @@ func decodeArrow(src *Source) (err error) {
 		if err != nil {
 			return err
 		}
-		fr, err := ipc.NewFileReader(io.NewSectionReader(src.File, 0, fi.Size()))
+		if err := checkArrowFooter(src.File, fi.Size()); err != nil {
+			return err
+		}
+		fr, err := ipc.NewFileReader(io.NewSectionReader(src.File, 0, fi.Size()), ipc.WithBodySizeLimit(maxArrowBody))
 		if err != nil {
 			return fmt.Errorf("not a readable Arrow file (truncated or corrupt?): %v", err)
 		}
@@ -65,7 +72,11 @@ func decodeArrow(src *Source) (err error) {
 				return fmt.Errorf("truncated Arrow file: %v", err)
 			}
 		}
-		rr, err := ipc.NewReader(src.R)
+		in, err := checkArrowStream(src.R, src.opt.MaxRecord)
+		if err != nil {
+			return err
+		}
+		rr, err := ipc.NewReader(in, ipc.WithBodySizeLimit(maxArrowBody), ipc.WithMetadataSizeLimit(int64(src.opt.MaxRecord)))
 		if err != nil {
 			return fmt.Errorf("not a readable Arrow stream (truncated or corrupt?): %v", err)
 		}

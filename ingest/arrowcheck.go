@@ -1,0 +1,144 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
+
+// arrow-go trusts the vector lengths inside an IPC schema: a corrupt file
+// claiming billions of fields makes it allocate hundreds of GB and the
+// process dies (found by FuzzArrow). Before the library sees a schema,
+// checkArrowSchema walks its flatbuffer and rejects any vector longer than
+// the bytes that could hold it. Field ids follow Arrow's Schema.fbs and
+// Message.fbs (Message.header = Schema; Schema.fields; Field.children;
+// custom_metadata); panics on out-of-range offsets are recovered by the
+// decoder's noPanic.
+
+const maxArrowDepth = 64
+
+func fbVector(t *flatbuffers.Table, field int, elem int) (start, n int, err error) {
+	o := flatbuffers.UOffsetT(t.Offset(flatbuffers.VOffsetT(4 + 2*field)))
+	if o == 0 {
+		return 0, 0, nil
+	}
+	n = t.VectorLen(o)
+	start = int(t.Vector(o))
+	if n < 0 || start < 0 || start+n*elem > len(t.Bytes) || start+n*elem < start {
+		return 0, 0, fmt.Errorf("corrupt Arrow schema: a vector of %d entries overruns its %d-byte message", n, len(t.Bytes))
+	}
+	return start, n, nil
+}
+
+func checkArrowField(buf []byte, pos flatbuffers.UOffsetT, depth int) error {
+	if depth > maxArrowDepth {
+		return fmt.Errorf("corrupt Arrow schema: fields nested deeper than %d", maxArrowDepth)
+	}
+	t := &flatbuffers.Table{Bytes: buf, Pos: pos}
+	if _, _, err := fbVector(t, 6, 4); err != nil { // custom_metadata
+		return err
+	}
+	start, n, err := fbVector(t, 5, 4) // children
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		p := flatbuffers.UOffsetT(start + 4*i)
+		if err := checkArrowField(buf, t.Indirect(p), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkArrowSchema(buf []byte, pos flatbuffers.UOffsetT) error {
+	t := &flatbuffers.Table{Bytes: buf, Pos: pos}
+	if _, _, err := fbVector(t, 2, 4); err != nil { // custom_metadata
+		return err
+	}
+	if _, _, err := fbVector(t, 3, 8); err != nil { // features
+		return err
+	}
+	start, n, err := fbVector(t, 1, 4) // fields
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		if err := checkArrowField(buf, t.Indirect(flatbuffers.UOffsetT(start+4*i)), 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkArrowStream reads the first IPC message (the schema) of a stream,
+// checks it, and returns a reader that replays it before the rest.
+func checkArrowStream(r *bufio.Reader, max int) (io.Reader, error) {
+	var pre [8]byte
+	if _, err := io.ReadFull(r, pre[:4]); err != nil {
+		return nil, fmt.Errorf("truncated Arrow stream: %v", err)
+	}
+	head := pre[:4]
+	n := binary.LittleEndian.Uint32(pre[:4])
+	if n == 0xFFFFFFFF { // continuation marker, then the length
+		if _, err := io.ReadFull(r, pre[4:8]); err != nil {
+			return nil, fmt.Errorf("truncated Arrow stream: %v", err)
+		}
+		head = pre[:8]
+		n = binary.LittleEndian.Uint32(pre[4:8])
+	}
+	if int64(n) > int64(max) {
+		return nil, fmt.Errorf("corrupt Arrow stream: schema message of %d bytes (limit %d, see --max-record)", n, max)
+	}
+	meta := make([]byte, n)
+	if _, err := io.ReadFull(r, meta); err != nil {
+		return nil, fmt.Errorf("truncated Arrow stream: %v", err)
+	}
+	if n >= 4 {
+		msg := &flatbuffers.Table{Bytes: meta, Pos: flatbuffers.GetUOffsetT(meta)}
+		if o := flatbuffers.UOffsetT(msg.Offset(6)); o != 0 && msg.GetByte(o+msg.Pos) == 1 { // header_type Schema
+			if o := flatbuffers.UOffsetT(msg.Offset(8)); o != 0 {
+				if err := checkArrowSchema(meta, msg.Indirect(o+msg.Pos)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return io.MultiReader(bytes.NewReader(append(append([]byte{}, head...), meta...)), r), nil
+}
+
+// checkArrowFooter checks the schema in an IPC file's footer.
+func checkArrowFooter(ra io.ReaderAt, size int64) error {
+	if size < 18 {
+		return fmt.Errorf("not a readable Arrow file: %d bytes (truncated?)", size)
+	}
+	var tail [10]byte
+	if _, err := ra.ReadAt(tail[:], size-10); err != nil {
+		return err
+	}
+	if string(tail[4:]) != "ARROW1" {
+		return fmt.Errorf("not a readable Arrow file: no ARROW1 magic at the end (truncated?)")
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n <= 0 || n > size-18 {
+		return fmt.Errorf("not a readable Arrow file: footer length %d does not fit the file (truncated or corrupt?)", n)
+	}
+	buf := make([]byte, n)
+	if _, err := ra.ReadAt(buf, size-10-n); err != nil {
+		return err
+	}
+	ft := &flatbuffers.Table{Bytes: buf, Pos: flatbuffers.GetUOffsetT(buf)}
+	for _, f := range []struct{ field, elem int }{{2, 24}, {3, 24}} { // dictionaries, recordBatches (Block structs)
+		if _, _, err := fbVector(ft, f.field, f.elem); err != nil {
+			return err
+		}
+	}
+	if o := flatbuffers.UOffsetT(ft.Offset(6)); o != 0 { // schema
+		return checkArrowSchema(buf, ft.Indirect(o+ft.Pos))
+	}
+	return nil
+}
