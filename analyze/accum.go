@@ -188,6 +188,12 @@ type Sample struct {
 // over the sample, which the report states.
 func (a *Accum) Report(opt Options) *Report {
 	reqs, probs := span.Assemble(a.spans)
+	return a.ReportOn(reqs, probs, opt)
+}
+
+// ReportOn is Report when the caller has already assembled Spans()
+// (reqs, probs = span.Assemble(a.Spans())) for other uses, such as replay.
+func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options) *Report {
 	if !a.Sampled() {
 		return Run(a.spans, reqs, probs, opt)
 	}

@@ -90,7 +90,7 @@ func runAnalyze(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := analyze.Run(l.spans, l.reqs, l.probs, aopt)
+	rep := l.report(aopt)
 	l.fill(rep)
 	return out.write(e, func(w io.Writer) error {
 		return report.Analysis(w, out.format, rep, renderOptions(e, out.output))

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
@@ -166,7 +165,7 @@ func runCheck(e *env, args []string) error {
 	if aopt.PolicyInForce == nil {
 		aopt.PolicyInForce = copt.Baseline
 	}
-	rep := analyze.Run(l.spans, l.reqs, l.probs, aopt)
+	rep := l.report(aopt)
 	l.fill(rep)
 	cr := check.Run(rep, l.reqs, pols, copt)
 	if err := out.write(e, func(w io.Writer) error {

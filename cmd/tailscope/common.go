@@ -52,6 +52,7 @@ type inputFlags struct {
 	hops        string
 	excludeHops string
 	maxRecord   int
+	sampleSpans int
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
@@ -65,6 +66,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.hops, "hops", "", "keep only hops matching this regular expression")
 	fs.StringVar(&f.excludeHops, "exclude-hops", "", "drop hops matching this regular expression")
 	fs.IntVar(&f.maxRecord, "max-record", ingest.DefaultMaxRecord, "largest line or JSON document accepted, bytes (protects memory)")
+	fs.IntVar(&f.sampleSpans, "sample-spans", analyze.DefaultSampleSpans, "spans kept whole for call trees, retry yield and replay; larger logs use a\ndeterministic sample of traces (per-hop percentiles stay over all spans)")
 }
 
 func parseWhen(flag, s string, now time.Time) (int64, error) {
@@ -128,11 +130,27 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 
 // logs is what a command works on: the spans and the requests built from
 // them.
+//
+// Spans stream from the reader into an analyze.Accum, never into one big
+// slice: per-hop statistics are kept over all spans in bounded memory, and
+// spans is every span while the logs fit in --sample-spans, a deterministic
+// sample of whole traces beyond (the report then says so). Replay and the
+// call trees work on spans.
 type logs struct {
 	spans []span.Span
 	stats *ingest.Stats
 	reqs  []*span.Request
 	probs span.Problems
+	acc   *analyze.Accum
+}
+
+// report analyses the logs: per-hop numbers over all spans, tree-based
+// parts over spans (see analyze.Accum).
+func (l *logs) report(opt analyze.Options) *analyze.Report {
+	if l.acc == nil {
+		return analyze.Run(l.spans, l.reqs, l.probs, opt)
+	}
+	return l.acc.ReportOn(l.reqs, l.probs, opt)
 }
 
 func load(e *env, paths []string, f *inputFlags) (*logs, error) {
@@ -143,12 +161,15 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &logs{}
+	l := &logs{acc: analyze.NewAccum(f.sampleSpans)}
 	m := newMeter(e, f.quiet)
 	if m != nil {
 		opt.Progress = m.bytes
 	}
-	st, err := ingest.Read(paths, opt, func(s *span.Span) { l.spans = append(l.spans, *s); m.span() })
+	// The accumulator copies what it keeps, so the reader may lend its
+	// buffers: no allocation per span on the JSON-lines path.
+	opt.Borrowed = true
+	st, err := ingest.Read(paths, opt, func(s *span.Span) { l.acc.Add(s); m.span() })
 	m.done()
 	l.stats = st
 	if err != nil {
@@ -169,6 +190,7 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 		}
 		fmt.Fprintln(e.stderr)
 	}
+	l.spans = l.acc.Spans()
 	if len(l.spans) == 0 {
 		return nil, fmt.Errorf("no usable spans in %s (read %d, skipped %d)", strings.Join(paths, ", "), st.Read, st.Skipped)
 	}

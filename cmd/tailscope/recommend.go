@@ -58,7 +58,7 @@ func runRecommend(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := analyze.Run(l.spans, l.reqs, l.probs, aopt)
+	rep := l.report(aopt)
 	l.fill(rep)
 	p := rep.Recommended()
 	hops := make([]string, 0, len(rep.Hops))
