@@ -42,7 +42,8 @@ type Options struct {
 	Format string
 	// Progress, when set, is called as input is consumed with the bytes
 	// read so far and the total size of the inputs (0 when unknown, e.g.
-	// stdin), for a progress display; it is called often and must be cheap.
+	// stdin), for a progress display; it is called often and must be cheap,
+	// and it may run on a reading goroutine other than the one calling emit.
 	Progress func(read, total int64)
 	prog     *progress
 	// HopBy chooses the hop of a span: hop, service, name, service+name,

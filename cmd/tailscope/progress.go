@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,8 +15,13 @@ import (
 // an estimate of the time left. It speaks only to a person: it stays
 // silent on a non-terminal (pipes, CI, tests), with -q, and for the first
 // second (a short run should not flicker). A nil *meter does nothing, so
-// callers need no checks.
+// callers need no checks. It is safe for concurrent use: a reader may
+// report bytes from its reading goroutine while spans are delivered on
+// another.
 type meter struct {
+	spans atomic.Int64
+
+	mu    sync.Mutex
 	w     io.Writer
 	now   func() time.Time
 	start time.Time
@@ -22,7 +29,6 @@ type meter struct {
 	width int       // length of the line drawn, to blank it
 	read  int64
 	total int64
-	spans int64
 }
 
 // Timing of the meter.
@@ -59,6 +65,8 @@ func (m *meter) bytes(read, total int64) {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.read, m.total = read, total
 	m.tick()
 }
@@ -69,12 +77,14 @@ func (m *meter) span() {
 	if m == nil {
 		return
 	}
-	m.spans++
-	if m.spans&4095 == 0 {
+	if m.spans.Add(1)&4095 == 0 {
+		m.mu.Lock()
 		m.tick()
+		m.mu.Unlock()
 	}
 }
 
+// tick redraws when it is time to; m.mu is held.
 func (m *meter) tick() {
 	t := m.now()
 	if t.Sub(m.start) < meterDelay || t.Sub(m.last) < meterEvery {
@@ -100,7 +110,12 @@ func (m *meter) draw(s string) {
 // done blanks the meter's line, if it drew one, so that the report or the
 // next message starts on a clean line.
 func (m *meter) done() {
-	if m == nil || m.width == 0 {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.width == 0 {
 		return
 	}
 	fmt.Fprintf(m.w, "\r%s\r", strings.Repeat(" ", m.width))
@@ -116,9 +131,10 @@ func (m *meter) line(elapsed time.Duration) string {
 		fmt.Fprintf(&b, " of %s (%d%%)", sizeText(m.total), min(100, m.read*100/m.total))
 	}
 	secs := elapsed.Seconds()
-	fmt.Fprintf(&b, " · %s spans", countText(float64(m.spans)))
+	spans := float64(m.spans.Load())
+	fmt.Fprintf(&b, " · %s spans", countText(spans))
 	if secs > 0 {
-		fmt.Fprintf(&b, " · %s spans/s", countText(float64(m.spans)/secs))
+		fmt.Fprintf(&b, " · %s spans/s", countText(spans/secs))
 	}
 	if m.total > 0 && m.read > 0 && m.read < m.total && secs > 0 {
 		left := time.Duration(float64(m.total-m.read) / (float64(m.read) / secs) * float64(time.Second))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -62,13 +63,15 @@ func TestMeterDrawsThrottledAndClears(t *testing.T) {
 }
 
 func TestMeterLine(t *testing.T) {
-	m := &meter{read: 250_000_000, total: 1_000_000_000, spans: 2_000_000}
+	m := &meter{read: 250_000_000, total: 1_000_000_000}
+	m.spans.Store(2_000_000)
 	got := m.line(2 * time.Second)
 	want := "tailscope: read 250.0 MB of 1.0 GB (25%) · 2.0M spans · 1.0M spans/s · about 6s left"
 	if got != want {
 		t.Errorf("line = %q\nwant   %q", got, want)
 	}
-	m = &meter{read: 5_000, spans: 12}
+	m = &meter{read: 5_000}
+	m.spans.Store(12)
 	if got := m.line(4 * time.Second); got != "tailscope: read 5.0 kB · 12 spans · 3 spans/s" {
 		t.Errorf("unknown total: line = %q", got)
 	}
@@ -107,5 +110,30 @@ func TestNoProgressOffTerminal(t *testing.T) {
 	}
 	if newMeter(&env{stderr: &errb}, false) != nil {
 		t.Error("a meter on a buffer")
+	}
+}
+
+// TestMeterConcurrent: bytes come from a reading goroutine while spans are
+// delivered on another (the parallel JSON-lines reader); run with -race.
+func TestMeterConcurrent(t *testing.T) {
+	var b bytes.Buffer
+	var mu sync.Mutex
+	tm := time.Unix(0, 0)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); tm = tm.Add(time.Millisecond); return tm }
+	m := newMeterAt(&b, now)
+	done := make(chan struct{})
+	go func() {
+		for i := int64(1); i <= 5000; i++ {
+			m.bytes(i*1000, 5_000_000)
+		}
+		close(done)
+	}()
+	for i := 0; i < 50000; i++ {
+		m.span()
+	}
+	<-done
+	m.done()
+	if got := m.spans.Load(); got != 50000 {
+		t.Errorf("counted %d spans, want 50000", got)
 	}
 }
