@@ -115,6 +115,7 @@ func Observed(reqs []*span.Request) *Result {
 		if r.Failed {
 			o.FailedHop = observedFailedHop(r)
 		}
+		o.RetryNs, o.WastedNs = observedRetryTime(r.Calls)
 		out = append(out, o)
 	}
 	return summarise(out)
@@ -143,6 +144,27 @@ func observedFailedHop(r *span.Request) string {
 		return r.Root.Hop
 	}
 	return ""
+}
+
+// observedRetryTime is the time the logged calls spent after their first
+// attempt ended, and the part of it in calls that still failed.
+func observedRetryTime(cs []*span.Call) (spent, wasted int64) {
+	for _, c := range cs {
+		if len(c.Attempts) > 1 {
+			d := c.End() - c.Attempts[0].Span.End()
+			if d > 0 {
+				spent += d
+				if c.Failed() {
+					wasted += d
+				}
+			}
+		}
+		for _, a := range c.Attempts {
+			s, w := observedRetryTime(a.Calls)
+			spent, wasted = spent+s, wasted+w
+		}
+	}
+	return spent, wasted
 }
 
 func summarise(outcomes []Outcome) *Result {

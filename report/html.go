@@ -56,11 +56,15 @@ type warnRow struct {
 }
 
 type analysisView struct {
-	Unit    string
-	Hops    []hopView
-	Budget  string
-	Landing *chart
-	MTTF    string
+	// Effect is the predicted-effect table: a header row, then one row
+	// per policy (see effectRows).
+	EffectHead []string
+	EffectRows [][]string
+	Unit       string
+	Hops       []hopView
+	Budget     string
+	Landing    *chart
+	MTTF       string
 }
 
 type hopView struct {
@@ -149,6 +153,9 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	}
 	if rep.RecommendedPolicy != nil {
 		av.Budget = dur(rep.RecommendedPolicy.BudgetMs)
+	}
+	if len(rep.PredictedEffect) > 0 {
+		av.EffectHead, _, av.EffectRows = effectRows(rep.PredictedEffect)
 	}
 	var all []*float64
 	for _, h := range rep.Hops {

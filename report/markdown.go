@@ -157,6 +157,19 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	if len(evidence) > 0 {
 		e.printf("\n#### Failures\n\n%s\n", strings.Join(evidence, "\n"))
 	}
+	if len(rep.PredictedEffect) > 0 {
+		e.printf("\n#### Predicted effect (the logged requests replayed)\n\n")
+		head, right, rows := effectRows(rep.PredictedEffect)
+		for i := range head {
+			head[i] = strings.ToLower(head[i])
+		}
+		for _, r := range rows {
+			for i := range r {
+				r[i] = md(r[i])
+			}
+		}
+		mdTable(e, head, right, rows)
+	}
 	mdWarnings(e, rep.Warnings)
 	return e.err
 }

@@ -403,8 +403,34 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		return ""
 	}
 	rt.write(e, "  ")
+	if len(rep.PredictedEffect) > 0 {
+		e.printf("\n%s (the logged requests replayed)\n", e.paint(ansiBold, "predicted effect"))
+		head, right, rows := effectRows(rep.PredictedEffect)
+		et := &table{head: head, right: right}
+		for _, r := range rows {
+			et.add(r...)
+		}
+		et.write(e, "  ")
+	}
 	writeWarnings(e, rep.Warnings)
 	return e.err
+}
+
+// effectRows lays out the predicted-effect table (policy in force or as
+// logged, against the recommendation) for every renderer.
+func effectRows(effs []analyze.Effect) (head []string, right []bool, rows [][]string) {
+	var lat []*float64
+	for _, ef := range effs {
+		lat = append(lat, ef.LatencyMs.P50, ef.LatencyMs.P95, ef.LatencyMs.P99)
+	}
+	u := unitFor(lat...)
+	head = []string{"POLICY", "OK", "SUCCESS", "P50", "P95", "P99", "FAILURES LAND", "RETRY TIME"}
+	right = []bool{false, true, true, true, true, true, false, true}
+	for _, ef := range effs {
+		rows = append(rows, []string{ef.Policy, okText(ef.Summary), successText(ef.Summary),
+			u.f(ef.LatencyMs.P50), u.f(ef.LatencyMs.P95), u.f(ef.LatencyMs.P99), failText(ef.Summary), dur(ef.RetryMs.Spent)})
+	}
+	return head, right, rows
 }
 
 // rateStyle colours a success rate: green when nothing failed.
