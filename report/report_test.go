@@ -42,7 +42,7 @@ func render(t *testing.T, format string, name, file, inForce string, isCheck boo
 
 func TestGolden(t *testing.T) {
 	for _, c := range cases {
-		for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}} {
+		for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}} {
 			t.Run(c.name+"."+f.ext, func(t *testing.T) {
 				got := render(t, f.format, c.name, c.file, c.inForce, c.check, Options{})
 				golden(t, c.name+"."+f.ext, got)
