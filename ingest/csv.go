@@ -73,6 +73,9 @@ func PodService(pod string) string {
 // isNoParent reports whether a parent id is one of the spellings of "none"
 // that exports use for root spans.
 func isNoParent(v []byte) bool {
+	if len(v) > 4 { // longer than every word below: skip the lowercase copy
+		return len(bytes.Trim(v, "0")) == 0
+	}
 	switch strings.ToLower(string(v)) {
 	case "", "root", "0", "-", "null", "none", "nil":
 		return true

@@ -295,6 +295,10 @@ func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) er
 		}
 		return r.setText(c.spec, b)
 	case parquet.Boolean:
+		if c.spec.f == fTimeout { // the flat schema's own column: no text round trip
+			r.timeout = r.timeout || v.Boolean()
+			return nil
+		}
 		return r.setText(c.spec, strconv.AppendBool((*scratch)[:0], v.Boolean()))
 	case parquet.Int32, parquet.Int64:
 		n := v.Int64()
@@ -330,6 +334,12 @@ func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) er
 			x = float64(v.Float())
 		}
 		switch c.spec.f {
+		case fTimeoutMs: // as set() does with the text, without the round trip
+			if !finiteNs(x*1e6) || x < 0 {
+				return fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %g", x)
+			}
+			r.sp.TimeoutInForce = int64(math.Round(x * 1e6))
+			return nil
 		case fWeight:
 			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 				return fmt.Errorf("weight: want a number ≥ 0, got %g", x)
