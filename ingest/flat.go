@@ -679,26 +679,39 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error
 	})
 }
 
-// keySlot remembers which field the key at one position of a top-level
-// object named: lines of one log repeat their keys in the same order, so
-// comparing a few bytes replaces a map lookup.
+// keySlot remembers which field a key names. Lines of one log repeat the
+// same few keys, so a small direct-mapped cache (by length and end bytes)
+// compares a few bytes instead of hashing the key for a map lookup; keys
+// that appear only on some lines (parent_id, timeout) do not disturb it.
 type keySlot struct {
 	key []byte
 	f   field
 }
 
+const keySlots = 256
+
 func (t *fieldTable) lookup(rec *flatRecord, depth, pos int, key []byte) field {
-	if depth != 0 || pos >= 64 {
-		return t.keys[string(key)]
+	if rec.keys == nil {
+		rec.keys = make([]keySlot, keySlots)
 	}
-	if pos < len(rec.keys) && bytes.Equal(rec.keys[pos].key, key) {
-		return rec.keys[pos].f
+	h := uint32(len(key))
+	for _, c := range key {
+		h = h*31 + uint32(c)
+	}
+	i := int(h^h>>9) & (keySlots - 1)
+	j := (i + 1) & (keySlots - 1) // two ways: one collision costs nothing
+	if ks := &rec.keys[i]; ks.key != nil && bytes.Equal(ks.key, key) {
+		return ks.f
+	}
+	if ks := &rec.keys[j]; ks.key != nil && bytes.Equal(ks.key, key) {
+		return ks.f
 	}
 	f := t.keys[string(key)]
-	for len(rec.keys) <= pos {
-		rec.keys = append(rec.keys, keySlot{})
+	ks := &rec.keys[i]
+	if ks.key != nil && rec.keys[j].key == nil {
+		ks = &rec.keys[j]
 	}
-	rec.keys[pos] = keySlot{key: append(rec.keys[pos].key[:0], key...), f: f}
+	ks.key, ks.f = append(ks.key[:0], key...), f
 	return f
 }
 

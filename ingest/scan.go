@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"unicode/utf16"
@@ -61,7 +62,17 @@ func (s *scanner) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.pos
-	for i := start; i < len(s.buf); i++ {
+	i := start
+	// Eight bytes at a time while none of them is a quote, a backslash or
+	// a control character (SWAR: the usual "has a byte equal to / less
+	// than" bit tricks); ids and names are mostly long plain runs.
+	for ; i+8 <= len(s.buf); i += 8 {
+		x := binary.LittleEndian.Uint64(s.buf[i:])
+		if specialByte(x) {
+			break
+		}
+	}
+	for ; i < len(s.buf); i++ {
 		c := s.buf[i]
 		if c == '"' {
 			s.pos = i + 1
@@ -75,6 +86,18 @@ func (s *scanner) str() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// specialByte reports whether any byte of x is '"', '\\' or below 0x20.
+func specialByte(x uint64) bool {
+	q := x ^ ('"' * lsb)
+	b := x ^ ('\\' * lsb)
+	return ((q-lsb)&^q|(b-lsb)&^b|(x-0x20*lsb)&^x)&msb != 0
 }
 
 func (s *scanner) slowStr(start int) ([]byte, bool) {
