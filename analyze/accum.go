@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/tailscope/tailscope/quantile"
@@ -14,7 +15,7 @@ import (
 // request outcomes, replay, budget). Up to it nothing is sampled and the
 // analysis is exactly Run's; past it memory stays flat whatever the size
 // of the logs.
-const DefaultSampleSpans = 400_000
+const DefaultSampleSpans = 100_000
 
 // Accum collects spans as a reader streams them, in memory that does not
 // grow with the logs:
@@ -199,6 +200,7 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 	}
 	opt.full = a
 	rep := Run(a.spans, reqs, probs, opt)
+	a.addUnsampledHops(rep)
 	traces := map[uint64]bool{}
 	for _, x := range a.hashes {
 		traces[x] = true
@@ -212,6 +214,32 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 		"%d spans are more than the %d kept whole: per-hop counts, percentiles and timeouts are over all spans, while calls, retry yield, failure classes, requests and replay rest on a deterministic sample of %d traces (%d spans, 1/%d of trace ids); the request success rate is known to ±%.1f points (95%%)",
 		a.total, a.SampleSpans, len(reqs), len(a.spans), 1<<a.level, 50*(s.SuccessRate95[1]-s.SuccessRate95[0]))})
 	return rep
+}
+
+// addUnsampledHops reports the hops that no sampled trace reached (rare
+// hops in very large logs): their counts and percentiles are known over all
+// spans, their class and retry yield are not, and the recommended policy
+// covers them with its default.
+func (a *Accum) addUnsampledHops(rep *Report) {
+	seen := map[string]bool{}
+	for _, h := range rep.Hops {
+		seen[h.Hop] = true
+	}
+	added := false
+	for name, acc := range a.hops {
+		if seen[name] {
+			continue
+		}
+		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
+			FailureClass: ClassTooFew, Evidence: fmt.Sprintf("%d attempts, none in the trace sample: class and retry yield unknown", acc.n)}
+		a.fill(&h, rep)
+		h.Recommendation = Recommendation{Action: ActionKeep, Basis: "not in the trace sample: covered by the default"}
+		rep.Hops = append(rep.Hops, h)
+		added = true
+	}
+	if added {
+		sort.Slice(rep.Hops, func(i, j int) bool { return rep.Hops[i].Hop < rep.Hops[j].Hop })
+	}
 }
 
 // wilson is the 95% Wilson score interval of k successes in n.

@@ -253,6 +253,25 @@ func TestAccumSampled(t *testing.T) {
 			}
 		}
 	}
+	// A hop too rare to reach the sample is still reported, over all spans.
+	rare := NewAccum(2000)
+	for i := range ss {
+		rare.Add(&ss[i])
+	}
+	odd := span.Span{TraceID: "not-sampled", Hop: "rare", Duration: 5e6, Weight: 1}
+	for x := 0; hashID(odd.TraceID)>>(64-rare.level) == 0; x++ {
+		odd.TraceID = "not-sampled-" + time.Duration(x).String()
+	}
+	rare.Add(&odd)
+	found := false
+	for _, h := range rare.Report(Options{}).Hops {
+		if h.Hop == "rare" {
+			found = h.Attempts == 1 && h.LatencyMs.P50 != nil && *h.LatencyMs.P50 == 5
+		}
+	}
+	if !found {
+		t.Error("a hop outside the sample is missing or wrong")
+	}
 	// Any order of the input keeps the same traces.
 	rev := NewAccum(2000)
 	for i := len(ss) - 1; i >= 0; i-- {
