@@ -383,9 +383,7 @@ func otlpEvents(raw []byte, rec *traceRecord) error {
 			return nil
 		}
 		return otlpAttributes(attrs, func(ak string, _ bool, av []byte) error {
-			if (ak == "exception.type" || ak == "exception.message") && isTimeoutWord(av) && !isTimeoutWord([]byte(rec.message)) {
-				rec.message = string(av)
-			}
+			rec.exceptionAttr(ak, av)
 			return nil
 		})
 	})

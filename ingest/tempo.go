@@ -1,36 +1,68 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
 	"github.com/tailscope/tailscope/span"
 )
 
-// Grafana Tempo stores traces in Parquet blocks ("data.parquet"), one row
-// per trace, spans nested as resource spans → scope spans → spans. The
-// layouts of vParquet2, vParquet3 and vParquet4 share the span columns
-// tailscope needs, under
+// Grafana Tempo stores traces in Parquet blocks: a block is a folder
+// <tenant>/<blockID>/ holding data.parquet, meta.json (format, time range,
+// dedicated columns), bloom-N filters and an index; data.parquet has one
+// row per trace, the spans nested as resource spans → scope spans → spans.
+// This reader was checked against the schemas in grafana/tempo
+// tempodb/encoding/{vparquet,vparquet2,vparquet3,vparquet4,vparquet5}/schema.go.
 //
-//	rs.list.element.ss.list.element.Spans.list.element.{SpanID, ParentSpanID,
-//	    Name, Kind, StartTimeUnixNano, DurationNano, StatusCode,
-//	    StatusMessage, HttpStatusCode}
+// vParquet2 to vParquet5 share the span columns tailscope needs, under
+//
+//	rs.list.element.ss.list.element.Spans.list.element.{SpanID, ParentSpanID
+//	    (BYTE_ARRAY, empty for a root), Name, Kind (INT64, the OTLP enum),
+//	    TraceState, StartTimeUnixNano, DurationNano (INT64 of uint64 ns),
+//	    StatusCode (INT64: 0 unset, 1 ok, 2 error), StatusMessage,
+//	    HttpStatusCode (optional INT64), Attrs, Events, DedicatedAttributes}
 //
 // with the service at rs.list.element.Resource.ServiceName and the trace id
-// at TraceIDText (or raw TraceID). The first vParquet used rs.ils.Spans.*
-// with ID, StartUnixNanos and EndUnixNanos. Columns are looked up by path,
-// so any extra column (dedicated attributes, events, later versions'
-// additions) is ignored and a missing optional one (HttpStatusCode,
-// StatusMessage, Kind) is simply absent. Only these columns are read.
+// as raw bytes in TraceID (TraceIDText is the same id in hex with its
+// leading zeros trimmed, so it is only a fallback). The first vParquet used
+// rs.ils.Spans.* with ID, StartUnixNanos and EndUnixNanos.
 //
-// Kind and StatusCode are OTLP enum numbers (kind 1 internal … 5 consumer;
-// status 0 unset, 1 ok, 2 error). A timeout is recognised from an HTTP
-// 408/504 or a status message naming a timeout or deadline. Span attributes
-// (for attempt counts, peer.service or --hop-by attr:KEY) are not read yet:
-// they live in generic key/value lists that vary between block versions.
+// Span attributes are read so that attempts, peers, timeouts and
+// --hop-by attr:KEY work as they do for OTLP (the same traceRecord rules
+// apply). Tempo moves some attributes out of the generic lists, so they are
+// looked for where Tempo put them:
+//
+//   - http.status_code (int), http.method, http.url: span columns
+//     HttpStatusCode, HttpMethod, HttpUrl;
+//   - service.name, cluster, namespace, pod, container, k8s.*.name: resource
+//     columns (ServiceName, Cluster, …);
+//   - attributes named in meta.json's dedicatedColumns: spare columns
+//     DedicatedAttributes.String01… (and Int01… in later vParquet4/5), the
+//     n-th attribute of a scope and type taking the n-th spare column, read
+//     when the block's meta.json sits beside data.parquet;
+//   - everything else: the generic key/value list Attrs, whose layout
+//     changed: vParquet2/3 have one optional Value / ValueInt / ValueDouble /
+//     ValueBool per attribute, vParquet4/5 a list in each
+//     (Value.list.element …), several elements for an array.
+//
+// Exception events (Events.list.element.Name = "exception") are read for an
+// exception.type or exception.message naming a timeout; vParquet2/3 store
+// event attribute values as protobuf-encoded AnyValue bytes.
+//
+// Columns are looked up by path, so extra columns are ignored and missing
+// optional ones are absent; a column whose nesting is not the expected one
+// (for instance a dedicated column configured as an array) is left out
+// rather than misread.
 
 type tempoLayout struct {
 	span, resource string // column path prefixes
@@ -57,7 +89,343 @@ func lookupPath(s *parquet.Schema, path string) (parquet.LeafColumn, bool) {
 	return s.Lookup(strings.Split(path, ".")...)
 }
 
-// tempoCol indices into the per-span value slice.
+// tcol is one projected column, read slot by slot with one value of
+// lookahead, so that the values of a nested list can be gathered.
+type tcol struct {
+	path string
+	leaf parquet.LeafColumn
+	cur  *cursor
+	peek parquet.Value
+	has  bool
+}
+
+func (c *tcol) open(chunks []parquet.ColumnChunk) {
+	c.cur, c.has = newCursor(chunks[c.leaf.ColumnIndex]), false
+}
+
+func (c *tcol) fail() error {
+	if c.cur.err != nil {
+		return fmt.Errorf("column %s: %v", c.path, c.cur.err)
+	}
+	return fmt.Errorf("column %s ends early (corrupt block)", c.path)
+}
+
+// take returns the next value, valid until the next call on c.
+func (c *tcol) take() (parquet.Value, error) {
+	if c.has {
+		c.has = false
+		return c.peek, nil
+	}
+	v, ok := c.cur.next()
+	if !ok {
+		return v, c.fail()
+	}
+	return v, nil
+}
+
+// group returns the values of the next slot at repetition level rep: its
+// first value and every following value that repeats deeper. The values
+// are copies (they outlive the page they came from).
+func (c *tcol) group(rep int, dst []parquet.Value) ([]parquet.Value, error) {
+	v, err := c.take()
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst[:0], v.Clone())
+	for {
+		v, ok := c.cur.next()
+		if !ok {
+			if c.cur.err != nil {
+				return dst, c.fail()
+			}
+			return dst, nil
+		}
+		if v.RepetitionLevel() <= rep {
+			c.peek, c.has = v, true
+			return dst, nil
+		}
+		dst = append(dst, v.Clone())
+	}
+}
+
+// exhausted reports whether every value of the row group was used.
+func (c *tcol) exhausted() bool {
+	if c.has {
+		return false
+	}
+	_, ok := c.cur.next()
+	return !ok
+}
+
+// split cuts the values of one slot into its list elements: an element
+// starts at each value whose repetition level is at most rep.
+func split(vals []parquet.Value, rep int, out [][]parquet.Value) [][]parquet.Value {
+	out = out[:0]
+	start := 0
+	for i := 1; i <= len(vals); i++ {
+		if i == len(vals) || vals[i].RepetitionLevel() <= rep {
+			out = append(out, vals[start:i])
+			start = i
+		}
+	}
+	return out
+}
+
+// Value kinds of Tempo's generic attribute columns.
+const (
+	tkString = iota
+	tkInt
+	tkDouble
+	tkBool
+	tkProto // vParquet2/3 event attributes: a protobuf AnyValue
+	tkCount
+)
+
+var tkNames = [tkCount]string{"Value", "ValueInt", "ValueDouble", "ValueBool", "Value"}
+
+// tkv is a Tempo key/value list (Attribute) below a slot whose own
+// repetition level is rep: keys repeat at rep+1, values at rep+1 (one
+// optional value per attribute) or rep+2 (a list per attribute).
+type tkv struct {
+	rep    int
+	key    *tcol
+	vals   [tkCount]*tcol
+	keyG   []parquet.Value
+	valG   [tkCount][]parquet.Value
+	splitK [][]parquet.Value
+	splitV [tkCount][][]parquet.Value
+}
+
+// findKV looks up the Attribute list at prefix (e.g. "...Spans.list.element.Attrs")
+// for a slot at repetition level rep. It returns nil when the block has
+// no such list, or one nested differently. A Value column of plain bytes
+// (no string annotation) is vParquet2/3's protobuf-encoded event value.
+func findKV(s *parquet.Schema, prefix string, rep int) *tkv {
+	for _, elem := range []string{".list.element.", "."} {
+		leaf, ok := lookupPath(s, prefix+elem+"Key")
+		if !ok || leaf.MaxRepetitionLevel != rep+1 {
+			continue
+		}
+		kv := &tkv{rep: rep, key: &tcol{path: prefix + elem + "Key", leaf: leaf}}
+		for k, name := range tkNames[:tkProto] {
+			for _, sub := range []string{".list.element", ""} {
+				p := prefix + elem + name + sub
+				lf, ok := lookupPath(s, p)
+				if ok && (lf.MaxRepetitionLevel == rep+1 || lf.MaxRepetitionLevel == rep+2) {
+					if k == tkString && !isTextLeaf(lf) {
+						k = tkProto
+					}
+					kv.vals[k] = &tcol{path: p, leaf: lf}
+					break
+				}
+			}
+		}
+		return kv
+	}
+	return nil
+}
+
+// isTextLeaf reports whether a byte-array column is annotated as text.
+func isTextLeaf(leaf parquet.LeafColumn) bool {
+	typ := leaf.Node.Type()
+	if lt := typ.LogicalType(); lt != nil {
+		if _, ok := lt.Value.(*format.StringType); ok {
+			return true
+		}
+	}
+	if ct := typ.ConvertedType(); ct != nil && *ct == deprecated.UTF8 {
+		return true
+	}
+	return false
+}
+
+func (kv *tkv) cols() []*tcol {
+	if kv == nil {
+		return nil
+	}
+	out := []*tcol{kv.key}
+	for _, c := range kv.vals {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// read gathers the list of the next slot.
+func (kv *tkv) read() error {
+	var err error
+	if kv.keyG, err = kv.key.group(kv.rep, kv.keyG); err != nil {
+		return err
+	}
+	for k, c := range kv.vals {
+		if c != nil {
+			if kv.valG[k], err = c.group(kv.rep, kv.valG[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// each calls f for every attribute of the gathered keys and values, which
+// belong to slots at repetition level rep (kv.rep, or deeper for a list
+// inside a list, like the attributes of each event). An attribute whose
+// value is not one scalar (an array, a kvlist Tempo kept as JSON) comes
+// with kind -1.
+func (kv *tkv) each(keys []parquet.Value, vals *[tkCount][]parquet.Value, rep int, f func(key []byte, kind int, v parquet.Value) error) error {
+	if len(keys) == 0 || (len(keys) == 1 && keys[0].DefinitionLevel() < kv.key.leaf.MaxDefinitionLevel) {
+		return nil // no attributes
+	}
+	kv.splitK = split(keys, rep+1, kv.splitK)
+	for k, c := range kv.vals {
+		if c == nil {
+			continue
+		}
+		kv.splitV[k] = split(vals[k], rep+1, kv.splitV[k])
+		if len(kv.splitV[k]) != len(kv.splitK) {
+			return fmt.Errorf("column %s: %d values for %d attribute keys (corrupt block)", c.path, len(kv.splitV[k]), len(kv.splitK))
+		}
+	}
+	for i, kg := range kv.splitK {
+		kind, n := -1, 0
+		var val parquet.Value
+		for k, c := range kv.vals {
+			if c == nil {
+				continue
+			}
+			for _, x := range kv.splitV[k][i] {
+				if x.DefinitionLevel() == c.leaf.MaxDefinitionLevel {
+					if n == 0 {
+						kind, val = k, x
+					}
+					n++
+				}
+			}
+		}
+		if n != 1 {
+			kind = -1
+		}
+		if err := f(kg[0].ByteArray(), kind, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tkvText renders a scalar attribute value as traceRecord.addAttr takes it.
+func tkvText(kind int, v parquet.Value, scratch []byte) (text []byte, str, ok bool) {
+	switch kind {
+	case tkString:
+		return v.ByteArray(), true, true
+	case tkInt:
+		return strconv.AppendInt(scratch[:0], v.Int64(), 10), false, true
+	case tkDouble:
+		return strconv.AppendFloat(scratch[:0], v.Double(), 'g', -1, 64), false, true
+	case tkBool:
+		return strconv.AppendBool(scratch[:0], v.Boolean()), false, true
+	case tkProto:
+		if s, ok := protoAnyString(v.ByteArray()); ok {
+			return s, true, true
+		}
+	}
+	return nil, false, false
+}
+
+// protoAnyString reads the string_value (field 1) of a protobuf-encoded
+// OTLP AnyValue, as vParquet2/3 store event attribute values.
+func protoAnyString(b []byte) ([]byte, bool) {
+	if len(b) < 1 || b[0] != 0x0a { // field 1, wire type 2 (bytes)
+		return nil, false
+	}
+	n, w := binary.Uvarint(b[1:])
+	if w <= 0 || n > uint64(len(b)-1-w) {
+		return nil, false
+	}
+	return b[1+w : 1+w+int(n)], true
+}
+
+// tattr is a column that holds one attribute's value for each slot.
+type tattr struct {
+	key string
+	col *tcol
+}
+
+// tempoMeta is the part of a block's meta.json tailscope uses.
+type tempoMeta struct {
+	Format    string `json:"format"`
+	Dedicated []struct {
+		Scope string `json:"s"`
+		Name  string `json:"n"`
+		Type  string `json:"t"`
+	} `json:"dedicatedColumns"`
+}
+
+// readTempoMeta reads the meta.json beside a block's data.parquet, when
+// the input is a plain file that has one. A missing or unreadable meta
+// only means that dedicated attribute columns cannot be named.
+func readTempoMeta(src *Source) *tempoMeta {
+	if src.File == nil {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(filepath.Dir(src.Name), "meta.json"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	if err != nil {
+		return nil
+	}
+	var m tempoMeta
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return &m
+}
+
+// dedicatedColumns maps meta.json's dedicated columns of one scope to the
+// spare columns that hold them: per type, the n-th attribute listed takes
+// the n-th spare column (String01…, Int01…), as Tempo assigns them.
+func (m *tempoMeta) dedicatedColumns(scope string) map[string]string {
+	out := map[string]string{}
+	if m == nil {
+		return out
+	}
+	next := map[string]int{}
+	for _, d := range m.Dedicated {
+		sc, typ := d.Scope, d.Type
+		if sc == "" {
+			sc = "span"
+		}
+		if typ == "" {
+			typ = "string"
+		}
+		if sc != scope {
+			continue
+		}
+		next[typ]++
+		switch typ {
+		case "string":
+			out[d.Name] = fmt.Sprintf("DedicatedAttributes.String%02d", next[typ])
+		case "int":
+			out[d.Name] = fmt.Sprintf("DedicatedAttributes.Int%02d", next[typ])
+		}
+	}
+	return out
+}
+
+// Well-known attributes Tempo keeps in columns of their own.
+var (
+	tempoSpanColumns     = map[string]string{"http.status_code": "HttpStatusCode", "http.method": "HttpMethod", "http.url": "HttpUrl"}
+	tempoResourceColumns = map[string]string{
+		"service.name": "ServiceName", "cluster": "Cluster", "namespace": "Namespace", "pod": "Pod", "container": "Container",
+		"k8s.cluster.name": "K8sClusterName", "k8s.namespace.name": "K8sNamespaceName", "k8s.pod.name": "K8sPodName",
+		"k8s.container.name": "K8sContainerName",
+	}
+)
+
+// tempoCol indices of the span's own columns.
 const (
 	tcSpanID = iota
 	tcParent
@@ -68,209 +436,451 @@ const (
 	tcEnd
 	tcStatus
 	tcMessage
-	tcHTTP
+	tcTraceState
 	tcCount
 )
+
+var tempoColNames = [tcCount][]string{
+	tcSpanID:     {"SpanID", "ID"},
+	tcParent:     {"ParentSpanID"},
+	tcName:       {"Name"},
+	tcKind:       {"Kind"},
+	tcStart:      {"StartTimeUnixNano", "StartUnixNanos"},
+	tcDur:        {"DurationNano", "DurationNanos"},
+	tcEnd:        {"EndTimeUnixNano", "EndUnixNanos"},
+	tcStatus:     {"StatusCode"},
+	tcMessage:    {"StatusMessage"},
+	tcTraceState: {"TraceState"},
+}
+
+// tempoReader holds the projection of one block.
+type tempoReader struct {
+	src     *Source
+	hopAttr string
+	cols    [tcCount]*tcol
+	anchor  int
+	rs      int // repetition level of a span slot
+	spanDef int // definition level at which a span is present
+	rr      int // repetition level of a resource slot
+
+	trID    *tcol
+	trText  bool
+	svc     *tcol
+	resCols []tattr // resource columns holding the --hop-by attribute
+	resKV   *tkv    // resource Attrs, read for the --hop-by attribute
+	spanCol []tattr // span columns holding attributes
+	spanKV  *tkv
+	evName  *tcol
+	evKV    *tkv
+	all     []*tcol
+
+	intern  interner
+	scratch []byte
+	evSplit [][]parquet.Value
+	evKeys  [][]parquet.Value
+	evVals  [tkCount][][]parquet.Value
+	evNameG []parquet.Value
+	evOne   [tkCount][]parquet.Value
+}
 
 func decodeTempo(src *Source, pf *parquet.File, l *tempoLayout) error {
 	src.SetDefaultHopBy("service+name")
 	s := pf.Schema()
-	names := [tcCount][]string{
-		tcSpanID:  {"SpanID", "ID"},
-		tcParent:  {"ParentSpanID"},
-		tcName:    {"Name"},
-		tcKind:    {"Kind"},
-		tcStart:   {"StartTimeUnixNano", "StartUnixNanos"},
-		tcDur:     {"DurationNano", "DurationNanos"},
-		tcEnd:     {"EndTimeUnixNano", "EndUnixNanos"},
-		tcStatus:  {"StatusCode"},
-		tcMessage: {"StatusMessage"},
-		tcHTTP:    {"HttpStatusCode"},
-	}
-	var leaves [tcCount]*parquet.LeafColumn
-	anchor := -1
-	for i, alts := range names {
+	t := &tempoReader{src: src, hopAttr: src.Options().HopAttr(), anchor: -1}
+	for i, alts := range tempoColNames {
 		for _, n := range alts {
 			if leaf, ok := lookupPath(s, l.span+n); ok {
-				leaves[i] = &leaf
+				t.cols[i] = &tcol{path: l.span + n, leaf: leaf}
 				break
 			}
 		}
-		if leaves[i] != nil && anchor < 0 && (i == tcSpanID || i == tcStart || i == tcDur || i == tcEnd) {
-			anchor = i
+		if t.cols[i] != nil && t.anchor < 0 && (i == tcSpanID || i == tcStart || i == tcDur || i == tcEnd) {
+			t.anchor = i
 		}
 	}
-	if leaves[tcDur] == nil && (leaves[tcEnd] == nil || leaves[tcStart] == nil) {
+	if t.cols[tcDur] == nil && (t.cols[tcEnd] == nil || t.cols[tcStart] == nil) {
 		return fmt.Errorf("Tempo block without span durations: no %sDurationNano, nor start and end columns", l.span)
 	}
-	if anchor < 0 {
-		anchor = tcDur
+	if t.anchor < 0 {
+		t.anchor = tcDur
 	}
-	al := leaves[anchor]
+	al := t.cols[t.anchor].leaf
+	t.rs = al.MaxRepetitionLevel
 	// Every span column must repeat exactly like the anchor, or its values
 	// would not line up span by span; a column that does not is ignored.
-	for i, lf := range leaves {
-		if lf != nil && lf.MaxRepetitionLevel != al.MaxRepetitionLevel {
-			leaves[i] = nil
+	for i, c := range t.cols {
+		if c != nil && c.leaf.MaxRepetitionLevel != t.rs {
+			t.cols[i] = nil
 		}
 	}
 	// A span is present in a slot when the anchor's definition level
 	// reaches the span element.
-	spanDef := al.MaxDefinitionLevel
+	t.spanDef = al.MaxDefinitionLevel
 	if al.Node.Optional() {
-		spanDef--
+		t.spanDef--
 	}
-	// Service: one value per resource-spans slot (repetition level 1).
-	svcLeaf, hasSvc := lookupPath(s, l.resource+"ServiceName")
-	if hasSvc && (svcLeaf.MaxRepetitionLevel != 1 || al.MaxRepetitionLevel < 1) {
-		hasSvc = false
+	spanScalar := func(key, path string) {
+		if leaf, ok := lookupPath(s, path); ok && leaf.MaxRepetitionLevel == t.rs {
+			t.spanCol = append(t.spanCol, tattr{key: key, col: &tcol{path: path, leaf: leaf}})
+		}
 	}
-	// Trace id: one value per row.
-	trLeaf, hasTr := s.Lookup("TraceIDText")
-	trText := true
-	if !hasTr || trLeaf.MaxRepetitionLevel != 0 {
-		trLeaf, hasTr = s.Lookup("TraceID")
-		trText = false
-		hasTr = hasTr && trLeaf.MaxRepetitionLevel == 0
+	spanScalar("http.status_code", l.span+"HttpStatusCode")
+	if c, ok := tempoSpanColumns[t.hopAttr]; ok && c != "HttpStatusCode" {
+		spanScalar(t.hopAttr, l.span+c)
+	}
+	meta := readTempoMeta(src)
+	for key, c := range meta.dedicatedColumns("span") {
+		spanScalar(key, l.span+c)
+	}
+	sortAttrs(t.spanCol)
+	t.spanKV = findKV(s, l.span+"Attrs", t.rs)
+	if leaf, ok := lookupPath(s, l.span+"Events.list.element.Name"); ok && leaf.MaxRepetitionLevel == t.rs+1 {
+		t.evName = &tcol{path: l.span + "Events.list.element.Name", leaf: leaf}
+		t.evKV = findKV(s, l.span+"Events.list.element.Attrs", t.rs+1)
 	}
 
-	rec := &flatRecord{intern: &interner{}}
+	// Service and other resource columns: one value per resource slot.
+	if leaf, ok := lookupPath(s, l.resource+"ServiceName"); ok && leaf.MaxRepetitionLevel >= 1 && leaf.MaxRepetitionLevel < t.rs {
+		t.svc = &tcol{path: l.resource + "ServiceName", leaf: leaf}
+		t.rr = leaf.MaxRepetitionLevel
+	}
+	if t.svc != nil && t.hopAttr != "" {
+		resScalar := func(path string) {
+			if leaf, ok := lookupPath(s, path); ok && leaf.MaxRepetitionLevel == t.rr {
+				t.resCols = append(t.resCols, tattr{key: t.hopAttr, col: &tcol{path: path, leaf: leaf}})
+			}
+		}
+		if c, ok := tempoResourceColumns[t.hopAttr]; ok {
+			resScalar(l.resource + c)
+		}
+		if c, ok := meta.dedicatedColumns("resource")[t.hopAttr]; ok {
+			resScalar(l.resource + c)
+		}
+		t.resKV = findKV(s, l.resource+"Attrs", t.rr)
+	}
+	// Trace id: one value per row, raw bytes preferred.
+	if leaf, ok := s.Lookup("TraceID"); ok && leaf.MaxRepetitionLevel == 0 {
+		t.trID = &tcol{path: "TraceID", leaf: leaf}
+	} else if leaf, ok := s.Lookup("TraceIDText"); ok && leaf.MaxRepetitionLevel == 0 {
+		t.trID, t.trText = &tcol{path: "TraceIDText", leaf: leaf}, true
+	}
+
+	for _, c := range t.cols {
+		if c != nil {
+			t.all = append(t.all, c)
+		}
+	}
+	for _, a := range append(t.spanCol, t.resCols...) {
+		t.all = append(t.all, a.col)
+	}
+	for _, c := range []*tcol{t.svc, t.trID, t.evName} {
+		if c != nil {
+			t.all = append(t.all, c)
+		}
+	}
+	t.all = append(append(append(t.all, t.spanKV.cols()...), t.resKV.cols()...), t.evKV.cols()...)
+
 	var index int64
-	var traceID, service string
-	var vals [tcCount]parquet.Value
-	var scratch []byte
 	for gi, rg := range pf.RowGroups() {
-		chunks := rg.ColumnChunks()
-		var curs [tcCount]*cursor
-		var all []*cursor
-		for i, lf := range leaves {
-			if lf != nil {
-				curs[i] = newCursor(chunks[lf.ColumnIndex])
-				all = append(all, curs[i])
-			}
+		if err := t.rowGroup(rg, &index); err != nil {
+			return fmt.Errorf("row group %d: %v", gi+1, err)
 		}
-		var svcCur, trCur *cursor
-		if hasSvc {
-			svcCur = newCursor(chunks[svcLeaf.ColumnIndex])
-			all = append(all, svcCur)
-		}
-		if hasTr {
-			trCur = newCursor(chunks[trLeaf.ColumnIndex])
-			all = append(all, trCur)
-		}
-		fail := func(what string, c *cursor) error {
-			closeAll(all)
-			if c.err != nil {
-				return fmt.Errorf("row group %d, %s: %v", gi+1, what, c.err)
-			}
-			return fmt.Errorf("row group %d: column %s ends early (corrupt block)", gi+1, what)
-		}
-		for {
-			av, ok := curs[anchor].next()
-			if !ok {
-				if curs[anchor].err != nil {
-					return fail(names[anchor][0], curs[anchor])
-				}
-				break
-			}
-			for i, c := range curs {
-				if i == anchor {
-					vals[i] = av
-					continue
-				}
-				if c == nil {
-					vals[i] = parquet.Value{}
-					continue
-				}
-				if vals[i], ok = c.next(); !ok {
-					return fail(names[i][0], c)
-				}
-			}
-			rep := av.RepetitionLevel()
-			if rep == 0 && trCur != nil {
-				v, ok := trCur.next()
-				if !ok {
-					return fail("TraceID", trCur)
-				}
-				switch {
-				case v.IsNull():
-					traceID = ""
-				case trText:
-					traceID = string(v.ByteArray())
-				default:
-					traceID = hex.EncodeToString(v.ByteArray())
-				}
-			}
-			if rep <= 1 && svcCur != nil {
-				v, ok := svcCur.next()
-				if !ok {
-					return fail("ServiceName", svcCur)
-				}
-				service = ""
-				if !v.IsNull() {
-					service = rec.intern.get(v.ByteArray())
-				}
-			}
-			if av.DefinitionLevel() < spanDef {
-				continue // a trace or resource with no spans in this slot
-			}
-			index++
-			rec.reset()
-			sp := &rec.sp
-			sp.TraceID, sp.Service = traceID, service
-			if v := vals[tcSpanID]; !v.IsNull() {
-				sp.SpanID = hexID(v, &scratch)
-			}
-			if v := vals[tcParent]; !v.IsNull() {
-				sp.ParentID = hexID(v, &scratch)
-			}
-			if v := vals[tcName]; !v.IsNull() {
-				sp.Name = rec.intern.get(v.ByteArray())
-			}
-			if v := vals[tcKind]; !v.IsNull() {
-				sp.Kind = normKind(strconv.AppendInt(scratch[:0], v.Int64(), 10))
-			}
-			if v := vals[tcStart]; !v.IsNull() {
-				sp.Start, rec.hasStart = v.Int64(), true
-			}
-			if v := vals[tcDur]; !v.IsNull() {
-				sp.Duration, rec.hasDur = v.Int64(), true
-			} else if v := vals[tcEnd]; !v.IsNull() {
-				rec.end, rec.hasEnd = v.Int64(), true
-			}
-			if v := vals[tcStatus]; !v.IsNull() {
-				switch v.Int64() {
-				case 1:
-					rec.status, rec.hasStatus = span.OK, true
-				case 2:
-					rec.status, rec.hasStatus = span.Error, true
-				}
-			}
-			if v := vals[tcMessage]; !v.IsNull() && len(v.ByteArray()) > 0 && isTimeoutWord(v.ByteArray()) {
-				rec.timeout = true
-			}
-			if v := vals[tcHTTP]; !v.IsNull() {
-				code := v.Int64()
-				if code > 0 && code < 1000 {
-					sp.Code, rec.codeSet = int(code), true
-					rec.errTimeout = code == 408 || code == 504
-				}
-			}
-			if reason, detail := rec.finish(); reason != "" {
-				src.Skip(0, index, reason, detail)
-				continue
-			}
-			src.Emit(sp, 0, index)
-		}
-		for _, c := range all {
-			if _, ok := c.next(); ok && c != svcCur && c != trCur {
-				closeAll(all)
-				return fmt.Errorf("row group %d: span columns disagree on the number of spans (corrupt block)", gi+1)
-			}
-		}
-		closeAll(all)
 	}
 	return nil
+}
+
+func sortAttrs(a []tattr) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j].key < a[j-1].key; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
+	chunks := rg.ColumnChunks()
+	for _, c := range t.all {
+		c.open(chunks)
+	}
+	defer func() {
+		for _, c := range t.all {
+			c.cur.close()
+		}
+	}()
+	var vals [tcCount]parquet.Value
+	var traceID, service, resHop string
+	var resHopSet bool
+	var rec traceRecord
+	for {
+		av, ok := t.cols[t.anchor].cur.next()
+		if !ok {
+			if err := t.cols[t.anchor].cur.err; err != nil {
+				return fmt.Errorf("column %s: %v", t.cols[t.anchor].path, err)
+			}
+			break
+		}
+		rep := av.RepetitionLevel()
+		if rep == 0 && t.trID != nil {
+			v, err := t.trID.take()
+			if err != nil {
+				return err
+			}
+			switch {
+			case v.IsNull():
+				traceID = ""
+			case t.trText:
+				traceID = normID(v.ByteArray(), 32)
+			default:
+				t.scratch = hex.AppendEncode(t.scratch[:0], v.ByteArray())
+				traceID = normID(t.scratch, 32)
+			}
+		}
+		if t.svc != nil && rep <= t.rr {
+			v, err := t.svc.take()
+			if err != nil {
+				return err
+			}
+			service = ""
+			if !v.IsNull() {
+				service = t.intern.get(v.ByteArray())
+			}
+			if resHop, resHopSet, err = t.resourceHop(); err != nil {
+				return err
+			}
+		}
+		rec.reset()
+		// Read every column's share of this slot, whether it holds a span
+		// or not, so that all columns stay in step.
+		for i, c := range t.cols {
+			switch {
+			case i == t.anchor:
+				vals[i] = av
+			case c == nil:
+				vals[i] = parquet.Value{}
+			default:
+				v, err := c.take()
+				if err != nil {
+					return err
+				}
+				vals[i] = v
+			}
+		}
+		var attrErr error
+		for _, a := range t.spanCol {
+			v, err := a.col.take()
+			if err != nil {
+				return err
+			}
+			if v.IsNull() || attrErr != nil {
+				continue
+			}
+			kind := tkString
+			if v.Kind() == parquet.Int32 || v.Kind() == parquet.Int64 {
+				kind = tkInt
+			}
+			text, str, _ := tkvText(kind, v, t.scratch)
+			attrErr = t.addAttr(&rec, a.key, text, str)
+		}
+		if t.spanKV != nil {
+			if err := t.spanKV.read(); err != nil {
+				return err
+			}
+		}
+		if t.evName != nil {
+			var err error
+			if t.evNameG, err = t.evName.group(t.rs, t.evNameG); err != nil {
+				return err
+			}
+			if t.evKV != nil {
+				if err := t.evKV.read(); err != nil {
+					return err
+				}
+			}
+		}
+		if av.DefinitionLevel() < t.spanDef {
+			continue // a trace or resource with no spans in this slot
+		}
+		*index++
+		if t.spanKV != nil && attrErr == nil {
+			attrErr = t.spanKV.each(t.spanKV.keyG, &t.spanKV.valG, t.rs, func(key []byte, kind int, v parquet.Value) error {
+				text, str, ok := tkvText(kind, v, t.scratch)
+				if !ok {
+					return nil
+				}
+				return t.addAttr(&rec, string(key), text, str)
+			})
+		}
+		if t.evName != nil && attrErr == nil {
+			attrErr = t.events(&rec)
+		}
+		if attrErr != nil {
+			t.src.Skip(0, *index, reasonBadValue, attrErr.Error())
+			continue
+		}
+		if reason, detail := t.span(&rec, &vals); reason != "" {
+			t.src.Skip(0, *index, reason, detail)
+			continue
+		}
+		rec.sp.TraceID, rec.sp.Service = traceID, service
+		if !rec.hopSet && resHopSet {
+			rec.hop, rec.hopSet = resHop, true
+		}
+		rec.finish(&t.intern)
+		t.src.Emit(&rec.sp, 0, *index)
+	}
+	for _, c := range t.all {
+		if !c.exhausted() {
+			return fmt.Errorf("column %s has more values than spans (corrupt block)", c.path)
+		}
+	}
+	return nil
+}
+
+// addAttr applies one span attribute with the rules every trace format
+// shares; "error" is the OpenTracing boolean, as in OTLP.
+func (t *tempoReader) addAttr(rec *traceRecord, key string, text []byte, str bool) error {
+	if key == "error" {
+		if b, err := parseBool(text); err == nil && b {
+			rec.errFlag = true
+		}
+		return nil
+	}
+	return rec.addAttr(key, text, str, t.hopAttr)
+}
+
+// resourceHop reads the resource columns of a new resource slot and
+// returns its --hop-by attr:KEY value, when it has one.
+func (t *tempoReader) resourceHop() (hop string, set bool, err error) {
+	for _, a := range t.resCols {
+		v, err := a.col.take()
+		if err != nil {
+			return "", false, err
+		}
+		if !v.IsNull() && !set {
+			text, _, _ := tkvText(tkString, v, nil)
+			hop, set = string(text), true
+		}
+	}
+	if t.resKV == nil {
+		return hop, set, nil
+	}
+	if err := t.resKV.read(); err != nil {
+		return "", false, err
+	}
+	err = t.resKV.each(t.resKV.keyG, &t.resKV.valG, t.rr, func(key []byte, kind int, v parquet.Value) error {
+		if !set && string(key) == t.hopAttr {
+			if text, _, ok := tkvText(kind, v, t.scratch); ok {
+				hop, set = string(text), true
+			}
+		}
+		return nil
+	})
+	return hop, set, err
+}
+
+// events looks for an exception event naming a timeout, as OTLP's reader
+// does.
+func (t *tempoReader) events(rec *traceRecord) error {
+	names := t.evNameG
+	if len(names) == 0 || (len(names) == 1 && names[0].DefinitionLevel() < t.evName.leaf.MaxDefinitionLevel) {
+		return nil
+	}
+	t.evSplit = split(names, t.rs+1, t.evSplit)
+	if t.evKV == nil {
+		return nil
+	}
+	kv := t.evKV
+	t.evKeys = split(kv.keyG, t.rs+1, t.evKeys)
+	if len(t.evKeys) != len(t.evSplit) {
+		return fmt.Errorf("column %s: attributes for %d events, want %d (corrupt block)", kv.key.path, len(t.evKeys), len(t.evSplit))
+	}
+	for k, c := range kv.vals {
+		if c != nil {
+			t.evVals[k] = split(kv.valG[k], t.rs+1, t.evVals[k])
+			if len(t.evVals[k]) != len(t.evSplit) {
+				return fmt.Errorf("column %s: values for %d events, want %d (corrupt block)", c.path, len(t.evVals[k]), len(t.evSplit))
+			}
+		}
+	}
+	for i, ev := range t.evSplit {
+		if string(ev[0].ByteArray()) != "exception" {
+			continue
+		}
+		for k := range t.evOne {
+			t.evOne[k] = nil
+			if kv.vals[k] != nil {
+				t.evOne[k] = t.evVals[k][i]
+			}
+		}
+		err := kv.each(t.evKeys[i], &t.evOne, t.rs+1, func(key []byte, kind int, v parquet.Value) error {
+			text, _, ok := tkvText(kind, v, t.scratch)
+			if ok {
+				rec.exceptionAttr(string(key), text)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// span fills rec from the span's own columns.
+func (t *tempoReader) span(rec *traceRecord, vals *[tcCount]parquet.Value) (reason, detail string) {
+	sp := &rec.sp
+	if v := vals[tcSpanID]; !v.IsNull() {
+		sp.SpanID = hexID(v, &t.scratch)
+	}
+	if v := vals[tcParent]; !v.IsNull() {
+		sp.ParentID = hexID(v, &t.scratch)
+	}
+	if v := vals[tcName]; !v.IsNull() {
+		sp.Name = t.intern.get(v.ByteArray())
+	}
+	if v := vals[tcKind]; !v.IsNull() {
+		switch n := v.Int64(); n {
+		case 1, 2, 3, 4, 5:
+			sp.Kind = normKind(strconv.AppendInt(t.scratch[:0], n, 10))
+		}
+	}
+	if v := vals[tcStatus]; !v.IsNull() {
+		switch v.Int64() {
+		case 1:
+			rec.status, rec.statusSet = span.OK, true
+		case 2:
+			rec.status, rec.statusSet = span.Error, true
+		}
+	}
+	if v := vals[tcMessage]; !v.IsNull() && len(v.ByteArray()) > 0 {
+		rec.message = string(v.ByteArray())
+	}
+	if v := vals[tcTraceState]; !v.IsNull() && len(v.ByteArray()) > 0 {
+		rec.traceState = string(v.ByteArray())
+	}
+	start, hasStart := vals[tcStart].Int64(), !vals[tcStart].IsNull()
+	switch {
+	case !vals[tcDur].IsNull():
+		if !hasStart || start == 0 {
+			return reasonNoStart, "no StartTimeUnixNano"
+		}
+		sp.Start, sp.Duration = start, vals[tcDur].Int64()
+		if sp.Duration < 0 {
+			return reasonBadValue, fmt.Sprintf("DurationNano %d is out of range", uint64(sp.Duration))
+		}
+	case !vals[tcEnd].IsNull():
+		end := vals[tcEnd].Int64()
+		switch {
+		case !hasStart || start == 0:
+			return reasonNoStart, "no start time"
+		case end < start:
+			return reasonEndBeforeSta, fmt.Sprintf("end %d < start %d", end, start)
+		}
+		sp.Start, sp.Duration = start, end-start
+	default:
+		return reasonNoDuration, "no DurationNano"
+	}
+	return "", ""
 }
 
 // hexID renders a binary span id as lowercase hex, the spelling every
@@ -281,10 +891,10 @@ func hexID(v parquet.Value, scratch *[]byte) string {
 		return ""
 	}
 	if v.Kind() == parquet.ByteArray && isHexText(b) {
-		return string(b)
+		return normID(b, 16)
 	}
 	*scratch = hex.AppendEncode((*scratch)[:0], b)
-	return string(*scratch)
+	return normID(*scratch, 16)
 }
 
 func isHexText(b []byte) bool {

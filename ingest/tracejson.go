@@ -472,6 +472,16 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) er
 	return nil
 }
 
+// exceptionAttr applies one attribute of an "exception" event: its type
+// or message is what tells a timeout (java.net.SocketTimeoutException,
+// context deadline exceeded) when the status message does not. It counts
+// only on a span whose status is an error, like the status message.
+func (r *traceRecord) exceptionAttr(key string, v []byte) {
+	if (key == "exception.type" || key == "exception.message") && isTimeoutWord(v) && !isTimeoutWord([]byte(r.message)) {
+		r.message = string(v)
+	}
+}
+
 // grpcCodeNames are the gRPC status names that matter to tailscope, for
 // tracers that record the name instead of the number.
 var grpcCodeNames = map[string]int{
