@@ -217,10 +217,30 @@ func (cr *csvReader) next() ([][]byte, error) {
 			}
 			cr.text = append(cr.text, '\n')
 			cr.text = append(cr.text, more...)
-			complete, perr = cr.sp.split(cr.text)
+			// Only a lone quote can close the open field (a doubled one is
+			// an escaped quote): re-splitting the whole record on every
+			// line would be quadratic in its size.
+			if closesQuote(more) {
+				complete, perr = cr.sp.split(cr.text)
+			}
 		}
 		return cr.sp.fields, perr
 	}
+}
+
+// closesQuote reports whether a line read inside an open quoted field
+// holds a quote that is not half of a doubled "" escape.
+func closesQuote(line []byte) bool {
+	for i := 0; i < len(line); i++ {
+		if line[i] == '"' {
+			if i+1 < len(line) && line[i+1] == '"' {
+				i++
+				continue
+			}
+			return true
+		}
+	}
+	return false
 }
 
 func decodeCSV(src *Source) error {

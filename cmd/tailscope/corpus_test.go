@@ -385,6 +385,11 @@ func genFiles(t *testing.T) string {
 	}
 	write("huge-zipkin.json", []byte("["+span("01", `,"tags":{"big":"`+strings.Repeat("y", 100<<10)+`"}`)+",\n"+span("02", "")+"]"))
 
+	// A CSV quoted field left open over a million lines (6 MB), with
+	// escaped quotes on every line, closed at the end: linear work, or a
+	// hang.
+	write("csv-open-quote.csv", []byte("trace_id,hop,duration_ms\nt1,a,1\n\"t"+strings.Repeat("a\"\"b,1\n", 1<<20)+"end\",h,1\nt2,b,2\n"))
+
 	// Parquet and Arrow files cut in half, made by convert from the seed.
 	for _, ext := range []string{"parquet", "arrow"} {
 		out := filepath.Join(dir, "good."+ext)
