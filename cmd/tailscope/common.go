@@ -191,7 +191,7 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 		fmt.Fprintln(e.stderr)
 	}
 	l.spans = l.acc.Spans()
-	if len(l.spans) == 0 {
+	if st.Used == 0 { // not len(l.spans): one trace over --sample-spans leaves an empty sample
 		return nil, fmt.Errorf("no usable spans in %s (read %d, skipped %d)", strings.Join(paths, ", "), st.Read, st.Skipped)
 	}
 	l.reqs, l.probs = span.Assemble(l.spans)

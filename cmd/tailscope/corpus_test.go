@@ -390,6 +390,19 @@ func genFiles(t *testing.T) string {
 	// hang.
 	write("csv-open-quote.csv", []byte("trace_id,hop,duration_ms\nt1,a,1\n\"t"+strings.Repeat("a\"\"b,1\n", 1<<20)+"end\",h,1\nt2,b,2\n"))
 
+	// One trace whose spans form a single parent chain 50,000 deep:
+	// recursion over the tree must not blow the stack, and a trace larger
+	// than --sample-spans must still be reported.
+	var chain strings.Builder
+	for i := 0; i < 50000; i++ {
+		parent := ""
+		if i > 0 {
+			parent = fmt.Sprintf(`"parent_id":"s%d",`, i-1)
+		}
+		fmt.Fprintf(&chain, `{"trace_id":"t","span_id":"s%d",%s"hop":"h%d","start":%d,"duration_ns":%d}`+"\n", i, parent, i%3, 1000+i, 2*(50000-i))
+	}
+	write("deep-chain.jsonl", []byte(chain.String()))
+
 	// Parquet and Arrow files cut in half, made by convert from the seed.
 	for _, ext := range []string{"parquet", "arrow"} {
 		out := filepath.Join(dir, "good."+ext)
