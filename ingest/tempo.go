@@ -252,15 +252,16 @@ func (kv *tkv) cols() []*tcol {
 	return out
 }
 
-// read gathers the list of the next slot.
-func (kv *tkv) read() error {
+// read gathers the lists of the next slot at repetition level rep (the
+// slot that holds the list, or an ancestor of it).
+func (kv *tkv) read(rep int) error {
 	var err error
-	if kv.keyG, err = kv.key.group(kv.rep, kv.keyG); err != nil {
+	if kv.keyG, err = kv.key.group(rep, kv.keyG); err != nil {
 		return err
 	}
 	for k, c := range kv.vals {
 		if c != nil {
-			if kv.valG[k], err = c.group(kv.rep, kv.valG[k]); err != nil {
+			if kv.valG[k], err = c.group(rep, kv.valG[k]); err != nil {
 				return err
 			}
 		}
@@ -682,7 +683,7 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			attrErr = t.addAttr(&rec, a.key, text, str)
 		}
 		if t.spanKV != nil {
-			if err := t.spanKV.read(); err != nil {
+			if err := t.spanKV.read(t.rs); err != nil {
 				return err
 			}
 		}
@@ -692,7 +693,7 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 				return err
 			}
 			if t.evKV != nil {
-				if err := t.evKV.read(); err != nil {
+				if err := t.evKV.read(t.rs); err != nil {
 					return err
 				}
 			}
@@ -764,7 +765,7 @@ func (t *tempoReader) resourceHop() (hop string, set bool, err error) {
 	if t.resKV == nil {
 		return hop, set, nil
 	}
-	if err := t.resKV.read(); err != nil {
+	if err := t.resKV.read(t.rr); err != nil {
 		return "", false, err
 	}
 	err = t.resKV.each(t.resKV.keyG, &t.resKV.valG, t.rr, func(key []byte, kind int, v parquet.Value) error {
