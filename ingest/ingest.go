@@ -122,6 +122,9 @@ type Stats struct {
 	Skipped         int64
 	SkippedByReason map[string]int64
 	Errors          []*RecordError // the first MaxErrors bad records
+	// Notes say what was passed over on purpose, for the user (e.g. the
+	// bookkeeping files of a Tempo block; see tempoBlockFiles).
+	Notes []string
 }
 
 func (st *Stats) skip(e *RecordError, max int) {
@@ -158,11 +161,12 @@ func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
 	if opt.Format != "auto" && decoders[opt.Format] == nil {
 		return nil, fmt.Errorf("unknown --input %q (want auto, %s)", opt.Format, strings.Join(Formats, ", "))
 	}
-	files, err := expand(paths)
+	var notes []string
+	files, err := expand(paths, &notes)
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{Files: files, Formats: map[string]string{}, SkippedByReason: map[string]int64{}}
+	st := &Stats{Files: files, Formats: map[string]string{}, SkippedByReason: map[string]int64{}, Notes: notes}
 	opt.prog = newProgress(opt.Progress, files)
 	for _, f := range files {
 		if err := readFile(f, &opt, st, emit); err != nil {
@@ -174,7 +178,7 @@ func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
 
 // expand turns paths into a sorted list of files: directories are walked
 // (hidden entries skipped), globs expanded, "-" kept for stdin.
-func expand(paths []string) ([]string, error) {
+func expand(paths []string, notes *[]string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		if p == "-" {
@@ -201,7 +205,7 @@ func expand(paths []string) ([]string, error) {
 				if len(m) == 0 {
 					return nil, fmt.Errorf("%s: no file matches", p)
 				}
-				sub, err := expand(m)
+				sub, err := expand(m, notes)
 				if err != nil {
 					return nil, err
 				}
@@ -237,7 +241,7 @@ func expand(paths []string) ([]string, error) {
 			return nil, fmt.Errorf("%s: directory holds no files", p)
 		}
 		sort.Strings(found)
-		out = append(out, found...)
+		out = append(out, tempoBlockFiles(found, notes)...)
 	}
 	return out, nil
 }
