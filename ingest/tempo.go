@@ -909,3 +909,64 @@ func isHexText(b []byte) bool {
 	}
 	return true
 }
+
+// tempoBlockFiles narrows the files found under a directory when some
+// folders are Grafana Tempo blocks, so that pointing tailscope at a block,
+// a tenant or a whole local Tempo store reads spans and nothing else:
+//
+//   - a folder holding meta.json and data.parquet is a block: only
+//     data.parquet holds spans; meta.json, the bloom-N filters and the
+//     index are Tempo's bookkeeping;
+//   - a folder holding meta.compacted.json and data.parquet is a block that
+//     compaction replaced: its traces are also in the block that replaced
+//     it, so reading both would count them twice; it is passed over whole;
+//   - a tenant folder's index.json(.gz), beside block folders, lists blocks.
+//
+// Each folder passed over gives one note.
+func tempoBlockFiles(found []string, notes *[]string) []string {
+	names := map[string]map[string]bool{}
+	for _, f := range found {
+		d := filepath.Dir(f)
+		if names[d] == nil {
+			names[d] = map[string]bool{}
+		}
+		names[d][filepath.Base(f)] = true
+	}
+	live := func(d string) bool { return names[d]["meta.json"] && names[d]["data.parquet"] }
+	compacted := func(d string) bool {
+		return names[d]["meta.compacted.json"] && names[d]["data.parquet"] && !names[d]["meta.json"]
+	}
+	tenant := map[string]bool{}
+	for d := range names {
+		if live(d) || compacted(d) {
+			tenant[filepath.Dir(d)] = true
+		}
+	}
+	var keep []string
+	passed := map[string]int{}
+	var order []string
+	for _, f := range found {
+		d, b := filepath.Dir(f), filepath.Base(f)
+		skip := (live(d) && b != "data.parquet") || compacted(d) ||
+			(tenant[d] && (b == "index.json.gz" || b == "index.json"))
+		if !skip {
+			keep = append(keep, f)
+			continue
+		}
+		if passed[d] == 0 {
+			order = append(order, d)
+		}
+		passed[d]++
+	}
+	for _, d := range order {
+		switch {
+		case compacted(d):
+			*notes = append(*notes, fmt.Sprintf("%s: a compacted Tempo block (meta.compacted.json): passed over, its traces are in the block that replaced it", d))
+		case live(d):
+			*notes = append(*notes, fmt.Sprintf("%s: a Tempo block: read data.parquet only, passed over %d bookkeeping files (meta.json, bloom filters, index)", d, passed[d]))
+		default:
+			*notes = append(*notes, fmt.Sprintf("%s: passed over Tempo's tenant index (index.json)", d))
+		}
+	}
+	return keep
+}

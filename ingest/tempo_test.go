@@ -990,3 +990,52 @@ func TestTempoFixture(t *testing.T) {
 		t.Fatalf("%s is stale (run go test -run TestTempoFixture -update-fixtures)", path)
 	}
 }
+
+// Pointed at a local Tempo store (tenant folder with a live block, a
+// compacted block and the tenant index), tailscope reads the live block's
+// data.parquet, with dedicated columns named by its meta.json, and notes
+// what it passed over; files outside blocks are still read.
+func TestTempoBlockDirectory(t *testing.T) {
+	dir := t.TempDir()
+	data := writeParquet(t, tempoTraces())
+	blk := writeBlock(t, dir, data, tmMetaJSON)
+	old := filepath.Join(dir, "single-tenant", "0a0a0a0a-0000-4000-8000-000000000000")
+	if err := os.MkdirAll(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for n, b := range map[string][]byte{"data.parquet": data, "meta.compacted.json": []byte(tmMetaJSON), "bloom-0": {1}} {
+		if err := os.WriteFile(filepath.Join(old, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := filepath.Join(dir, "other.jsonl")
+	for p, b := range map[string]string{filepath.Join(dir, "single-tenant", "index.json.gz"): "\x1f\x8b", other: `{"hop":"x","duration_ms":5}` + "\n"} {
+		if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, root := range []string{dir, filepath.Join(dir, "single-tenant"), blk} {
+		spans, st := readPath(t, root, Options{})
+		wantFiles := []string{filepath.Join(blk, "data.parquet")}
+		if root == dir {
+			wantFiles = append([]string{other}, wantFiles...)
+		}
+		if fmt.Sprint(st.Files) != fmt.Sprint(wantFiles) || st.Skipped != 0 {
+			t.Errorf("%s: files %v, skipped %v", root, st.Files, st.SkippedByReason)
+		}
+		if len(spans) != 9+len(wantFiles)-1 || spans[len(spans)-8].Peer != "db" {
+			t.Errorf("%s: %d spans; the dedicated peer.service column not read: %s", root, len(spans), tBrief(spans[len(spans)-8]))
+		}
+		notes := strings.Join(st.Notes, "\n")
+		wantNotes := 1
+		if root != blk {
+			wantNotes = 3
+			if !strings.Contains(notes, "a compacted Tempo block") || !strings.Contains(notes, "tenant index") {
+				t.Errorf("%s: notes %q", root, notes)
+			}
+		}
+		if len(st.Notes) != wantNotes || !strings.Contains(notes, blk+": a Tempo block: read data.parquet only, passed over 3 bookkeeping files") {
+			t.Errorf("%s: notes %q", root, notes)
+		}
+	}
+}
