@@ -52,9 +52,6 @@ type block struct {
 	// (buf is empty then).
 	tooLong int64
 	err     error // an I/O error after the lines of buf
-	// byIndex: lines holds record indexes, not line numbers (formats
-	// without lines, see pipelined).
-	byIndex bool
 
 	spans  []span.Span
 	lines  []int64
@@ -119,25 +116,16 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 
 // deliver hands a decoded block's spans and skips on, in line order.
 func deliver(src *Source, b *block) error {
-	pos := func(n int64) (line, index int64) {
-		if b.byIndex {
-			return 0, n
-		}
-		return n, 0
-	}
 	ev := b.events
 	for i := range b.spans {
 		for len(ev) > 0 && ev[0].before <= i {
-			l, x := pos(ev[0].line)
-			src.Skip(l, x, ev[0].reason, ev[0].detail)
+			src.Skip(ev[0].line, 0, ev[0].reason, ev[0].detail)
 			ev = ev[1:]
 		}
-		l, x := pos(b.lines[i])
-		src.Emit(&b.spans[i], l, x)
+		src.Emit(&b.spans[i], b.lines[i], 0)
 	}
 	for _, e := range ev {
-		l, x := pos(e.line)
-		src.Skip(l, x, e.reason, e.detail)
+		src.Skip(e.line, 0, e.reason, e.detail)
 	}
 	if b.tooLong > 0 {
 		src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.opt.MaxRecord))

@@ -201,52 +201,49 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 		}
 		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
 	}
-	// Decoded in a goroutine of its own, delivered in order (pipeline.go).
-	return pipelined(src, "Parquet", func(out *rowSink) error {
-		rec := &flatRecord{intern: &interner{}}
-		var row int64
-		var scratch []byte
-		for _, rg := range pf.RowGroups() {
-			chunks := rg.ColumnChunks()
-			curs := make([]*cursor, len(cols))
-			for i, c := range cols {
-				curs[i] = newCursor(chunks[c.idx])
-			}
-			n := rg.NumRows()
-			for r := int64(0); r < n; r++ {
-				row++
-				rec.reset()
-				var bad error
-				for i, c := range cols {
-					v, ok := curs[i].next()
-					if !ok {
-						closeAll(curs)
-						if curs[i].err != nil {
-							return fmt.Errorf("row %d, column %s: %v", row, c.name, curs[i].err)
-						}
-						return fmt.Errorf("row %d, column %s: the column ends before the row group (corrupt file)", row, c.name)
-					}
-					if bad != nil || v.IsNull() {
-						continue
-					}
-					if err := rec.setParquet(&c, v, &scratch); err != nil {
-						bad = fmt.Errorf("column %s: %v", c.name, err)
-					}
-				}
-				if bad != nil {
-					out.skip(row, "bad value", bad.Error())
-					continue
-				}
-				if reason, detail := rec.finish(); reason != "" {
-					out.skip(row, reason, detail)
-					continue
-				}
-				out.emit(&rec.sp, row)
-			}
-			closeAll(curs)
+	rec := &flatRecord{intern: &interner{}}
+	var row int64
+	var scratch []byte
+	for _, rg := range pf.RowGroups() {
+		chunks := rg.ColumnChunks()
+		curs := make([]*cursor, len(cols))
+		for i, c := range cols {
+			curs[i] = newCursor(chunks[c.idx])
 		}
-		return nil
-	})
+		n := rg.NumRows()
+		for r := int64(0); r < n; r++ {
+			row++
+			rec.reset()
+			var bad error
+			for i, c := range cols {
+				v, ok := curs[i].next()
+				if !ok {
+					closeAll(curs)
+					if curs[i].err != nil {
+						return fmt.Errorf("row %d, column %s: %v", row, c.name, curs[i].err)
+					}
+					return fmt.Errorf("row %d, column %s: the column ends before the row group (corrupt file)", row, c.name)
+				}
+				if bad != nil || v.IsNull() {
+					continue
+				}
+				if err := rec.setParquet(&c, v, &scratch); err != nil {
+					bad = fmt.Errorf("column %s: %v", c.name, err)
+				}
+			}
+			if bad != nil {
+				src.Skip(0, row, "bad value", bad.Error())
+				continue
+			}
+			if reason, detail := rec.finish(); reason != "" {
+				src.Skip(0, row, reason, detail)
+				continue
+			}
+			src.Emit(&rec.sp, 0, row)
+		}
+		closeAll(curs)
+	}
+	return nil
 }
 
 func closeAll(cs []*cursor) {
