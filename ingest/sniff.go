@@ -41,7 +41,7 @@ func Sniff(br *bufio.Reader) (string, error) {
 			return false
 		}
 		switch {
-		case has("resourceSpans", "resource_spans", "batches", "result"):
+		case has("resourceSpans", "resource_spans", "batches") || otlpWrapped(t):
 			return "otlp", nil
 		case has("data") || (has("traceID") && has("spans")) || (has("spans") && has("processes")):
 			return "jaeger", nil
