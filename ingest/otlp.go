@@ -5,13 +5,24 @@ package ingest
 //	{"resourceSpans":[{"resource":{"attributes":[…]},
 //	                   "scopeSpans":[{"scope":{…},"spans":[{…},…]}]}]}
 //
+// Checked against opentelemetry-proto docs/specification.md ("JSON Protobuf
+// Encoding") and the proto3 JSON mapping it amends: ids are hex (any case)
+// in OTLP/JSON and base64 in generic protojson, both read; 64-bit integers
+// come as decimal strings or numbers; enums as integers (OTLP/JSON) or names
+// (protojson); lowerCamelCase keys and the original snake_case names are
+// both accepted, as protojson parsers do; unknown fields are ignored.
+//
 // Variants met in the wild and read here: instrumentationLibrarySpans (the
-// pre-1.0 name of scopeSpans), Tempo's "batches" for resourceSpans, Jaeger
-// v3's {"result":{…}} wrapper, the collector's file exporter (one
+// pre-1.0 name of scopeSpans), Tempo's /api/traces {"batches":[…]} and
+// /api/v2/traces {"trace":{…}} responses, Jaeger v3's {"result":{…}}
+// wrapper (one per line when streamed), the collector's file exporter (one
 // TracesData per line, so several top-level documents), a top-level array
-// of TracesData, snake_case keys (the proto field names, which protojson
-// parsers accept), times as strings or numbers, ids as hex in any case or
-// as base64, enums as numbers or names. A missing status is UNSET.
+// of TracesData. A missing status is UNSET; the pre-0.7 status (a gRPC-like
+// code, kept as deprecatedCode until OTLP 0.9) is read too, its
+// DEADLINE_EXCEEDED as a timeout. Attribute values are read when they are
+// scalars (stringValue, intValue, doubleValue, boolValue); arrayValue,
+// kvlistValue and bytesValue carry nothing tailscope uses and are passed
+// over.
 //
 // The walk streams: resource attributes stay in scope while the spans of
 // that resource are decoded one at a time. When a producer writes
@@ -20,6 +31,8 @@ package ingest
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/tailscope/tailscope/span"
 )
@@ -71,7 +84,7 @@ func (w *jsonWalker) otlpTracesData() error {
 				}
 				return w.otlpResourceSpans()
 			})
-		case "result":
+		case "result", "trace":
 			ok, err := w.enter('{', key)
 			if !ok || err != nil {
 				return err
@@ -330,25 +343,33 @@ func otlpKind(k kind, v []byte) (string, error) {
 	case "", "internal", "server", "client", "producer", "consumer":
 		return s, nil
 	}
+	if _, err := strconv.Atoi(string(v)); err == nil && k == kNumber {
+		// Proto3 enums are open: a number this version does not know
+		// is kept by protojson, and says nothing tailscope can use.
+		return "", nil
+	}
 	return "", fmt.Errorf("kind: unknown span kind %q", v)
 }
 
-// otlpStatus reads {code, message}. Code is 0 unset, 1 ok, 2 error, or
-// the STATUS_CODE_ names.
+// otlpStatus reads {code, message, deprecatedCode}. Code is 0 unset, 1
+// ok, 2 error, or the STATUS_CODE_ names. Before OTLP 0.7 the status code
+// was gRPC-like (0 OK, 1 CANCELLED, …, 4 DEADLINE_EXCEEDED, …); 0.7 to 0.9
+// kept it as deprecatedCode beside the new code, with the rule that an
+// unset code and a deprecated code other than OK mean ERROR. So a number
+// above 2, or a gRPC name, is read as that older code: a failure, and a
+// timeout for DEADLINE_EXCEEDED.
 func otlpStatus(raw []byte, rec *traceRecord) error {
-	return objectMembers(raw, func(key string, k kind, v []byte) error {
+	dep := -1
+	err := objectMembers(raw, func(key string, k kind, v []byte) error {
 		switch key {
 		case "code":
-			switch string(v) {
-			case "0", "STATUS_CODE_UNSET", "UNSET":
-				rec.status, rec.statusSet = span.Unset, true
-			case "1", "STATUS_CODE_OK", "OK":
-				rec.status, rec.statusSet = span.OK, true
-			case "2", "STATUS_CODE_ERROR", "ERROR":
-				rec.status, rec.statusSet = span.Error, true
-			default:
-				return fmt.Errorf("status.code: want 0-2 or a STATUS_CODE_ name, got %q", v)
+			return otlpStatusCode(k, v, rec)
+		case "deprecatedCode", "deprecated_code":
+			n, ok := otlpGRPCCode(k, v, "DEPRECATED_STATUS_CODE_")
+			if !ok {
+				return fmt.Errorf("status.deprecatedCode: want a number or a DEPRECATED_STATUS_CODE_ name, got %q", v)
 			}
+			dep = n
 		case "message":
 			if k == kString && len(v) > 0 {
 				rec.message = string(v)
@@ -356,6 +377,113 @@ func otlpStatus(raw []byte, rec *traceRecord) error {
 		}
 		return nil
 	})
+	if err == nil && dep > 0 && (!rec.statusSet || rec.status == span.Unset) {
+		rec.status, rec.statusSet = span.Error, true
+		rec.timeout = rec.timeout || dep == 4
+	}
+	return err
+}
+
+func otlpStatusCode(k kind, v []byte, rec *traceRecord) error {
+	switch string(v) {
+	case "0", "STATUS_CODE_UNSET", "UNSET":
+		rec.status, rec.statusSet = span.Unset, true
+		return nil
+	case "1", "STATUS_CODE_OK", "OK":
+		rec.status, rec.statusSet = span.OK, true
+		return nil
+	case "2", "STATUS_CODE_ERROR", "ERROR":
+		rec.status, rec.statusSet = span.Error, true
+		return nil
+	}
+	n, ok := otlpGRPCCode(k, v, "STATUS_CODE_")
+	switch {
+	case !ok:
+		return fmt.Errorf("status.code: want 0-2 or a STATUS_CODE_ name, got %q", v)
+	case n > 0: // the pre-0.7 code: anything but OK failed
+		rec.status, rec.statusSet = span.Error, true
+		rec.timeout = rec.timeout || n == 4
+	case n == 0 && k == kString: // the pre-0.7 "Ok"
+		rec.status, rec.statusSet = span.OK, true
+	}
+	return nil
+}
+
+// otlpGRPCCode reads a gRPC-like status code as a number or as a name,
+// with or without prefix, upper snake case (DEADLINE_EXCEEDED, the 0.5-0.9
+// spelling) or CamelCase (DeadlineExceeded, 0.4). Negative numbers and
+// numbers past 16 are open-enum values with no meaning here: -1.
+func otlpGRPCCode(k kind, v []byte, prefix string) (int, bool) {
+	if k == kNumber || k == kString {
+		if n, err := strconv.Atoi(string(v)); err == nil {
+			if n < 0 || n > 16 {
+				n = -1
+			}
+			return n, true
+		}
+	}
+	if k != kString {
+		return 0, false
+	}
+	name := strings.TrimPrefix(string(v), prefix)
+	if !strings.Contains(name, "_") && strings.ToUpper(name) != name {
+		var b strings.Builder
+		for i, r := range name {
+			if i > 0 && 'A' <= r && r <= 'Z' {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+		}
+		name = b.String()
+	}
+	name = strings.ToUpper(name)
+	switch name {
+	case "UNKNOWN_ERROR":
+		name = "UNKNOWN"
+	case "INTERNAL_ERROR":
+		name = "INTERNAL"
+	}
+	n, ok := grpcCodeNames[name]
+	return n, ok
+}
+
+// otlpWrapped reports whether the first object of b wraps TracesData
+// under "result" (Jaeger v3) or "trace" (Tempo's /api/v2/traces). Only the
+// first keys of the inner object are needed, so a wrapper larger than the
+// sniffing window is still recognised; a flat log line with a "trace" or
+// "result" field holding a string is not taken for one.
+func otlpWrapped(b []byte) bool {
+	sc := scanner{buf: b}
+	sc.ws()
+	if !sc.eat('{') {
+		return false
+	}
+	for {
+		sc.ws()
+		k, ok := sc.str()
+		if !ok {
+			return false
+		}
+		key := string(k)
+		sc.ws()
+		if !sc.eat(':') {
+			return false
+		}
+		sc.ws()
+		if (key == "result" || key == "trace") && sc.pos < len(sc.buf) && sc.buf[sc.pos] == '{' {
+			inner := topKeys(sc.buf[sc.pos:])
+			if inner["resourceSpans"] || inner["resource_spans"] || inner["batches"] {
+				return true
+			}
+		}
+		if _, _, err := sc.value(); err != nil {
+			return false
+		}
+		sc.ws()
+		if !sc.eat(',') {
+			return false
+		}
+	}
 }
 
 // otlpEvents looks for an "exception" event: its type or message is what

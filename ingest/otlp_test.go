@@ -221,8 +221,8 @@ func TestOTLPBadInput(t *testing.T) {
 			skips:  map[string]int64{"missing duration": 1, "missing end time": 1, "missing start time": 1},
 			errHas: []string{"span 1: missing duration", "span 2: missing end time", "span 3: missing start time"}},
 		{name: "bad values", in: otlpDoc("svc", good,
-			otlpSpan(`"kind":9`),
-			otlpSpan(`"status":{"code":7}`),
+			otlpSpan(`"kind":"SPAN_KIND_SIDEWAYS"`),
+			otlpSpan(`"status":{"code":"STATUS_CODE_MAYBE"}`),
 			otlpSpan(`"name":5`),
 			otlpSpan(`"traceId":{}`),
 			otlpSpan(`"attributes":[`+attr("http.status_code", "stringValue", `"OK"`)+`]`),
@@ -287,4 +287,99 @@ func TestOTLPStreams(t *testing.T) {
 // tjCut cuts doc n bytes after the first occurrence of part.
 func tjCut(doc, part string, n int) string {
 	return doc[:strings.Index(doc, part)+len(part)+n]
+}
+
+// TestOTLPConformance reads OTLP JSON as the specification and real
+// producers write it (opentelemetry-proto docs/specification.md, "JSON
+// Protobuf Encoding"; the proto3 JSON mapping; Tempo's and Jaeger's query
+// APIs; the collector's file exporter), not as our own fixtures do.
+func TestOTLPConformance(t *testing.T) {
+	one := tjBase + " 1000000000+250000000 unset"
+	res := `"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}],"droppedAttributesCount":0}`
+	withStatus := func(st string) string { return otlpDoc("svc", otlpSpan(`"status":`+st)) }
+	cases := []tjCase{
+		{name: "collector file exporter line with every field", sniff: "otlp",
+			in: `{"resourceSpans":[{` + res + `,"scopeSpans":[{"scope":{"name":"io.opentelemetry.okhttp","version":"1.2.3","attributes":[` + attr("a", "stringValue", `"b"`) + `],"droppedAttributesCount":0},` +
+				`"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","parentSpanId":"","flags":257,"traceState":"vendor=x",` +
+				`"name":"op","kind":3,"startTimeUnixNano":"1000000000","endTimeUnixNano":"1250000000",` +
+				`"attributes":[` + attr("http.request.method", "stringValue", `"GET"`) + `,` + attr("http.response.status_code", "intValue", `"503"`) + `,` + attr("http.request.resend_count", "intValue", `"1"`) + `],` +
+				`"droppedAttributesCount":0,"events":[{"timeUnixNano":"1100000000","name":"retry","attributes":[],"droppedAttributesCount":0}],"droppedEventsCount":0,` +
+				`"links":[{"traceId":"0102030405060708090a0b0c0d0e0f11","spanId":"1112131415161719","traceState":"","attributes":[],"droppedAttributesCount":0,"flags":256}],"droppedLinksCount":0,` +
+				`"status":{"message":"Service Unavailable","code":2},"futureField":{"nested":[1,2,{"x":null}]}}],` +
+				`"schemaUrl":"https://opentelemetry.io/schemas/1.21.0"}],"schemaUrl":"https://opentelemetry.io/schemas/1.21.0"}]}` + "\n",
+			want: []string{tjBase + "|client 1000000000+250000000 error code=503 attempt=2"}},
+		{name: "Tempo /api/traces: batches, base64 ids, enum names, int64 as strings", sniff: "otlp",
+			in: `{"batches":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeSpans":[{"scope":{"name":"lib"},"spans":[` +
+				`{"traceId":"AQIDBAUGBwgJCgsMDQ4PEA==","spanId":"ERITFBUWFxg=","parentSpanId":"ISIjJCUmJyg=","name":"op","kind":"SPAN_KIND_SERVER",` +
+				`"startTimeUnixNano":"1000000000","endTimeUnixNano":"1250000000","attributes":[{"key":"http.status_code","value":{"intValue":"504"}}],"status":{"code":"STATUS_CODE_ERROR"}}]}]}]}`,
+			want: []string{"T=0102030405060708090a0b0c0d0e0f10 S=1112131415161718 P=2122232425262728 svc|op|server 1000000000+250000000 error timeout code=504"}},
+		{name: "Tempo /api/v2/traces: trace wrapper with resourceSpans", sniff: "otlp",
+			in:   `{"trace":{"resourceSpans":[{` + res + `,"scopeSpans":[{"spans":[` + otlpSpan("") + `]}]}]},"metrics":{"inspectedBytes":"1234"},"status":"COMPLETE"}`,
+			want: []string{one}},
+		{name: "Tempo /api/v2/traces: trace wrapper with batches", sniff: "otlp",
+			in:   `{"trace":{"batches":[{` + res + `,"scopeSpans":[{"spans":[` + otlpSpan("") + `]}]}]}}`,
+			want: []string{one}},
+		{name: "Jaeger /api/v3/traces: streamed result lines", sniff: "otlp",
+			in:   `{"result":` + otlpDoc("svc", otlpSpan("")) + "}\n" + `{"result":` + otlpDoc("svc", otlpSpan(`"kind":2`)) + "}\n",
+			want: []string{one, tjBase + "|server 1000000000+250000000 unset"}},
+		{name: "pretty-printed document, scope after spans", sniff: "otlp",
+			in:   "{\n  \"resourceSpans\": [\n    {\n      \"scopeSpans\": [\n        {\n          \"spans\": [\n            " + otlpSpan("") + "\n          ],\n          \"scope\": {\"name\": \"lib\", \"version\": \"1\"}\n        }\n      ],\n      " + res + "\n    }\n  ]\n}\n",
+			want: []string{one}},
+		{name: "a flat log with trace and result fields is not OTLP", sniff: "jsonl",
+			in:   `{"trace":"abc","result":"ok","hop":"h","duration_ms":5}` + "\n",
+			want: []string{"T=abc S= | 0+5000000 unset"}},
+		{name: "AnyValue kinds: scalars read, arrays, kvlists and bytes passed over", in: otlpDoc("svc",
+			otlpSpan(`"attributes":[`+attr("http.response.status_code", "arrayValue", `{"values":[{"intValue":"500"}]}`)+`,`+
+				attr("peer.service", "kvlistValue", `{"values":[{"key":"a","value":{"stringValue":"b"}}]}`)+`,`+
+				attr("server.address", "bytesValue", `"ZGI="`)+`,`+attr("error", "boolValue", `true`)+`,`+
+				attr("sampling.weight", "doubleValue", `2.5`)+`,`+attr("retry.attempt", "intValue", `2`)+`,`+attr("x", "doubleValue", `"NaN"`)+`,`+
+				`{"key":"empty","value":{}},{"key":"novalue"}]`)),
+			want: []string{tjBase + " 1000000000+250000000 error attempt=2 w=2.5"}},
+		{name: "status: pre-0.7 codes and deprecatedCode", in: otlpDoc("svc",
+			otlpSpan(`"status":{"code":0,"deprecatedCode":4}`),
+			otlpSpan(`"status":{"deprecated_code":"DEPRECATED_STATUS_CODE_UNAVAILABLE"}`),
+			otlpSpan(`"status":{"code":1,"deprecatedCode":2}`),
+			otlpSpan(`"status":{"deprecatedCode":0}`),
+			otlpSpan(`"status":{"code":4}`),
+			otlpSpan(`"status":{"code":"STATUS_CODE_DEADLINE_EXCEEDED"}`),
+			otlpSpan(`"status":{"code":"DeadlineExceeded"}`),
+			otlpSpan(`"status":{"code":"Ok"}`),
+			otlpSpan(`"status":{"code":14,"message":"unavailable"}`),
+			otlpSpan(`"status":{"code":99}`),
+		),
+			want: []string{
+				tjBase + " 1000000000+250000000 error timeout",
+				tjBase + " 1000000000+250000000 error",
+				tjBase + " 1000000000+250000000 ok",
+				one,
+				tjBase + " 1000000000+250000000 error timeout",
+				tjBase + " 1000000000+250000000 error timeout",
+				tjBase + " 1000000000+250000000 error timeout",
+				tjBase + " 1000000000+250000000 ok",
+				tjBase + " 1000000000+250000000 error",
+				one,
+			}},
+		{name: "bad status names", in: withStatus(`{"code":"STATUS_CODE_MAYBE"}`) + "\n" + withStatus(`{"deprecatedCode":"SOMETIMES"}`) + "\n" + withStatus(`{"code":true}`),
+			skips: map[string]int64{"bad value": 3}, errHas: []string{"status.code: want 0-2", "status.deprecatedCode", "status.code"}},
+		{name: "kind: open enum numbers, names", in: otlpDoc("svc", otlpSpan(`"kind":7`), otlpSpan(`"kind":"SPAN_KIND_UNSPECIFIED"`), otlpSpan(`"kind":"SPAN_KIND_INTERNAL"`)),
+			want: []string{one, one, tjBase + "|internal 1000000000+250000000 unset"}},
+		{name: "64-bit integers as JSON numbers", in: otlpDoc("svc",
+			`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","name":"op","startTimeUnixNano":1000000000,"endTimeUnixNano":1250000000,"attributes":[`+attr("http.request.resend_count", "intValue", `0`)+`]}`),
+			want: []string{tjBase + " 1000000000+250000000 unset attempt=1"}},
+		{name: "ids: hex in either case, base64 std and URL-safe, all-zero parent", in: otlpDoc("svc",
+			`{"traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"EEE19B7EC3C1B174","parentSpanId":"eee19b7ec3c1b173","name":"op","startTimeUnixNano":"1000000000","endTimeUnixNano":"1250000000"}`,
+			`{"traceId":"W47/95gDgQPSabYzgT/GDA==","spanId":"7uGbfsPBsXQ=","parentSpanId":"AAAAAAAAAAA=","name":"op","startTimeUnixNano":"1000000000","endTimeUnixNano":"1250000000"}`,
+			`{"traceId":"W47_95gDgQPSabYzgT_GDA==","spanId":"7uGbfsPBsXQ","name":"op","startTimeUnixNano":"1000000000","endTimeUnixNano":"1250000000"}`),
+			want: []string{
+				"T=5b8efff798038103d269b633813fc60c S=eee19b7ec3c1b174 P=eee19b7ec3c1b173 svc|op 1000000000+250000000 unset",
+				"T=5b8efff798038103d269b633813fc60c S=eee19b7ec3c1b174 svc|op 1000000000+250000000 unset",
+				"T=5b8efff798038103d269b633813fc60c S=eee19b7ec3c1b174 svc|op 1000000000+250000000 unset",
+			}},
+		{name: "exception event: only an event named exception counts, only on an error", in: otlpDoc("svc",
+			otlpSpan(`"status":{"code":2},"events":[{"name":"log","attributes":[`+attr("exception.type", "stringValue", `"TimeoutError"`)+`]}]`),
+			otlpSpan(`"status":{"code":2},"events":[{"name":"exception","attributes":[`+attr("exception.message", "stringValue", `"context deadline exceeded"`)+`]}]`),
+			otlpSpan(`"events":[{"name":"exception","attributes":[`+attr("exception.type", "stringValue", `"TimeoutError"`)+`]}]`)),
+			want: []string{tjBase + " 1000000000+250000000 error", tjBase + " 1000000000+250000000 error timeout", one}},
+	}
+	tjRunCases(t, cases)
 }
