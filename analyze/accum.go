@@ -323,7 +323,7 @@ func (a *Accum) fill(h *Hop, rep *Report) {
 	h.SuccessLatencyMs, _ = digestPercentiles(&tts, knownTTS)
 	h.ttsCount = tts.N()
 	h.targetKnown = false
-	if q := opt(rep).Percentile / 100; PercentileKnown(tts.N(), knownTTS, q) {
+	if q := optionsOf(rep).Percentile / 100; PercentileKnown(tts.N(), knownTTS, q) {
 		h.target, h.targetKnown = tts.Quantile(q), true
 	}
 	if tts.N() > 0 && knownTTS > 0 {
@@ -358,8 +358,8 @@ func (a *Accum) fill(h *Hop, rep *Report) {
 	}
 }
 
-// opt recovers the analysis options Run stored for fill.
-func opt(rep *Report) Options { return rep.opt }
+// optionsOf recovers the analysis options Run stored for fill.
+func optionsOf(rep *Report) Options { return rep.opt }
 
 // digestPercentiles is percentiles over a Digest.
 func digestPercentiles(d *Digest, known int) (Latency, []string) {

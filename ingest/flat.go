@@ -692,8 +692,28 @@ const keySlots = 256
 
 func (t *fieldTable) lookup(rec *flatRecord, depth, pos int, key []byte) field {
 	if rec.keys == nil {
-		rec.keys = make([]keySlot, keySlots)
+		rec.keys = make([]keySlot, keySlots+posSlots)
 	}
+	// First guess: the key the previous line had at this position (one
+	// comparison when lines share their layout, the common case).
+	var ps *keySlot
+	if depth == 0 && pos < posSlots {
+		ps = &rec.keys[keySlots+pos]
+		if ps.key != nil && bytes.Equal(ps.key, key) {
+			return ps.f
+		}
+	}
+	f := t.lookupHashed(rec, key)
+	if ps != nil {
+		ps.key, ps.f = append(ps.key[:0], key...), f
+	}
+	return f
+}
+
+// posSlots is how many leading positions of a line the first guess covers.
+const posSlots = 32
+
+func (t *fieldTable) lookupHashed(rec *flatRecord, key []byte) field {
 	h := uint32(len(key))
 	for _, c := range key {
 		h = h*31 + uint32(c)
