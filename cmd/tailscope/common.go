@@ -183,6 +183,11 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 		}
 		return nil, errors.New(b.String())
 	}
+	if !f.quiet {
+		for _, n := range st.Notes {
+			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", n)
+		}
+	}
 	if !f.quiet && st.Skipped > 0 {
 		fmt.Fprintf(e.stderr, "tailscope: skipped %d of %d records", st.Skipped, st.Read)
 		if len(st.Errors) > 0 {
