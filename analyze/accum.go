@@ -42,9 +42,9 @@ type Accum struct {
 	last   *hopAcc
 	spans  []span.Span
 	hashes []uint64
-	level  uint  // the sample keeps hash < 2^64 >> level
-	total  int64 // spans added
-	traces map[uint64]struct{}
+	level  uint   // the sample keeps hash < 2^64 >> level
+	limit  int    // SampleSpans, raised when one trace alone exceeds it
+	total  int64  // spans added
 	loose  uint64 // spans without a trace id, each its own request
 }
 
@@ -95,9 +95,26 @@ func (a *Accum) Add(sp *span.Span) {
 	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
 	a.spans = append(a.spans, c)
 	a.hashes = append(a.hashes, x)
-	for len(a.spans) > a.SampleSpans && a.level < 63 {
-		a.level++
+	if a.limit == 0 {
+		a.limit = a.SampleSpans
+	}
+	for len(a.spans) > a.limit && a.level < 63 {
+		next := a.level + 1
 		keep := 0
+		for _, x := range a.hashes {
+			if x>>(64-next) == 0 {
+				keep++
+			}
+		}
+		if keep == 0 {
+			// Halving would empty the sample (one trace larger than the
+			// limit): keep what there is, and look again only once it
+			// has doubled, so that this stays linear.
+			a.limit = 2 * len(a.spans)
+			break
+		}
+		a.level = next
+		keep = 0
 		for i := range a.spans {
 			if a.hashes[i]>>(64-a.level) == 0 {
 				a.spans[keep], a.hashes[keep] = a.spans[i], a.hashes[i]
