@@ -28,6 +28,7 @@ var arrowSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "attempt", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 	{Name: "timeout_ms", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "weight", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "peer", Type: arrow.BinaryTypes.String, Nullable: true},
 }, nil)
 
 // ArrowBatch is the number of spans per record batch.
@@ -94,6 +95,7 @@ func (a *Arrow) Write(sp *span.Span) error {
 		w = 1
 	}
 	f[14].(*array.Float64Builder).Append(w)
+	optStr(15, sp.Peer)
 	a.n++
 	if a.n == ArrowBatch {
 		return a.flush()

@@ -27,7 +27,7 @@ import (
 // Columns are the flat schema's column names, in the order written.
 var Columns = []string{
 	"trace_id", "span_id", "parent_id", "service", "name", "kind", "hop",
-	"start", "duration_ns", "status", "timeout", "code", "attempt", "timeout_ms", "weight",
+	"start", "duration_ns", "status", "timeout", "code", "attempt", "timeout_ms", "weight", "peer",
 }
 
 // Formats are the output formats, as --to names them.

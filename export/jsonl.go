@@ -76,6 +76,7 @@ func (j *JSONL) Write(sp *span.Span) error {
 		key("weight")
 		b = strconv.AppendFloat(b, sp.Weight, 'g', -1, 64)
 	}
+	str("peer", sp.Peer)
 	b = append(b, '}', '\n')
 	j.buf = b
 	_, err := j.w.Write(b)

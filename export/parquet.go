@@ -27,6 +27,7 @@ type parquetRow struct {
 	Attempt    int32   `parquet:"attempt,optional"`
 	TimeoutMs  float64 `parquet:"timeout_ms,optional"`
 	Weight     float64 `parquet:"weight"`
+	Peer       string  `parquet:"peer,optional,dict"`
 }
 
 // ParquetRowGroup is the number of spans per row group: large enough for
@@ -61,6 +62,7 @@ func (p *Parquet) Write(sp *span.Span) error {
 		Service: sp.Service, Name: sp.Name, Kind: sp.Kind, Hop: sp.Hop,
 		Start: sp.Start, DurationNs: sp.Duration, Status: sp.Status.String(), Timeout: sp.Timeout,
 		Code: int32(sp.Code), Attempt: int32(sp.Attempt), TimeoutMs: timeoutMs(sp.TimeoutInForce), Weight: w,
+		Peer: sp.Peer,
 	})
 	if len(p.rows) == cap(p.rows) {
 		return p.flush()

@@ -47,13 +47,14 @@ const (
 	fError     // bool or non-empty string: failed
 	fErrorType // "timeout" marks a timeout
 	fNested    // an attributes object whose members are fields too
+	fPeer      // the remote side of a client span (--hop-by peer)
 )
 
 // FlatFields lists the canonical field names, for --help and --map checks.
 var FlatFields = []string{
 	"trace_id", "span_id", "parent_id", "service", "name", "kind", "hop",
 	"start", "start_ms", "start_us", "end", "duration", "duration_ms", "duration_us", "duration_ns",
-	"status", "timeout", "code", "attempt", "timeout_ms", "weight", "error", "error_type",
+	"status", "timeout", "code", "attempt", "timeout_ms", "weight", "error", "error_type", "peer",
 }
 
 var flatKeys = map[string]field{
@@ -78,6 +79,7 @@ var flatKeys = map[string]field{
 	"weight":     fWeight, "sampling.weight": fWeight, "adjusted_count": fWeight,
 	"error": fError, "error.type": fErrorType, "error_type": fErrorType,
 	"attributes": fNested, "attrs": fNested, "tags": fNested,
+	"peer": fPeer, "peer.service": fPeer, "server.address": fPeer,
 }
 
 var canonicalField = map[string]field{}
@@ -182,6 +184,8 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		sp.Kind = normKind(v)
 	case fHop:
 		sp.Hop = r.intern.get(v)
+	case fPeer:
+		sp.Peer = r.intern.get(v)
 	case fStart, fStartMs, fStartUs, fEnd:
 		t, err := parseTime(f, str, v)
 		if err != nil {
