@@ -167,6 +167,10 @@ func runCheck(e *env, args []string) error {
 	}
 	rep := l.report(aopt)
 	l.fill(rep)
+	if len(l.reqs) == 0 {
+		// Nothing to replay can prove nothing: never a pass.
+		return fmt.Errorf("no requests to replay in %s (%d spans used): check needs whole traces", strings.Join(fs.Args(), ", "), l.stats.Used)
+	}
 	cr := check.Run(rep, l.reqs, pols, copt)
 	if err := out.write(e, func(w io.Writer) error {
 		return report.Check(w, out.format, cr, renderOptions(e, out.output))
