@@ -53,9 +53,32 @@ type rewindReader struct {
 	pending []byte
 	br      *bufio.Reader
 	err     error // the first I/O error (not io.EOF) met underneath
+	// budget, when ≥ 0, is how many more bytes one record may pull in: it
+	// keeps a single huge span or trace from being buffered whole before
+	// --max-record could reject it.
+	budget int64
 }
 
+// errRecordBudget is returned by rewindReader.Read when a record has used
+// its budget; it is not an I/O error.
+var errRecordBudget = errors.New("record over --max-record")
+
 func (r *rewindReader) Read(p []byte) (int, error) {
+	if r.budget >= 0 {
+		if r.budget == 0 {
+			return 0, errRecordBudget
+		}
+		if int64(len(p)) > r.budget {
+			p = p[:r.budget]
+		}
+		n, err := r.read(p)
+		r.budget -= int64(n)
+		return n, err
+	}
+	return r.read(p)
+}
+
+func (r *rewindReader) read(p []byte) (int, error) {
 	if len(r.pending) > 0 {
 		n := copy(p, r.pending)
 		r.pending = r.pending[n:]
@@ -124,10 +147,13 @@ type jsonWalker struct {
 	index   int64
 	intern  interner
 	hopAttr string
+	// skipPast is the offset of a record rejected as too long: resync
+	// drops lines until it is behind.
+	skipPast int64
 }
 
 func newWalker(src *Source) *jsonWalker {
-	w := &jsonWalker{src: src, rr: &rewindReader{br: src.R}, hopAttr: src.Options().HopAttr()}
+	w := &jsonWalker{src: src, rr: &rewindReader{br: src.R, budget: -1}, hopAttr: src.Options().HopAttr()}
 	w.dec = json.NewDecoder(w.rr)
 	return w
 }
@@ -152,6 +178,10 @@ func (w *jsonWalker) run(doc func() error) error {
 		reason, at := reasonBadJSON, w.offset()
 		var se *json.SyntaxError
 		switch {
+		case errors.Is(err, errRecordBudget):
+			reason = reasonTooLong
+			w.skipPast = at + 1 // resync must leave the line the record started on
+			err = fmt.Errorf("a record over %d bytes (raise with --max-record)", w.src.Options().MaxRecord)
 		case errors.As(err, &se):
 			at = w.base + se.Offset
 		case errors.Is(err, io.ErrUnexpectedEOF):
@@ -178,6 +208,9 @@ func (w *jsonWalker) resync() bool {
 		pos += n
 		if eof {
 			return false
+		}
+		if pos <= w.skipPast {
+			continue // still before the end of the too-long record's first line
 		}
 		if c, ok := w.rr.peekByte(); !ok {
 			return false
@@ -330,7 +363,12 @@ func (w *jsonWalker) members(member func(key string) error) error {
 // raw decodes the next value as raw bytes and reports where it started.
 func (w *jsonWalker) raw() ([]byte, int64, error) {
 	var m json.RawMessage
-	if err := w.dec.Decode(&m); err != nil {
+	// The decoder may already hold up to a buffer of read-ahead: allow
+	// that on top of the record's own limit.
+	w.rr.budget = int64(w.src.Options().MaxRecord) + 1<<16
+	err := w.dec.Decode(&m)
+	w.rr.budget = -1
+	if err != nil {
 		return nil, 0, err
 	}
 	return m, w.offset() - int64(len(m)), nil
