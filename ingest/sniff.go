@@ -45,6 +45,11 @@ func Sniff(br *bufio.Reader) (string, error) {
 			return "otlp", nil
 		case has("data") || (has("traceID") && has("spans")) || (has("spans") && has("processes")):
 			return "jaeger", nil
+		case has("traceId", "trace_id") && has("spanId", "span_id") &&
+			has("startTimeUnixNano", "start_time_unix_nano") && has("endTimeUnixNano", "end_time_unix_nano") &&
+			!has("hop", "duration", "duration_ms", "duration_us", "duration_ns"):
+			// A bare OTLP span per line (no resourceSpans around it).
+			return "otlp-spans", nil
 		}
 		return "jsonl", nil
 	case '[':
