@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
@@ -32,7 +34,9 @@ const DefaultSampleSpans = 100_000
 //     traces fit), every span of a kept trace is kept, and no trace is
 //     favoured for being slow or failed, so the sample is unbiased.
 //
-// Add must not be called concurrently.
+// Add must not be called concurrently. A reader that decodes on several
+// goroutines can instead give each of them a Part (see Part), which does
+// the per-hop work where the span is decoded.
 type Accum struct {
 	// SampleSpans bounds the spans kept for trees (DefaultSampleSpans when
 	// 0 at the first Add).
@@ -42,10 +46,11 @@ type Accum struct {
 	last   *hopAcc
 	spans  []span.Span
 	hashes []uint64
-	level  uint   // the sample keeps hash < 2^64 >> level
-	limit  int    // SampleSpans, raised when one trace alone exceeds it
-	total  int64  // spans added
-	loose  uint64 // spans without a trace id, each its own request
+	level  uint          // the sample keeps hash < 2^64 >> level
+	shared atomic.Uint32 // level, for Parts on other goroutines
+	limit  int           // SampleSpans, raised when one trace alone exceeds it
+	total  int64         // spans added
+	loose  uint64        // spans without a trace id, each its own request
 }
 
 // hopAcc is what an Accum keeps of one hop over all spans.
@@ -70,17 +75,31 @@ func NewAccum(sampleSpans int) *Accum {
 // may be reused by the caller afterwards.
 func (a *Accum) Add(sp *span.Span) {
 	a.total++
+	a.hopOf(sp.Hop).add(sp)
+	a.sample(sp)
+}
+
+func (a *Accum) hopOf(hop string) *hopAcc {
 	h := a.last
-	if h == nil || h.name != sp.Hop {
-		h = a.hops[sp.Hop]
+	if h == nil || h.name != hop {
+		h = a.hops[hop]
 		if h == nil {
-			h = &hopAcc{name: sp.Hop}
-			a.hops[sp.Hop] = h
+			h = &hopAcc{name: hop}
+			a.hops[hop] = h
 		}
 		a.last = h
 	}
-	h.add(sp)
+	return h
+}
 
+// Ordered records a span that a Part has counted already and asked to see
+// again (Part.Add returned true): it only goes through the trace sample.
+// Spans must come in input order, as to Add.
+func (a *Accum) Ordered(sp *span.Span) { a.sample(sp) }
+
+// sample keeps sp when its trace is in the sample, halving the sample
+// when it overflows.
+func (a *Accum) sample(sp *span.Span) {
 	var x uint64
 	if sp.TraceID != "" {
 		x = hashID(sp.TraceID)
@@ -114,6 +133,7 @@ func (a *Accum) Add(sp *span.Span) {
 			break
 		}
 		a.level = next
+		a.shared.Store(uint32(next))
 		keep = 0
 		for i := range a.spans {
 			if a.hashes[i]>>(64-a.level) == 0 {
@@ -123,6 +143,89 @@ func (a *Accum) Add(sp *span.Span) {
 		}
 		clear(a.spans[keep:])
 		a.spans, a.hashes = a.spans[:keep], a.hashes[:keep]
+	}
+}
+
+// Part is the per-hop half of an Accum for one decoding goroutine. The
+// sample must see spans in input order and the hop statistics need not
+// (their digests merge exactly), so a parallel reader gives each of its
+// goroutines a Part: Add counts the span into the Part's own hop digests
+// and says whether the span may belong to the trace sample; the reader
+// passes those spans, in input order, to Accum.Ordered, and Merge folds
+// the Part back once its goroutine is done. The result is what Add on
+// every span in input order gives, to the byte.
+//
+// Add may ask for more spans than the sample keeps: it reads the sample's
+// level as it is now, and the level only rises, so Ordered, seeing the
+// span later, sees a level at least as high and decides exactly as Add
+// would have. Spans without a trace id always go to Ordered: each is its
+// own trace, numbered in input order.
+type Part struct {
+	a    *Accum
+	hops map[string]*hopAcc
+	// recent finds a hop's accumulator by its string's address without
+	// hashing it: readers intern hop names, so a hop's spans share one
+	// string (a miss falls back to the map).
+	recent [64]*hopAcc
+	n      int64
+}
+
+// Part returns a new Part of a. Parts may run concurrently with each
+// other and with Ordered; Merge must not.
+func (a *Accum) Part() *Part { return &Part{a: a, hops: map[string]*hopAcc{}} }
+
+// Add records sp's attempt in the Part's hop statistics and reports
+// whether Accum.Ordered must see sp. Like Accum.Add it keeps nothing of
+// sp's strings but the hop name.
+func (p *Part) Add(sp *span.Span) bool {
+	p.n++
+	hop := sp.Hop
+	k := (uintptr(unsafe.Pointer(unsafe.StringData(hop)))>>3 ^ uintptr(len(hop))) & uintptr(len(p.recent)-1)
+	h := p.recent[k]
+	if h == nil || h.name != hop {
+		h = p.hops[hop]
+		if h == nil {
+			h = &hopAcc{name: hop}
+			p.hops[hop] = h
+		}
+		p.recent[k] = h
+	}
+	h.add(sp)
+	if sp.TraceID == "" {
+		return true
+	}
+	level := p.a.shared.Load()
+	return level == 0 || hashID(sp.TraceID)>>(64-level) == 0
+}
+
+// Merge folds a Part's statistics into a; p is empty afterwards. The
+// order in which Parts merge does not change the result.
+func (a *Accum) Merge(p *Part) {
+	a.total += p.n
+	names := make([]string, 0, len(p.hops))
+	for name := range p.hops {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		a.hopOf(name).merge(p.hops[name])
+	}
+	*p = Part{a: a, hops: map[string]*hopAcc{}}
+}
+
+// merge adds o's attempts to h, in the form Add would have left them: a
+// hop past the exact range has all three digests sketched.
+func (h *hopAcc) merge(o *hopAcc) {
+	h.n += o.n
+	h.failed += o.failed
+	h.flag += o.flag
+	h.succ.Merge(&o.succ)
+	h.flagged.Merge(&o.flagged)
+	h.other.Merge(&o.other)
+	if h.n > ExactLimit {
+		h.succ.Sketch()
+		h.flagged.Sketch()
+		h.other.Sketch()
 	}
 }
 

@@ -69,6 +69,9 @@ type Options struct {
 	// call: the flat JSON-lines reader then allocates nothing per span.
 	// An emit that keeps a span must clone those strings. Off by default.
 	Borrowed bool
+	// Fork, when set, lets a reader that decodes on several goroutines
+	// consume spans there instead of calling emit (see Fork in jsonl.go).
+	Fork Fork
 }
 
 // HopAttr returns KEY when HopBy is attr:KEY.
@@ -276,9 +279,22 @@ func (s *Source) Skip(line, index int64, reason, detail string) {
 // Emit validates a decoded span, derives its hop, applies the filters and
 // hands it on. line/index position the span for error messages.
 func (s *Source) Emit(sp *span.Span, line, index int64) {
-	if reason, detail := validate(sp); reason != "" {
+	if reason, detail := s.accept(sp); reason != "" {
 		s.Skip(line, index, reason, detail)
 		return
+	}
+	s.st.Read++
+	s.st.Used++
+	s.emit(sp)
+}
+
+// accept is Emit without the counting and the hand-off: it validates sp,
+// derives its hop, applies the filters and the outcome rule, and says why
+// sp is skipped (empty reason: kept). It reads only the options, so a
+// reader may call it on its decoding goroutines (see Fork).
+func (s *Source) accept(sp *span.Span) (reason, detail string) {
+	if reason, detail := validate(sp); reason != "" {
+		return reason, detail
 	}
 	hopBy := s.opt.HopBy
 	if hopBy == "" {
@@ -286,16 +302,13 @@ func (s *Source) Emit(sp *span.Span, line, index int64) {
 	}
 	sp.Hop = DeriveHop(sp, hopBy)
 	if sp.Hop == "" {
-		s.Skip(line, index, ReasonNoHop, "no "+hopBy+" to name the hop by (see --hop-by)")
-		return
+		return ReasonNoHop, "no " + hopBy + " to name the hop by (see --hop-by)"
 	}
 	if (s.opt.Since != 0 && sp.Start < s.opt.Since) || (s.opt.Until != 0 && sp.Start >= s.opt.Until) {
-		s.Skip(line, index, ReasonOutsideWindow, "")
-		return
+		return ReasonOutsideWindow, ""
 	}
 	if (s.opt.Hops != nil && !s.opt.Hops.MatchString(sp.Hop)) || (s.opt.ExcludeHops != nil && s.opt.ExcludeHops.MatchString(sp.Hop)) {
-		s.Skip(line, index, ReasonHopFiltered, "")
-		return
+		return ReasonHopFiltered, ""
 	}
 	if sp.Weight == 0 {
 		sp.Weight = 1
@@ -305,9 +318,7 @@ func (s *Source) Emit(sp *span.Span, line, index int64) {
 	if sp.Status == span.Unset && (sp.Code == 429 || (sp.Code >= 500 && sp.Code < 600)) {
 		sp.Status = span.Error
 	}
-	s.st.Read++
-	s.st.Used++
-	s.emit(sp)
+	return "", ""
 }
 
 // validate checks a span before analysis sees it.

@@ -26,6 +26,42 @@ import (
 // Memory stays bounded: at most 2×workers+2 blocks are in flight, each
 // about blockSize (larger only for a line longer than that, up to
 // --max-record).
+//
+// With Options.Fork the workers also do what Source.Emit does (validate,
+// derive the hop, filter) and hand each span to their own Branch, so only
+// the spans a Branch asks to see again, and the skipped records, go
+// through the ordered hand-off: the one goroutine that must see spans in
+// order then sees a small share of them.
+
+// Fork is a consumer of spans that does most of its work on the reader's
+// decoding goroutines. A reader that decodes in parallel asks it for one
+// Branch per goroutine and gives each span that passes Emit's checks to
+// the Branch of the goroutine that decoded it, in no particular order
+// across goroutines; the spans a Branch asks to see again reach Ordered in
+// input order, on the goroutine that called Read, instead of emit.
+// Readers that decode on one goroutine ignore Fork and call emit for
+// every span, so a Fork must always come with an emit that does the whole
+// work.
+type Fork interface {
+	// Branch returns the consumer of one decoding goroutine. It is
+	// called on the goroutine that called Read.
+	Branch() Branch
+	// Ordered receives, in input order, the spans a Branch.Take asked to
+	// see again. Like emit's, the span is valid only during the call.
+	Ordered(sp *span.Span)
+}
+
+// Branch consumes the spans of one decoding goroutine.
+type Branch interface {
+	// Take consumes a span that passed the reader's checks (its hop is
+	// derived, its weight and outcome are set) and reports whether
+	// Ordered must see it too. The span, and with Options.Borrowed its id
+	// strings, are valid only during the call.
+	Take(sp *span.Span) (again bool)
+	// Close is called once after the branch's last Take, on the goroutine
+	// that called Read, before Read moves on to the next input.
+	Close()
+}
 
 // blockSize is the target size of a block of lines: large enough that the
 // hand-off costs nothing per line, small enough to keep the working set
@@ -56,6 +92,7 @@ type block struct {
 	spans  []span.Span
 	lines  []int64
 	events []lineEvent
+	used   int64 // spans a Branch took (Fork only)
 	done   chan struct{}
 }
 
@@ -70,11 +107,16 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 	ordered := make(chan *block, cap(free))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var branches []Branch
 	for range workers {
+		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
+		if src.opt.Fork != nil {
+			d.src, d.branch = src, src.opt.Fork.Branch()
+			branches = append(branches, d.branch)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
 			for b := range todo {
 				d.decode(b)
 				b.done <- struct{}{}
@@ -104,26 +146,39 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 		}
 		// Spans may alias buf (Options.Borrowed): recycle only now.
 		b.spans, b.lines, b.events = b.spans[:0], b.lines[:0], b.events[:0]
-		b.err, b.tooLong = nil, 0
+		b.err, b.tooLong, b.used = nil, 0, 0
 		select {
 		case free <- b:
 		default:
 		}
 	}
 	wg.Wait()
+	for _, br := range branches {
+		br.Close()
+	}
 	return err
 }
 
 // deliver hands a decoded block's spans and skips on, in line order.
+// With a Fork the block's spans were checked and taken by a Branch
+// already: they are counted here, and those it asked to see again go to
+// Ordered.
 func deliver(src *Source, b *block) error {
 	ev := b.events
+	fork := src.opt.Fork
 	for i := range b.spans {
 		for len(ev) > 0 && ev[0].before <= i {
 			src.Skip(ev[0].line, 0, ev[0].reason, ev[0].detail)
 			ev = ev[1:]
 		}
-		src.Emit(&b.spans[i], b.lines[i], 0)
+		if fork != nil {
+			fork.Ordered(&b.spans[i])
+		} else {
+			src.Emit(&b.spans[i], b.lines[i], 0)
+		}
 	}
+	src.st.Read += b.used
+	src.st.Used += b.used
 	for _, e := range ev {
 		src.Skip(e.line, 0, e.reason, e.detail)
 	}
@@ -232,14 +287,18 @@ func skipLine(r interface {
 	}
 }
 
-// blockDecoder is one worker's state: its own record, interner and
-// scanner, so workers share nothing but the read-only field table.
+// blockDecoder is one worker's state: its own record, interner, key
+// layout and scanner, so workers share nothing but the read-only field
+// table (and, with a Fork, the read-only options of src).
 type blockDecoder struct {
 	tab    *fieldTable
 	rec    *flatRecord
 	sc     scanner
+	lay    layout
 	borrow bool
 	max    int
+	src    *Source // with a Fork: for accept
+	branch Branch  // with a Fork: this worker's consumer
 }
 
 func (d *blockDecoder) decode(b *block) {
@@ -266,10 +325,24 @@ func (d *blockDecoder) decode(b *block) {
 		if isBlank(l) {
 			continue
 		}
-		reason, detail := d.tab.decodeLine(&d.sc, rec, l)
+		var reason, detail string
+		if d.tab.fastLine(rec, &d.lay, l) {
+			reason, detail = rec.finish()
+		} else {
+			reason, detail = d.tab.decodeLine(&d.sc, rec, l)
+		}
+		if reason == "" && d.branch != nil {
+			reason, detail = d.src.accept(&rec.sp)
+		}
 		if reason != "" {
 			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, reason: reason, detail: detail})
 			continue
+		}
+		if d.branch != nil {
+			b.used++
+			if !d.branch.Take(&rec.sp) {
+				continue
+			}
 		}
 		b.spans = append(b.spans, rec.sp)
 		b.lines = append(b.lines, ln)

@@ -169,6 +169,8 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 	// The accumulator copies what it keeps, so the reader may lend its
 	// buffers: no allocation per span on the JSON-lines path.
 	opt.Borrowed = true
+	// Readers that decode in parallel accumulate per goroutine (fork.go).
+	opt.Fork = accumFork{acc: l.acc, m: m}
 	st, err := ingest.Read(paths, opt, func(s *span.Span) { l.acc.Add(s); m.span() })
 	m.done()
 	l.stats = st
