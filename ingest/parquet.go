@@ -201,6 +201,9 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 		}
 		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
 	}
+	if batchable(pf, cols) && !rowPath {
+		return decodeFlatBatch(src, pf, cols)
+	}
 	rec := &flatRecord{intern: &interner{}}
 	var row int64
 	var scratch []byte
@@ -246,6 +249,9 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 	return nil
 }
 
+// rowPath makes flat tables take the row path (tests compare both).
+var rowPath = false
+
 func closeAll(cs []*cursor) {
 	for _, c := range cs {
 		c.close()
@@ -278,78 +284,115 @@ func truncList(xs []string, n int) string {
 }
 
 // setParquet stores one typed value. The columns tailscope itself writes
-// (integer ns times and durations, floats, bools) take a direct path; the
-// rest go through the same text parsing as CSV so that every format
-// accepts the same values.
+// (integer ns times and durations, codes, floats, bools) take a direct
+// path; the rest go through the same text parsing as CSV so that every
+// format accepts the same values. The typed setters below are shared with
+// the batch reader (parquet_batch.go), so both paths give the same spans
+// and the same errors.
 func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) error {
 	switch v.Kind() {
 	case parquet.ByteArray, parquet.FixedLenByteArray:
 		b := v.ByteArray()
-		if !c.text && !printable(b) {
-			switch c.spec.f {
-			case fTraceID, fSpanID, fParentID:
-				// Raw id bytes: hex, as every other format spells ids.
-				*scratch = hex.AppendEncode((*scratch)[:0], b)
-				b = *scratch
-			}
+		if c.isID() {
+			b = c.idText(b, (*scratch)[:0])
+			*scratch = b
 		}
 		return r.setText(c.spec, b)
 	case parquet.Boolean:
-		if c.spec.f == fTimeout { // the flat schema's own column: no text round trip
-			r.timeout = r.timeout || v.Boolean()
-			return nil
-		}
-		return r.setText(c.spec, strconv.AppendBool((*scratch)[:0], v.Boolean()))
-	case parquet.Int32, parquet.Int64:
-		n := v.Int64()
-		if v.Kind() == parquet.Int32 {
-			n = int64(v.Int32())
-		}
-		switch c.spec.f {
-		case fStart, fEnd:
-			if c.scale != 1 {
-				if n > math.MaxInt64/c.scale || n < 0 {
-					return fmt.Errorf("time %d out of range", n)
-				}
-				n *= c.scale
-			}
-			if c.spec.f == fEnd {
-				r.end, r.hasEnd = n, true
-			} else {
-				r.sp.Start, r.hasStart = n, true
-			}
-			return nil
-		case fDuration, fDurationNs:
-			r.sp.Duration, r.hasDur = n, true
-			return nil
-		case fParentID:
-			if n == 0 {
-				return nil
-			}
-		}
-		return r.setText(c.spec, strconv.AppendInt((*scratch)[:0], n, 10))
-	case parquet.Float, parquet.Double:
-		x := v.Double()
-		if v.Kind() == parquet.Float {
-			x = float64(v.Float())
-		}
-		switch c.spec.f {
-		case fTimeoutMs: // as set() does with the text, without the round trip
-			if !finiteNs(x*1e6) || x < 0 {
-				return fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %g", x)
-			}
-			r.sp.TimeoutInForce = int64(math.Round(x * 1e6))
-			return nil
-		case fWeight:
-			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-				return fmt.Errorf("weight: want a number ≥ 0, got %g", x)
-			}
-			r.sp.Weight = x
-			return nil
-		}
-		return r.setText(c.spec, strconv.AppendFloat((*scratch)[:0], x, 'f', -1, 64))
+		return r.setParquetBool(c, v.Boolean(), scratch)
+	case parquet.Int32:
+		return r.setParquetInt(c, int64(v.Int32()), scratch)
+	case parquet.Int64:
+		return r.setParquetInt(c, v.Int64(), scratch)
+	case parquet.Float:
+		return r.setParquetFloat(c, float64(v.Float()), scratch)
+	case parquet.Double:
+		return r.setParquetFloat(c, v.Double(), scratch)
 	}
 	return fmt.Errorf("unsupported Parquet type %s", v.Kind())
+}
+
+// isID reports whether the column holds trace, span or parent ids.
+func (c *flatCol) isID() bool {
+	switch c.spec.f {
+	case fTraceID, fSpanID, fParentID:
+		return !c.spec.hopAttr
+	}
+	return false
+}
+
+// idText appends the text of an id to dst: raw id bytes (an unannotated
+// byte array that is not printable) become hex, as every other format
+// spells ids.
+func (c *flatCol) idText(b, dst []byte) []byte {
+	if !c.text && !printable(b) {
+		return hex.AppendEncode(dst, b)
+	}
+	return append(dst, b...)
+}
+
+func (r *flatRecord) setParquetBool(c *flatCol, b bool, scratch *[]byte) error {
+	if c.spec.f == fTimeout { // the flat schema's own column: no text round trip
+		r.timeout = r.timeout || b
+		return nil
+	}
+	return r.setText(c.spec, strconv.AppendBool((*scratch)[:0], b))
+}
+
+func (r *flatRecord) setParquetInt(c *flatCol, n int64, scratch *[]byte) error {
+	switch c.spec.f {
+	case fStart, fEnd:
+		if c.scale != 1 {
+			if n > math.MaxInt64/c.scale || n < 0 {
+				return fmt.Errorf("time %d out of range", n)
+			}
+			n *= c.scale
+		}
+		if c.spec.f == fEnd {
+			r.end, r.hasEnd = n, true
+		} else {
+			r.sp.Start, r.hasStart = n, true
+		}
+		return nil
+	case fDuration, fDurationNs:
+		r.sp.Duration, r.hasDur = n, true
+		return nil
+	case fCode: // what set does with the decimal text, without it
+		r.sp.Code, r.codeSet = int(n), true
+		r.errTimeout = r.errTimeout || n == 408 || n == 504
+		return nil
+	case fAttempt, fResendCount:
+		if n >= 0 && n < math.MaxInt32 {
+			if c.spec.f == fResendCount {
+				n++
+			}
+			r.sp.Attempt = int(n)
+			return nil
+		}
+	case fParentID:
+		if n == 0 {
+			return nil
+		}
+	}
+	return r.setText(c.spec, strconv.AppendInt((*scratch)[:0], n, 10))
+}
+
+func (r *flatRecord) setParquetFloat(c *flatCol, x float64, scratch *[]byte) error {
+	switch c.spec.f {
+	case fTimeoutMs: // as set() does with the text, without the round trip
+		if !finiteNs(x*1e6) || x < 0 {
+			return fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %g", x)
+		}
+		r.sp.TimeoutInForce = int64(math.Round(x * 1e6))
+		return nil
+	case fWeight:
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return fmt.Errorf("weight: want a number ≥ 0, got %g", x)
+		}
+		r.sp.Weight = x
+		return nil
+	}
+	return r.setText(c.spec, strconv.AppendFloat((*scratch)[:0], x, 'f', -1, 64))
 }
 
 // printable reports whether an unannotated byte array is plain ASCII text.

@@ -1,0 +1,165 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/span"
+)
+
+// wideRow exercises every way a flat table may spell a column: optional
+// and required, dictionary and plain, int32 and int64, float and double,
+// binary and text ids, a fixed-length binary id, status words and codes,
+// kinds in OTLP spelling, blank and space-padded strings.
+type wideRow struct {
+	TraceID  string    `parquet:"trace_id,optional"`
+	SpanID   []byte    `parquet:"span_id,optional"`
+	ParentID [8]byte   `parquet:"parent_id"`
+	Service  string    `parquet:"service,optional,dict"`
+	Name     string    `parquet:"name,optional"`
+	Kind     string    `parquet:"kind,optional,dict"`
+	Hop      string    `parquet:"hop,optional,dict"`
+	Ts       time.Time `parquet:"start,optional,timestamp(microsecond)"`
+	Dur      int64     `parquet:"duration_ns,optional,dict"`
+	Status   string    `parquet:"status,optional,dict"`
+	Timeout  bool      `parquet:"timeout,optional"`
+	Code     int32     `parquet:"code,optional,dict"`
+	Attempt  int64     `parquet:"attempt,optional"`
+	Tmo      float32   `parquet:"timeout_ms,optional"`
+	Weight   float64   `parquet:"weight,optional,dict"`
+	Peer     string    `parquet:"peer,optional"`
+}
+
+func wideRows(n int, seed uint64) []wideRow {
+	r := rand.New(rand.NewPCG(seed, seed))
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	rows := make([]wideRow, n)
+	for i := range rows {
+		w := &rows[i]
+		w.TraceID = pick(fmt.Sprintf("%016x", r.Uint64()%50), "", " padded ", fmt.Sprintf("t%d", i/7))
+		if r.IntN(4) > 0 {
+			w.SpanID = []byte(fmt.Sprintf("%08x", r.Uint32()))
+			if r.IntN(3) == 0 {
+				w.SpanID = []byte{byte(i), 0xff, 0x01, byte(i >> 8)} // binary: hex
+			}
+		}
+		if r.IntN(3) > 0 {
+			for j := range w.ParentID {
+				w.ParentID[j] = byte(r.Uint32())
+			}
+		}
+		w.Service = pick("cart", "", " pay ", "db")
+		w.Name = pick("GET /x", "", "PUT", "q")
+		w.Kind = pick("client", "SPAN_KIND_SERVER", "", "3", "weird")
+		w.Hop = pick("a", "b", "", "c d")
+		if r.IntN(5) > 0 {
+			w.Ts = time.Unix(0, 1_767_225_600_000_000_000+int64(r.IntN(1e6))*1000).UTC()
+		}
+		w.Dur = []int64{0, -5, 1_000_000, 3_000_000_000, int64(r.IntN(1e9))}[r.IntN(5)]
+		w.Status = pick("ok", "error", "", "STATUS_CODE_OK", "timeout", "503", "bad", " ok ")
+		w.Timeout = r.IntN(10) == 0
+		w.Code = []int32{0, 200, 504, 429, 503, 4}[r.IntN(6)]
+		w.Attempt = []int64{0, 1, 2, -1}[r.IntN(4)]
+		w.Tmo = []float32{0, 3000, 250.5, -1}[r.IntN(4)]
+		w.Weight = []float64{0, 1, 2.5, -3}[r.IntN(4)]
+		w.Peer = pick("", "svc-b", "10.0.0.1:80")
+	}
+	return rows
+}
+
+// readBoth reads data with the batch reader and with the row path.
+func readBoth(t *testing.T, data []byte, opt Options) (batch, row string) {
+	t.Helper()
+	read := func(rp bool) string {
+		rowPath = rp
+		defer func() { rowPath = false }()
+		var b strings.Builder
+		st, err := ReadStream("w.parquet", bytes.NewReader(data), opt, func(s *span.Span) {
+			b.WriteString(tBrief(*s)) // copies: the ids may be borrowed
+			b.WriteByte('\n')
+		})
+		if st != nil {
+			fmt.Fprintf(&b, "read %d used %d skipped %d %v\n", st.Read, st.Used, st.Skipped, st.SkippedByReason)
+			for _, e := range st.Errors {
+				fmt.Fprintln(&b, e)
+			}
+		}
+		fmt.Fprintln(&b, "err:", err)
+		return b.String()
+	}
+	return read(false), read(true)
+}
+
+// The batch reader gives exactly what the row path gives: the same spans
+// in the same order, the same skips with the same positions and details,
+// whatever the page and row group layout.
+func TestParquetBatchMatchesRows(t *testing.T) {
+	rows := wideRows(3000, 1)
+	layouts := map[string][]parquet.WriterOption{
+		"one group":        nil,
+		"small groups":     {parquet.MaxRowsPerRowGroup(100)},
+		"small pages":      {parquet.PageBufferSize(256), parquet.MaxRowsPerRowGroup(1000)},
+		"data page v1":     {parquet.DataPageVersion(1), parquet.PageBufferSize(512)},
+		"one row a group":  {parquet.MaxRowsPerRowGroup(1)},
+		"uneven last page": {parquet.MaxRowsPerRowGroup(777), parquet.PageBufferSize(1000)},
+	}
+	for name, opts := range layouts {
+		data := writeParquet(t, rows, opts...)
+		for _, opt := range []Options{{}, {Borrowed: true, MaxErrors: 1000}, {HopBy: "attr:peer"}, {HopBy: "service+name"}} {
+			batch, row := readBoth(t, data, opt)
+			if batch != row {
+				t.Errorf("%s, %+v: batch and row paths differ:\n%s", name, opt, firstDiff(batch, row))
+			}
+			if !strings.Contains(batch, "err: <nil>") || !strings.Contains(batch, "used") {
+				t.Errorf("%s: unexpected read: %s", name, batch[max(0, len(batch)-300):])
+			}
+		}
+	}
+	// The seed's flat rows and the --map table too.
+	batch, row := readBoth(t, writeParquet(t, flatRows(), parquet.MaxRowsPerRowGroup(2)), Options{})
+	if batch != row {
+		t.Errorf("flat rows differ:\n%s", firstDiff(batch, row))
+	}
+}
+
+// Corrupt files: the batch reader never panics, keeps read = used +
+// skipped, and names a row and a column when it stops.
+func TestParquetBatchCorrupt(t *testing.T) {
+	data := writeParquet(t, wideRows(2000, 2), parquet.MaxRowsPerRowGroup(500), parquet.PageBufferSize(2048))
+	r := rand.New(rand.NewPCG(3, 3))
+	errs := 0
+	for range 300 {
+		bad := bytes.Clone(data)
+		for range 1 + r.IntN(4) {
+			bad[4+r.IntN(len(bad)-12)] ^= byte(1 + r.IntN(255))
+		}
+		st, err := ReadStream("c.parquet", bytes.NewReader(bad), Options{}, func(*span.Span) {})
+		if st.Read != st.Used+st.Skipped {
+			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
+		}
+		if err != nil {
+			errs++
+			if !strings.HasPrefix(err.Error(), "c.parquet: ") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+		}
+	}
+	if errs == 0 {
+		t.Error("300 corrupted files and not one error")
+	}
+}
+
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return fmt.Sprintf("line %d:\nbatch %s\n  row %s", i+1, la[i], lb[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d vs %d", len(la), len(lb))
+}
