@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/tailscope/tailscope/span"
@@ -53,6 +55,7 @@ type pqChunk struct {
 	events []pqEvent
 	ids    []byte // the id text the spans' ids alias (Options.Borrowed)
 	err    error  // a read error after the rows of this chunk: the last chunk
+	used   int64  // spans a Branch took (Options.Fork)
 	owner  chan *pqChunk
 }
 
@@ -100,8 +103,13 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 	var next int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var branches []Branch
 	for range workers {
 		w := newPQWorker(src, pf, cols)
+		if src.opt.Fork != nil {
+			w.src, w.branch = src, src.opt.Fork.Branch()
+			branches = append(branches, w.branch)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -125,7 +133,7 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 			if err == nil {
 				err = deliverPQ(src, ch)
 			}
-			ch.spans, ch.rows, ch.events, ch.ids, ch.err = ch.spans[:0], ch.rows[:0], ch.events[:0], ch.ids[:0], nil
+			ch.spans, ch.rows, ch.events, ch.ids, ch.err, ch.used = ch.spans[:0], ch.rows[:0], ch.events[:0], ch.ids[:0], nil, 0
 			ch.owner <- ch
 		}
 		if err != nil {
@@ -143,18 +151,31 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 		}
 	}()
 	wg.Wait()
+	for _, br := range branches {
+		br.Close()
+	}
 	return err
 }
 
+// deliverPQ hands a chunk's spans and skips on, in row order. With a
+// Fork the chunk's spans were checked and taken by a Branch already: they
+// are counted here, and those it asked to see again go to Ordered.
 func deliverPQ(src *Source, ch *pqChunk) error {
 	ev := ch.events
+	fork := src.opt.Fork
 	for i := range ch.spans {
 		for len(ev) > 0 && ev[0].before <= i {
 			src.Skip(0, ev[0].row, ev[0].reason, ev[0].detail)
 			ev = ev[1:]
 		}
-		src.Emit(&ch.spans[i], 0, ch.rows[i])
+		if fork != nil {
+			fork.Ordered(&ch.spans[i])
+		} else {
+			src.Emit(&ch.spans[i], 0, ch.rows[i])
+		}
 	}
+	src.st.Read += ch.used
+	src.st.Used += ch.used
 	for _, e := range ev {
 		src.Skip(0, e.row, e.reason, e.detail)
 	}
@@ -164,22 +185,32 @@ func deliverPQ(src *Source, ch *pqChunk) error {
 // pqWorker is one decoding goroutine's state.
 type pqWorker struct {
 	cols    []flatCol
-	rec     *flatRecord
+	recs    []flatRecord // the batch, filled column by column
+	bad     []error      // per record of the batch: its first bad value
+	sel     []int32      // rows of a page stretch holding a value (fill)
 	borrow  bool
 	free    chan *pqChunk
 	scratch []byte
 	curs    []pqCursor
+	src     *Source // with a Fork: for accept
+	branch  Branch  // with a Fork: this worker's consumer
 }
 
 func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
-	w := &pqWorker{cols: cols, rec: &flatRecord{intern: &interner{}}, borrow: src.opt.Borrowed,
+	in := &interner{}
+	w := &pqWorker{cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.opt.Borrowed,
 		free: make(chan *pqChunk, pqChunksPerWorker), curs: make([]pqCursor, len(cols))}
+	for i := range w.recs {
+		w.recs[i].intern = in
+	}
 	for range pqChunksPerWorker {
 		w.free <- &pqChunk{owner: w.free}
 	}
 	for i, c := range cols {
 		leaf, _ := pf.Schema().Lookup(c.name)
-		w.curs[i] = pqCursor{col: &w.cols[i], maxDef: byte(leaf.MaxDefinitionLevel), kind: leaf.Node.Type().Kind()}
+		k := leaf.Node.Type().Kind()
+		w.curs[i] = pqCursor{col: &w.cols[i], maxDef: byte(leaf.MaxDefinitionLevel), kind: k,
+			fast: fastOf(&w.cols[i], k, w.borrow), target: targetOf(&w.cols[i])}
 	}
 	return w
 }
@@ -224,7 +255,6 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk,
 		}
 	}()
 	n := rg.NumRows()
-	rec := w.rec
 	for r := int64(0); r < n; {
 		select {
 		case ch = <-w.free:
@@ -235,41 +265,263 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk,
 		if w.borrow {
 			ch.ids = grow(ch.ids, int(end-r)*64)
 		}
-		for ; r < end; r++ {
-			row := first + r + 1
-			rec.reset()
-			var bad error
-			for i := range w.curs {
-				c := &w.curs[i]
-				present, err := c.next(rec.intern)
-				if err != nil {
-					ch.err = fmt.Errorf("row %d, column %s: %v", row, c.col.name, err)
-					return send()
-				}
-				if bad != nil || !present {
-					continue
-				}
-				if err := w.set(c, ch); err != nil {
-					bad = fmt.Errorf("column %s: %v", c.col.name, err)
-				}
+		for r < end {
+			m := int(min(end-r, pqBatchRows))
+			if !w.batch(ch, first+r, m) {
+				return send()
 			}
-			if bad != nil {
-				ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: "bad value", detail: bad.Error()})
-				continue
-			}
-			if reason, detail := rec.finish(); reason != "" {
-				ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail})
-				continue
-			}
-			ch.spans = append(ch.spans, rec.sp)
-			ch.rows = append(ch.rows, row)
+			r += int64(m)
 		}
-		rec.block = nil
 		if !send() {
 			return false
 		}
 	}
 	return true
+}
+
+// pqBatchRows is how many records are filled column by column at a time:
+// few enough (about 300 KB of records) to stay in the core's cache while
+// every column passes over them.
+const pqBatchRows = 1024
+
+// batch decodes the m rows after row `base` (0-based) into ch, column by
+// column: each record sees its columns in the same order as on the row
+// path, so the spans, skips and details are the same. It returns false
+// after a read error (ch.err, naming the first row and column that failed
+// in row order; the rows before it are in ch).
+func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
+	recs := w.recs[:m]
+	for i := range recs {
+		recs[i].reset()
+	}
+	clear(w.bad[:m])
+	limit, errCol := m, -1
+	var rerr error
+	for j := range w.curs {
+		c := &w.curs[j]
+		k, err := w.fill(c, limit, ch)
+		if err != nil && k < limit {
+			limit, errCol, rerr = k, j, err
+		}
+	}
+	for i := range recs[:limit] {
+		row := base + int64(i) + 1
+		rec := &recs[i]
+		if bad := w.bad[i]; bad != nil {
+			ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: "bad value", detail: bad.Error()})
+			continue
+		}
+		reason, detail := rec.finish()
+		if reason == "" && w.branch != nil {
+			reason, detail = w.src.accept(&rec.sp)
+		}
+		if reason != "" {
+			ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail})
+			continue
+		}
+		if w.branch != nil {
+			ch.used++
+			if !w.branch.Take(&rec.sp) {
+				continue
+			}
+		}
+		ch.spans = append(ch.spans, rec.sp)
+		ch.rows = append(ch.rows, row)
+	}
+	if errCol >= 0 {
+		ch.err = fmt.Errorf("row %d, column %s: %v", base+int64(limit)+1, w.curs[errCol].col.name, rerr)
+		return false
+	}
+	return true
+}
+
+// fill applies column c to the first m records of the batch and returns
+// how many rows it read (fewer than m after a read error).
+func (w *pqWorker) fill(c *pqCursor, m int, ch *pqChunk) (int, error) {
+	in := w.recs[0].intern
+	for i := 0; i < m; {
+		if c.di >= c.dn {
+			if err := c.load(in); err != nil {
+				return i, err
+			}
+			continue
+		}
+		n := min(c.dn-c.di, m-i)
+		// The rows of this stretch that hold a value; values are
+		// consecutive in the page from c.vi.
+		sel := w.sel[:0]
+		if defs := c.defs; defs != nil {
+			for t, d := range defs[c.di : c.di+n] {
+				if d == c.maxDef {
+					sel = append(sel, int32(i+t))
+				}
+			}
+		} else {
+			for t := range n {
+				sel = append(sel, int32(i+t))
+			}
+		}
+		w.sel = sel
+		vi := c.vi
+		c.vi += len(sel)
+		c.di += n
+		i += n
+		w.apply(c, sel, vi, ch)
+	}
+	return m, nil
+}
+
+// Columns of the flat schema as tailscope writes them, which apply takes
+// with a loop of their own instead of a setter call per value. Each does
+// what the setter does with that type and field.
+const (
+	fastNone = iota
+	fastDuration
+	fastStart
+	fastCode
+	fastAttempt
+	fastTimeoutMs
+	fastWeight
+	fastTimeout
+	fastID // a text id, with Options.Borrowed
+)
+
+// fastOf picks a column's loop.
+func fastOf(c *flatCol, kind parquet.Kind, borrow bool) int {
+	f := c.spec.f
+	if c.spec.hopAttr || c.spec.pod {
+		return fastNone
+	}
+	switch {
+	case kind == parquet.Int64 && (f == fDuration || f == fDurationNs):
+		return fastDuration
+	case kind == parquet.Int64 && f == fStart && c.scale == 1:
+		return fastStart
+	case kind == parquet.Int32 && f == fCode:
+		return fastCode
+	case kind == parquet.Int32 && f == fAttempt:
+		return fastAttempt
+	case kind == parquet.Double && f == fTimeoutMs:
+		return fastTimeoutMs
+	case kind == parquet.Double && f == fWeight:
+		return fastWeight
+	case kind == parquet.Boolean && f == fTimeout:
+		return fastTimeout
+	case kind == parquet.ByteArray && c.text && borrow && c.isID():
+		return fastID
+	}
+	return fastNone
+}
+
+// apply sets the values vi, vi+1, … of c's page in the records at rows
+// sel of the batch.
+func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
+	recs, bad := w.recs, w.bad
+	fast := c.fast
+	if c.dict != nil {
+		fast = fastNone
+		if c.target != nil {
+			// Dictionary strings: the prepared value, or a setter for
+			// the rare entry that needs one.
+			for k, row := range sel {
+				e := &c.entries[c.idx[vi+k]]
+				switch {
+				case bad[row] != nil || e.op == opNothing:
+				case e.op == opString:
+					*c.target(&recs[row]) = e.s
+				default:
+					w.setOne(c, row, vi+k, ch)
+				}
+			}
+			return
+		}
+	}
+	switch fast {
+	case fastDuration:
+		for k, row := range sel {
+			r := &recs[row]
+			r.sp.Duration, r.hasDur = c.i64[vi+k], true
+		}
+	case fastStart:
+		for k, row := range sel {
+			r := &recs[row]
+			r.sp.Start, r.hasStart = c.i64[vi+k], true
+		}
+	case fastCode:
+		for k, row := range sel {
+			r, n := &recs[row], c.i32[vi+k]
+			r.sp.Code, r.codeSet = int(n), true
+			r.errTimeout = r.errTimeout || n == 408 || n == 504
+		}
+	case fastAttempt:
+		for k, row := range sel {
+			if n := c.i32[vi+k]; n >= 0 {
+				recs[row].sp.Attempt = int(n)
+			} else if bad[row] == nil {
+				w.setOne(c, row, vi+k, ch)
+			}
+		}
+	case fastTimeoutMs:
+		for k, row := range sel {
+			if x := c.f64[vi+k]; x >= 0 && x < 9e12 {
+				recs[row].sp.TimeoutInForce = int64(math.Round(x * 1e6))
+			} else if bad[row] == nil {
+				w.setOne(c, row, vi+k, ch)
+			}
+		}
+	case fastWeight:
+		for k, row := range sel {
+			if x := c.f64[vi+k]; x >= 0 && x <= math.MaxFloat64 {
+				recs[row].sp.Weight = x
+			} else if bad[row] == nil {
+				w.setOne(c, row, vi+k, ch)
+			}
+		}
+	case fastTimeout:
+		for k, row := range sel {
+			i := vi + k
+			if c.bits[i>>3]>>(i&7)&1 != 0 {
+				recs[row].timeout = true
+			}
+		}
+	case fastID:
+		// What setText and idString do with a text id: trimmed, blank or
+		// (for a parent) "no parent" sets nothing, else the text is
+		// copied to the chunk and the id aliases the copy.
+		parent := c.col.spec.f == fParentID
+		for k, row := range sel {
+			v := bytes.TrimSpace(c.value(vi + k))
+			if len(v) == 0 || (parent && isNoParent(v)) {
+				continue
+			}
+			at := len(ch.ids)
+			ch.ids = append(ch.ids, v...)
+			id := unsafe.String(&ch.ids[at], len(v))
+			r := &recs[row]
+			switch c.col.spec.f {
+			case fTraceID:
+				r.sp.TraceID = id
+			case fSpanID:
+				r.sp.SpanID = id
+			default:
+				r.sp.ParentID = id
+			}
+		}
+	default:
+		for k, row := range sel {
+			if bad[row] == nil {
+				w.setOne(c, row, vi+k, ch)
+			}
+		}
+	}
+}
+
+// setOne sets one value with the row path's setter, keeping the first bad
+// value of the record.
+func (w *pqWorker) setOne(c *pqCursor, row int32, vi int, ch *pqChunk) {
+	if err := w.set(c, &w.recs[row], vi, ch); err != nil {
+		w.bad[row] = fmt.Errorf("column %s: %v", c.col.name, err)
+	}
 }
 
 // grow returns b emptied with at least n bytes of capacity.
@@ -281,32 +533,31 @@ func grow(b []byte, n int) []byte {
 }
 
 // set stores the cursor's current value in the worker's record.
-func (w *pqWorker) set(c *pqCursor, ch *pqChunk) error {
-	r := w.rec
+func (w *pqWorker) set(c *pqCursor, r *flatRecord, vi int, ch *pqChunk) error {
 	col := c.col
 	switch {
 	case c.dict != nil:
 	case c.kind == parquet.Int64:
-		return r.setParquetInt(col, c.i64[c.vi-1], &w.scratch)
+		return r.setParquetInt(col, c.i64[vi], &w.scratch)
 	case c.kind == parquet.Int32:
-		return r.setParquetInt(col, int64(c.i32[c.vi-1]), &w.scratch)
+		return r.setParquetInt(col, int64(c.i32[vi]), &w.scratch)
 	case c.kind == parquet.Double:
-		return r.setParquetFloat(col, c.f64[c.vi-1], &w.scratch)
+		return r.setParquetFloat(col, c.f64[vi], &w.scratch)
 	case c.kind == parquet.Float:
-		return r.setParquetFloat(col, float64(c.f32[c.vi-1]), &w.scratch)
+		return r.setParquetFloat(col, float64(c.f32[vi]), &w.scratch)
 	case c.kind == parquet.Boolean:
-		i := c.vi - 1
+		i := vi
 		return r.setParquetBool(col, c.bits[i>>3]>>(i&7)&1 != 0, &w.scratch)
 	}
 	var b []byte
 	if c.dict != nil {
 		// Typed kinds with a dictionary land here too (c.idx is set).
-		e := &c.entries[c.idx[c.vi-1]]
+		e := &c.entries[c.idx[vi]]
 		switch e.op {
 		case opNothing:
 			return nil
 		case opString:
-			*c.target(r) = e.s
+			*c.target(r) = e.s // only string columns have opString entries
 			return nil
 		case opStatus:
 			if e.err != nil {
@@ -324,7 +575,7 @@ func (w *pqWorker) set(c *pqCursor, ch *pqChunk) error {
 		}
 		b = e.raw
 	} else {
-		b = c.value(c.vi - 1)
+		b = c.value(vi)
 	}
 	if !col.isID() {
 		return r.setText(col.spec, b)
@@ -383,8 +634,10 @@ type pqCursor struct {
 	size int      // fixed-length byte arrays: the length of each
 	idx  []int32  // dictionary indexes
 
-	dict     parquet.Dictionary // the current page's, nil for a plain page
-	prepared parquet.Dictionary // the one entries were prepared for
+	fast     int                       // the column's own loop (fastOf)
+	target   func(*flatRecord) *string // where dictionary strings go (targetOf)
+	dict     parquet.Dictionary        // the current page's, nil for a plain page
+	prepared parquet.Dictionary        // the one entries were prepared for
 	entries  []pqEntry
 	stalls   int
 }
@@ -410,26 +663,6 @@ func (c *pqCursor) close() {
 // errColumnShort is a column chunk with fewer values than its row group
 // has rows.
 var errColumnShort = errors.New("the column ends before the row group (corrupt file)")
-
-// next moves to the next row and reports whether it holds a value (the
-// value is then at vi-1 of the page's typed data).
-func (c *pqCursor) next(in *interner) (bool, error) {
-	for c.di >= c.dn {
-		if err := c.load(in); err != nil {
-			return false, err
-		}
-	}
-	i := c.di
-	c.di++
-	if c.defs != nil && c.defs[i] != c.maxDef {
-		return false, nil
-	}
-	if c.vi >= c.vn {
-		return false, errors.New("page holds fewer values than its definition levels say (corrupt page)")
-	}
-	c.vi++
-	return true, nil
-}
 
 // load reads the next page and takes its typed data.
 func (c *pqCursor) load(in *interner) error {
@@ -543,21 +776,26 @@ func (c *pqCursor) value(i int) []byte {
 	return c.data[c.offs[i]:c.offs[i+1]]
 }
 
-// target is the span field a column's prepared strings go to.
-func (c *pqCursor) target(r *flatRecord) *string {
+// targetOf is the span field a column's prepared dictionary strings go
+// to, nil for columns that are not plain strings.
+func targetOf(c *flatCol) func(r *flatRecord) *string {
 	switch {
-	case c.col.spec.hopAttr:
-		return &r.sp.Hop
-	case c.col.spec.f == fService:
-		return &r.sp.Service
-	case c.col.spec.f == fName:
-		return &r.sp.Name
-	case c.col.spec.f == fKind:
-		return &r.sp.Kind
-	case c.col.spec.f == fHop:
-		return &r.sp.Hop
+	case c.spec.hopAttr:
+		return func(r *flatRecord) *string { return &r.sp.Hop }
+	case c.spec.pod:
+		return nil
+	case c.spec.f == fService:
+		return func(r *flatRecord) *string { return &r.sp.Service }
+	case c.spec.f == fName:
+		return func(r *flatRecord) *string { return &r.sp.Name }
+	case c.spec.f == fKind:
+		return func(r *flatRecord) *string { return &r.sp.Kind }
+	case c.spec.f == fHop:
+		return func(r *flatRecord) *string { return &r.sp.Hop }
+	case c.spec.f == fPeer:
+		return func(r *flatRecord) *string { return &r.sp.Peer }
 	}
-	return &r.sp.Peer
+	return nil
 }
 
 // prepare computes, once per dictionary, what each entry does to a
