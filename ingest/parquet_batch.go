@@ -140,16 +140,10 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 			break
 		}
 	}
+	// After an error, workers still decoding see stop wherever they wait
+	// (a free chunk, room in their row group's channel) and return; wait
+	// for them, as the file must not be closed under them.
 	close(stop)
-	// Drain what the workers still send so that none blocks, then wait:
-	// the file must not be closed under them.
-	go func() {
-		for _, o := range outs {
-			for ch := range o {
-				ch.owner <- ch
-			}
-		}
-	}()
 	wg.Wait()
 	for _, br := range branches {
 		br.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,4 +163,78 @@ func firstDiff(a, b string) string {
 		}
 	}
 	return fmt.Sprintf("lengths %d vs %d", len(la), len(lb))
+}
+
+// testFork takes every span on the decoding goroutines and asks to see
+// every third one again, as the analysis does with its trace sample.
+type testFork struct {
+	mu      sync.Mutex
+	taken   int
+	ordered []string
+}
+
+type testBranch struct {
+	f *testFork
+	n int
+}
+
+func (f *testFork) Branch() Branch            { return &testBranch{f: f} }
+func (f *testFork) Ordered(sp *span.Span)     { f.ordered = append(f.ordered, tBrief(*sp)) }
+func (b *testBranch) Take(sp *span.Span) bool { b.n++; return sp.Start%3 == 0 }
+func (b *testBranch) Close()                  { b.f.mu.Lock(); b.f.taken += b.n; b.f.mu.Unlock() }
+
+// With a Fork, the workers take every span that passes Emit's checks, the
+// counts and skips are those of the plain path, and the spans asked for
+// again reach Ordered in row order.
+func TestParquetBatchFork(t *testing.T) {
+	data := writeParquet(t, wideRows(5000, 4), parquet.MaxRowsPerRowGroup(300))
+	var want []string
+	plain, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100}, func(sp *span.Span) {
+		if sp.Start%3 == 0 {
+			want = append(want, tBrief(*sp))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &testFork{}
+	st, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100, Fork: f}, func(*span.Span) {
+		t.Fatal("emit called with a Fork")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Read != plain.Read || st.Used != plain.Used || st.Skipped != plain.Skipped || int64(f.taken) != plain.Used {
+		t.Errorf("fork: read %d used %d skipped %d taken %d; plain: read %d used %d skipped %d", st.Read, st.Used, st.Skipped, f.taken, plain.Read, plain.Used, plain.Skipped)
+	}
+	if fmt.Sprint(st.Errors) != fmt.Sprint(plain.Errors) {
+		t.Errorf("errors differ:\n%v\n%v", st.Errors, plain.Errors)
+	}
+	if len(want) == 0 || strings.Join(f.ordered, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ordered: %d spans, want %d in row order", len(f.ordered), len(want))
+	}
+}
+
+// BenchmarkParquetPaths compares the batch reader with the row path on
+// the same table (BenchmarkParquet in bench_test.go guards the batch
+// reader alone).
+func BenchmarkParquetPaths(b *testing.B) {
+	rows := wideRows(200_000, 5)
+	for i := range rows { // valid rows: the benchmark measures spans, not skips
+		rows[i].Dur, rows[i].Attempt, rows[i].Tmo, rows[i].Weight = int64(i), 1, 3000, 1
+	}
+	data := writeParquet(b, rows, parquet.MaxRowsPerRowGroup(50_000))
+	for _, rp := range []bool{false, true} {
+		name := map[bool]string{false: "batch", true: "rows"}[rp]
+		b.Run(name, func(b *testing.B) {
+			rowPath = rp
+			defer func() { rowPath = false }()
+			for b.Loop() {
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), Options{Borrowed: true}, func(*span.Span) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(len(rows))/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
 }
