@@ -577,13 +577,31 @@ func parseBool(v []byte) (bool, error) {
 
 // interner keeps one copy of each hop, service and name string: logs
 // repeat a handful of them millions of times.
-type interner struct{ m map[string]string }
+//
+// A small direct-mapped cache in front of the map answers most lookups
+// (a log has a few dozen such strings) with one length check and one
+// comparison instead of hashing the whole string; a slot holds a string
+// whose text is the input bytes themselves, so a hit is always right.
+type interner struct {
+	m     map[string]string
+	front [64]string
+}
 
 func (in *interner) get(b []byte) string {
+	var k uint
+	if n := len(b); n > 0 {
+		k = (uint(n) ^ uint(b[0])<<1 ^ uint(b[n-1])<<2 ^ uint(b[n/2])<<3) & uint(len(in.front)-1)
+		if s := in.front[k]; len(s) == n && s == string(b) {
+			return s
+		}
+	}
 	if in.m == nil {
 		in.m = map[string]string{}
 	}
 	if s, ok := in.m[string(b)]; ok {
+		if s == string(b) {
+			in.front[k] = s
+		}
 		return s
 	}
 	if len(in.m) > 1<<16 {

@@ -1,6 +1,10 @@
 package ingest
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+)
 
 // The fast path of flat JSON lines.
 //
@@ -24,7 +28,11 @@ type layout struct {
 }
 
 type layoutEntry struct {
-	quoted  []byte // the key with its quotes, as it is in the line
+	quoted []byte // the key with its quotes, as it is in the line
+	// w and m are quoted as two little-endian words and their masks (for
+	// keys of up to 16 bytes with quotes; m[0] == 0 for longer ones), so
+	// that checking a guess is two loads and compares.
+	w, m    [2]uint64
 	f       field
 	hopAttr bool  // the key of --hop-by attr:KEY
 	next    int32 // the entry that followed this one last time (0: none)
@@ -55,8 +63,12 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		// The key: the predicted one, else scanned and looked up.
 		e := ly.ent[cur].next
 		if e > 0 {
-			q := ly.ent[e].quoted
-			if n-i < len(q) || string(line[i:i+len(q)]) != string(q) {
+			g := &ly.ent[e]
+			if g.m[0] != 0 && n-i >= 16 {
+				if binary.LittleEndian.Uint64(line[i:])&g.m[0] != g.w[0] || binary.LittleEndian.Uint64(line[i+8:])&g.m[1] != g.w[1] {
+					e = 0
+				}
+			} else if q := g.quoted; n-i < len(q) || string(line[i:i+len(q)]) != string(q) {
 				e = 0
 			}
 		}
@@ -88,6 +100,7 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		}
 		// The value.
 		var v []byte
+		var nt numText
 		str, num := false, false
 		switch c := line[i]; {
 		case c == '"':
@@ -97,11 +110,8 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			}
 			v, str, i = line[i+1:j], true, j+1
 		case c == '-' || (c >= '0' && c <= '9'):
-			j := i + 1
-			for j < n && isNumberByte(line[j]) {
-				j++
-			}
-			v, num, i = line[i:j], true, j
+			scanNumber(line, i, &nt)
+			v, num, i = nt.text, true, i+len(nt.text)
 		case c == 't' && hasLit(line, i, "true"):
 			v, i = line[i:i+4], i+4
 		case c == 'f' && hasLit(line, i, "false"):
@@ -120,6 +130,10 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		case ent.f == fNone:
 		case ent.f == fNested:
 			return false
+		case num:
+			if !rec.setNumber(ent.f, &nt) {
+				return false
+			}
 		default:
 			if rec.set(ent.f, str, v) != nil {
 				return false
@@ -152,8 +166,19 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 		return -1
 	}
 	key := string(quoted[1 : len(quoted)-1])
-	ly.ent = append(ly.ent, layoutEntry{quoted: append([]byte(nil), quoted...), f: t.keys[key],
-		hopAttr: t.hopAttr != "" && key == t.hopAttr})
+	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.keys[key], hopAttr: t.hopAttr != "" && key == t.hopAttr}
+	if len(quoted) <= 16 {
+		var buf [16]byte
+		copy(buf[:], quoted)
+		for k := range 16 {
+			if k < len(quoted) {
+				e.m[k/8] |= 0xff << (8 * (k % 8))
+			}
+		}
+		e.w[0] = binary.LittleEndian.Uint64(buf[:]) & e.m[0]
+		e.w[1] = binary.LittleEndian.Uint64(buf[8:]) & e.m[1]
+	}
+	ly.ent = append(ly.ent, e)
 	return int32(len(ly.ent) - 1)
 }
 
@@ -162,8 +187,11 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 // (decodeLine's business).
 func plainString(b []byte, i int) (int, bool) {
 	for ; i+8 <= len(b); i += 8 {
-		if specialByte(binary.LittleEndian.Uint64(b[i:])) {
-			break
+		if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			// The lowest flagged byte is the first special one (the
+			// borrows of the trick only ever flag bytes above it).
+			i += bits.TrailingZeros64(m) >> 3
+			return i, b[i] == '"'
 		}
 	}
 	for ; i < len(b); i++ {
@@ -175,6 +203,136 @@ func plainString(b []byte, i int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// numText is a number's text, scanned once, with its digits: the
+// numbers of a line are read in the pass that finds their end, and int
+// and dec answer what atoiBytes and atofBytes would.
+type numText struct {
+	text       []byte
+	m          uint64 // the digits, as an integer (wrapped past 19 digits)
+	nd, frac   int    // digits, and those after the point
+	neg, plain bool   // a leading '-'; nothing but digits and one point
+	dot        bool
+}
+
+// scanNumber reads the number at i (its first byte is '-' or a digit)
+// as scanner.value delimits it.
+func scanNumber(b []byte, i int, nt *numText) {
+	start := i
+	nt.neg = b[i] == '-'
+	if nt.neg {
+		i++
+	}
+	var m uint64
+	nd, frac := 0, 0
+	dot, other := false, false
+	for ; i < len(b); i++ {
+		c := b[i]
+		if d := c - '0'; d < 10 {
+			m = m*10 + uint64(d)
+			nd++
+			if dot {
+				frac++
+			}
+		} else if c == '.' && !dot {
+			dot = true
+		} else if isNumberByte(c) {
+			other = true
+		} else {
+			break
+		}
+	}
+	nt.text, nt.m, nt.nd, nt.frac, nt.dot, nt.plain = b[start:i], m, nd, frac, dot, !other && nd > 0
+}
+
+// int is atoiBytes(nt.text): 1 to 19 digits and nothing else, within
+// int64.
+func (nt *numText) int() (int64, bool) {
+	if !nt.plain || nt.dot || nt.nd > 19 || nt.m > math.MaxInt64 {
+		return 0, false
+	}
+	if nt.neg {
+		return -int64(nt.m), true
+	}
+	return int64(nt.m), true
+}
+
+// dec is atofBytes(nt.text): at most 15 digits, a fraction with at least
+// one digit, one correctly rounded division.
+func (nt *numText) dec() (float64, bool) {
+	if !nt.plain || nt.nd > 15 || (nt.dot && nt.frac == 0) {
+		return 0, false
+	}
+	x := float64(nt.m) / pow10[nt.frac]
+	if nt.neg {
+		x = -x
+	}
+	return x, true
+}
+
+// setNumber is set for a number value, for the fields whose parsers the
+// scan has done already: it stores exactly what set would, and leaves
+// everything else (other fields, values that set would parse further or
+// reject) to set. It reports false when set rejects the value.
+func (r *flatRecord) setNumber(f field, nt *numText) bool {
+	sp := &r.sp
+	switch f {
+	case fStart, fEnd: // parseTime
+		if n, ok := nt.int(); ok {
+			if f == fEnd {
+				r.end, r.hasEnd = n, true
+			} else {
+				sp.Start, r.hasStart = n, true
+			}
+			return true
+		}
+	case fDurationMs, fDurationUs, fDurationNs: // parseDuration
+		scale := 1.0
+		switch f {
+		case fDurationMs:
+			scale = 1e6
+		case fDurationUs:
+			scale = 1e3
+		}
+		if n, ok := nt.int(); ok {
+			if x := float64(n) * scale; finiteNs(x) {
+				sp.Duration, r.hasDur = n, true
+				if scale != 1 {
+					sp.Duration = int64(math.Round(x))
+				}
+				return true
+			}
+		} else if x, ok := nt.dec(); ok {
+			if x *= scale; finiteNs(x) {
+				sp.Duration, r.hasDur = int64(math.Round(x)), true
+				return true
+			}
+		}
+	case fCode: // parseCode
+		if n, ok := nt.int(); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+			sp.Code, r.codeSet = int(n), true
+			r.errTimeout = r.errTimeout || n == 408 || n == 504
+			return true
+		}
+	case fAttempt: // atoiAlloc
+		if n, ok := nt.int(); ok && n >= 0 {
+			sp.Attempt = int(n)
+			return true
+		}
+	case fTimeoutMs: // atofAlloc
+		x, ok := 0.0, false
+		if n, isInt := nt.int(); isInt && n > -(1<<53) && n < 1<<53 {
+			x, ok = float64(n), true
+		} else {
+			x, ok = nt.dec()
+		}
+		if ok && finiteNs(x*1e6) && x >= 0 {
+			sp.TimeoutInForce = int64(math.Round(x * 1e6))
+			return true
+		}
+	}
+	return r.set(f, false, nt.text) == nil
 }
 
 // isNumberByte is the set of bytes scanner.value takes into a number (the
@@ -189,7 +347,7 @@ func hasLit(b []byte, i int, lit string) bool {
 
 // skipWS skips JSON whitespace from i.
 func skipWS(b []byte, i int) int {
-	for i < len(b) {
+	for i < len(b) && b[i] <= ' ' {
 		switch b[i] {
 		case ' ', '\t', '\r', '\n':
 			i++

@@ -94,10 +94,16 @@ const (
 )
 
 // specialByte reports whether any byte of x is '"', '\\' or below 0x20.
-func specialByte(x uint64) bool {
+func specialByte(x uint64) bool { return specialMask(x) != 0 }
+
+// specialMask sets the high bit of the bytes of x that are '"', '\\' or
+// below 0x20; exactly for the lowest such byte, while bytes above it may
+// be flagged falsely (a subtraction's borrow), so only the lowest flag is
+// to be trusted.
+func specialMask(x uint64) uint64 {
 	q := x ^ ('"' * lsb)
 	b := x ^ ('\\' * lsb)
-	return ((q-lsb)&^q|(b-lsb)&^b|(x-0x20*lsb)&^x)&msb != 0
+	return ((q-lsb)&^q | (b-lsb)&^b | (x-0x20*lsb)&^x) & msb
 }
 
 func (s *scanner) slowStr(start int) ([]byte, bool) {

@@ -1,0 +1,217 @@
+package ingest
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// fastAgrees decodes line with the fast path (layout ly carried over from
+// earlier lines) and with the general path, and fails when the fast path
+// answers something the general path does not. It reports whether the
+// fast path answered.
+func fastAgrees(t testing.TB, tab *fieldTable, ly *layout, line []byte) bool {
+	t.Helper()
+	fast := &flatRecord{intern: &interner{}}
+	if !tab.fastLine(fast, ly, line) {
+		return false
+	}
+	fr, fd := fast.finish()
+	slow := &flatRecord{intern: &interner{}}
+	var sc scanner
+	sr, sd := tab.decodeLine(&sc, slow, line)
+	if fr != sr || fd != sd || !reflect.DeepEqual(fast.sp, slow.sp) {
+		t.Fatalf("%q:\nfast    %+v %q %q\ngeneral %+v %q %q", line, fast.sp, fr, fd, slow.sp, sr, sd)
+	}
+	return true
+}
+
+// The fast path gives the general path's record on every line it takes,
+// and takes the lines loggers write (with or without spaces, keys in any
+// order, optional keys missing); it leaves escapes, nesting, bad values
+// and bad syntax to the general path.
+func TestFastLineAgrees(t *testing.T) {
+	tab := newFieldTable(&Options{})
+	take := []string{
+		`{"trace_id":"t1","span_id":"s1","hop":"auth","start":1767225600000000000,"duration_ms":12.5,"status":"ok","code":200}`,
+		`{"trace_id":"t1","span_id":"s2","parent_id":"s1","hop":"auth","start":1767225600000000001,"duration_ms":3000,"status":"error","timeout":true,"code":504,"attempt":2,"timeout_ms":3000}`,
+		`{ "hop" : "x" , "duration" : "1.5s" , "weight" : 0.5 , "error" : null , "unknown" : false }`,
+		`{"hop":"y","duration_ns":7,"kind":"SPAN_KIND_CLIENT","status":"STATUS_CODE_ERROR","error.type":"deadline exceeded"}`,
+		`{"service":"s","name":"n","duration_us":1e3,"start":"2026-01-01T00:00:00Z"}`,
+		`{"hop":"z","duration_ms":-1}`,          // negative: Emit's business, not the decoder's
+		`{"hop":"z","start":5,"end":3}`,         // end before start: finish decides
+		`{"hop":"z"}`,                           // missing duration: finish decides
+		`{"hop":"z","duration_ms":1,"hop":"w"}`, // duplicate key: the last wins on both paths
+		`{"hop":"né","duration_ms":1}`,
+		"{\"hop\":\"bad\xffutf8\",\"duration_ms\":1}",
+		"\t{\"hop\":\"ws\",\"duration_ms\":1}\t",
+	}
+	leave := []string{
+		`{}`,
+		`{"hop":"a\"b","duration_ms":1}`,
+		`{"h\u006fp":"x","duration_ms":1}`,
+		`{"hop":"x","duration_ms":1,"attributes":{"code":500}}`,
+		`{"hop":"x","duration_ms":[1]}`,
+		`{"hop":"x","duration_ms":"fast"}`,
+		`{"hop":"x","duration_ms":1,}`,
+		`{"hop":"x","duration_ms":1} trailing`,
+		`{"hop":"x","duration_ms":1`,
+		`{"hop":"x" "duration_ms":1}`,
+		`{"hop":"x","duration_ms":tru}`,
+		`[1,2]`,
+		"{\"hop\":\"x\x01\",\"duration_ms\":1}",
+	}
+	var ly layout
+	for _, l := range take {
+		if !fastAgrees(t, tab, &ly, []byte(l)) {
+			t.Errorf("fast path did not take %s", l)
+		}
+	}
+	for _, l := range leave {
+		if fastAgrees(t, tab, &ly, []byte(l)) {
+			t.Errorf("fast path took %s", l)
+		}
+	}
+	// Under --map and --hop-by attr:KEY the keys mean something else.
+	tab = newFieldTable(&Options{Map: map[string]string{"hop": "route", "duration_ms": "ms"}, HopBy: "attr:peer"})
+	ly = layout{}
+	for _, l := range []string{`{"route":"a","ms":5,"hop":"ignored","peer":"p1"}`, `{"route":"a","ms":5,"peer":12}`} {
+		if !fastAgrees(t, tab, &ly, []byte(l)) {
+			t.Errorf("fast path did not take %s", l)
+		}
+	}
+	if fastAgrees(t, tab, &ly, []byte(`{"route":"a","ms":5,"peer":true}`)) {
+		t.Error("fast path took a boolean --hop-by attr value")
+	}
+}
+
+// Mutated lines (bytes flipped, inserted, deleted) never make the two
+// paths disagree, with the layout learnt from earlier lines in place.
+func TestFastLineMutations(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	lines := bytes.Split(bytes.TrimSpace(benchLines(200)), []byte("\n"))
+	alphabet := []byte(`{}[]":,. \-+eE0123456789abtrufalsn\x` + "\x01\xff")
+	tab := newFieldTable(&Options{})
+	var ly layout
+	taken := 0
+	for range 50_000 {
+		l := append([]byte(nil), lines[r.IntN(len(lines))]...)
+		for range 1 + r.IntN(3) {
+			p := r.IntN(len(l))
+			c := alphabet[r.IntN(len(alphabet))]
+			switch r.IntN(3) {
+			case 0:
+				l[p] = c
+			case 1:
+				l = append(l[:p], append([]byte{c}, l[p:]...)...)
+			default:
+				l = append(l[:p], l[p+1:]...)
+			}
+		}
+		if fastAgrees(t, tab, &ly, l) {
+			taken++
+		}
+	}
+	if taken == 0 {
+		t.Error("the fast path took no mutated line")
+	}
+}
+
+func FuzzFastLine(f *testing.F) {
+	for _, l := range bytes.Split(benchLines(5), []byte("\n")) {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"hop":"x","duration":"1.5s","attempt":2,"error":"boom"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		tab := newFieldTable(&Options{})
+		var ly layout
+		fastAgrees(t, tab, &ly, line)
+		fastAgrees(t, tab, &ly, line) // again, with the layout it taught
+	})
+}
+
+// BenchmarkFastLine decodes lines of bench/'s shape on one goroutine: the
+// decoder alone, without splitting, hand-off or consumers.
+func BenchmarkFastLine(b *testing.B) {
+	data := bytes.TrimSpace(benchLines(10_000))
+	lines := bytes.Split(data, []byte("\n"))
+	tab := newFieldTable(&Options{})
+	rec := &flatRecord{intern: &interner{}, block: data} // ids borrowed, as analyze reads them
+	var ly layout
+	n := 0
+	for _, l := range lines {
+		n += len(l) + 1
+	}
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, l := range lines {
+			if !tab.fastLine(rec, &ly, l) {
+				b.Fatal("not taken")
+			}
+			rec.finish()
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(len(lines))/b.Elapsed().Seconds(), "lines/s")
+}
+
+// A number scanned once answers as atoiBytes and atofBytes do on its
+// text, and ends where scanner.value ends it.
+func TestScanNumberAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	cases := []string{"0", "-0", "1", "12.5", "0.001", "1.", "1e3", "1E-3", "-", "--1", "1-2", "123456789012345", "1234567890123456",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775807", "99999999999999999999", "1.2.3", "0.1234567890123456789012345"}
+	alphabet := []byte("0123456789.-+eE")
+	for range 20000 {
+		b := make([]byte, 1+r.IntN(24))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		if b[0] != '-' && (b[0] < '0' || b[0] > '9') {
+			b[0] = '1'
+		}
+		cases = append(cases, string(b))
+	}
+	for _, c := range cases {
+		for _, tail := range []string{"", ",", "}", " x"} {
+			in := []byte(c + tail)
+			var nt numText
+			scanNumber(in, 0, &nt)
+			var sc scanner
+			sc.buf = in
+			_, want, _ := sc.value()
+			if string(nt.text) != string(want) {
+				t.Fatalf("%q: scanned %q, scanner.value %q", in, nt.text, want)
+			}
+			n, ok := nt.int()
+			wn, wok := atoiBytes(nt.text)
+			if ok != wok || n != wn {
+				t.Errorf("%q: int %d %v, atoiBytes %d %v", nt.text, n, ok, wn, wok)
+			}
+			x, ok := nt.dec()
+			wx, wok := atofBytes(nt.text)
+			if ok != wok || x != wx {
+				t.Errorf("%q: dec %v %v, atofBytes %v %v", nt.text, x, ok, wx, wok)
+			}
+		}
+	}
+}
+
+// The word-at-a-time quote search stops where a byte loop does, wherever
+// the quote, backslash or control byte falls in a word.
+func TestPlainStringWords(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	alphabet := []byte("abcXYZ019 _-é\"\\\x01\x1f\x7f\xff")
+	for range 50000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		j, ok := plainString(b, 0)
+		k := bytes.IndexFunc(b, func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 })
+		wantOK := k >= 0 && b[k] == '"'
+		if ok != wantOK || (ok && j != k) {
+			t.Fatalf("%q: %d %v, want %d %v", b, j, ok, k, wantOK)
+		}
+	}
+}
