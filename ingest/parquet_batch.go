@@ -40,13 +40,14 @@ import (
 // Options.Borrowed the id strings alias it and nothing is allocated per
 // span.
 
-// pqChunkRows is the number of spans a worker hands over at once: large
+// pqChunkRows is the number of rows a worker hands over at once: large
 // enough that the hand-off costs nothing per span, small enough (about
-// 1.5 MB of spans) to stay in cache.
-const pqChunkRows = 4096
+// 400 KB of spans) to stay in cache.
+const pqChunkRows = 2048
 
-// pqChunksPerWorker bounds the chunks a worker has in flight.
-const pqChunksPerWorker = 4
+// pqChunksPerWorker bounds the chunks a worker has in flight: enough
+// that a worker rarely waits for the emitting goroutine.
+const pqChunksPerWorker = 3
 
 // pqChunk is a run of consecutive rows of one row group, decoded.
 type pqChunk struct {
@@ -256,6 +257,9 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk,
 			return false
 		}
 		end := min(n, r+pqChunkRows)
+		if ch.spans == nil { // full size at once: growing by doubling is garbage
+			ch.spans, ch.rows = make([]span.Span, 0, pqChunkRows), make([]int64, 0, pqChunkRows)
+		}
 		if w.borrow {
 			ch.ids = grow(ch.ids, int(end-r)*64)
 		}
