@@ -28,6 +28,12 @@ import (
 // index in a footer, so it needs random access: a plain file is read in
 // place; stdin or a gzip/zstd-compressed input is first spilled to a
 // temporary file (removed afterwards), which costs disk, not memory.
+//
+// Flat tables take the batch reader (parquet_batch.go: typed page data,
+// row groups in parallel); the row path below, value by value through
+// parquet.Value, remains for physical types the batch reader does not
+// decode (INT96, nested leaves) and as the reference the batch reader is
+// tested against.
 
 func init() { register("parquet", decodeParquet) }
 
@@ -249,7 +255,8 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 	return nil
 }
 
-// rowPath makes flat tables take the row path (tests compare both).
+// rowPath makes every flat table take the row path: tests set it to
+// compare the two readers on the same file.
 var rowPath = false
 
 func closeAll(cs []*cursor) {
