@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -112,11 +113,17 @@ func (a *Accum) sample(sp *span.Span) {
 	}
 	c := *sp
 	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
-	a.spans = append(a.spans, c)
-	a.hashes = append(a.hashes, x)
 	if a.limit == 0 {
 		a.limit = a.SampleSpans
 	}
+	if len(a.spans) == cap(a.spans) && len(a.spans) >= 4096 && len(a.spans) <= a.limit {
+		// Large logs fill the sample to its limit: grow there in one step
+		// rather than by doubling past it (fewer copies, less garbage).
+		a.spans = slices.Grow(a.spans, a.limit+1-len(a.spans))
+		a.hashes = slices.Grow(a.hashes, a.limit+1-len(a.hashes))
+	}
+	a.spans = append(a.spans, c)
+	a.hashes = append(a.hashes, x)
 	for len(a.spans) > a.limit && a.level < 63 {
 		next := a.level + 1
 		keep := 0
@@ -216,6 +223,13 @@ func (a *Accum) Merge(p *Part) {
 // merge adds o's attempts to h, in the form Add would have left them: a
 // hop past the exact range has all three digests sketched.
 func (h *hopAcc) merge(o *hopAcc) {
+	if h.n+o.n > ExactLimit {
+		// Sketch first, so that o's exact values go straight into bins
+		// instead of being appended to h's and then binned.
+		h.succ.Sketch()
+		h.flagged.Sketch()
+		h.other.Sketch()
+	}
 	h.n += o.n
 	h.failed += o.failed
 	h.flag += o.flag

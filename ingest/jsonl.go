@@ -321,8 +321,10 @@ func (d *blockDecoder) decode(b *block) {
 			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, reason: "record too long", detail: fmt.Sprintf("over %d bytes (raise with --max-record)", d.max)})
 			continue
 		}
-		l = bytes.TrimRight(l, "\r\n")
-		if isBlank(l) {
+		l = trimEOL(l)
+		if len(l) > 0 && l[0] == '{' {
+			// The usual line: not blank, no need to look.
+		} else if isBlank(l) {
 			continue
 		}
 		var reason, detail string
@@ -348,6 +350,14 @@ func (d *blockDecoder) decode(b *block) {
 		b.lines = append(b.lines, ln)
 	}
 	rec.block = nil
+}
+
+// trimEOL is bytes.TrimRight(l, "\r\n") without building a set per call.
+func trimEOL(l []byte) []byte {
+	for len(l) > 0 && (l[len(l)-1] == '\n' || l[len(l)-1] == '\r') {
+		l = l[:len(l)-1]
+	}
+	return l
 }
 
 func isBlank(l []byte) bool {
