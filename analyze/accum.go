@@ -173,7 +173,7 @@ type Part struct {
 	// recent finds a hop's accumulator by its string's address without
 	// hashing it: readers intern hop names, so a hop's spans share one
 	// string (a miss falls back to the map).
-	recent [64]*hopAcc
+	recent [65]*hopAcc // 2-way: a hop may sit in its slot or the next
 	n      int64
 }
 
@@ -187,15 +187,23 @@ func (a *Accum) Part() *Part { return &Part{a: a, hops: map[string]*hopAcc{}} }
 func (p *Part) Add(sp *span.Span) bool {
 	p.n++
 	hop := sp.Hop
-	k := (uintptr(unsafe.Pointer(unsafe.StringData(hop)))>>3 ^ uintptr(len(hop))) & uintptr(len(p.recent)-1)
+	k := uint64(uintptr(unsafe.Pointer(unsafe.StringData(hop)))) * 0x9E3779B97F4A7C15 >> 58 // 64 sets of 2
 	h := p.recent[k]
 	if h == nil || h.name != hop {
-		h = p.hops[hop]
-		if h == nil {
-			h = &hopAcc{name: hop}
-			p.hops[hop] = h
+		if h2 := p.recent[k+1]; h2 != nil && h2.name == hop {
+			h = h2
+		} else {
+			h = p.hops[hop]
+			if h == nil {
+				h = &hopAcc{name: hop}
+				p.hops[hop] = h
+			}
+			if p.recent[k] == nil {
+				p.recent[k] = h
+			} else {
+				p.recent[k+1] = h
+			}
 		}
-		p.recent[k] = h
 	}
 	h.add(sp)
 	if sp.TraceID == "" {

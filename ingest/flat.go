@@ -583,15 +583,23 @@ func parseBool(v []byte) (bool, error) {
 // comparison instead of hashing the whole string; a slot holds a string
 // whose text is the input bytes themselves, so a hit is always right.
 type interner struct {
-	m     map[string]string
-	front [64]string
+	m map[string]string
+	// front is 2-way: a string may sit in its slot or the next one, so
+	// two strings of one slot do not evict each other on every line.
+	front [frontSlots + 1]string
 }
+
+const frontSlots = 128
 
 func (in *interner) get(b []byte) string {
 	var k uint
 	if n := len(b); n > 0 {
-		k = (uint(n) ^ uint(b[0])<<1 ^ uint(b[n-1])<<2 ^ uint(b[n/2])<<3) & uint(len(in.front)-1)
+		x := uint64(n) | uint64(b[0])<<8 | uint64(b[n-1])<<16 | uint64(b[n/2])<<24 | uint64(b[n/4])<<32 | uint64(b[3*n/4])<<40
+		k = uint(x*0x9E3779B97F4A7C15>>57) & (frontSlots - 1)
 		if s := in.front[k]; len(s) == n && s == string(b) {
+			return s
+		}
+		if s := in.front[k+1]; len(s) == n && s == string(b) {
 			return s
 		}
 	}
@@ -599,8 +607,12 @@ func (in *interner) get(b []byte) string {
 		in.m = map[string]string{}
 	}
 	if s, ok := in.m[string(b)]; ok {
-		if s == string(b) {
-			in.front[k] = s
+		if s == string(b) && len(b) > 0 {
+			if in.front[k] == "" {
+				in.front[k] = s
+			} else {
+				in.front[k+1] = s
+			}
 		}
 		return s
 	}
