@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -47,17 +48,20 @@ type Accum struct {
 	last   *hopAcc
 	spans  []span.Span
 	hashes []uint64
-	level  uint          // the sample keeps hash < 2^64 >> level
-	shared atomic.Uint32 // level, for Parts on other goroutines
-	limit  int           // SampleSpans, raised when one trace alone exceeds it
-	total  int64         // spans added
-	loose  uint64        // spans without a trace id, each its own request
+	level  uint           // the sample keeps hash < 2^64 >> level
+	shared atomic.Uint32  // level, for Parts on other goroutines
+	mu     sync.Mutex     // guards told
+	told   map[string]int // attempts per hop that Parts have published
+	limit  int            // SampleSpans, raised when one trace alone exceeds it
+	total  int64          // spans added
+	loose  uint64         // spans without a trace id, each its own request
 }
 
 // hopAcc is what an Accum keeps of one hop over all spans.
 type hopAcc struct {
 	name            string
 	n, failed, flag int
+	told            int    // attempts a Part has told its Accum of (publish)
 	succ            Digest // successful attempts
 	flagged         Digest // failed attempts the span marks as cut (timeout flag or code)
 	other           Digest // other failures
@@ -175,7 +179,12 @@ type Part struct {
 	// string (a miss falls back to the map).
 	recent [65]*hopAcc // 2-way: a hop may sit in its slot or the next
 	n      int64
+	quiet  int // spans since the last publish
 }
+
+// publishEvery is how many spans a Part adds between telling its Accum
+// how many attempts each hop has (see publish).
+const publishEvery = 8192
 
 // Part returns a new Part of a. Parts may run concurrently with each
 // other and with Ordered; Merge must not.
@@ -206,11 +215,44 @@ func (p *Part) Add(sp *span.Span) bool {
 		}
 	}
 	h.add(sp)
+	if p.quiet++; p.quiet >= publishEvery {
+		p.publish()
+	}
 	if sp.TraceID == "" {
 		return true
 	}
 	level := p.a.shared.Load()
 	return level == 0 || hashID(sp.TraceID)>>(64-level) == 0
+}
+
+// publish adds the Part's new attempts to the counts of all Parts, and
+// turns the Part's digests of every hop past ExactLimit over all Parts
+// into sketches. A hop past the exact range ends as sketches whatever the
+// order of its values, so sketching early changes nothing but where the
+// binning happens: here, on the Part's goroutine, in parallel, rather
+// than in Merge at the end on one goroutine (and the exact values stop
+// piling up in every Part).
+func (p *Part) publish() {
+	p.quiet = 0
+	a := p.a
+	var over []*hopAcc
+	a.mu.Lock()
+	if a.told == nil {
+		a.told = map[string]int{}
+	}
+	for name, h := range p.hops {
+		a.told[name] += h.n - h.told
+		h.told = h.n
+		if a.told[name] > ExactLimit && h.succ.Exact() {
+			over = append(over, h)
+		}
+	}
+	a.mu.Unlock()
+	for _, h := range over {
+		h.succ.Sketch()
+		h.flagged.Sketch()
+		h.other.Sketch()
+	}
 }
 
 // Merge folds a Part's statistics into a; p is empty afterwards. The

@@ -108,3 +108,56 @@ func TestPartsSameAsAdd(t *testing.T) {
 		}
 	}
 }
+
+// Parts on their own goroutines, publishing their counts as they go (run
+// with -race), still give Add's report; the hop over the exact range is
+// sketched in the Parts before they merge.
+func TestPartsConcurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	var ss []span.Span
+	for i := range 3 * ExactLimit / 2 {
+		hop := "wide"
+		if i%10 == 0 {
+			hop = "narrow"
+		}
+		ss = append(ss, span.Span{TraceID: time.Duration(i / 4).String(), Hop: hop, Duration: int64(1e6 * math.Exp(r.NormFloat64())), Status: span.OK, Weight: 1})
+	}
+	want := NewAccum(1000)
+	for i := range ss {
+		want.Add(&ss[i])
+	}
+	acc := NewAccum(1000)
+	const parts = 2
+	ps := [parts]*Part{acc.Part(), acc.Part()}
+	again := make([][]span.Span, parts)
+	done := make(chan int)
+	for k := range parts {
+		go func() {
+			for i := k; i < len(ss); i += parts {
+				if ps[k].Add(&ss[i]) {
+					again[k] = append(again[k], ss[i])
+				}
+			}
+			done <- k
+		}()
+	}
+	<-done
+	<-done
+	if ps[0].hops["wide"].succ.Exact() || !ps[0].hops["narrow"].succ.Exact() {
+		t.Error("publish: the wide hop should be sketched in the Parts, the narrow one exact")
+	}
+	// Nothing rose the level while the Parts ran: every span came back;
+	// deliver them in input order.
+	if len(again[0])+len(again[1]) != len(ss) {
+		t.Fatalf("%d spans forwarded, want all %d", len(again[0])+len(again[1]), len(ss))
+	}
+	for i := range ss {
+		acc.Ordered(&again[i%parts][i/parts])
+	}
+	for _, p := range ps {
+		acc.Merge(p)
+	}
+	if !bytes.Equal(reportJSON(t, acc.Report(Options{})), reportJSON(t, want.Report(Options{}))) {
+		t.Error("report differs from Add's")
+	}
+}
