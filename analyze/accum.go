@@ -180,6 +180,9 @@ type Part struct {
 	recent [65]*hopAcc // 2-way: a hop may sit in its slot or the next
 	n      int64
 	quiet  int // spans since the last publish
+	// lastID and lastHash are the previous span's trace id and its hash.
+	lastID   []byte
+	lastHash uint64
 }
 
 // publishEvery is how many spans a Part adds between telling its Accum
@@ -222,7 +225,15 @@ func (p *Part) Add(sp *span.Span) bool {
 		return true
 	}
 	level := p.a.shared.Load()
-	return level == 0 || hashID(sp.TraceID)>>(64-level) == 0
+	if level == 0 {
+		return true
+	}
+	// A trace's spans mostly come together: hash its id once.
+	if string(p.lastID) != sp.TraceID {
+		p.lastID = append(p.lastID[:0], sp.TraceID...) // a copy: sp's may be borrowed
+		p.lastHash = hashID(sp.TraceID)
+	}
+	return p.lastHash>>(64-level) == 0
 }
 
 // publish adds the Part's new attempts to the counts of all Parts, and
