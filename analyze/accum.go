@@ -55,6 +55,10 @@ type Accum struct {
 	limit  int            // SampleSpans, raised when one trace alone exceeds it
 	total  int64          // spans added
 	loose  uint64         // spans without a trace id, each its own request
+	// lastID and lastHash are the previous span's trace id and its hash
+	// (sp's strings may be borrowed: lastID is a copy).
+	lastID   []byte
+	lastHash uint64
 }
 
 // hopAcc is what an Accum keeps of one hop over all spans.
@@ -107,7 +111,12 @@ func (a *Accum) Ordered(sp *span.Span) { a.sample(sp) }
 func (a *Accum) sample(sp *span.Span) {
 	var x uint64
 	if sp.TraceID != "" {
-		x = hashID(sp.TraceID)
+		// A trace's spans mostly come together: hash its id once.
+		if string(a.lastID) != sp.TraceID {
+			a.lastID = append(a.lastID[:0], sp.TraceID...)
+			a.lastHash = hashID(sp.TraceID)
+		}
+		x = a.lastHash
 	} else {
 		a.loose++
 		x = mix(a.loose)
