@@ -3,6 +3,7 @@ package analyze
 import (
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/tailscope/tailscope/quantile"
 )
@@ -85,7 +86,80 @@ func (d *Digest) Sketch() {
 	d.exact, d.sorted = nil, false
 }
 
-func binOf(x int64) int { return int(math.Ceil(math.Log(float64(x)) / sketchLnGamma)) }
+// binOf is the bin of x ≥ 1: ceil(ln x / ln γ).
+func binOf(x int64) int {
+	if x >= 1 && x <= binFastMax {
+		return binOfFast(x)
+	}
+	return binOfLog(x)
+}
+
+func binOfLog(x int64) int { return int(math.Ceil(math.Log(float64(x)) / sketchLnGamma)) }
+
+// binFastMax bounds the range where binOfFast answers: durations up to
+// about 2.8 hours, every span a tracer records in practice.
+const binFastMax = 1 << 43
+
+// binOfFast is binOfLog without a logarithm per value: a table lookup
+// gives the bin within one or two, and the bins' integer boundaries,
+// computed once with binOfLog itself, settle it. It is the same function
+// wherever binOfLog is monotonic over the integers, which holds up to
+// binFastMax with room to spare: consecutive integers there differ in
+// ln x by at least 2^-43, over a hundred times the error of math.Log
+// (under one ulp of a number below 31), so rounding cannot reorder them.
+func binOfFast(x int64) int {
+	binOnce.Do(initBins)
+	f := float64(x)
+	bits := math.Float64bits(f)
+	e := int(bits>>52) - 1023
+	ln := float64(e)*math.Ln2 + lnMant[bits>>(52-lnMantBits)&(1<<lnMantBits-1)]
+	c := int(ln / sketchLnGamma)
+	// The table's ln is within 2^-lnMantBits of ln x (below it), far under
+	// a bin's width (ln γ = 0.008): c is at most one or two bins off.
+	if c < 0 {
+		c = 0
+	}
+	if c >= len(binLo)-1 {
+		return binOfLog(x)
+	}
+	for c > 0 && x < binLo[c] {
+		c--
+	}
+	for x >= binLo[c+1] {
+		c++
+	}
+	return c
+}
+
+const lnMantBits = 10
+
+var (
+	binOnce sync.Once
+	// binLo[i] is the least integer x ≥ 1 with binOfLog(x) ≥ i.
+	binLo []int64
+	// lnMant[k] is ln(1 + k/2^lnMantBits).
+	lnMant [1 << lnMantBits]float64
+)
+
+func initBins() {
+	for k := range lnMant {
+		lnMant[k] = math.Log1p(float64(k) / (1 << lnMantBits))
+	}
+	n := binOfLog(binFastMax) + 2
+	binLo = make([]int64, n+1)
+	x := int64(1)
+	for i := 0; i <= n; i++ {
+		// From the previous boundary, jump close to γ^(i-1) and step to
+		// the exact least x with binOfLog(x) ≥ i.
+		if g := int64(math.Pow(sketchGamma, float64(i-1))) - 2; g > x {
+			x = g
+		}
+		for binOfLog(x) < i {
+			x++
+		}
+		binLo[i] = x
+	}
+}
 
 func binValue(i int) float64 { return 2 * math.Pow(sketchGamma, float64(i)) / (sketchGamma + 1) }
 
@@ -94,8 +168,9 @@ func (d *Digest) addBin(x int64, c uint64) {
 		d.zero += int(c)
 		return
 	}
-	d.ensure(binOf(x))
-	d.bins[binOf(x)-d.lo] += c
+	i := binOf(x)
+	d.ensure(i)
+	d.bins[i-d.lo] += c
 }
 
 // ensure makes bin index i addressable.
