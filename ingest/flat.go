@@ -3,6 +3,7 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -331,7 +332,10 @@ func normKind(v []byte) string {
 	return s
 }
 
-func finiteNs(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) && math.Abs(x) < 9e18 }
+// finiteNs reports whether x is a number of ns an int64 holds: not NaN
+// (every comparison with NaN is false), not infinite, below 9e18 either
+// way — two comparisons.
+func finiteNs(x float64) bool { return x < 9e18 && x > -9e18 }
 
 // parseDuration reads a duration into ns. Numbers are in the unit the field
 // names; "duration" takes a Go duration string or an integer of ns.
@@ -579,39 +583,59 @@ func parseBool(v []byte) (bool, error) {
 // repeat a handful of them millions of times.
 //
 // A small direct-mapped cache in front of the map answers most lookups
-// (a log has a few dozen such strings) with one length check and one
-// comparison instead of hashing the whole string; a slot holds a string
-// whose text is the input bytes themselves, so a hit is always right.
+// (a log has a few dozen such strings): a slot holds a string whose text
+// is the input bytes themselves with its first eight bytes as a word, so
+// a name of up to eight bytes (most hop names) is one length and one word
+// comparison, a longer one a comparison of the rest.
 type interner struct {
 	m map[string]string
 	// front is 2-way: a string may sit in its slot or the next one, so
 	// two strings of one slot do not evict each other on every line.
-	front [frontSlots + 1]string
+	front [frontSlots + 1]frontSlot
+}
+
+type frontSlot struct {
+	w uint64 // the first 8 bytes of s, zero-padded
+	s string
 }
 
 const frontSlots = 128
 
+// head8 is the first min(8, len(b)) bytes of b as a little-endian word,
+// zero-padded.
+func head8(b []byte) uint64 {
+	n := len(b)
+	if n >= 8 {
+		return binary.LittleEndian.Uint64(b)
+	}
+	if cap(b) >= 8 { // one load, the bytes past len masked off
+		return binary.LittleEndian.Uint64(b[:8]) & (1<<(8*n) - 1)
+	}
+	var w uint64
+	for i := n - 1; i >= 0; i-- {
+		w = w<<8 | uint64(b[i])
+	}
+	return w
+}
+
 func (in *interner) get(b []byte) string {
-	var k uint
-	if n := len(b); n > 0 {
-		x := uint64(n) | uint64(b[0])<<8 | uint64(b[n-1])<<16 | uint64(b[n/2])<<24 | uint64(b[n/4])<<32 | uint64(b[3*n/4])<<40
-		k = uint(x*0x9E3779B97F4A7C15>>57) & (frontSlots - 1)
-		if s := in.front[k]; len(s) == n && s == string(b) {
-			return s
-		}
-		if s := in.front[k+1]; len(s) == n && s == string(b) {
-			return s
+	n := len(b)
+	w := head8(b)
+	k := uint(((w^uint64(n))*0x9E3779B97F4A7C15)>>57) & (frontSlots - 1)
+	for _, f := range in.front[k : k+2] {
+		if len(f.s) == n && f.w == w && (n <= 8 || f.s[8:] == string(b[8:])) {
+			return f.s
 		}
 	}
 	if in.m == nil {
 		in.m = map[string]string{}
 	}
 	if s, ok := in.m[string(b)]; ok {
-		if s == string(b) && len(b) > 0 {
-			if in.front[k] == "" {
-				in.front[k] = s
+		if s == string(b) {
+			if in.front[k].s == "" {
+				in.front[k] = frontSlot{w, s}
 			} else {
-				in.front[k+1] = s
+				in.front[k+1] = frontSlot{w, s}
 			}
 		}
 		return s

@@ -215,3 +215,26 @@ func TestPlainStringWords(t *testing.T) {
 		}
 	}
 }
+
+// The interner's front cache answers with the string of the bytes asked
+// for, whatever the bytes around them (a short name is compared as one
+// masked word, read past its end when the buffer allows).
+func TestInternerFront(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	var in interner
+	alphabet := []byte("ab\xff")
+	for range 200_000 {
+		n := r.IntN(12)
+		buf := make([]byte, n+r.IntN(10))
+		for i := range buf {
+			buf[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		b := buf[:n]
+		if r.IntN(2) == 0 {
+			b = buf[:n:n] // no room to read past the end
+		}
+		if got, want := in.get(b), validText(b); got != want {
+			t.Fatalf("get(%q) = %q, want %q", b, got, want)
+		}
+	}
+}
