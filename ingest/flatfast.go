@@ -227,6 +227,20 @@ func scanNumber(b []byte, i int, nt *numText) {
 	var m uint64
 	nd, frac := 0, 0
 	dot, other := false, false
+	// The leading digits eight at a time while there are eight (a unix-ns
+	// start has 19): one multiply chain per word instead of per digit.
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if (x&0xF0F0F0F0F0F0F0F0)|((x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4 != 0x3333333333333333 {
+			break
+		}
+		x = (x & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8 // pairs
+		x = (x & 0x00FF00FF00FF00FF) * 6553601 >> 16
+		x = (x & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
+		m = m*100_000_000 + x
+		nd += 8
+		i += 8
+	}
 	for ; i < len(b); i++ {
 		c := b[i]
 		if d := c - '0'; d < 10 {
