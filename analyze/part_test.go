@@ -143,8 +143,10 @@ func TestPartsConcurrent(t *testing.T) {
 	}
 	<-done
 	<-done
-	if ps[0].hops["wide"].succ.Exact() || !ps[0].hops["narrow"].succ.Exact() {
-		t.Error("publish: the wide hop should be sketched in the Parts, the narrow one exact")
+	// Whichever Part published last saw the wide hop past the exact range
+	// (even if the other had finished first): it sketched there.
+	if ps[0].hops["wide"].succ.Exact() && ps[1].hops["wide"].succ.Exact() || !ps[0].hops["narrow"].succ.Exact() {
+		t.Error("publish: the wide hop should be sketched in a Part, the narrow one exact")
 	}
 	// Nothing rose the level while the Parts ran: every span came back;
 	// deliver them in input order.

@@ -150,7 +150,13 @@ type flatRecord struct {
 	end                                   int64
 	errFlag, errTimeout, codeSet, timeout bool
 	status                                span.Status
-	intern                                *interner
+	// lazySvc and lazyName are the text of service and name while the
+	// fast path defers interning them (see lazy and materialize).
+	lazySvc, lazyName []byte
+	// lazy lets the fast path defer service and name: when hops are not
+	// named by them, only the spans that go on need them.
+	lazy   bool
+	intern *interner
 	// block is the buffer the record's text lies in when ids may alias
 	// it (Options.Borrowed; see idString).
 	block []byte
@@ -159,8 +165,18 @@ type flatRecord struct {
 }
 
 func (r *flatRecord) reset() {
-	in, b, k := r.intern, r.block, r.keys
-	*r = flatRecord{intern: in, block: b, keys: k}
+	in, b, k, l := r.intern, r.block, r.keys, r.lazy
+	*r = flatRecord{intern: in, block: b, keys: k, lazy: l}
+}
+
+// materialize interns the service and name the fast path deferred.
+func (r *flatRecord) materialize() {
+	if r.lazySvc != nil {
+		r.sp.Service, r.lazySvc = r.intern.get(r.lazySvc), nil
+	}
+	if r.lazyName != nil {
+		r.sp.Name, r.lazyName = r.intern.get(r.lazyName), nil
+	}
 }
 
 // set stores one value. str says whether the input gave a string (CSV
@@ -178,9 +194,9 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	case fParentID:
 		sp.ParentID = r.idString(v)
 	case fService:
-		sp.Service = r.intern.get(v)
+		sp.Service, r.lazySvc = r.intern.get(v), nil
 	case fName:
-		sp.Name = r.intern.get(v)
+		sp.Name, r.lazyName = r.intern.get(v), nil
 	case fKind:
 		sp.Kind = normKind(v)
 	case fHop:

@@ -134,6 +134,10 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			if !rec.setNumber(ent.f, &nt) {
 				return false
 			}
+		case str && rec.lazy && ent.f == fService:
+			rec.lazySvc = v // v lies in the line: valid until the next line
+		case str && rec.lazy && ent.f == fName:
+			rec.lazyName = v
 		default:
 			if rec.set(ent.f, str, v) != nil {
 				return false

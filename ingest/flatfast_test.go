@@ -13,11 +13,26 @@ import (
 // fast path answered.
 func fastAgrees(t testing.TB, tab *fieldTable, ly *layout, line []byte) bool {
 	t.Helper()
+	// Both ways: interning everything, and deferring service and name
+	// (lazy) until materialize.
+	lazy := &flatRecord{intern: &interner{}, lazy: true}
+	lazyOK := tab.fastLine(lazy, ly, line)
 	fast := &flatRecord{intern: &interner{}}
 	if !tab.fastLine(fast, ly, line) {
+		if lazyOK {
+			t.Fatalf("%q: taken only when lazy", line)
+		}
 		return false
 	}
+	if !lazyOK {
+		t.Fatalf("%q: taken only when not lazy", line)
+	}
+	lazy.finish()
+	lazy.materialize()
 	fr, fd := fast.finish()
+	if !reflect.DeepEqual(lazy.sp, fast.sp) {
+		t.Fatalf("%q:\nlazy  %+v\neager %+v", line, lazy.sp, fast.sp)
+	}
 	slow := &flatRecord{intern: &interner{}}
 	var sc scanner
 	sr, sd := tab.decodeLine(&sc, slow, line)
@@ -43,6 +58,8 @@ func TestFastLineAgrees(t *testing.T) {
 		`{"hop":"z","start":5,"end":3}`,         // end before start: finish decides
 		`{"hop":"z"}`,                           // missing duration: finish decides
 		`{"hop":"z","duration_ms":1,"hop":"w"}`, // duplicate key: the last wins on both paths
+		`{"service":"a","service":12,"name":"n","name":null,"duration_ms":1}`,
+		"{\"service\":12,\"service\":\"b\xffc\",\"duration_ms\":1}", // eager, then deferred and invalid UTF-8
 		`{"hop":"né","duration_ms":1}`,
 		"{\"hop\":\"bad\xffutf8\",\"duration_ms\":1}",
 		"\t{\"hop\":\"ws\",\"duration_ms\":1}\t",

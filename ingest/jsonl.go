@@ -56,7 +56,9 @@ type Branch interface {
 	// Take consumes a span that passed the reader's checks (its hop is
 	// derived, its weight and outcome are set) and reports whether
 	// Ordered must see it too. The span, and with Options.Borrowed its id
-	// strings, are valid only during the call.
+	// strings, are valid only during the call. Its Service and Name may
+	// be empty when they do not name the hop (the reader fills them in
+	// only for the spans that go on to Ordered).
 	Take(sp *span.Span) (again bool)
 	// Close is called once after the branch's last Take, on the goroutine
 	// that called Read, before Read moves on to the next input.
@@ -113,6 +115,13 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 		if src.opt.Fork != nil {
 			d.src, d.branch = src, src.opt.Fork.Branch()
 			branches = append(branches, d.branch)
+			// Service and name matter to a span a Branch takes and does
+			// not hand back only when they name its hop.
+			switch src.opt.HopBy {
+			case "service", "name", "service+name":
+			default:
+				d.rec.lazy = true
+			}
 		}
 		wg.Add(1)
 		go func() {
@@ -330,6 +339,9 @@ func (d *blockDecoder) decode(b *block) {
 		var reason, detail string
 		if d.tab.fastLine(rec, &d.lay, l) {
 			reason, detail = rec.finish()
+			if rec.sp.Hop == "" {
+				rec.materialize() // the hop may be named by service and name
+			}
 		} else {
 			reason, detail = d.tab.decodeLine(&d.sc, rec, l)
 		}
@@ -345,6 +357,7 @@ func (d *blockDecoder) decode(b *block) {
 			if !d.branch.Take(&rec.sp) {
 				continue
 			}
+			rec.materialize()
 		}
 		b.spans = append(b.spans, rec.sp)
 		b.lines = append(b.lines, ln)

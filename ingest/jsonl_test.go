@@ -160,3 +160,80 @@ func TestScanStringWords(t *testing.T) {
 		}
 	}
 }
+
+// recFork is a Fork that hands back every span whose line is even
+// (every span when all), recording what its Branches took and what
+// reached Ordered.
+type recFork struct {
+	all     bool
+	taken   int
+	closed  int
+	ordered []span.Span
+}
+
+type recBranch struct {
+	f *recFork
+	n int
+}
+
+func (f *recFork) Branch() Branch { return &recBranch{f: f} }
+
+func (f *recFork) Ordered(sp *span.Span) {
+	c := *sp
+	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
+	f.ordered = append(f.ordered, c)
+}
+
+func (b *recBranch) Take(sp *span.Span) bool {
+	b.n++
+	return b.f.all || sp.Start%2 == 0
+}
+
+func (b *recBranch) Close() { b.f.taken += b.n; b.f.closed++ }
+
+// With a Fork, the reader counts, skips and positions exactly as without
+// one, Branches take every kept span, and Ordered gets the ones they hand
+// back, in input order and whole (service and name filled in, a hop
+// named by them derived), whatever the block boundaries.
+func TestJSONLFork(t *testing.T) {
+	var in strings.Builder
+	in.Write(benchLines(200))
+	in.WriteString("{\"service\":\"svc\",\"name\":\"op\",\"kind\":\"client\",\"start\":2,\"duration_ms\":3}\n") // hop from service+name
+	in.WriteString("{\"hop\":\"x\",\"duration_ms\":\"fast\"}\n")
+	in.WriteString("{\"hop\":\"neg\",\"start\":4,\"duration_ms\":-1}\n") // skipped by accept, on a worker
+	in.WriteString("not json\n")
+	in.Write(benchLines(100))
+	input := in.String()
+	old := blockSize
+	defer func() { blockSize = old }()
+	for _, hopBy := range []string{"", "service+name"} {
+		want, wst := collect(t, input, Options{MaxRecord: 2000, HopBy: hopBy})
+		for _, bs := range []int{100, 4096, 1 << 20} {
+			blockSize = bs
+			for _, all := range []bool{true, false} {
+				f := &recFork{all: all}
+				st, err := ReadStream("in.jsonl", strings.NewReader(input), Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true, Fork: f},
+					func(*span.Span) { t.Fatal("emit called with a Fork") })
+				if err != nil {
+					t.Fatal(err)
+				}
+				var wantOrdered []span.Span
+				for _, s := range want {
+					if all || s.Start%2 == 0 {
+						wantOrdered = append(wantOrdered, s)
+					}
+				}
+				if !reflect.DeepEqual(f.ordered, wantOrdered) || f.taken != len(want) || f.closed != jsonlWorkers() {
+					t.Errorf("hop-by %q, block %d, all %v: %d ordered (want %d), %d taken (want %d), %d closed",
+						hopBy, bs, all, len(f.ordered), len(wantOrdered), f.taken, len(want), f.closed)
+				}
+				if !reflect.DeepEqual(errs(st), errs(wst)) || st.Read != wst.Read || st.Used != wst.Used || !reflect.DeepEqual(st.SkippedByReason, wst.SkippedByReason) {
+					t.Errorf("hop-by %q, block %d: stats %+v, want %+v", hopBy, bs, st, wst)
+				}
+			}
+		}
+		if wst.Skipped != 3 || wst.SkippedByReason["negative duration"] != 1 {
+			t.Errorf("reference: %+v", wst.SkippedByReason)
+		}
+	}
+}
