@@ -256,3 +256,48 @@ func TestInternerFront(t *testing.T) {
 		}
 	}
 }
+
+// reset leaves a record as new but for the state kept across lines.
+func TestRecordReset(t *testing.T) {
+	var r flatRecord
+	// Every field non-zero, through reflection, so that a field added
+	// later shows here if reset does not clear it (or clears kept state).
+	v := reflect.ValueOf(&r).Elem()
+	var fill func(reflect.Value)
+	fill = func(f reflect.Value) {
+		switch f.Kind() {
+		case reflect.Struct:
+			for i := range f.NumField() {
+				fill(f.Field(i))
+			}
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64, reflect.Uint8:
+			if f.CanInt() {
+				f.SetInt(1)
+			} else {
+				f.SetUint(1)
+			}
+		case reflect.Float64:
+			f.SetFloat(1)
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		}
+	}
+	for i := range v.NumField() {
+		if f := v.Field(i); f.CanSet() {
+			fill(f)
+		} else {
+			fill(reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem())
+		}
+	}
+	r.reset()
+	want := flatRecord{intern: r.intern, block: r.block, keys: r.keys, lazy: r.lazy}
+	if !reflect.DeepEqual(r, want) || !r.lazy || r.intern == nil {
+		t.Errorf("after reset: %+v", r)
+	}
+}
