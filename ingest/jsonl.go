@@ -116,8 +116,13 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 			d.src, d.branch = src, src.opt.Fork.Branch()
 			branches = append(branches, d.branch)
 			// Service and name matter to a span a Branch takes and does
-			// not hand back only when they name its hop.
-			switch src.opt.HopBy {
+			// not hand back only when they name its hop (an empty hop is
+			// named by them too: see materialize in decode).
+			hopBy := src.opt.HopBy
+			if hopBy == "" {
+				hopBy = src.hopDefault
+			}
+			switch hopBy {
 			case "service", "name", "service+name":
 			default:
 				d.rec.lazy = true
