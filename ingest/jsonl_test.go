@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tailscope/tailscope/span"
@@ -126,7 +127,33 @@ func BenchmarkJSONL(b *testing.B) {
 			b.ReportMetric(float64(b.N)*200_000/b.Elapsed().Seconds(), "spans/s")
 		})
 	}
+	// With a Fork whose Branches keep nothing and hand nothing back: the
+	// decoding goroutines' share, as analyze's Parts see it.
+	b.Run("fork", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			f := &countFork{}
+			if _, err := ReadStream("b", bytes.NewReader(data), Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != 200_000 {
+				b.Fatal(f.n.Load(), err)
+			}
+		}
+		b.ReportMetric(float64(b.N)*200_000/b.Elapsed().Seconds(), "spans/s")
+	})
 }
+
+// countFork counts the spans its Branches take and hands none back.
+type countFork struct{ n atomic.Int64 }
+
+type countBranch struct {
+	f *countFork
+	n int64
+}
+
+func (f *countFork) Branch() Branch         { return &countBranch{f: f} }
+func (f *countFork) Ordered(*span.Span)     {}
+func (b *countBranch) Take(*span.Span) bool { b.n++; return false }
+func (b *countBranch) Close()               { b.f.n.Add(b.n) }
 
 // The word-at-a-time string scan must stop at the same quote, backslash
 // or control byte as a byte loop, wherever it falls in a word.
