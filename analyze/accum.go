@@ -48,8 +48,13 @@ type Accum struct {
 	last   *hopAcc
 	spans  []span.Span
 	hashes []uint64
-	level  uint           // the sample keeps hash < 2^64 >> level
-	shared atomic.Uint32  // level, for Parts on other goroutines
+	level  uint // the sample keeps hash < 2^64 >> level
+	// shared is level for Parts on other goroutines, which read it for
+	// every span: on a cache line of its own, so that the sample's writes
+	// next to it do not make every read a miss.
+	_      [64]byte
+	shared atomic.Uint32
+	_      [60]byte
 	mu     sync.Mutex     // guards told
 	told   map[string]int // attempts per hop that Parts have published
 	limit  int            // SampleSpans, raised when one trace alone exceeds it
@@ -181,6 +186,7 @@ func (a *Accum) sample(sp *span.Span) {
 // would have. Spans without a trace id always go to Ordered: each is its
 // own trace, numbered in input order.
 type Part struct {
+	_    [64]byte // Parts of other goroutines stay off this one's cache lines
 	a    *Accum
 	hops map[string]*hopAcc
 	// recent finds a hop's accumulator by its string's address without
@@ -192,6 +198,7 @@ type Part struct {
 	// lastID and lastHash are the previous span's trace id and its hash.
 	lastID   []byte
 	lastHash uint64
+	_        [64]byte
 }
 
 // publishEvery is how many spans a Part adds between telling its Accum
