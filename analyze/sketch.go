@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -207,11 +208,15 @@ func (d *Digest) Merge(o *Digest) {
 	}
 	d.n += o.n
 	if !d.sketch {
-		d.exact = append(d.exact, o.exact...)
-		d.sorted = false
-		if len(d.exact) > ExactLimit {
+		if len(d.exact)+len(o.exact) > ExactLimit {
+			d.exact = append(d.exact, o.exact...)
 			d.Sketch()
+			return
 		}
+		// Both sorted, then merged in one pass: a report merges a hop's
+		// digests several ways (all attempts, time to success,
+		// failures), and each part is then sorted once, not each union.
+		d.exact, d.sorted = mergeSorted(d.Sorted(), o.Sorted()), true
 		return
 	}
 	for _, x := range o.exact {
@@ -233,10 +238,27 @@ func (d *Digest) Sorted() []int64 {
 		return nil
 	}
 	if !d.sorted {
-		quantile.SortInt64(d.exact)
+		slices.Sort(d.exact) // the int64 pdqsort: no comparator calls
 		d.sorted = true
 	}
 	return d.exact
+}
+
+// mergeSorted returns the ascending union of two ascending slices, in a
+// new slice.
+func mergeSorted(a, b []int64) []int64 {
+	out := make([]int64, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0] < a[0] {
+			out = append(out, b[0])
+			b = b[1:]
+		} else {
+			out = append(out, a[0])
+			a = a[1:]
+		}
+	}
+	out = append(out, a...)
+	return append(out, b...)
 }
 
 // at returns the value of 0-based rank r.
