@@ -11,6 +11,7 @@ package quantile
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -59,7 +60,7 @@ func Int64(xs []int64, q float64) float64 {
 
 // SortInt64 sorts in place and returns xs.
 func SortInt64(xs []int64) []int64 {
-	sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+	slices.Sort(xs)
 	return xs
 }
 
