@@ -189,6 +189,32 @@ type pqWorker struct {
 	curs    []pqCursor
 	src     *Source // with a Fork: for accept
 	branch  Branch  // with a Fork: this worker's consumer
+	// ids holds the id text of the current batch with a Fork (and
+	// Options.Borrowed): most spans stop at their Branch, so only those
+	// it gives back have their ids copied to the chunk (keep).
+	ids []byte
+}
+
+// idBuf is where the batch's id text goes: the chunk's buffer, or with a
+// Fork the worker's batch buffer.
+func (w *pqWorker) idBuf(ch *pqChunk) *[]byte {
+	if w.branch != nil {
+		return &w.ids
+	}
+	return &ch.ids
+}
+
+// keep copies the ids of a span a Branch gave back from the batch buffer
+// to the chunk's, which lives until the chunk is emitted.
+func (w *pqWorker) keep(ch *pqChunk, sp *span.Span) {
+	for _, id := range [...]*string{&sp.TraceID, &sp.SpanID, &sp.ParentID} {
+		if len(*id) == 0 {
+			continue
+		}
+		at := len(ch.ids)
+		ch.ids = append(ch.ids, *id...)
+		*id = unsafe.String(&ch.ids[at], len(*id))
+	}
 }
 
 func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
@@ -261,9 +287,18 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk,
 			ch.spans, ch.rows = make([]span.Span, 0, pqChunkRows), make([]int64, 0, pqChunkRows)
 		}
 		if w.borrow {
-			ch.ids = grow(ch.ids, int(end-r)*64)
+			ch.ids = grow(ch.ids, pqChunkRows*64)
 		}
-		for r < end {
+		if w.branch != nil {
+			// With a Fork a chunk holds only the spans a Branch gave
+			// back (the trace sample) and the skips, so it is cut when
+			// those could fill it, not after a fixed number of rows:
+			// a worker ahead of the emitting goroutine would otherwise
+			// wait for it after a few thousand rows, and the workers
+			// would take turns instead of decoding side by side.
+			end = n
+		}
+		for r < end && len(ch.spans)+pqBatchRows <= pqChunkRows && len(ch.events)+pqBatchRows <= pqChunkRows {
 			m := int(min(end-r, pqBatchRows))
 			if !w.batch(ch, first+r, m) {
 				return send()
@@ -291,6 +326,9 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
 	recs := w.recs[:m]
 	for i := range recs {
 		recs[i].reset()
+	}
+	if w.borrow && w.branch != nil {
+		w.ids = grow(w.ids, m*64)
 	}
 	clear(w.bad[:m])
 	limit, errCol := m, -1
@@ -321,6 +359,9 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
 			ch.used++
 			if !w.branch.Take(&rec.sp) {
 				continue
+			}
+			if w.borrow {
+				w.keep(ch, &rec.sp)
 			}
 		}
 		ch.spans = append(ch.spans, rec.sp)
@@ -487,14 +528,15 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 		// (for a parent) "no parent" sets nothing, else the text is
 		// copied to the chunk and the id aliases the copy.
 		parent := c.col.spec.f == fParentID
+		ids := w.idBuf(ch)
 		for k, row := range sel {
-			v := bytes.TrimSpace(c.value(vi + k))
+			v := trimSpace(c.value(vi + k))
 			if len(v) == 0 || (parent && isNoParent(v)) {
 				continue
 			}
-			at := len(ch.ids)
-			ch.ids = append(ch.ids, v...)
-			id := unsafe.String(&ch.ids[at], len(v))
+			at := len(*ids)
+			*ids = append(*ids, v...)
+			id := unsafe.String(&(*ids)[at], len(v))
 			r := &recs[row]
 			switch c.col.spec.f {
 			case fTraceID:
@@ -520,6 +562,15 @@ func (w *pqWorker) setOne(c *pqCursor, row int32, vi int, ch *pqChunk) {
 	if err := w.set(c, &w.recs[row], vi, ch); err != nil {
 		w.bad[row] = fmt.Errorf("column %s: %v", c.col.name, err)
 	}
+}
+
+// trimSpace is bytes.TrimSpace for ids, which almost never have space
+// around them: two byte tests instead of a call per value.
+func trimSpace(v []byte) []byte {
+	if len(v) > 0 && v[0] > ' ' && v[0] < 0x80 && v[len(v)-1] > ' ' && v[len(v)-1] < 0x80 {
+		return v
+	}
+	return bytes.TrimSpace(v)
 }
 
 // grow returns b emptied with at least n bytes of capacity.
@@ -584,10 +635,11 @@ func (w *pqWorker) set(c *pqCursor, r *flatRecord, vi int, ch *pqChunk) error {
 	}
 	// The id's text goes to the chunk's buffer, which the span's id then
 	// aliases (idString): it lives until the chunk is emitted.
-	at := len(ch.ids)
-	ch.ids = col.idText(b, ch.ids)
-	r.block = ch.ids
-	return r.setText(col.spec, ch.ids[at:])
+	ids := w.idBuf(ch)
+	at := len(*ids)
+	*ids = col.idText(b, *ids)
+	r.block = *ids
+	return r.setText(col.spec, (*ids)[at:])
 }
 
 // Operations prepared for a dictionary entry.

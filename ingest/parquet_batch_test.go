@@ -166,9 +166,10 @@ func firstDiff(a, b string) string {
 }
 
 // testFork takes every span on the decoding goroutines and asks to see
-// every third one again, as the analysis does with its trace sample.
+// every mod-th one again, as the analysis does with its trace sample.
 type testFork struct {
 	mu      sync.Mutex
+	mod     int64
 	taken   int
 	ordered []string
 }
@@ -180,38 +181,46 @@ type testBranch struct {
 
 func (f *testFork) Branch() Branch            { return &testBranch{f: f} }
 func (f *testFork) Ordered(sp *span.Span)     { f.ordered = append(f.ordered, tBrief(*sp)) }
-func (b *testBranch) Take(sp *span.Span) bool { b.n++; return sp.Start%3 == 0 }
+func (b *testBranch) Take(sp *span.Span) bool { b.n++; return sp.Start%b.f.mod == 0 }
 func (b *testBranch) Close()                  { b.f.mu.Lock(); b.f.taken += b.n; b.f.mu.Unlock() }
 
 // With a Fork, the workers take every span that passes Emit's checks, the
 // counts and skips are those of the plain path, and the spans asked for
-// again reach Ordered in row order.
+// again reach Ordered in row order, with their ids intact: small row
+// groups, and row groups of several batches and chunks, where a chunk is
+// cut on the spans handed back (every one, or every third) and the ids of
+// a batch are reused by the next.
 func TestParquetBatchFork(t *testing.T) {
-	data := writeParquet(t, wideRows(5000, 4), parquet.MaxRowsPerRowGroup(300))
-	var want []string
-	plain, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100}, func(sp *span.Span) {
-		if sp.Start%3 == 0 {
-			want = append(want, tBrief(*sp))
+	for _, rg := range []int{300, 7000} {
+		data := writeParquet(t, wideRows(15000, 4), parquet.MaxRowsPerRowGroup(int64(rg)))
+		for _, mod := range []int64{3, 1} {
+			var want []string
+			plain, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100}, func(sp *span.Span) {
+				if sp.Start%mod == 0 {
+					want = append(want, tBrief(*sp))
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &testFork{mod: mod}
+			st, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100, Fork: f}, func(*span.Span) {
+				t.Fatal("emit called with a Fork")
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Read != plain.Read || st.Used != plain.Used || st.Skipped != plain.Skipped || int64(f.taken) != plain.Used {
+				t.Errorf("rows %d, mod %d: fork: read %d used %d skipped %d taken %d; plain: read %d used %d skipped %d",
+					rg, mod, st.Read, st.Used, st.Skipped, f.taken, plain.Read, plain.Used, plain.Skipped)
+			}
+			if fmt.Sprint(st.Errors) != fmt.Sprint(plain.Errors) {
+				t.Errorf("rows %d, mod %d: errors differ:\n%v\n%v", rg, mod, st.Errors, plain.Errors)
+			}
+			if got, w := strings.Join(f.ordered, "\n"), strings.Join(want, "\n"); len(want) == 0 || got != w {
+				t.Errorf("rows %d, mod %d: ordered: %d spans, want %d in row order; %s", rg, mod, len(f.ordered), len(want), firstDiff(got, w))
+			}
 		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &testFork{}
-	st, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100, Fork: f}, func(*span.Span) {
-		t.Fatal("emit called with a Fork")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Read != plain.Read || st.Used != plain.Used || st.Skipped != plain.Skipped || int64(f.taken) != plain.Used {
-		t.Errorf("fork: read %d used %d skipped %d taken %d; plain: read %d used %d skipped %d", st.Read, st.Used, st.Skipped, f.taken, plain.Read, plain.Used, plain.Skipped)
-	}
-	if fmt.Sprint(st.Errors) != fmt.Sprint(plain.Errors) {
-		t.Errorf("errors differ:\n%v\n%v", st.Errors, plain.Errors)
-	}
-	if len(want) == 0 || strings.Join(f.ordered, "\n") != strings.Join(want, "\n") {
-		t.Errorf("ordered: %d spans, want %d in row order", len(f.ordered), len(want))
 	}
 }
 
