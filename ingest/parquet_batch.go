@@ -183,6 +183,7 @@ type pqWorker struct {
 	recs    []flatRecord // the batch, filled column by column
 	bad     []error      // per record of the batch: its first bad value
 	sel     []int32      // rows of a page stretch holding a value (fill)
+	iota    []int32      // 0, 1, … pqBatchRows-1: the rows of a stretch without nulls
 	borrow  bool
 	free    chan *pqChunk
 	scratch []byte
@@ -220,7 +221,11 @@ func (w *pqWorker) keep(ch *pqChunk, sp *span.Span) {
 func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
 	in := &interner{}
 	w := &pqWorker{cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.opt.Borrowed,
-		free: make(chan *pqChunk, pqChunksPerWorker), curs: make([]pqCursor, len(cols))}
+		free: make(chan *pqChunk, pqChunksPerWorker), curs: make([]pqCursor, len(cols)),
+		sel: make([]int32, pqBatchRows), iota: make([]int32, pqBatchRows)}
+	for i := range w.iota {
+		w.iota[i] = int32(i)
+	}
 	for i := range w.recs {
 		w.recs[i].intern = in
 	}
@@ -388,19 +393,21 @@ func (w *pqWorker) fill(c *pqCursor, m int, ch *pqChunk) (int, error) {
 		n := min(c.dn-c.di, m-i)
 		// The rows of this stretch that hold a value; values are
 		// consecutive in the page from c.vi.
-		sel := w.sel[:0]
+		var sel []int32
 		if defs := c.defs; defs != nil {
+			// Written at every row, kept where a value is: no branch
+			// to mispredict on columns with nulls here and there.
+			buf, j := w.sel[:n], 0
 			for t, d := range defs[c.di : c.di+n] {
+				buf[j] = int32(i + t)
 				if d == c.maxDef {
-					sel = append(sel, int32(i+t))
+					j++
 				}
 			}
+			sel = buf[:j]
 		} else {
-			for t := range n {
-				sel = append(sel, int32(i+t))
-			}
+			sel = w.iota[i : i+n]
 		}
-		w.sel = sel
 		vi := c.vi
 		c.vi += len(sel)
 		c.di += n
@@ -754,6 +761,9 @@ func (c *pqCursor) load(in *interner) error {
 			if d == c.maxDef {
 				nvals++
 			}
+		}
+		if nvals == c.dn {
+			c.defs = nil // no nulls in this page: fill takes its rows as they come
 		}
 	}
 	data := p.Data()
