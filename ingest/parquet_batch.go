@@ -482,6 +482,24 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 			}
 			return
 		}
+		// Other dictionary columns: the status, prepared once per
+		// entry, is set here; the rest through the setter.
+		for k, row := range sel {
+			e := &c.entries[c.idx[vi+k]]
+			switch {
+			case bad[row] != nil || e.op == opNothing:
+			case e.op == opStatus && e.err == nil:
+				r := &recs[row]
+				r.status, r.hasStatus = e.st, true
+				r.timeout = r.timeout || e.to
+				if e.code != 0 && !r.codeSet {
+					r.sp.Code = e.code
+				}
+			default:
+				w.setOne(c, row, vi+k, ch)
+			}
+		}
+		return
 	}
 	switch fast {
 	case fastDuration:
