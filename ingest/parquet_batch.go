@@ -194,6 +194,10 @@ type pqWorker struct {
 	// Options.Borrowed): most spans stop at their Branch, so only those
 	// it gives back have their ids copied to the chunk (keep).
 	ids []byte
+	// held are the pages the cursors moved past during the batch, with a
+	// Fork: the batch's text ids alias them (fastID) until keep copies
+	// the few that go on, so they are released only after the batch.
+	held []parquet.Page
 }
 
 // idBuf is where the batch's id text goes: the chunk's buffer, or with a
@@ -237,6 +241,9 @@ func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
 		k := leaf.Node.Type().Kind()
 		w.curs[i] = pqCursor{col: &w.cols[i], maxDef: byte(leaf.MaxDefinitionLevel), kind: k,
 			fast: fastOf(&w.cols[i], k, w.borrow), target: targetOf(&w.cols[i])}
+		if w.curs[i].fast == fastID && src.opt.Fork != nil {
+			w.curs[i].hold = &w.held
+		}
 	}
 	return w
 }
@@ -373,6 +380,11 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
 		ch.spans = append(ch.spans, rec.sp)
 		ch.rows = append(ch.rows, row)
 	}
+	for i, p := range w.held {
+		parquet.Release(p)
+		w.held[i] = nil
+	}
+	w.held = w.held[:0]
 	if errCol >= 0 {
 		ch.err = fmt.Errorf("row %d, column %s: %v", base+int64(limit)+1, w.curs[errCol].col.name, rerr)
 		return false
@@ -552,17 +564,24 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 	case fastID:
 		// What setText and idString do with a text id: trimmed, blank or
 		// (for a parent) "no parent" sets nothing, else the text is
-		// copied to the chunk and the id aliases the copy.
+		// copied to the chunk and the id aliases the copy. With a Fork
+		// the id aliases the page itself (held until the batch ends):
+		// most spans stop at their Branch, and keep copies the rest.
 		parent := c.col.spec.f == fParentID
-		ids := w.idBuf(ch)
+		ids := &ch.ids
 		for k, row := range sel {
 			v := trimSpace(c.value(vi + k))
 			if len(v) == 0 || (parent && isNoParent(v)) {
 				continue
 			}
-			at := len(*ids)
-			*ids = append(*ids, v...)
-			id := unsafe.String(&(*ids)[at], len(v))
+			var id string
+			if c.hold != nil {
+				id = unsafe.String(&v[0], len(v))
+			} else {
+				at := len(*ids)
+				*ids = append(*ids, v...)
+				id = unsafe.String(&(*ids)[at], len(v))
+			}
 			r := &recs[row]
 			switch c.col.spec.f {
 			case fTraceID:
@@ -711,6 +730,7 @@ type pqCursor struct {
 	idx  []int32  // dictionary indexes
 
 	fast     int                       // the column's own loop (fastOf)
+	hold     *[]parquet.Page           // where pages go instead of Release (pqWorker.held)
 	target   func(*flatRecord) *string // where dictionary strings go (targetOf)
 	dict     parquet.Dictionary        // the current page's, nil for a plain page
 	prepared parquet.Dictionary        // the one entries were prepared for
@@ -743,7 +763,11 @@ var errColumnShort = errors.New("the column ends before the row group (corrupt f
 // load reads the next page and takes its typed data.
 func (c *pqCursor) load(in *interner) error {
 	if c.page != nil {
-		parquet.Release(c.page)
+		if c.hold != nil {
+			*c.hold = append(*c.hold, c.page)
+		} else {
+			parquet.Release(c.page)
+		}
 		c.page = nil
 	}
 	p, err := c.pages.ReadPage()

@@ -189,10 +189,15 @@ func (b *testBranch) Close()                  { b.f.mu.Lock(); b.f.taken += b.n;
 // again reach Ordered in row order, with their ids intact: small row
 // groups, and row groups of several batches and chunks, where a chunk is
 // cut on the spans handed back (every one, or every third) and the ids of
-// a batch are reused by the next.
+// a batch are reused by the next; and small pages, so that a batch's ids
+// lie in several pages of a column.
 func TestParquetBatchFork(t *testing.T) {
-	for _, rg := range []int{300, 7000} {
-		data := writeParquet(t, wideRows(15000, 4), parquet.MaxRowsPerRowGroup(int64(rg)))
+	for _, rg := range []int{300, 7000, -7000} {
+		opts := []parquet.WriterOption{parquet.MaxRowsPerRowGroup(int64(max(rg, -rg)))}
+		if rg < 0 {
+			opts = append(opts, parquet.PageBufferSize(1500))
+		}
+		data := writeParquet(t, wideRows(15000, 4), opts...)
 		for _, mod := range []int64{3, 1} {
 			var want []string
 			plain, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100}, func(sp *span.Span) {
