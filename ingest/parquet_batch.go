@@ -241,6 +241,10 @@ func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
 		k := leaf.Node.Type().Kind()
 		w.curs[i] = pqCursor{col: &w.cols[i], maxDef: byte(leaf.MaxDefinitionLevel), kind: k,
 			fast: fastOf(&w.cols[i], k, w.borrow), target: targetOf(&w.cols[i])}
+		if t := w.curs[i].target; t != nil {
+			var probe flatRecord
+			w.curs[i].toff = uintptr(unsafe.Pointer(t(&probe))) - uintptr(unsafe.Pointer(&probe))
+		}
 		if w.curs[i].fast == fastID && src.opt.Fork != nil {
 			w.curs[i].hold = &w.held
 		}
@@ -481,15 +485,19 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 		fast = fastNone
 		if c.target != nil {
 			// Dictionary strings: the prepared value, or a setter for
-			// the rare entry that needs one.
+			// the rare entry that needs one. The value is stored in a
+			// record already bad too: it cannot fail, and the record
+			// is dropped anyway.
+			idx, ops, strs, off := c.idx[vi:vi+len(sel)], c.ops, c.strs, c.toff
 			for k, row := range sel {
-				e := &c.entries[c.idx[vi+k]]
-				switch {
-				case bad[row] != nil || e.op == opNothing:
-				case e.op == opString:
-					*c.target(&recs[row]) = e.s
+				switch x := idx[k]; ops[x] {
+				case opString:
+					*(*string)(unsafe.Add(unsafe.Pointer(&recs[row]), off)) = strs[x]
+				case opNothing:
 				default:
-					w.setOne(c, row, vi+k, ch)
+					if bad[row] == nil {
+						w.setOne(c, row, vi+k, ch)
+					}
 				}
 			}
 			return
@@ -732,6 +740,9 @@ type pqCursor struct {
 	fast     int                       // the column's own loop (fastOf)
 	hold     *[]parquet.Page           // where pages go instead of Release (pqWorker.held)
 	target   func(*flatRecord) *string // where dictionary strings go (targetOf)
+	toff     uintptr                   // the offset of that field in a flatRecord
+	ops      []uint8                   // entries[i].op, packed for the per-row loop
+	strs     []string                  // entries[i].s, packed likewise
 	dict     parquet.Dictionary        // the current page's, nil for a plain page
 	prepared parquet.Dictionary        // the one entries were prepared for
 	entries  []pqEntry
@@ -929,5 +940,9 @@ func (c *pqCursor) prepare(d parquet.Dictionary, in *interner) {
 			e.v = v.Clone()
 		}
 		c.entries = append(c.entries, e)
+	}
+	c.ops, c.strs = c.ops[:0], c.strs[:0]
+	for i := range c.entries {
+		c.ops, c.strs = append(c.ops, c.entries[i].op), append(c.strs, c.entries[i].s)
 	}
 }
