@@ -252,3 +252,31 @@ func BenchmarkParquetPaths(b *testing.B) {
 		})
 	}
 }
+
+// countDefined agrees with a byte-by-byte count on every length around
+// the eight-byte step, with nulls anywhere and with out-of-range levels
+// (a corrupt page) before, inside and after a step.
+func TestCountDefined(t *testing.T) {
+	for n := range 40 {
+		for _, maxDef := range []byte{1, 2} {
+			for seed := range 20 {
+				defs := make([]byte, n)
+				for i := range defs {
+					defs[i] = byte((i*7 + seed*13) % 3 % 2)
+					if seed%5 == 4 && i == seed%(n+1) {
+						defs[i] = 2
+					}
+				}
+				want := 0
+				for _, d := range defs {
+					if d == maxDef {
+						want++
+					}
+				}
+				if got := countDefined(defs, maxDef); got != want {
+					t.Errorf("%v (max %d): %d, want %d", defs, maxDef, got, want)
+				}
+			}
+		}
+	}
+}
