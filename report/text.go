@@ -120,8 +120,11 @@ func unitFor(vals ...*float64) unit {
 			m = *v
 		}
 	}
-	if m >= 1000 {
+	switch {
+	case m >= 1000:
 		return unit{1000, "s", 2}
+	case m < 10:
+		return unit{1, "ms", 2} // a column of fast hops: 0.42ms, not 0ms
 	}
 	return unit{1, "ms", 0}
 }
@@ -134,7 +137,13 @@ func (u unit) f(v *float64) string {
 }
 
 func (u unit) fv(v float64) string {
-	return fmt.Sprintf("%.*f%s", u.prec, v/u.div, u.name)
+	x := v / u.div
+	if x > 0 && x < 0.5*math.Pow(10, -float64(u.prec)) {
+		// Too small to show at the column's precision: say so rather
+		// than print zero.
+		return fmt.Sprintf("<%.*f%s", u.prec, math.Pow(10, -float64(u.prec)), u.name)
+	}
+	return fmt.Sprintf("%.*f%s", u.prec, x, u.name)
 }
 
 func dur(ms float64) string { return analyze.FormatDuration(time.Duration(ms * 1e6)) }
