@@ -8,6 +8,7 @@ package policy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -468,12 +469,26 @@ func fmtDur(d time.Duration) string {
 	return s
 }
 
+// quoteKey writes a hop name as a YAML key: bare when it is a plain
+// identifier-like name, else as a double-quoted string with JSON escapes
+// (valid YAML), so that any name — spaces, colons, "#", Unicode spaces,
+// control characters — reads back as itself.
 func quoteKey(k string) string {
-	out, err := yaml.Marshal(k)
+	plain := k != "" && k != "null" && k != "true" && k != "false" && k != "~"
+	for i := 0; i < len(k) && plain; i++ {
+		c := k[i]
+		ok := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(i > 0 && ((c >= '0' && c <= '9') || c == '-' || c == '.' || c == '/'))
+		plain = ok
+	}
+	if plain {
+		return k
+	}
+	out, err := json.Marshal(k)
 	if err != nil {
 		return strconv.Quote(k)
 	}
-	return strings.TrimSpace(string(out))
+	return string(out)
 }
 
 // ErrNoPolicy is returned when a command needs a policy and none was given.
