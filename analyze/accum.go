@@ -577,25 +577,7 @@ func digestPercentiles(d *Digest, known int) (Latency, []string) {
 	if d.Exact() {
 		return percentiles(d.Sorted(), known)
 	}
-	var l Latency
-	var unknown []string
-	set := func(dst **float64, name string, q float64) {
-		if d.N() == 0 {
-			return
-		}
-		if !PercentileKnown(d.N(), known, q) {
-			unknown = append(unknown, name)
-			return
-		}
-		*dst = fptr(d.Quantile(q) / 1e6)
-	}
-	set(&l.P50, "p50", 0.50)
-	set(&l.P90, "p90", 0.90)
-	set(&l.P95, "p95", 0.95)
-	set(&l.P99, "p99", 0.99)
-	set(&l.P999, "p999", 0.999)
-	set(&l.Max, "max", 1)
-	return l, unknown
+	return latencyOf(d.N(), known, d.Quantile)
 }
 
 // digestHistogram is quantile.Histogram over a Digest's values.

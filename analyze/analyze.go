@@ -293,20 +293,24 @@ func (r *Report) Recommended() *policy.Policy { return r.recommended }
 // percentiles fills a Latency from sorted ns values. Ranks at or above
 // known (the count of values that are certainly the smallest) are unknown.
 func percentiles(sorted []int64, known int) (Latency, []string) {
+	return latencyOf(len(sorted), known, func(q float64) float64 { return quantile.Int64(sorted, q) })
+}
+
+// latencyOf fills a Latency from n samples, of which the smallest known
+// are certain, with at(q) giving the q-quantile in ns. A percentile whose
+// ranks reach past known is unknown (censored) and listed by name.
+func latencyOf(n, known int, at func(q float64) float64) (Latency, []string) {
 	var l Latency
 	var unknown []string
-	n := len(sorted)
 	set := func(dst **float64, name string, q float64) {
 		if n == 0 {
 			return
 		}
-		h := float64(n-1) * q
-		need := int(math.Ceil(h))
-		if need >= known {
+		if !PercentileKnown(n, known, q) {
 			unknown = append(unknown, name)
 			return
 		}
-		*dst = fptr(quantile.Int64(sorted, q) / 1e6)
+		*dst = fptr(at(q) / 1e6)
 	}
 	set(&l.P50, "p50", 0.50)
 	set(&l.P90, "p90", 0.90)
