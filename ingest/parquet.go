@@ -80,6 +80,9 @@ func decodeParquet(src *Source) (err error) {
 	if err != nil {
 		return fmt.Errorf("not a readable Parquet file (truncated or corrupt?): %v", err)
 	}
+	if err := checkParquetPages(ra, size, pf.Metadata()); err != nil {
+		return err
+	}
 	if l := tempoLayoutOf(pf.Schema()); l != nil {
 		return decodeTempo(src, pf, l)
 	}
