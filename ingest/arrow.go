@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
@@ -76,6 +77,7 @@ func decodeArrow(src *Source) (err error) {
 		if err != nil {
 			return err
 		}
+		in = &arrowFrames{r: bufio.NewReader(in), maxMeta: int64(src.opt.MaxRecord), maxBody: maxArrowBody}
 		rr, err := ipc.NewReader(in, ipc.WithBodySizeLimit(maxArrowBody), ipc.WithMetadataSizeLimit(int64(src.opt.MaxRecord)))
 		if err != nil {
 			return fmt.Errorf("not a readable Arrow stream (truncated or corrupt?): %v", err)

@@ -100,6 +100,16 @@ func checkArrowStream(r *bufio.Reader, max int) (io.Reader, error) {
 	}
 	if n >= 4 {
 		msg := &flatbuffers.Table{Bytes: meta, Pos: flatbuffers.GetUOffsetT(meta)}
+		if int(msg.Pos) >= len(meta) {
+			return nil, fmt.Errorf("corrupt Arrow stream: schema message points outside itself")
+		}
+		// bodyLength (field 3): arrow-go allocates it for the schema
+		// message before any size limit applies.
+		if o := flatbuffers.UOffsetT(msg.Offset(10)); o != 0 {
+			if bl := msg.GetInt64(o + msg.Pos); bl < 0 || bl > maxArrowBody {
+				return nil, fmt.Errorf("corrupt Arrow stream: schema message claims a body of %d bytes", bl)
+			}
+		}
 		if o := flatbuffers.UOffsetT(msg.Offset(6)); o != 0 && msg.GetByte(o+msg.Pos) == 1 { // header_type Schema
 			if o := flatbuffers.UOffsetT(msg.Offset(8)); o != 0 {
 				if err := checkArrowSchema(meta, msg.Indirect(o+msg.Pos)); err != nil {
@@ -140,5 +150,90 @@ func checkArrowFooter(ra io.ReaderAt, size int64) error {
 	if o := flatbuffers.UOffsetT(ft.Offset(6)); o != 0 { // schema
 		return checkArrowSchema(buf, ft.Indirect(o+ft.Pos))
 	}
+	return nil
+}
+
+// arrowFrames passes an Arrow IPC stream through while checking each
+// message's framing before arrow-go sees it: arrow-go allocates a message's
+// metadata and body at the lengths the stream claims, before any limit
+// applies, so a corrupt length would cost that much memory. A message whose
+// metadata is over maxMeta or whose body is over maxBody ends the stream
+// with an error instead.
+type arrowFrames struct {
+	r                *bufio.Reader
+	maxMeta, maxBody int64
+	left             int64 // bytes of the current message still to pass through
+	pending          []byte
+	err              error
+}
+
+func (f *arrowFrames) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 && f.left == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		f.err = f.frame()
+	}
+	if len(f.pending) > 0 {
+		n := copy(p, f.pending)
+		f.pending = f.pending[n:]
+		return n, nil
+	}
+	if int64(len(p)) > f.left {
+		p = p[:f.left]
+	}
+	n, err := f.r.Read(p)
+	f.left -= int64(n)
+	if err == io.EOF && f.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// frame reads one message's prefix and metadata, checks them, and queues
+// them; the body then streams through.
+func (f *arrowFrames) frame() error {
+	var pre [8]byte
+	if _, err := io.ReadFull(f.r, pre[:4]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return err
+		}
+		return io.EOF
+	}
+	head := pre[:4]
+	n := binary.LittleEndian.Uint32(pre[:4])
+	if n == 0xFFFFFFFF {
+		if _, err := io.ReadFull(f.r, pre[4:8]); err != nil {
+			return io.ErrUnexpectedEOF
+		}
+		head = pre[:8]
+		n = binary.LittleEndian.Uint32(pre[4:8])
+	}
+	if n == 0 { // end of stream marker
+		f.pending = append([]byte{}, head...)
+		return io.EOF
+	}
+	if int64(n) > f.maxMeta {
+		return fmt.Errorf("corrupt Arrow stream: a message of %d bytes of metadata (limit %d, see --max-record)", n, f.maxMeta)
+	}
+	meta := make([]byte, n)
+	if _, err := io.ReadFull(f.r, meta); err != nil {
+		return io.ErrUnexpectedEOF
+	}
+	var body int64
+	if n >= 4 {
+		msg := &flatbuffers.Table{Bytes: meta, Pos: flatbuffers.GetUOffsetT(meta)}
+		if int(msg.Pos)+4 > len(meta) {
+			return fmt.Errorf("corrupt Arrow stream: a message points outside itself")
+		}
+		if o := flatbuffers.UOffsetT(msg.Offset(10)); o != 0 {
+			body = msg.GetInt64(o + msg.Pos)
+		}
+	}
+	if body < 0 || body > f.maxBody {
+		return fmt.Errorf("corrupt Arrow stream: a message claims a body of %d bytes (limit %d)", body, f.maxBody)
+	}
+	f.pending = append(append(f.pending[:0], head...), meta...)
+	f.left = body
 	return nil
 }
