@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"io"
 	"math"
 	"strconv"
@@ -50,7 +51,8 @@ func decodeArrow(src *Source) (err error) {
 		if err := checkArrowFooter(src.File, fi.Size()); err != nil {
 			return err
 		}
-		fr, err := ipc.NewFileReader(io.NewSectionReader(src.File, 0, fi.Size()), ipc.WithBodySizeLimit(maxArrowBody))
+		fr, err := ipc.NewFileReader(io.NewSectionReader(src.File, 0, fi.Size()), ipc.WithBodySizeLimit(maxArrowBody),
+			ipc.WithAllocator(&arrowAllocator{mem: memory.NewGoAllocator()}))
 		if err != nil {
 			return fmt.Errorf("not a readable Arrow file (truncated or corrupt?): %v", err)
 		}
@@ -78,7 +80,8 @@ func decodeArrow(src *Source) (err error) {
 			return err
 		}
 		in = &arrowFrames{r: bufio.NewReader(in), maxMeta: int64(src.opt.MaxRecord), maxBody: maxArrowBody}
-		rr, err := ipc.NewReader(in, ipc.WithBodySizeLimit(maxArrowBody), ipc.WithMetadataSizeLimit(int64(src.opt.MaxRecord)))
+		rr, err := ipc.NewReader(in, ipc.WithBodySizeLimit(maxArrowBody), ipc.WithMetadataSizeLimit(int64(src.opt.MaxRecord)),
+			ipc.WithAllocator(&arrowAllocator{mem: memory.NewGoAllocator()}))
 		if err != nil {
 			return fmt.Errorf("not a readable Arrow stream (truncated or corrupt?): %v", err)
 		}

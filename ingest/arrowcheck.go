@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"io"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -236,4 +237,42 @@ func (f *arrowFrames) frame() error {
 	f.pending = append(append(f.pending[:0], head...), meta...)
 	f.left = body
 	return nil
+}
+
+// arrowAllocator bounds what arrow-go may allocate while reading one input:
+// no single buffer over maxArrowBody, and no more than maxArrowLive bytes
+// alive at once. arrow-go sizes buffers from lengths the input claims (a
+// message body, a compressed buffer's uncompressed length); a corrupt claim
+// becomes a panic here, which decodeArrow turns into an error naming the
+// file, instead of an out-of-memory crash. Not safe for concurrent use; the
+// readers here use it from one goroutine.
+type arrowAllocator struct {
+	mem  memory.Allocator
+	live int64
+}
+
+// maxArrowLive bounds the bytes arrow-go holds at once for one input.
+const maxArrowLive = 4 * maxArrowBody
+
+func (a *arrowAllocator) check(n int, old int) {
+	if n < 0 || int64(n) > maxArrowBody || a.live-int64(old)+int64(n) > maxArrowLive {
+		panic(fmt.Sprintf("the input claims a buffer of %d bytes (limit %d)", n, int64(maxArrowBody)))
+	}
+}
+
+func (a *arrowAllocator) Allocate(n int) []byte {
+	a.check(n, 0)
+	a.live += int64(n)
+	return a.mem.Allocate(n)
+}
+
+func (a *arrowAllocator) Reallocate(n int, b []byte) []byte {
+	a.check(n, len(b))
+	a.live += int64(n - len(b))
+	return a.mem.Reallocate(n, b)
+}
+
+func (a *arrowAllocator) Free(b []byte) {
+	a.live -= int64(len(b))
+	a.mem.Free(b)
 }
