@@ -61,9 +61,13 @@ func runRecommend(e *env, args []string) error {
 	rep := l.report(aopt)
 	l.fill(rep)
 	p := rep.Recommended()
+	// The hops whose timeout the policy sets: callee-side hops (server
+	// spans under a client call) are bounded by their caller's.
 	hops := make([]string, 0, len(rep.Hops))
 	for _, h := range rep.Hops {
-		hops = append(hops, h.Hop)
+		if h.Recommendation.Action != analyze.ActionCallee {
+			hops = append(hops, h.Hop)
+		}
 	}
 	var body []byte
 	switch emit {
@@ -86,9 +90,9 @@ func runRecommend(e *env, args []string) error {
 	}
 	if output != "" && output != "-" && !in.quiet {
 		fmt.Fprintf(e.stdout, "wrote %s: %d hops, budget %s\n", output, len(hops), analyze.FormatDuration(p.Budget))
-		for _, h := range rep.Hops {
-			r := h.Recommendation
-			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d\n", width(hops), h.Hop, r.Action, analyze.FormatDuration(p.For(h.Hop).Timeout), r.Retries)
+		for _, name := range hops {
+			h := p.For(name)
+			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d\n", width(hops), name, actionOf(rep, name), analyze.FormatDuration(h.Timeout), h.Retries)
 		}
 	}
 	return nil
@@ -118,4 +122,14 @@ func width(names []string) int {
 		w = max(w, len(n))
 	}
 	return w
+}
+
+// actionOf is the recommendation's action for a hop.
+func actionOf(rep *analyze.Report, hop string) string {
+	for _, h := range rep.Hops {
+		if h.Hop == hop {
+			return h.Recommendation.Action
+		}
+	}
+	return ""
 }

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// recommend sets timeouts on the caller's side of each call only: a SERVER
+// hop under a CLIENT call appears neither in the policy nor in --emit.
+func TestRecommendCallerSideOnly(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 50; i++ {
+		t0 := int64(1e18) + int64(i)*1e9
+		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"g%d","service":"gw","name":"GET /","kind":"server","start":%d,"duration_ms":300}`+"\n", i, i, t0)
+		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"c%d","parent_id":"g%d","service":"gw","name":"call api","kind":"client","start":%d,"duration_ms":%d}`+"\n", i, i, i, t0+1e6, 200+i)
+		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"s%d","parent_id":"c%d","service":"api","name":"handle","kind":"server","start":%d,"duration_ms":%d}`+"\n", i, i, i, t0+2e6, 190+i)
+	}
+	path := filepath.Join(t.TempDir(), "spans.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, emit := range []string{"policy", "envoy", "grpc"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"recommend", "-q", "--emit", emit, path}, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", emit, code, errb.String())
+		}
+		s := out.String()
+		if !strings.Contains(s, "gw call api (client)") {
+			t.Errorf("%s: the client hop is missing:\n%s", emit, s)
+		}
+		if strings.Contains(s, "api handle") {
+			t.Errorf("%s: the server hop got its own timeout:\n%s", emit, s)
+		}
+	}
+}
