@@ -132,22 +132,9 @@ func (w *jsonWalker) otlpResourceSpans() error {
 						return w.skipValue()
 					}
 					return w.array("spans", func() error {
-						raw, at, err := w.raw()
-						if err != nil {
-							return err
-						}
-						w.index++
-						if raw[0] != '{' {
-							w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+string(raw[:min(len(raw), 20)]))
-							return nil
-						}
-						if w.tooLong(raw, at) {
-							return nil
-						}
 						var rec traceRecord
-						if reason, detail := w.otlpSpan(raw, &rec); reason != "" {
-							w.skipSpan(w.index, at, reason, detail)
-							return nil
+						if _, _, ok, err := w.nextOTLPSpan(&rec); !ok {
+							return err
 						}
 						if !res.seen {
 							pending = append(pending, otlpPending{rec: rec, index: w.index})
@@ -515,4 +502,29 @@ func otlpEvents(raw []byte, rec *traceRecord) error {
 			return nil
 		})
 	})
+}
+
+// nextOTLPSpan reads the next value as an OTLP span into rec. ok is false
+// when there is no span to emit: on err (a syntax or I/O error for the
+// walker to handle), or when the value was skipped with its position and
+// reason. raw is the span's JSON and at its offset, for callers that read
+// more from it.
+func (w *jsonWalker) nextOTLPSpan(rec *traceRecord) (raw []byte, at int64, ok bool, err error) {
+	raw, at, err = w.raw()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	w.index++
+	if len(raw) == 0 || raw[0] != '{' {
+		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+string(raw[:min(len(raw), 20)]))
+		return nil, at, false, nil
+	}
+	if w.tooLong(raw, at) {
+		return nil, at, false, nil
+	}
+	if reason, detail := w.otlpSpan(raw, rec); reason != "" {
+		w.skipSpan(w.index, at, reason, detail)
+		return nil, at, false, nil
+	}
+	return raw, at, true, nil
 }

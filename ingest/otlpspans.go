@@ -13,22 +13,10 @@ func init() { register("otlp-spans", decodeOTLPSpans) }
 func decodeOTLPSpans(src *Source) error {
 	w := newWalker(src)
 	return w.run(func() error {
-		raw, at, err := w.raw()
-		if err != nil {
-			return err
-		}
-		w.index++
-		if len(raw) == 0 || raw[0] != '{' {
-			w.skipSpan(w.index, at, reasonNotSpan, "want an OTLP span object, got "+string(raw[:min(len(raw), 20)]))
-			return nil
-		}
-		if w.tooLong(raw, at) {
-			return nil
-		}
 		var rec traceRecord
-		if reason, detail := w.otlpSpan(raw, &rec); reason != "" {
-			w.skipSpan(w.index, at, reason, detail)
-			return nil
+		raw, at, ok, err := w.nextOTLPSpan(&rec)
+		if !ok {
+			return err
 		}
 		var res otlpResource
 		if err := objectMembers(raw, func(key string, k kind, v []byte) error {
