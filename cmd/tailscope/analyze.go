@@ -91,7 +91,6 @@ func runAnalyze(e *env, args []string) error {
 		return err
 	}
 	rep := l.report(aopt)
-	l.fill(rep)
 	return out.write(e, func(w io.Writer) error {
 		return report.Analysis(w, out.format, rep, renderOptions(e, out.output))
 	})

@@ -166,7 +166,6 @@ func runCheck(e *env, args []string) error {
 		aopt.PolicyInForce = copt.Baseline
 	}
 	rep := l.report(aopt)
-	l.fill(rep)
 	if len(l.reqs) == 0 {
 		// Nothing to replay can prove nothing: never a pass.
 		return fmt.Errorf("no requests to replay in %s (%d spans used): check needs whole traces", strings.Join(fs.Args(), ", "), l.stats.Used)

@@ -146,11 +146,17 @@ type logs struct {
 
 // report analyses the logs: per-hop numbers over all spans, tree-based
 // parts over spans (see analyze.Accum).
+// report analyses the logs and records what was read (inputs, counts,
+// skips) in the report.
 func (l *logs) report(opt analyze.Options) *analyze.Report {
+	var rep *analyze.Report
 	if l.acc == nil {
-		return analyze.Run(l.spans, l.reqs, l.probs, opt)
+		rep = analyze.Run(l.spans, l.reqs, l.probs, opt)
+	} else {
+		rep = l.acc.ReportOn(l.reqs, l.probs, opt)
 	}
-	return l.acc.ReportOn(l.reqs, l.probs, opt)
+	l.fill(rep)
+	return rep
 }
 
 func load(e *env, paths []string, f *inputFlags) (*logs, error) {

@@ -73,8 +73,7 @@ func runDemo(e *env, args []string) error {
 	}
 	l := &logs{spans: spans, stats: st}
 	l.reqs, l.probs = span.Assemble(spans)
-	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
-	l.fill(rep)
+	rep := l.report(analyze.Options{})
 	cr := check.Run(rep, l.reqs, pols, copt)
 	return out.write(e, func(w io.Writer) error {
 		return report.Check(w, out.format, cr, renderOptions(e, out.output))

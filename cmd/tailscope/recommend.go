@@ -59,7 +59,6 @@ func runRecommend(e *env, args []string) error {
 		return err
 	}
 	rep := l.report(aopt)
-	l.fill(rep)
 	p := rep.Recommended()
 	// The hops whose timeout the policy sets: callee-side hops (server
 	// spans under a client call) are bounded by their caller's.
