@@ -55,8 +55,15 @@ type Span struct {
 	Timeout bool
 	// Code is the HTTP or gRPC status code, 0 when absent.
 	Code int
-	// Attempt is the 1-based attempt index when the log gives one, else 0.
+	// Attempt is the attempt number as the log gives it when AttemptSet;
+	// readers turn counts of earlier tries (http.request.resend_count,
+	// grpc-previous-rpc-attempts) into 1-based numbers. Whether a plain
+	// "attempt" field counts from 0 or from 1 is not known per span: the
+	// tree decides it from a call's siblings (see AttemptIndex).
 	Attempt int
+	// AttemptSet is true when the log gave an attempt number, so that an
+	// explicit 0 (a 0-based first attempt) differs from none.
+	AttemptSet bool
 	// TimeoutInForce is the per-attempt timeout the caller had configured,
 	// when the span carries it (0 when unknown).
 	TimeoutInForce int64

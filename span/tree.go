@@ -216,6 +216,16 @@ func groupCalls(sibs []*Span, children map[*Span][]*Span) []*Call {
 		}
 		return a.SpanID < b.SpanID
 	})
+	// Whether a hop's attempt numbers count from 0 or 1 is decided from the
+	// siblings: an explicit 0 among them means 0-based (gRPC's and OTel's
+	// counts of earlier tries, many home-grown "attempt" fields); otherwise
+	// 1-based (Envoy's x-envoy-attempt-count).
+	zeroBased := map[string]bool{}
+	for _, s := range sorted {
+		if s.AttemptSet && s.Attempt == 0 {
+			zeroBased[s.Hop] = true
+		}
+	}
 	var calls []*Call
 	var cur *Call
 	for _, s := range sorted {
@@ -223,9 +233,12 @@ func groupCalls(sibs []*Span, children map[*Span][]*Span) []*Call {
 		if kids := children[s]; len(kids) > 0 {
 			a.Calls = groupCalls(kids, children)
 		}
-		if cur != nil && cur.Hop == s.Hop && continuesCall(cur.Attempts[len(cur.Attempts)-1].Span, s) {
-			cur.Attempts = append(cur.Attempts, a)
-			continue
+		if cur != nil && cur.Hop == s.Hop {
+			zb := zeroBased[s.Hop]
+			if continuesCall(AttemptIndex(cur.Attempts[len(cur.Attempts)-1].Span, zb), AttemptIndex(s, zb), cur.Attempts[len(cur.Attempts)-1].Span, s) {
+				cur.Attempts = append(cur.Attempts, a)
+				continue
+			}
 		}
 		cur = &Call{Hop: s.Hop, Attempts: []*Attempt{a}}
 		calls = append(calls, cur)
@@ -239,12 +252,24 @@ func groupCalls(sibs []*Span, children map[*Span][]*Span) []*Call {
 	return calls
 }
 
-// continuesCall reports whether next is a retry of prev (same hop, same
-// parent already established by the caller).
-func continuesCall(prev, next *Span) bool {
-	if next.Attempt > 0 {
+// AttemptIndex is s's 1-based attempt index when the log numbers attempts,
+// 0 when it does not; zeroBased says the hop's numbers count from 0.
+func AttemptIndex(s *Span, zeroBased bool) int {
+	if !s.AttemptSet && s.Attempt <= 0 {
+		return 0
+	}
+	if zeroBased {
+		return s.Attempt + 1
+	}
+	return s.Attempt
+}
+
+// continuesCall reports whether next (attempt index ni) is a retry of prev
+// (index pi) of the same hop under the same parent.
+func continuesCall(pi, ni int, prev, next *Span) bool {
+	if ni > 0 {
 		// The log numbers attempts: a retry has a higher index.
-		return next.Attempt > 1 && (prev.Attempt == 0 || next.Attempt > prev.Attempt)
+		return ni > 1 && (pi == 0 || ni > pi)
 	}
 	// No attempt numbers: a retry follows a failure, and starts after it.
 	return prev.Failed() && next.Start >= prev.Start
