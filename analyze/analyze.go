@@ -535,14 +535,21 @@ func fmtMs(v float64) string {
 }
 
 // FormatDuration prints a duration for humans, in ms below a second and
-// in seconds above, to the ms up to 100s: 812ms, 1.42s, 10.04s, 12s.
+// in seconds above, to the ms up to 100s: 812ms, 1.42s, 10.04s, 12s; below
+// a millisecond in µs, below a microsecond in ns. A value that would round
+// up to 1000 of its unit prints in the next unit (1ms, not 1000µs), so the
+// unit printed is always the one the value reads in.
 func FormatDuration(d time.Duration) string {
 	switch {
+	case d < 0:
+		return "-" + FormatDuration(-max(d, -math.MaxInt64))
 	case d == 0:
 		return "0s"
-	case d < time.Millisecond:
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", int64(d))
+	case d < 999_500*time.Nanosecond:
 		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
-	case d < time.Second:
+	case d < 999_500*time.Microsecond:
 		return trimZeros(fmt.Sprintf("%.3g", float64(d)/1e6)) + "ms"
 	case d < 100*time.Second:
 		return trimZeros(fmt.Sprintf("%.2f", float64(d)/1e9)) + "s"

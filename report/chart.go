@@ -247,7 +247,7 @@ func histChart(id, kind, owner, title string, bs []quantile.Bucket, marks []mark
 		y := ypos(float64(b.Count))
 		c.Bars = append(c.Bars, bar{
 			X: f1(bx0 + 0.5), Y: f1(y), W: f1(w), H: f1(y1 - y),
-			Tip:    fmt.Sprintf("%s–%s: %d", dur(b.FromMs), dur(b.ToMs), b.Count),
+			Tip:    fmt.Sprintf("%s: %d", durRange(b.FromMs, b.ToMs), b.Count),
 			FromMs: fms(b.FromMs), ToMs: fms(b.ToMs), Count: b.Count, Class: barClass,
 			LabelX: f1(bx0 + 0.5 + w/2), LabelY: f1(y - 3),
 		})

@@ -16,13 +16,16 @@ import (
 // image fetched, and a Content-Security-Policy that forbids both, so that
 // the page behaves the same offline and a hostile string in the logs can
 // at worst show up as text. html/template escapes every value from the
-// logs or a policy; this file only computes what the template draws.
+// logs or a policy, and the template passes each through Visible (as
+// "vis") so that control, bidi and zero-width characters show as escapes,
+// in attributes too; this file only computes what the template draws.
 
 //go:embed html.tmpl
 var htmlSource string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join": strings.Join,
+	"vis":  Visible,
 }).Parse(htmlSource))
 
 // page is what html.tmpl renders.

@@ -18,11 +18,12 @@ import (
 // md escapes text for a Markdown table cell or paragraph: HTML
 // metacharacters become entities, the punctuation that starts emphasis,
 // code, links, strikethrough or a cell is backslashed (parentheses only
-// matter after a "]", which is escaped), and line breaks become spaces (a
-// newline would end the table row).
+// matter after a "]", which is escaped), and control, bidi and zero-width
+// characters are written as escapes by Visible first (a newline would end
+// the table row, an ESC reach the terminal of whoever cats the file).
 func md(s string) string {
 	var b strings.Builder
-	for _, r := range s {
+	for _, r := range Visible(s) {
 		switch r {
 		case '<':
 			b.WriteString("&lt;")
@@ -30,8 +31,6 @@ func md(s string) string {
 			b.WriteString("&gt;")
 		case '&':
 			b.WriteString("&amp;")
-		case '\n', '\r', '\t':
-			b.WriteByte(' ')
 		case '\\', '`', '*', '_', '[', ']', '|', '~':
 			b.WriteByte('\\')
 			b.WriteRune(r)

@@ -201,7 +201,8 @@ func TestMarkdownEscape(t *testing.T) {
 		{"<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"},
 		{`"><img src=x onerror=alert(1)>`, `"&gt;&lt;img src=x onerror=alert(1)&gt;`},
 		{"*bold* _it_ `code` [link](x) ~s~", "\\*bold\\* \\_it\\_ \\`code\\` \\[link\\](x) \\~s\\~"},
-		{"two\nlines", "two lines"},
+		{"two\nlines", `two\\nlines`},
+		{"esc\x1b[2J", `esc\\x1b\[2J`},
 		{`back\slash & co`, `back\\slash &amp; co`},
 	} {
 		if got := md(c.in); got != c.want {
@@ -312,7 +313,7 @@ func TestTextNoTerminalEscapes(t *testing.T) {
 	if bytes.ContainsAny(b.Bytes(), "\x1b\x07") {
 		t.Errorf("text report passes control characters through:\n%q", b.String())
 	}
-	if !strings.Contains(b.String(), "evil\uFFFD]0;pwned") {
+	if !strings.Contains(b.String(), `evil\x1b]0;pwned\x07\x1b[2J`) {
 		t.Errorf("the hop name is not shown with its control characters replaced:\n%s", b.String())
 	}
 }

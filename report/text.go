@@ -41,27 +41,10 @@ type table struct {
 
 func (t *table) add(cells ...string) {
 	for i := range cells {
-		cells[i] = safe(cells[i])
+		cells[i] = Visible(cells[i])
 	}
 	t.rows = append(t.rows, cells)
 }
-
-// safe replaces control characters in a string from the logs or a policy
-// with U+FFFD: a hop name must not be able to move the cursor, change
-// colours or retitle the terminal it is printed on, nor break a table row.
-func safe(s string) string {
-	if strings.IndexFunc(s, isControl) < 0 {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isControl(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
 func (t *table) write(e *ew, indent string) {
 	width := make([]int, len(t.head))
@@ -374,9 +357,9 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	e.printf("\n")
 	for _, h := range rep.Hops {
 		if h.FailedAttempts > 0 {
-			e.printf("  %s: %s", safe(h.Hop), safe(h.Evidence))
+			e.printf("  %s: %s", Visible(h.Hop), Visible(h.Evidence))
 			if h.TimeoutMs != nil {
-				e.printf(" (timeout %s: %s)", dur(*h.TimeoutMs), safe(h.TimeoutSource))
+				e.printf(" (timeout %s: %s)", dur(*h.TimeoutMs), Visible(h.TimeoutSource))
 			}
 			e.printf("\n")
 		}
@@ -463,11 +446,11 @@ func sortedKeys(m map[string]int64) []string {
 func writeSkips(e *ew, by map[string]int64, examples []string) {
 	e.printf("skipped:")
 	for _, r := range sortedKeys(by) {
-		e.printf(" %s %d;", safe(r), by[r])
+		e.printf(" %s %d;", Visible(r), by[r])
 	}
 	e.printf("\n")
 	for _, x := range examples {
-		e.printf("  %s\n", safe(x))
+		e.printf("  %s\n", Visible(x))
 	}
 	e.printf("\n")
 }
@@ -482,9 +465,9 @@ func writeWarnings(e *ew, ws []analyze.Warning) {
 	for i, w := range ws {
 		hop := ""
 		if w.Hop != "" {
-			hop = " " + safe(w.Hop) + ":"
+			hop = " " + Visible(w.Hop) + ":"
 		}
-		e.printf("  %s %s%s %s\n", superscript(i+1), e.paint(ansiAmber, safe(w.Code)), hop, safe(w.Message))
+		e.printf("  %s %s%s %s\n", superscript(i+1), e.paint(ansiAmber, Visible(w.Code)), hop, Visible(w.Message))
 	}
 }
 
@@ -495,19 +478,26 @@ func landing(bs []quantile.Bucket) string {
 	}
 	parts := make([]string, 0, len(bs))
 	for _, b := range bs {
-		parts = append(parts, fmt.Sprintf("%s–%s: %d", trimUnit(dur(b.FromMs), dur(b.ToMs)), dur(b.ToMs), b.Count))
+		parts = append(parts, fmt.Sprintf("%s: %d", durRange(b.FromMs, b.ToMs), b.Count))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// trimUnit drops the unit of a range's lower end when both ends share it.
-func trimUnit(a, b string) string {
-	for _, u := range []string{"ms", "µs", "s", "m"} {
-		if strings.HasSuffix(a, u) && strings.HasSuffix(b, u) {
-			return strings.TrimSuffix(a, u)
-		}
+// durRange formats a range of durations given in ms: "59.5ms–1.55s",
+// "9–10.02s". The lower end drops its unit only when both ends print the
+// same one, so that a range never reads in a unit neither end has.
+func durRange(loMs, hiMs float64) string {
+	a, b := dur(loMs), dur(hiMs)
+	if ua := durUnit(a); ua != "" && ua == durUnit(b) {
+		a = strings.TrimSuffix(a, ua)
 	}
-	return a
+	return a + "–" + b
+}
+
+// durUnit is the unit suffix of a formatted duration ("ms" of "59.5ms").
+func durUnit(s string) string {
+	i := strings.LastIndexFunc(s, func(r rune) bool { return r == '.' || (r >= '0' && r <= '9') })
+	return s[i+1:]
 }
 
 func plural(n int, one, many string) string {
@@ -541,7 +531,7 @@ func failText(r check.Replay) string {
 	if hi-lo < 0.5 {
 		return fmt.Sprintf("at %s, %d", dur(lo), r.Failed)
 	}
-	return fmt.Sprintf("%s–%s, %d", trimUnit(dur(lo), dur(hi)), dur(hi), r.Failed)
+	return fmt.Sprintf("%s, %d", durRange(lo, hi), r.Failed)
 }
 
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
@@ -597,7 +587,7 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		if len(r.Lint) == 0 && len(r.Gates) == 0 && r.Replay.Undetermined == 0 {
 			continue
 		}
-		e.printf("\n%s (%s): %s\n", e.paint(ansiBold, safe(r.Policy.Name)), safe(r.Policy.Path), e.paint(verdictStyle(r.Verdict), strings.ToUpper(r.Verdict)))
+		e.printf("\n%s (%s): %s\n", e.paint(ansiBold, Visible(r.Policy.Name)), Visible(r.Policy.Path), e.paint(verdictStyle(r.Verdict), strings.ToUpper(r.Verdict)))
 		if r.Replay.Undetermined > 0 {
 			e.printf("  %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
 				r.Replay.Undetermined, successText(r.Replay))
@@ -605,16 +595,16 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		for _, f := range r.Lint {
 			hop := ""
 			if f.Hop != "" {
-				hop = " " + safe(f.Hop) + ":"
+				hop = " " + Visible(f.Hop) + ":"
 			}
-			e.printf("  %s %s%s %s\n", e.paint(severityStyle(f.Severity), fmt.Sprintf("%-7s", safe(f.Severity))), safe(f.Code), hop, safe(f.Message))
+			e.printf("  %s %s%s %s\n", e.paint(severityStyle(f.Severity), fmt.Sprintf("%-7s", Visible(f.Severity))), Visible(f.Code), hop, Visible(f.Message))
 		}
 		for _, g := range r.Gates {
 			mark := e.paint(ansiGreen, "pass")
 			if !g.Pass {
 				mark = e.paint(ansiRed+ansiBold, "FAIL")
 			}
-			e.printf("  gate %s %s: want %s, got %s\n", mark, safe(g.Name), safe(g.Want), safe(g.Got))
+			e.printf("  gate %s %s: want %s, got %s\n", mark, Visible(g.Name), Visible(g.Want), Visible(g.Got))
 		}
 	}
 	writeWarnings(e, rep.Warnings)

@@ -1,0 +1,92 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Visible makes a string from the logs, a policy or the file system safe to
+// print on a terminal or in a document, by writing every character a reader
+// could not see, or that would act on the terminal or reorder the text
+// around it, as a Go-style escape:
+//
+//   - C0 controls and DEL (ESC, BEL, NUL, …): \x1b, \x07, \x00; tab, newline
+//     and carriage return as \t, \n, \r (a name must not break a table row);
+//   - C1 controls U+0080–U+009F (8-bit CSI, OSC, …): \u009b;
+//   - bytes that are not UTF-8 (a lone 0x9b is a CSI to some terminals):
+//     \x9b;
+//   - format characters (Unicode category Cf), among them the bidi
+//     embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069,
+//     the marks U+200E, U+200F and U+061C, the zero-width U+200B–U+200D,
+//     U+2060 and U+FEFF, the soft hyphen and the tag characters: \u202e;
+//   - the line and paragraph separators U+2028, U+2029, and the other
+//     default-ignorable code points (Hangul fillers, U+034F, …), which
+//     render as nothing.
+//
+// Everything else, letters of any script included, passes unchanged, and a
+// string with nothing to escape is returned as is. A backslash is not
+// escaped, so Windows paths and names that contain one stay readable; the
+// cost is that a literal `\x1b` in a name reads like an escaped ESC.
+//
+// Text and Markdown reports apply it to every string they did not write
+// themselves, the HTML report to every such string it shows as text; the
+// JSON report keeps the strings as they are (its consumers need the real
+// names). cmd/tailscope uses it for names it echoes to stderr.
+func Visible(s string) string {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if invisible(r, n) {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !invisible(r, n) {
+			b.WriteString(s[i : i+n])
+			i += n
+			continue
+		}
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// invisible reports whether the rune r, n bytes long in its string, is one
+// Visible escapes.
+func invisible(r rune, n int) bool {
+	switch {
+	case r == utf8.RuneError && n == 1: // not UTF-8
+		return true
+	case r < 0x20 || (r >= 0x7f && r < 0xa0): // C0, DEL, C1
+		return true
+	case r < 0xad: // printable ASCII and Latin-1: the common case
+		return false
+	}
+	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point)
+}
