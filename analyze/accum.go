@@ -442,7 +442,7 @@ func (a *Accum) addUnsampledHops(rep *Report) {
 			continue
 		}
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
-			FailureClass: ClassTooFew, Evidence: fmt.Sprintf("%d attempts, none in the trace sample: class and retry yield unknown", acc.n)}
+			FailureClass: ClassTooFew, Evidence: nWord(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
 		a.fill(&h, rep)
 		h.Recommendation = Recommendation{Action: ActionKeep, Basis: "not in the trace sample: covered by the default"}
 		rep.Hops = append(rep.Hops, h)
@@ -560,7 +560,7 @@ func (a *Accum) fill(h *Hop, rep *Report) {
 	rep.Warnings = ws
 	if h.Attempts < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: h.Hop,
-			Message: fmt.Sprintf("%d attempts: p99 needs at least %d to be more than the largest values", h.Attempts, MinSamplesP99)})
+			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", nWord(h.Attempts, "attempt", "attempts"), MinSamplesP99)})
 	}
 	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: h.Hop,

@@ -400,7 +400,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	h.FailureClass, h.Evidence = Classify(&h, ss, cs, opt)
 	if len(ss) < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: name,
-			Message: fmt.Sprintf("%d attempts: p99 needs at least %d to be more than the largest values", len(ss), MinSamplesP99)})
+			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", nWord(len(ss), "attempt", "attempts"), MinSamplesP99)})
 	}
 	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: name,
@@ -520,6 +520,9 @@ func requestStats(reqs []*span.Request) Requests {
 func addProblemWarnings(rep *Report, p span.Problems) {
 	add := func(n int, code, msg string) {
 		if n > 0 {
+			if s, ok := singularProblem[code]; ok && n == 1 {
+				msg = s
+			}
 			rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: fmt.Sprintf(msg, n)})
 		}
 	}

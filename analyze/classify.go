@@ -81,7 +81,7 @@ func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (string, st
 	T := nsOf(h.TimeoutMs)
 	f := shapeOf(h.Hop, ss, T, opt)
 	if n < MinFailures {
-		s := fmt.Sprintf("%d failed attempts", n)
+		s := nWord(n, "failed attempt", "failed attempts")
 		if f.cut > 0 {
 			s += fmt.Sprintf(" (%d cut by a timeout)", f.cut)
 		}

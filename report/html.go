@@ -107,8 +107,9 @@ type findingsView struct {
 }
 
 func warnRows(ws []analyze.Warning) []warnRow {
-	out := make([]warnRow, 0, len(ws))
-	for i, w := range ws {
+	ns := notes(ws)
+	out := make([]warnRow, 0, len(ns))
+	for i, w := range ns {
 		out = append(out, warnRow{N: i + 1, Code: w.Code, Hop: w.Hop, Message: w.Message})
 	}
 	return out
@@ -141,7 +142,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if rq.SuccessRate < 1 {
 		rateClass = "warn"
 	}
-	p.Summary = fmt.Sprintf("%d spans in %d requests over %d %s", rep.Spans, rq.Count, len(rep.Hops), plural(len(rep.Hops), "hop", "hops"))
+	p.Summary = fmt.Sprintf("%s in %s over %s", count(rep.Spans, "span", "spans"), count(rq.Count, "request", "requests"), count(len(rep.Hops), "hop", "hops"))
 	p.Cards = []card{
 		{"Requests", fmt.Sprint(rq.Count), fmt.Sprintf("%d succeeded", rq.Succeeded), ""},
 		{"Success rate", pct(rq.SuccessRate), fmt.Sprintf("%d failed", rq.Count-rq.Succeeded), rateClass},
@@ -235,10 +236,10 @@ func yieldText(y *analyze.Yield) string {
 	if y.RetriedCalls == 0 {
 		return "no call was retried"
 	}
-	s := fmt.Sprintf("%d of %d retried calls recovered (%s)", y.Recovered, y.RetriedCalls, pct(y.Rate))
+	s := fmt.Sprintf("%d of %s recovered (%s)", y.Recovered, count(y.RetriedCalls, "retried call", "retried calls"), pct(y.Rate))
 	var parts []string
 	if t := y.AfterTimeout; t.Retried > 0 {
-		parts = append(parts, fmt.Sprintf("after a timeout %d of %d retries succeeded", t.Succeeded, t.Retried))
+		parts = append(parts, fmt.Sprintf("after a timeout %d of %s succeeded", t.Succeeded, count(t.Retried, "retry", "retries")))
 	}
 	if t := y.AfterFastFailure; t.Retried > 0 {
 		parts = append(parts, fmt.Sprintf("after a fast failure %d of %d", t.Succeeded, t.Retried))
@@ -261,8 +262,8 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 			cv.Failed++
 		}
 	}
-	p.Summary = fmt.Sprintf("%d %s replayed over %d requests (%d spans)", len(rep.Results),
-		plural(len(rep.Results), "policy", "policies"), rep.Requests, rep.Spans)
+	p.Summary = fmt.Sprintf("%s replayed over %s (%s)", count(len(rep.Results), "policy", "policies"),
+		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"))
 	rows := rep.Results
 	if rep.Baseline != nil {
 		rows = append([]check.Result{*rep.Baseline}, rows...)
@@ -325,8 +326,7 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 		}
 		f := findingsView{Policy: r.Policy.Name, Path: r.Policy.Path, Verdict: r.Verdict, Lint: r.Lint, Gates: r.Gates}
 		if r.Replay.Undetermined > 0 {
-			f.Undetermined = fmt.Sprintf("%d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s",
-				r.Replay.Undetermined, successText(r.Replay))
+			f.Undetermined = undeterminedText(r.Replay)
 		}
 		cv.Findings = append(cv.Findings, f)
 	}

@@ -70,7 +70,7 @@ func mdWarnings(e *ew, ws []analyze.Warning) {
 		return
 	}
 	e.printf("\n#### Warnings\n\n")
-	for i, w := range ws {
+	for i, w := range notes(ws) {
 		hop := ""
 		if w.Hop != "" {
 			hop = " " + md(w.Hop) + ":"
@@ -83,7 +83,7 @@ func mdSkips(e *ew, read, skipped int64, by map[string]int64) {
 	if skipped == 0 {
 		return
 	}
-	e.printf("Skipped %d of %d records:", skipped, read)
+	e.printf("Skipped %d of %s:", skipped, count(read, "record", "records"))
 	for i, r := range sortedKeys(by) {
 		if i > 0 {
 			e.printf(",")
@@ -98,13 +98,13 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	rq := rep.Requests
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("### tailscope analyze\n\n")
-	e.printf("**%d requests, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", rq.Count, rq.Succeeded, pct(rq.SuccessRate),
+	e.printf("**%s, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", count(rq.Count, "request", "requests"), rq.Succeeded, pct(rq.SuccessRate),
 		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
 	}
 	files := len(rep.Inputs)
-	e.printf("%d spans from %d %s (read %d, skipped %d).\n\n", rep.Spans, files, plural(files, "file", "files"), rep.Read, rep.Skipped)
+	e.printf("%s from %s (read %d, skipped %d).\n\n", count(rep.Spans, "span", "spans"), count(files, "file", "files"), rep.Read, rep.Skipped)
 	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
 
 	var all []*float64
@@ -193,8 +193,8 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 			failed++
 		}
 	}
-	e.printf("%d %s checked by replaying %d requests (%d spans, %d skipped)", len(rep.Results),
-		plural(len(rep.Results), "policy", "policies"), rep.Requests, rep.Spans, rep.Skipped)
+	e.printf("%s checked by replaying %s (%s, %d skipped)", count(len(rep.Results), "policy", "policies"),
+		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"), rep.Skipped)
 	if failed > 0 {
 		e.printf("; **%d failed**", failed)
 	}
@@ -239,8 +239,7 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 		}
 		e.printf("\n**%s** (%s): %s\n\n", md(r.Policy.Name), md(r.Policy.Path), verdictMark(r.Verdict))
 		if r.Replay.Undetermined > 0 {
-			e.printf("- %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
-				r.Replay.Undetermined, successText(r.Replay))
+			e.printf("- %s\n", undeterminedText(r.Replay))
 		}
 		// Errors and gates decide the verdict and stay in view; warnings
 		// and notes fold away so that the comment stays short.

@@ -253,9 +253,12 @@ type footnotes struct {
 
 func newFootnotes(ws []analyze.Warning) footnotes {
 	f := footnotes{byHop: map[string][]int{}}
-	for i, w := range ws {
+	for i, w := range notes(ws) {
 		if w.Hop != "" {
 			f.byHop[w.Hop] = append(f.byHop[w.Hop], i+1)
+		}
+		for _, h := range w.Hops {
+			f.byHop[h] = append(f.byHop[h], i+1)
 		}
 	}
 	return f
@@ -300,8 +303,8 @@ func histRange(hops []analyze.Hop) (lo, hi float64) {
 func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	e := &ew{w: w, color: opt.Color}
 	files := len(rep.Inputs)
-	e.printf("%s: %d spans in %d requests from %d %s (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope analyze"),
-		rep.Spans, rep.Requests.Count, files, plural(files, "file", "files"), rep.Read, rep.Skipped)
+	e.printf("%s: %s in %s from %s (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope analyze"),
+		count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"), count(files, "file", "files"), rep.Read, rep.Skipped)
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
@@ -462,7 +465,7 @@ func writeWarnings(e *ew, ws []analyze.Warning) {
 		return
 	}
 	e.printf("\n%s\n", e.paint(ansiBold, "warnings"))
-	for i, w := range ws {
+	for i, w := range notes(ws) {
 		hop := ""
 		if w.Hop != "" {
 			hop = " " + Visible(w.Hop) + ":"
@@ -507,6 +510,15 @@ func plural(n int, one, many string) string {
 	return many
 }
 
+// undeterminedText explains the requests a policy's replay cannot decide.
+func undeterminedText(r check.Replay) string {
+	if r.Undetermined == 1 {
+		return "1 request undetermined: it hit a timeout when logged and this policy waits longer; success is " + successText(r)
+	}
+	return fmt.Sprintf("%d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s",
+		r.Undetermined, successText(r))
+}
+
 // successText is "90.5%" or "90.5–100%" when undetermined requests widen it.
 func successText(r check.Replay) string {
 	if r.Undetermined == 0 {
@@ -536,7 +548,8 @@ func failText(r check.Replay) string {
 
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
 	e := &ew{w: w, color: opt.Color}
-	e.printf("%s: %d requests replayed from %d spans (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope check"), rep.Requests, rep.Spans, rep.Read, rep.Skipped)
+	e.printf("%s: %s replayed from %s (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope check"),
+		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"), rep.Read, rep.Skipped)
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, nil)
 	}
@@ -589,8 +602,7 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		}
 		e.printf("\n%s (%s): %s\n", e.paint(ansiBold, Visible(r.Policy.Name)), Visible(r.Policy.Path), e.paint(verdictStyle(r.Verdict), strings.ToUpper(r.Verdict)))
 		if r.Replay.Undetermined > 0 {
-			e.printf("  %d requests undetermined: they hit a timeout when logged and this policy waits longer; success is %s\n",
-				r.Replay.Undetermined, successText(r.Replay))
+			e.printf("  %s\n", undeterminedText(r.Replay))
 		}
 		for _, f := range r.Lint {
 			hop := ""

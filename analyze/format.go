@@ -1,0 +1,21 @@
+package analyze
+
+import "fmt"
+
+// nWord is a count with its noun in the right number: "1 attempt",
+// "3 attempts".
+func nWord[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// singularProblem is the message of a span-problem warning (see
+// addProblemWarnings) when it counts one span; a code not listed keeps its
+// plural message.
+var singularProblem = map[string]string{
+	"duplicate-span-id": "1 span repeats a span id already seen in its trace; the first copy was kept",
+	"orphan-span":       "1 span names a parent that is not in the logs; it was treated as a top-level call",
+	"parent-cycle":      "1 span sits in a loop of parent links; the loop was broken and it was treated as a top-level call",
+}
