@@ -3,12 +3,16 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"html"
 	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +242,114 @@ func TestChromiumHostileNames(t *testing.T) {
 		if !strings.Contains(dom, "<title>tailscope "+kind+"</title>") {
 			t.Errorf("%s: page title changed: a hostile name broke out of an element", kind)
 		}
+	}
+}
+
+// measureScript lays out the page and writes what TestChromiumManyHopsFit
+// checks into <pre id="measure">: the viewport and page widths, the hop
+// table's card (its visible and scrolled widths) and header cells, and
+// any element whose right edge passes the viewport.
+const measureScript = `<script>
+(function () {
+  var de = document.documentElement, W = de.clientWidth;
+  var out = {inner: window.innerWidth, client: W, scroll: de.scrollWidth, rows: 0, heads: {}, off: []};
+  var t = document.getElementById("hop-table"), card = t.parentElement, cr = card.getBoundingClientRect();
+  out.cardRight = cr.right; out.cardScroll = card.scrollWidth; out.cardClient = card.clientWidth;
+  out.rows = t.tBodies[0].rows.length;
+  t.tHead.querySelectorAll("th").forEach(function (th) { out.heads[th.textContent] = th.getBoundingClientRect().right; });
+  document.querySelectorAll("body *").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > W + 1 && out.off.length < 10) out.off.push(e.tagName + "." + e.className + " right " + Math.round(r.right));
+  });
+  var p = document.createElement("pre"); p.id = "measure"; p.textContent = JSON.stringify(out); document.body.appendChild(p);
+})();
+</script>`
+
+var (
+	reCSP     = regexp.MustCompile(`<meta http-equiv="Content-Security-Policy"[^>]*>`)
+	reMeasure = regexp.MustCompile(`<pre id="measure">([^<]*)</pre>`)
+)
+
+type layout struct {
+	Inner, Client, Scroll, Rows int
+	CardRight                   float64
+	CardScroll, CardClient      int
+	Heads                       map[string]float64
+	Off                         []string
+}
+
+// measure opens page at width px with measureScript added (the page's CSP,
+// which forbids every script, taken out for the test only).
+func measure(t *testing.T, bin string, page []byte, width int, extraCSS string) layout {
+	t.Helper()
+	doc := reCSP.ReplaceAllString(string(page), "")
+	if doc == string(page) {
+		t.Fatal("the page has no Content-Security-Policy to take out: the test page would not run its script")
+	}
+	doc = strings.Replace(doc, "</head>", "<style>"+extraCSS+"</style></head>", 1)
+	doc = strings.Replace(doc, "</body>", measureScript+"</body>", 1)
+	dom, console := browse(t, bin, writeTemp(t, "measure.html", []byte(doc)), "--dump-dom", "--window-size="+strconv.Itoa(width)+",900")
+	if len(console) > 0 {
+		t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
+	}
+	m := reMeasure.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the measuring script did not run; DOM:\n%.2000s", dom)
+	}
+	var l layout
+	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &l); err != nil {
+		t.Fatalf("measure: %v: %s", err, m[1])
+	}
+	if l.Inner != width {
+		t.Fatalf("the window is %d px wide, want %d: --window-size was not applied", l.Inner, width)
+	}
+	return l
+}
+
+// fits says why a layout does not fit its page, or "".
+func (l layout) fits() string {
+	switch {
+	case l.Scroll > l.Client:
+		return fmt.Sprintf("the page is %d px wide in a %d px window", l.Scroll, l.Client)
+	case len(l.Off) > 0:
+		return fmt.Sprintf("elements end past the window's right edge: %s", strings.Join(l.Off, "; "))
+	case l.CardScroll > l.CardClient:
+		return fmt.Sprintf("the hop table is %d px wide in a %d px card", l.CardScroll, l.CardClient)
+	}
+	for _, h := range []string{"timeout", "failures", "recommendation"} {
+		if r, ok := l.Heads[h]; !ok || r > l.CardRight {
+			return fmt.Sprintf("the %s column ends at %.0f px, past its card (%.0f px)", h, r, l.CardRight)
+		}
+	}
+	return ""
+}
+
+// TestChromiumManyHopsFit: 55 hops with long, unbreakable service-mesh
+// names fit a laptop window: the hop table, its timeout and class columns
+// included, lies within its card and nothing on the page is wider than
+// the window. The control (the table's cells kept from wrapping, as long
+// names did before) must be caught by the same measurement.
+func TestChromiumManyHopsFit(t *testing.T) {
+	bin := chromiumPath(t)
+	rep := manyHopsReport(t, 55, 40)
+	var b bytes.Buffer
+	if err := Analysis(&b, "html", rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, width := range []int{1366} { // the issue's 1400 px window is wider
+		l := measure(t, bin, b.Bytes(), width, "")
+		if l.Rows != 55 {
+			t.Errorf("%d px: the hop table has %d rows, want 55", width, l.Rows)
+		}
+		if why := l.fits(); why != "" {
+			t.Errorf("%d px: %s", width, why)
+		}
+	}
+	if dir := os.Getenv("TAILSCOPE_SCREENSHOTS"); dir != "" {
+		_, _ = browse(t, bin, writeTemp(t, "many.html", b.Bytes()), "--window-size=1366,1400", "--screenshot="+filepath.Join(dir, "analyze-55-hops-1366.png"))
+	}
+	control := measure(t, bin, b.Bytes(), 1366, "#hop-table td { white-space: nowrap; overflow-wrap: normal; }")
+	if control.fits() == "" {
+		t.Errorf("control: a hop table whose names cannot wrap was measured as fitting: %+v", control)
 	}
 }

@@ -26,7 +26,35 @@ var htmlSource string
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join": strings.Join,
 	"vis":  Visible,
+	"name": breakable,
 }).Parse(htmlSource))
+
+// breakable shows a name from the logs (made Visible and escaped) with
+// line-break opportunities before each '/' and '.' and after each ':' and
+// '-', so that a long name such as host.domain/package.Service/Method wraps
+// at its parts instead of widening the hop table past the page.
+func breakable(s string) template.HTML {
+	s = Visible(s)
+	var b strings.Builder
+	start := 0
+	brk := func(at int) {
+		if at > start && at < len(s) {
+			b.WriteString(template.HTMLEscapeString(s[start:at]))
+			b.WriteString("<wbr/>")
+			start = at
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '/', '.':
+			brk(i)
+		case ':', '-':
+			brk(i + 1)
+		}
+	}
+	b.WriteString(template.HTMLEscapeString(s[start:]))
+	return template.HTML(b.String())
+}
 
 // page is what html.tmpl renders.
 type page struct {
