@@ -541,6 +541,7 @@ func (a *Accum) fill(h *Hop, rep *Report) {
 		h.p50TTS = tts.Quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.N()-1)))
 		h.maxTTS = int64(tts.at(knownTTS - 1))
 	}
+	h.ttsAt, h.ttsKnown = tts.Quantile, knownTTS
 	if failed.Exact() {
 		f := failed.Sorted()
 		h.FailureHistogram = quantile.Histogram(f, failureWidth(f))

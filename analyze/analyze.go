@@ -37,6 +37,10 @@ type Options struct {
 	Margin float64
 	// MaxBudget caps the recommended budget (0: no cap).
 	MaxBudget time.Duration
+	// FalseTimeouts is the share of the requests that succeeded as logged
+	// which the recommended policy may turn into failures when replayed on
+	// the same logs (0: DefaultFalseTimeouts; negative: none at all).
+	FalseTimeouts float64
 
 	// full, set by Accum.Report, holds per-hop numbers over all spans when
 	// the spans given to Run are a sample (see accum.go).
@@ -60,6 +64,9 @@ type Report struct {
 	Hops              []Hop            `json:"hops"`
 	Requests          Requests         `json:"requests"`
 	RecommendedPolicy *PolicyDoc       `json:"recommended_policy"`
+	// RecommendationCheck is the recommended policy replayed on the logs
+	// it came from, against the request-level false-timeout target.
+	RecommendationCheck *RecommendationCheck `json:"recommendation_check"`
 	// PredictedEffect replays the logs under the policy in force (or takes
 	// them as logged) and under the recommendation, side by side.
 	PredictedEffect []Effect  `json:"predicted_effect"`
@@ -117,13 +124,20 @@ type Transition struct {
 
 // Recommendation is what tailscope suggests for a hop.
 type Recommendation struct {
-	// Action is "set" (a measured timeout), "observe-first" (the target
-	// percentile is censored), "keep" (too few samples) .
+	// Action is one of the Action* constants (see recommend.go).
 	Action    string  `json:"action"`
 	TimeoutMs float64 `json:"timeout_ms"`
 	Retries   int     `json:"retries"`
 	BackoffMs float64 `json:"backoff_ms"`
 	Basis     string  `json:"basis"`
+	// Percentile is the time-to-success percentile the timeout was taken
+	// at: the requested one, or higher so that the calls a request makes
+	// together meet the request-level false-timeout target (0 when the
+	// timeout is not a percentile).
+	Percentile float64 `json:"percentile,omitempty"`
+	// RaisedFromMs is set when replaying the logs raised the timeout: the
+	// value before, which cut requests that succeeded as logged.
+	RaisedFromMs *float64 `json:"raised_from_ms,omitempty"`
 }
 
 // Hop is the analysis of one hop.
@@ -155,6 +169,11 @@ type Hop struct {
 	// differ or do not say. Callee-side hops (server, consumer, internal)
 	// are bounded by their caller's timeout, not by their own.
 	Kind string `json:"kind"`
+	// Role is what the hop's spans record, from their kind or the shape
+	// of the traces: "call" (the caller's record of a remote call: the
+	// policy sets its timeout), "callee" (the callee's own record), "in-process"
+	// (work inside one service) or "root" (the trace root: the request).
+	Role string `json:"role"`
 
 	// target is the time-to-success at the recommendation's percentile,
 	// ns; targetKnown is false when it is censored or there are no samples.
@@ -163,6 +182,10 @@ type Hop struct {
 	ttsCount    int
 	p50TTS      float64
 	maxTTS      int64
+	// ttsAt is the time-to-success q-quantile, ns; ttsKnown the number of
+	// its smallest samples that are certain (below any cut).
+	ttsAt    func(q float64) float64
+	ttsKnown int
 }
 
 // Requests summarises whole requests (traces).
@@ -391,6 +414,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 		h.p50TTS = quantile.Int64(tts[:knownTTS], 0.5)
 		h.maxTTS = tts[knownTTS-1]
 	}
+	h.ttsAt, h.ttsKnown = func(q float64) float64 { return quantile.Int64(tts, q) }, knownTTS
 
 	h.KMLatencyMs = kmLatency(succ, censoredDurations(ss, T))
 	h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))
@@ -527,7 +551,9 @@ func addProblemWarnings(rep *Report, p span.Problems) {
 		}
 	}
 	add(p.DuplicateSpanIDs, "duplicate-span-id", "%d spans repeat a span id already seen in their trace; the first copy was kept")
-	add(p.ClockSkew, "clock-skew", "%d child spans start before or end after their parent: clocks disagree between services")
+	add(p.ClockSkew, "clock-skew", "%d child spans in another service than their parent start before it or end after it: the two hosts' clocks disagree")
+	add(p.AsyncChildren, "async-children", "%d child spans outlive their parent (in the same service, consumers of a message, or started after the parent ended): work the parent did not wait for; replay does not let it stretch or fail the parent")
+	add(p.TooDeep, "trace-too-deep", fmt.Sprintf("%%d spans lie more than %d levels below their trace's top and were left out of the call trees (their per-hop numbers still count)", span.MaxDepth))
 	add(p.Orphans, "orphan-span", "%d spans name a parent that is not in the logs; they were treated as top-level calls")
 	add(p.Cycles, "parent-cycle", "%d spans sit in a loop of parent links; the loop was broken and they were treated as top-level calls")
 }
@@ -603,5 +629,8 @@ func commonKind(ss []*span.Span) string {
 
 // PolicyFor is the policy a hop's calls get (see policy.ForCall).
 func PolicyFor(p *policy.Policy, h *Hop) policy.Hop {
-	return p.ForCall(h.Hop, span.CallerSide(h.Kind))
+	if h.Role == "" {
+		return p.ForCall(h.Hop, span.CallerSide(h.Kind))
+	}
+	return p.ForCall(h.Hop, h.Role == RoleCall)
 }

@@ -3,21 +3,45 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
 
-// Recommendation actions.
+// Recommendation actions. Only a hop whose role is a call gets a timeout
+// of its own; the others say why not.
 const (
-	ActionSet          = "set"
+	// ActionSet is a timeout taken from the hop's measured time to success.
+	ActionSet = "set"
+	// ActionObserveFirst is a canary timeout: the tail is censored by the
+	// timeout in force, so it cannot be measured yet.
 	ActionObserveFirst = "observe-first"
-	ActionKeep         = "keep"
+	// ActionKeep is a hop with too few successful attempts to measure: the
+	// timeout in force is kept (or, when none is known, the slowest
+	// success × margin), never lowered below an observed success.
+	ActionKeep = "keep"
 	// ActionCallee marks a hop whose spans are the callee's own record
-	// (server, consumer, internal): the caller's timeout bounds it, so the
-	// policy sets nothing for it.
+	// (server, consumer): the caller's timeout bounds it, so the policy
+	// sets nothing for it.
 	ActionCallee = "callee-side"
+	// ActionInProcess marks work inside one service (internal spans, or a
+	// child in its parent's service with no remote child): there is no
+	// call to time out; the calls above it bound it.
+	ActionInProcess = "in-process"
+	// ActionRequest marks the trace root: the request itself, bounded by
+	// the policy's budget, not by a hop timeout.
+	ActionRequest = "request"
+)
+
+// Roles of a hop (Hop.Role).
+const (
+	RoleCall      = "call"
+	RoleCallee    = "callee"
+	RoleInProcess = "in-process"
+	RoleRoot      = "root"
 )
 
 // MinTimeout is the floor of a recommended timeout: below it, network and
@@ -27,6 +51,17 @@ const MinTimeout = 50 * time.Millisecond
 // MinSamplesRecommend is the number of time-to-success samples below which
 // no timeout is derived from the data.
 const MinSamplesRecommend = 20
+
+// DefaultFalseTimeouts is the share of the requests that succeeded as
+// logged which a recommendation may fail when replayed on the same logs
+// (0.1%): the false-timeout rate a team accepts, chosen per request, not
+// per hop.
+const DefaultFalseTimeouts = 0.001
+
+// maxRaiseRounds bounds the replay-and-raise loop; each round raises at
+// least one timeout to a value some logged attempt needed, so it ends well
+// before on any real log.
+const maxRaiseRounds = 50
 
 // RoundUpNice rounds a duration up to two significant digits, or to a half
 // step when the leading digit is 1 (1.25s, not 1.3s, and 12s): numbers a
@@ -45,83 +80,309 @@ func RoundUpNice(d time.Duration) time.Duration {
 		step = float64(time.Millisecond)
 	}
 	r := math.Ceil(x/step-1e-9) * step
+	if r >= float64(math.MaxInt64) {
+		return time.Duration(math.MaxInt64)
+	}
 	return time.Duration(r)
 }
 
+// FalseTimeoutTarget is the request-level target opt asks for.
+func FalseTimeoutTarget(opt Options) float64 {
+	switch {
+	case opt.FalseTimeouts < 0:
+		return 0
+	case opt.FalseTimeouts == 0:
+		return DefaultFalseTimeouts
+	}
+	return opt.FalseTimeouts
+}
+
+// RecommendationCheck is the recommended policy replayed on the logs it was
+// derived from: how many of the requests that succeeded as logged it
+// fails, against the target, and which timeouts replay had to raise.
+type RecommendationCheck struct {
+	// Target is the share of logged successes the policy may fail.
+	Target float64 `json:"target"`
+	// CallsPerRequest is the mean number of calls with a timeout that a
+	// request makes: per-hop cuts compound over them.
+	CallsPerRequest float64 `json:"calls_per_request"`
+	// Percentile is the per-call time-to-success percentile that the
+	// target implies (at least the requested one).
+	Percentile   float64  `json:"percentile"`
+	LoggedOK     int      `json:"logged_successes"`
+	Failed       int      `json:"failed"`
+	Undetermined int      `json:"undetermined"`
+	Share        float64  `json:"share"`
+	Met          bool     `json:"met"`
+	Rounds       int      `json:"rounds"`
+	RaisedHops   []string `json:"raised_hops"`
+}
+
 // Recommend fills each hop's Recommendation in rep and returns the
-// recommended policy (DESIGN §5).
+// recommended policy.
+//
+// A hop's timeout starts from its own time to success at a percentile
+// chosen for the whole request: with a target of F false timeouts per
+// request and K calls per request, each call may cut F/K of its
+// successes, so the percentile is max(requested, 1 − F/K) (p99 per hop,
+// over ~45 calls per request, failed ~9% of the requests of a real
+// export). A hop with too few successes to measure that
+// percentile gets its slowest success × margin, never less. The policy is
+// then replayed on the logged requests; while more than F of the requests
+// that succeeded as logged fail, the timeouts that cut them are raised to
+// what their cut attempts needed (× margin), and the basis says so.
 func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	p := &policy.Policy{Name: "recommended", Hops: map[string]policy.Hop{}, Comments: map[string]string{}, Lines: map[string]int{}}
+	target := FalseTimeoutTarget(opt)
+	roles := hopRoles(reqs)
+	k := callsPerRequest(reqs)
+	q := opt.Percentile / 100
+	if k > 0 {
+		q = max(q, 1-target/k)
+	}
 	for i := range rep.Hops {
 		h := &rep.Hops[i]
-		if !span.CallerSide(h.Kind) {
+		h.Role = roles[h.Hop]
+		if h.Role == "" {
+			h.Role = roleOfKind(h.Kind)
+		}
+		switch h.Role {
+		case RoleCallee:
 			h.Recommendation = Recommendation{Action: ActionCallee,
-				Basis: fmt.Sprintf("%s spans are the callee's own record: the caller's timeout bounds them, so set it on the calling hop", h.Kind)}
+				Basis: "the callee's own record of a call: the caller's timeout bounds it, so set it on the calling hop"}
+			continue
+		case RoleInProcess:
+			h.Recommendation = Recommendation{Action: ActionInProcess,
+				Basis: "work inside one service, not a remote call: there is nothing to time out; the calls above it bound it"}
+			continue
+		case RoleRoot:
+			h.Recommendation = Recommendation{Action: ActionRequest,
+				Basis: "the trace root is the request itself: the budget bounds it"}
 			continue
 		}
-		hp, rec := recommendHop(h, opt)
+		hp, rec := recommendHop(h, opt, q, k, target)
 		h.Recommendation = rec
 		p.Hops[h.Hop] = hp
-		p.Comments[h.Hop] = rec.Basis
 	}
-	// The default covers hops that appear later: the most conservative of
-	// the hop timeouts, no retries.
-	var maxT time.Duration
-	for _, h := range p.Hops {
-		maxT = max(maxT, h.Timeout)
+	// The default covers calls of hops that appear later: the most
+	// conservative of the hop timeouts, no retries.
+	p.Default = policy.Hop{Timeout: maxTimeout(p), Retries: 0, BudgetAware: true}
+	chk := raiseUntilSafe(rep, reqs, p, opt, target)
+	chk.CallsPerRequest, chk.Percentile = round4(k), round4(q*100)
+	rep.RecommendationCheck = chk
+	for i := range rep.Hops {
+		h := &rep.Hops[i]
+		if _, ok := p.Hops[h.Hop]; ok {
+			p.Comments[h.Hop] = h.Recommendation.Basis
+		}
 	}
-	p.Default = policy.Hop{Timeout: maxT, Retries: 0, BudgetAware: true}
-	p.Budget = budgetFor(reqs, p)
 	if opt.MaxBudget > 0 && p.Budget > opt.MaxBudget {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "budget-capped",
-			Message: fmt.Sprintf("the critical path of the recommended timeouts needs %s but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", FormatDuration(p.Budget), FormatDuration(opt.MaxBudget))})
+			Message: fmt.Sprintf("the recommended timeouts need a budget of %s to cover every logged success and the critical path with its retries, but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", FormatDuration(p.Budget), FormatDuration(opt.MaxBudget))})
 		p.Budget = opt.MaxBudget
+	}
+	if !chk.Met {
+		rep.Warnings = append(rep.Warnings, Warning{Code: "false-timeout-target-missed",
+			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, pctText(chk.Share), pctText(chk.Target))})
 	}
 	return p
 }
 
-func recommendHop(h *Hop, opt Options) (policy.Hop, Recommendation) {
+// raiseUntilSafe replays reqs under p, raising the timeouts that cut
+// requests which succeeded as logged until at most target of them fail,
+// and sets p's budget. It records in each raised hop's recommendation what
+// raised it.
+func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Options, target float64) *RecommendationCheck {
+	chk := &RecommendationCheck{Target: target, RaisedHops: []string{}}
+	for _, r := range reqs {
+		if !r.Failed {
+			chk.LoggedOK++
+		}
+	}
+	allowed := int(math.Floor(target*float64(chk.LoggedOK) + 1e-9))
+	byHop := map[string]*Hop{}
+	for i := range rep.Hops {
+		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
+	}
+	type raise struct {
+		from     time.Duration
+		requests int // logged successes that the lower timeout cut, first round it was raised
+		need     time.Duration
+	}
+	raised := map[string]*raise{}
+	var res *replay.Result
+	for round := 1; ; round++ {
+		p.Budget = budgetFor(reqs, p, opt.Margin)
+		res = replay.Run(reqs, p, replay.Options{})
+		var broken []replay.Outcome
+		chk.Undetermined = 0
+		for _, o := range res.Outcomes {
+			if !o.LoggedOK {
+				continue
+			}
+			switch {
+			case o.Undetermined:
+				chk.Undetermined++
+			case !o.OK:
+				broken = append(broken, o)
+			}
+		}
+		chk.Failed, chk.Rounds = len(broken), round
+		if len(broken) <= allowed || round > maxRaiseRounds {
+			break
+		}
+		// Fix the requests that are cheapest to fix; the target lets the
+		// most expensive `allowed` of them fail.
+		cost := func(o replay.Outcome) float64 {
+			c := 0.0
+			for _, x := range o.Cuts {
+				if t := p.ForCall(x.Hop, true).Timeout; t > 0 {
+					c = max(c, float64(x.Need)/float64(t))
+				}
+			}
+			return c
+		}
+		sort.SliceStable(broken, func(i, j int) bool { return cost(broken[i]) < cost(broken[j]) })
+		want := map[string]time.Duration{}
+		hits := map[string]int{}
+		for _, o := range broken[:len(broken)-allowed] {
+			seen := map[string]bool{}
+			for _, x := range o.Cuts {
+				need := time.Duration(x.Need)
+				t := RoundUpNice(time.Duration(float64(need)*(1+opt.Margin) + 1))
+				if t > want[x.Hop] {
+					want[x.Hop] = t
+				}
+				if !seen[x.Hop] {
+					seen[x.Hop], hits[x.Hop] = true, hits[x.Hop]+1
+				}
+			}
+		}
+		changed := false
+		for hop, t := range want {
+			hp, listed := p.Hops[hop]
+			if !listed {
+				hp = p.Default
+			}
+			if t <= hp.Timeout {
+				continue
+			}
+			if r := raised[hop]; r == nil {
+				raised[hop] = &raise{from: hp.Timeout, requests: hits[hop]}
+			}
+			raised[hop].need = t
+			hp.Timeout = t
+			changed = true
+			if listed {
+				p.Hops[hop] = hp
+			} else {
+				p.Default = hp
+			}
+		}
+		if !changed {
+			break // what fails them is not a hop timeout this loop can raise
+		}
+		if d := maxTimeout(p); d > p.Default.Timeout {
+			p.Default.Timeout = d
+		}
+	}
+	chk.Met = chk.Failed <= allowed
+	if chk.LoggedOK > 0 {
+		chk.Share = round4(float64(chk.Failed) / float64(chk.LoggedOK))
+	}
+	names := make([]string, 0, len(raised))
+	for n := range raised {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	k := callsPerRequest(reqs)
+	for _, n := range names {
+		r := raised[n]
+		chk.RaisedHops = append(chk.RaisedHops, n)
+		h := byHop[n]
+		if h == nil {
+			continue
+		}
+		now := p.Hops[n].Timeout
+		h.Recommendation.TimeoutMs = ms(int64(now))
+		h.Recommendation.RaisedFromMs = fptr(ms(int64(r.from)))
+		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s: replayed on these logs, %s cut %d of the %d requests that succeeded (~%s calls per request: small cuts per hop compound)",
+			FormatDuration(r.from), FormatDuration(now), FormatDuration(r.from), r.requests, chk.LoggedOK, trimZeros(fmt.Sprintf("%.1f", k)))
+	}
+	return chk
+}
+
+func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recommendation) {
 	margin := opt.Margin
-	pname := fmt.Sprintf("p%s", trimZeros(fmt.Sprintf("%.1f", opt.Percentile)))
+	pname := percentileName(q * 100)
 	var current time.Duration
 	if h.TimeoutMs != nil {
 		current = time.Duration(*h.TimeoutMs * 1e6)
 	}
 	hp := policy.Hop{BudgetAware: true}
 	var rec Recommendation
+	// share says why the percentile is above the requested one.
+	share := ""
+	if q*100 > opt.Percentile+1e-9 {
+		share = fmt.Sprintf("~%s calls per request share the %s request target", trimZeros(fmt.Sprintf("%.1f", k)), pctText(target))
+	}
+	enough := h.ttsCount > 0 && float64(h.ttsCount)*(1-q) >= 1
+	known := h.ttsAt != nil && PercentileKnown(h.ttsCount, h.ttsKnown, q)
+	slowest := time.Duration(h.maxTTS)
 	switch {
-	case h.Censored != nil && !h.targetKnown && h.ttsCount >= MinSamplesRecommend:
+	case h.Censored != nil && h.ttsCount >= MinSamplesRecommend && !(enough && known):
 		cut := time.Duration(h.Censored.AtLeastMs * 1e6)
-		canary := RoundUpNice(cut * 4)
+		canary := max(RoundUpNice(cut*4), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 		need := int(math.Ceil(10 / (1 - opt.Percentile/100)))
 		rec = Recommendation{Action: ActionObserveFirst, TimeoutMs: ms(int64(canary)),
-			Basis: fmt.Sprintf("%s unknown: %.0f%% of attempts were cut at %s; run a canary at %s to observe the tail (about %d attempts give %s)",
-				pname, h.Censored.Fraction*100, FormatDuration(cut), FormatDuration(canary), need, pname)}
+			Basis: fmt.Sprintf("%s unknown: %.0f%% of attempts were cut at %s; run a canary at %s to observe the tail (about %d attempts give p%s)",
+				percentileName(opt.Percentile), h.Censored.Fraction*100, FormatDuration(cut), FormatDuration(canary), need, trimZeros(fmt.Sprintf("%.1f", opt.Percentile)))}
 		hp.Timeout = canary
-	case h.ttsCount < MinSamplesRecommend || !h.targetKnown:
+	case h.ttsCount < MinSamplesRecommend || slowest <= 0:
 		t := current
-		basis := fmt.Sprintf("%d successful attempts: too few to measure %s", h.ttsCount, pname)
-		if t == 0 && h.maxTTS > 0 {
-			t = RoundUpNice(time.Duration(float64(h.maxTTS) * (1 + margin)))
-			basis += fmt.Sprintf("; max %s × %.2f → %s", FormatDuration(time.Duration(h.maxTTS)), 1+margin, FormatDuration(t))
+		basis := fmt.Sprintf("%d successful %s: too few to measure %s", h.ttsCount, plural(h.ttsCount, "attempt", "attempts"), pname)
+		if floor := RoundUpNice(time.Duration(float64(slowest) * (1 + margin))); slowest > 0 && t < floor {
+			t = floor
+			basis += fmt.Sprintf("; slowest success %s × %.2f → %s", FormatDuration(slowest), 1+margin, FormatDuration(t))
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
+		} else {
+			basis += "; no timeout known to keep"
 		}
-		if t < MinTimeout {
+		if t > 0 && t < MinTimeout {
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
 		}
 		rec = Recommendation{Action: ActionKeep, TimeoutMs: ms(int64(t)), Basis: basis}
 		hp.Timeout = t
-	default:
-		raw := time.Duration(h.target * (1 + margin))
-		t := RoundUpNice(raw)
-		basis := fmt.Sprintf("%s %s × %.2f → %s", pname, FormatDuration(time.Duration(h.target)), 1+margin, FormatDuration(t))
+	case enough && known:
+		v := time.Duration(h.ttsAt(q))
+		t := RoundUpNice(time.Duration(float64(v) * (1 + margin)))
+		basis := fmt.Sprintf("%s %s × %.2f → %s", pname, FormatDuration(v), 1+margin, FormatDuration(t))
+		if share != "" {
+			basis += fmt.Sprintf(" (not p%s: %s)", trimZeros(fmt.Sprintf("%.1f", opt.Percentile)), share)
+		}
 		if t < MinTimeout {
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
 		}
-		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis}
+		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(q * 100)}
+		hp.Timeout = t
+	default:
+		// Too few successes for the percentile: it would be an
+		// interpolation below observed successes. Cover them all.
+		t := RoundUpNice(time.Duration(float64(slowest) * (1 + margin)))
+		basis := fmt.Sprintf("slowest of %d successes %s × %.2f → %s: too few to measure %s (needs %d",
+			h.ttsCount, FormatDuration(slowest), 1+margin, FormatDuration(t), pname, int(math.Ceil(1/(1-q)-1e-9)))
+		if share != "" {
+			basis += "; " + share
+		}
+		basis += ")"
+		if t < MinTimeout {
+			t = MinTimeout
+			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
+		}
+		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: 100}
 		hp.Timeout = t
 	}
 	retries, why := retriesFor(h)
@@ -136,6 +397,24 @@ func recommendHop(h *Hop, opt Options) (policy.Hop, Recommendation) {
 	}
 	rec.Basis += "; " + why
 	return hp, rec
+}
+
+// percentileName writes a percentile as "p99", "p99.98".
+func percentileName(p float64) string {
+	s := trimZeros(fmt.Sprintf("%.3f", p))
+	return "p" + s
+}
+
+// pctText writes a share as a percentage with up to three decimals.
+func pctText(x float64) string {
+	return trimZeros(fmt.Sprintf("%.3f", 100*x)) + "%"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // retriesFor decides retries from the class and the measured yield.
@@ -167,45 +446,239 @@ func retriesFor(h *Hop) (int, string) {
 	return 0, fmt.Sprintf("%s, but retries recovered only %d of %d: no retries", h.FailureClass, y.Recovered, y.RetriedCalls)
 }
 
-// budgetFor is the longest critical path of any logged request under p
-// when every attempt runs to its timeout and every retry runs: the budget
-// that leaves no configured retry dead (the article's config D).
-func budgetFor(reqs []*span.Request, p *policy.Policy) time.Duration {
+func maxTimeout(p *policy.Policy) time.Duration {
+	var t time.Duration
+	for _, h := range p.Hops {
+		t = max(t, h.Timeout)
+	}
+	return t
+}
+
+// roleOfKind is a hop's role when no trace shows its place: by span kind.
+func roleOfKind(kind string) string {
+	switch kind {
+	case "server", "consumer":
+		return RoleCallee
+	case "internal":
+		return RoleInProcess
+	}
+	return RoleCall
+}
+
+// hopRoles decides each hop's role from the call trees: the role most of
+// its calls have (package span decides a call's role from its kind or the
+// trace's shape); a hop whose spans are mostly trace roots is the root.
+func hopRoles(reqs []*span.Request) map[string]string {
+	count := map[string]*[4]int{}
+	bump := func(hop string, i int) {
+		c := count[hop]
+		if c == nil {
+			c = new([4]int)
+			count[hop] = c
+		}
+		c[i]++
+	}
+	for _, r := range reqs {
+		if r.Root != nil {
+			bump(r.Root.Hop, 3)
+		}
+		eachCall(r.Calls, func(c *span.Call) { bump(c.Hop, int(c.Role)) })
+	}
+	names := [4]string{RoleCall, RoleCallee, RoleInProcess, RoleRoot}
+	out := make(map[string]string, len(count))
+	for hop, c := range count {
+		best := 0
+		for i := 1; i < 4; i++ {
+			if c[i] > c[best] {
+				best = i
+			}
+		}
+		out[hop] = names[best]
+	}
+	return out
+}
+
+// eachCall visits every call under cs, iteratively.
+func eachCall(cs []*span.Call, f func(*span.Call)) {
+	stack := [][]*span.Call{cs}
+	for len(stack) > 0 {
+		level := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range level {
+			f(c)
+			for _, a := range c.Attempts {
+				if len(a.Calls) > 0 {
+					stack = append(stack, a.Calls)
+				}
+			}
+		}
+	}
+}
+
+// callsPerRequest is the mean number of calls whose role is a call (the
+// ones a policy times out) per request.
+func callsPerRequest(reqs []*span.Request) float64 {
+	if len(reqs) == 0 {
+		return 0
+	}
+	n := 0
+	for _, r := range reqs {
+		eachCall(r.Calls, func(c *span.Call) {
+			if c.Role == span.RoleCall {
+				n++
+			}
+		})
+	}
+	return float64(n) / float64(len(reqs))
+}
+
+// budgetFor is a budget under which no logged request is cut: the longest
+// request as logged (root span included) or along its critical path with
+// every attempt running to its timeout and every configured retry taken
+// (so no retry is dead: the article's config D), whichever is longer, ×
+// (1 + margin), and always above the longest hop timeout so that every
+// per-attempt timeout can fire before the budget.
+func budgetFor(reqs []*span.Request, p *policy.Policy, margin float64) time.Duration {
 	var worst int64
 	for _, r := range reqs {
-		if w := worstPath(r.Calls, p); w > worst {
-			worst = w
-		}
+		worst = max(worst, r.Latency(), worstRequest(r, p))
 	}
 	if worst == 0 {
 		return 0
 	}
-	return RoundUpNice(time.Duration(worst))
+	b := RoundUpNice(time.Duration(float64(worst) * (1 + margin)))
+	if t := max(maxTimeout(p), p.Default.Timeout); b <= t {
+		b = RoundUpNice(time.Duration(float64(t) * (1 + margin)))
+	}
+	return b
 }
 
-// worstPath is the critical path through sibling calls: a call waits for
-// the calls that ended before it started; overlapping calls run in
-// parallel.
-func worstPath(cs []*span.Call, p *policy.Policy) int64 {
-	ends := make([]int64, len(cs))
-	var out int64
-	for i, c := range cs {
-		var start int64
-		for j := 0; j < i; j++ {
-			if cs[j].End() <= c.Start() && ends[j] > start {
-				start = ends[j]
+// worstRequest is the request's latency when every call with a timeout
+// runs every configured attempt to it: the root's own time (or the gaps
+// between top-level calls) plus the critical path of its calls so slowed.
+func worstRequest(r *span.Request, p *policy.Policy) int64 {
+	if r.Root != nil {
+		return worstAttempt(r.Root, r.Calls, p)
+	}
+	end, _ := worstPath(r.Calls, r.Start, math.MaxInt64, p)
+	return end
+}
+
+// worstAttempt is an attempt's latency with its synchronous children at
+// their worst (children that outlived it were not waited for).
+func worstAttempt(sp *span.Span, cs []*span.Call, p *policy.Policy) int64 {
+	if len(cs) == 0 {
+		return sp.Duration
+	}
+	end, origEnd := worstPath(cs, sp.Start, sp.End(), p)
+	return max(0, sp.Duration+end-origEnd)
+}
+
+// worstPath lays sibling calls out as replay does — a call that started
+// after siblings ended moves by the largest change among them — with each
+// call at its worst. It returns the new and the logged end of the last
+// call the parent waited for, relative to origin. Sweeping calls by start
+// with a heap of finished ones by logged end keeps it O(n log n) in the
+// number of siblings. Recursion follows the tree's depth, which package
+// span caps at span.MaxDepth.
+func worstPath(cs []*span.Call, origin, parentEnd int64, p *policy.Policy) (end, origEnd int64) {
+	var pending endHeap
+	var shift int64
+	waited := false
+	for _, c := range cs {
+		ce := c.End()
+		if ce > parentEnd {
+			continue // not waited for
+		}
+		start := c.Start()
+		for pending.Len() > 0 && pending.items[0].origEnd <= start {
+			d := pending.pop()
+			if !waited || d.delta > shift {
+				shift, waited = d.delta, true
 			}
 		}
-		h := p.ForCall(c.Hop, span.CallerSide(c.Attempts[0].Span.Kind))
-		w := int64(h.Timeout) * int64(h.Retries+1)
-		for k := 1; k <= h.Retries; k++ {
-			w += int64(h.Backoff.MaxDelay(k))
-		}
-		if h.Timeout == 0 {
-			w = c.End() - c.Start()
-		}
-		ends[i] = start + w
-		out = max(out, ends[i])
+		w := worstCall(c, p)
+		newEnd := (start - origin) + shift + w
+		end = max(end, newEnd)
+		origEnd = max(origEnd, ce-origin)
+		pending.push(ended{origEnd: ce, delta: newEnd - (ce - origin)})
 	}
-	return out
+	return end, origEnd
+}
+
+// worstCall is a call's duration with every configured attempt running to
+// its timeout and the longest backoffs; a call with no timeout lasts what
+// its logged attempts last, each at its worst.
+func worstCall(c *span.Call, p *policy.Policy) int64 {
+	h := p.ForCall(c.Hop, c.Role == span.RoleCall)
+	if h.Timeout > 0 {
+		w := satMul(int64(h.Timeout), int64(h.Retries+1))
+		for k := 1; k <= h.Retries; k++ {
+			w = satAdd(w, int64(h.Backoff.MaxDelay(k)))
+		}
+		return w
+	}
+	w := c.End() - c.Start()
+	for _, a := range c.Attempts {
+		w += worstAttempt(a.Span, a.Calls, p) - a.Span.Duration
+	}
+	return max(w, 0)
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// ended is a call already laid out, by its logged end.
+type ended struct{ origEnd, delta int64 }
+
+// endHeap is a min-heap of ended by origEnd.
+type endHeap struct{ items []ended }
+
+func (h *endHeap) Len() int { return len(h.items) }
+
+func (h *endHeap) push(e ended) {
+	h.items = append(h.items, e)
+	i := len(h.items) - 1
+	for i > 0 {
+		j := (i - 1) / 2
+		if h.items[j].origEnd <= h.items[i].origEnd {
+			break
+		}
+		h.items[i], h.items[j] = h.items[j], h.items[i]
+		i = j
+	}
+}
+
+func (h *endHeap) pop() ended {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < last && h.items[l].origEnd < h.items[m].origEnd {
+			m = l
+		}
+		if r < last && h.items[r].origEnd < h.items[m].origEnd {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.items[i], h.items[m] = h.items[m], h.items[i]
+		i = m
+	}
+	return top
 }

@@ -8,6 +8,10 @@
 package check
 
 import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -31,6 +35,11 @@ type Options struct {
 	Gates  Gates
 	// Baseline is the policy in force, compared against with NoWorse.
 	Baseline *policy.Policy
+	// MaxFalseTimeouts is the share of the requests that succeeded as
+	// logged that a policy may fail in replay before the
+	// fails-logged-successes finding is an error (0:
+	// analyze.DefaultFalseTimeouts; negative: none).
+	MaxFalseTimeouts float64
 }
 
 // Report is the tailscope.check/v1 document.
@@ -118,6 +127,9 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 		rr := replay.Run(reqs, p, opt.Replay)
 		res := resultOf(rep, p, rr)
 		res.Lint = Lint(rep, reqs, p)
+		if f := LoggedSuccesses(rr, opt.MaxFalseTimeouts); f != nil {
+			res.Lint = append([]Finding{*f}, res.Lint...)
+		}
 		res.Gates = opt.Gates.Apply(rr, base)
 		res.Verdict = Pass
 		for _, f := range res.Lint {
@@ -201,4 +213,78 @@ func itoa(i int) string {
 		return digits[i : i+1]
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// LoggedSuccesses is the fails-logged-successes finding: the requests that
+// succeeded as logged but fail when the policy is replayed on the same
+// logs. Above max (a share of the logged successes; see
+// Options.MaxFalseTimeouts) it is an error, because a policy that breaks
+// requests the current setup serves is not safe to roll out, whatever the
+// gates say; below it, a warning when any fail. It returns nil when none
+// do. Undetermined outcomes (censored attempts) are not counted as
+// failures, only mentioned.
+func LoggedSuccesses(rr *replay.Result, max float64) *Finding {
+	target := analyze.FalseTimeoutTarget(analyze.Options{FalseTimeouts: max})
+	var ok, failed, undetermined int
+	byHop := map[string]int{}
+	var examples []string
+	for _, o := range rr.Outcomes {
+		if !o.LoggedOK {
+			continue
+		}
+		ok++
+		switch {
+		case o.Undetermined:
+			undetermined++
+		case !o.OK:
+			failed++
+			byHop[o.FailedHop]++
+			if len(examples) < 3 && o.TraceID != "" {
+				examples = append(examples, o.TraceID)
+			}
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	share := float64(failed) / float64(ok)
+	sev := SevWarning
+	verdict := "within"
+	if share > target+1e-12 {
+		sev, verdict = SevError, "above"
+	}
+	hops := make([]string, 0, len(byHop))
+	for h := range byHop {
+		hops = append(hops, h)
+	}
+	sort.Slice(hops, func(i, j int) bool {
+		if byHop[hops[i]] != byHop[hops[j]] {
+			return byHop[hops[i]] > byHop[hops[j]]
+		}
+		return hops[i] < hops[j]
+	})
+	var cut []string
+	for i, h := range hops {
+		if i == 5 {
+			cut = append(cut, fmt.Sprintf("%d more", len(hops)-5))
+			break
+		}
+		cut = append(cut, fmt.Sprintf("%s %d", h, byHop[h]))
+	}
+	msg := fmt.Sprintf("%d of %d requests that succeeded as logged fail under this policy (%s, %s the %s target); cut by %s",
+		failed, ok, pct(share), verdict, pct(target), strings.Join(cut, ", "))
+	if len(examples) > 0 {
+		msg += "; e.g. trace " + strings.Join(examples, ", ")
+	}
+	if undetermined > 0 {
+		msg += fmt.Sprintf("; %d more undetermined (censored attempts)", undetermined)
+	}
+	return &Finding{Code: "fails-logged-successes", Severity: sev, Message: msg}
+}
+
+// pct writes a share as a percentage with up to two decimals.
+func pct(x float64) string {
+	s := strconv.FormatFloat(100*x, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + "%"
 }

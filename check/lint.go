@@ -144,8 +144,8 @@ type hopObs struct {
 	bounded, dead, short int
 	minCovered           int
 	worst                *pathObs
-	// callee is true while every call seen is a callee's own span
-	// (span.CallerSide): the policy's default does not govern it.
+	// callee is true while no call seen has the role of a call (a callee's
+	// own span, or in-process work): the policy's default does not govern it.
 	callee bool
 }
 
@@ -254,7 +254,7 @@ func (l *linter) observe(c *span.Call, left int64, bound string, parts []part) {
 		o = &hopObs{minCovered: -1, callee: true}
 		l.obs[c.Hop] = o
 	}
-	o.callee = o.callee && !span.CallerSide(c.Attempts[0].Span.Kind)
+	o.callee = o.callee && c.Role != span.RoleCall
 	o.calls++
 	var inForce *float64
 	if h := l.hops[c.Hop]; h != nil {
@@ -317,7 +317,7 @@ func (l *linter) add(code, sev, hop, format string, a ...any) {
 
 // forCall is the policy of one call (see policy.ForCall).
 func (l *linter) forCall(c *span.Call) policy.Hop {
-	return l.p.ForCall(c.Hop, span.CallerSide(c.Attempts[0].Span.Kind))
+	return l.p.ForCall(c.Hop, c.Role == span.RoleCall)
 }
 
 // governed reports whether the policy decides the hop's timeout: it lists

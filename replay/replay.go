@@ -26,14 +26,28 @@
 //   - A child call whose duration changes shifts its parent attempt by the
 //     change on the critical path: calls that started after a sibling ended
 //     move with it; calls that overlapped run in parallel and are not
-//     summed. A child call that fails fails its parent attempt at that
-//     moment.
+//     summed. A child call that newly fails (it succeeded as logged) fails
+//     its parent attempt at that moment. A child call that failed as logged
+//     and still fails changes nothing but time: the parent's logged outcome
+//     already includes it. An attempt whose logged error is explained by a
+//     child call that failed as logged succeeds when every such child now
+//     succeeds (a retry recovered it).
+//   - A child call that outlived its parent attempt as logged (asynchronous
+//     work, a consumer of a message) was not waited for: it neither
+//     stretches nor fails the attempt, and is not replayed.
+//   - Only calls whose role is a call (span.RoleCall) take the policy's
+//     default; a hop listed in the policy applies to every call of it.
+//
+// So under a policy whose timeouts never fire (each above every logged
+// attempt of its hop, a budget above every request, retries at least as
+// many as logged), every request ends when and how it ended as logged.
 //
 // The package must not read files or render anything; it takes requests
 // and a policy and returns numbers.
 package replay
 
 import (
+	"container/heap"
 	"hash/fnv"
 	"math"
 	"sort"
@@ -70,6 +84,20 @@ type Outcome struct {
 	// RetryNs is time spent after first attempts failed (backoff plus the
 	// retries); WastedNs is the part spent in calls that still failed.
 	RetryNs, WastedNs int64
+	// LoggedOK is the request's outcome as logged.
+	LoggedOK bool
+	// Cuts are the attempts that the policy's own hop timeouts cut in the
+	// pessimistic run, with the time each would have needed.
+	Cuts []Cut
+}
+
+// Cut is one attempt cut by its hop's timeout under the policy.
+type Cut struct {
+	Hop string
+	// Need is the attempt's latency had nothing cut it, ns; for an attempt
+	// cut by a timeout when logged (Censored) only a lower bound.
+	Need     int64
+	Censored bool
 }
 
 // Result summarises a replay.
@@ -111,7 +139,7 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 func Observed(reqs []*span.Request) *Result {
 	out := make([]Outcome, 0, len(reqs))
 	for _, r := range reqs {
-		o := Outcome{TraceID: r.TraceID, OK: !r.Failed, End: r.Latency()}
+		o := Outcome{TraceID: r.TraceID, OK: !r.Failed, End: r.Latency(), LoggedOK: !r.Failed}
 		if r.Failed {
 			o.FailedHop = observedFailedHop(r)
 		}
@@ -215,7 +243,8 @@ func One(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Out
 	if lo.touched {
 		hi = simulate(r, p, pool, true)
 	}
-	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted}
+	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted,
+		LoggedOK: !r.Failed, Cuts: lo.cuts}
 	if lo.ok != hi.ok {
 		o.Undetermined = true
 	}
@@ -237,85 +266,147 @@ type run struct {
 	failedHop  string
 	ok         bool
 	end        int64
+	cuts       []Cut
 }
 
 const never = int64(math.MaxInt64 / 4)
+
+// add is a+b saturated at never: a timeout or budget of any size cannot
+// wrap the clock.
+func add(a, b int64) int64 {
+	if b >= never-a {
+		return never
+	}
+	return a + b
+}
 
 func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool) *run {
 	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID}
 	deadline := never
 	if p.Budget > 0 {
-		deadline = int64(p.Budget)
+		deadline = min(int64(p.Budget), never)
 	}
 	if r.Root != nil {
 		// The root is the request itself: bounded by the budget, not by a
-		// hop timeout.
+		// hop timeout. Times are relative to the request's start.
 		root := &span.Attempt{Span: r.Root, Calls: r.Calls}
-		end, ok, hop := s.attempt(root, r.Root.Hop, 0, deadline, true)
+		end, ok, hop, _, _ := s.attempt(root, r.Root.Hop, 0, deadline)
 		s.ok, s.end, s.failedHop = ok, end, hop
 		return s
 	}
-	end, failAt, failed, hop := s.calls(r.Calls, r.Start, 0, deadline)
-	if failed {
-		s.ok, s.end, s.failedHop = false, failAt, hop
-	} else {
-		s.ok, s.end = true, end
+	k := s.calls(r.Calls, r.Start, never, 0, deadline)
+	switch {
+	case k.failed:
+		s.ok, s.end, s.failedHop = false, k.failAt, k.blame
+	case k.still:
+		// Failed as logged, and the failure stands: it ends when its last
+		// call ends, as logged.
+		s.ok, s.end, s.failedHop = false, k.end, k.stillBlame
+	default:
+		s.ok, s.end = true, k.end
 	}
 	return s
 }
 
-// calls replays sibling calls whose logged origin is the absolute time
-// origin, now placed at t0 (relative to the request's start). It returns
-// the new end of the last call, and the earliest failure if any call
-// failed. The end is relative, like t0.
-func (s *run) calls(cs []*span.Call, origin, t0, deadline int64) (end, failAt int64, failed bool, blame string) {
-	type done struct{ origEnd, delta int64 }
-	var finished []done // calls replayed so far, by original end
-	end = t0
-	failAt = never
-	failedOrigEnd := never // calls that started after a failed call waited for it: they never run
+// kids is the replay of the sibling calls under one attempt.
+type kids struct {
+	// end is when the last call the parent waited for ended (relative);
+	// origEnd the same as logged, relative to the parent's start.
+	end, origEnd int64
+	// failed: a call that succeeded as logged failed, first at failAt,
+	// blaming blame.
+	failed bool
+	failAt int64
+	blame  string
+	// loggedFailed: a call failed as logged; still: one of those still
+	// fails (blaming stillBlame).
+	loggedFailed, still bool
+	stillBlame          string
+}
+
+// finished is a replayed call that later siblings may have waited for.
+type finished struct{ origEnd, delta int64 }
+
+// byOrigEnd is a min-heap of finished calls by their logged end.
+type byOrigEnd []finished
+
+func (h byOrigEnd) Len() int           { return len(h) }
+func (h byOrigEnd) Less(i, j int) bool { return h[i].origEnd < h[j].origEnd }
+func (h byOrigEnd) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *byOrigEnd) Push(x any)        { *h = append(*h, x.(finished)) }
+func (h *byOrigEnd) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// calls replays sibling calls whose logged origin (the parent's start) is
+// now placed at t0 (relative to the request's start). parentEnd is the
+// parent's logged end (never when there is no parent span): calls that
+// ended after it were not waited for and are left out.
+//
+// A call that started after siblings ended waited for them: it moves by
+// the largest change among them. Calls come sorted by start, so the
+// siblings it waited for are collected once, from a heap ordered by their
+// logged end: linear in the number of siblings up to the heap's log.
+func (s *run) calls(cs []*span.Call, origin, parentEnd, t0, deadline int64) kids {
+	k := kids{end: t0, failAt: never}
+	var pending byOrigEnd
+	var shift int64
+	waited := false
+	failedOrigEnd := never // calls that started after a new failure waited for it: they never run
 	for _, c := range cs {
+		origEnd := c.End()
+		if origEnd > parentEnd {
+			continue // asynchronous: the parent did not wait for it
+		}
 		start := c.Start()
 		if start >= failedOrigEnd {
 			continue
 		}
-		var shift int64
-		first := true
-		for _, d := range finished {
-			if d.origEnd <= start && (first || d.delta > shift) {
-				shift, first = d.delta, false
+		for pending.Len() > 0 && pending[0].origEnd <= start {
+			d := heap.Pop(&pending).(finished)
+			if !waited || d.delta > shift {
+				shift, waited = d.delta, true
 			}
 		}
-		if start < origin {
-			start = origin // clock skew: a child that starts before its parent
+		if o := origEnd - origin; o > k.origEnd {
+			k.origEnd = o
 		}
 		t := t0 + (start - origin) + shift
-		if failed && t >= failAt {
+		if k.failed && t >= k.failAt {
 			continue // the parent already gave up
 		}
 		cEnd, ok, hop := s.call(c, t, deadline)
-		origEnd := c.End()
-		if !ok {
-			if cEnd < failAt {
-				failAt, blame = cEnd, hop
+		logged := c.Failed()
+		if logged {
+			k.loggedFailed = true
+		}
+		if !ok && !logged {
+			if cEnd < k.failAt {
+				k.failAt, k.blame = cEnd, hop
 			}
-			failed = true
+			k.failed = true
 			failedOrigEnd = min(failedOrigEnd, origEnd)
 			continue
 		}
-		finished = append(finished, done{origEnd: origEnd, delta: cEnd - (t0 + origEnd - origin)})
-		if cEnd > end {
-			end = cEnd
+		if !ok && !k.still {
+			k.still, k.stillBlame = true, hop
+		}
+		heap.Push(&pending, finished{origEnd: origEnd, delta: cEnd - (t0 + origEnd - origin)})
+		if cEnd > k.end {
+			k.end = cEnd
 		}
 	}
-	return end, failAt, failed, blame
+	return k
 }
 
 // call replays one call starting at t. It returns when it ended, whether
 // it succeeded, and on failure the hop to blame (its own, or a descendant's
 // whose failure it passed on).
 func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
-	hp := s.p.ForCall(c.Hop, span.CallerSide(c.Attempts[0].Span.Kind))
+	hp := s.p.ForCall(c.Hop, c.Role == span.RoleCall)
 	var retryStart int64 = -1
 	blame := c.Hop
 	for k := 0; ; k++ {
@@ -327,10 +418,10 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 				retryStart = t
 			}
 			b := int64(hp.Backoff.Delay(k, s.draw(c.Hop, k, 0)))
-			if hp.BudgetAware && deadline < never && deadline-t < b+int64(hp.Timeout) {
+			if hp.BudgetAware && deadline < never && deadline-t < add(b, int64(hp.Timeout)) {
 				break
 			}
-			t += b
+			t = add(t, b)
 			if t >= deadline {
 				t = deadline
 				break
@@ -338,13 +429,16 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 		}
 		a := s.pick(c, k)
 		attDeadline := deadline
-		own := hp.Timeout > 0 && t+int64(hp.Timeout) < attDeadline
+		own := hp.Timeout > 0 && add(t, int64(hp.Timeout)) < attDeadline
 		if own {
 			attDeadline = t + int64(hp.Timeout)
 		}
-		end, ok, hop := s.attempt(a, c.Hop, t, attDeadline, false)
+		end, ok, hop, need, censored := s.attempt(a, c.Hop, t, attDeadline)
 		if !ok && own && end >= attDeadline {
 			hop = c.Hop // this call's own timeout expired, whatever ran inside it
+			if need >= 0 && !s.optimistic {
+				s.cuts = append(s.cuts, Cut{Hop: c.Hop, Need: need, Censored: censored})
+			}
 		}
 		t = end
 		if ok {
@@ -366,70 +460,47 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 }
 
 // attempt replays one attempt starting at t with the given deadline. It
-// returns its end, whether it succeeded, and the hop to blame on failure.
-func (s *run) attempt(a *span.Attempt, hop string, t, deadline int64, isRoot bool) (int64, bool, string) {
+// returns its end, whether it succeeded, and the hop to blame on failure;
+// when the deadline cut the attempt itself, need is the latency it needed
+// (a lower bound when censored), else −1.
+func (s *run) attempt(a *span.Attempt, hop string, t, deadline int64) (end int64, ok bool, blame string, need int64, censored bool) {
 	sp := a.Span
 	lat := sp.Duration
-	var childFailAt int64 = never
-	childFailed := false
-	var childBlame string
+	var k kids
 	if len(a.Calls) > 0 {
-		origEnd := int64(0)
-		for _, c := range a.Calls {
-			if e := c.End() - sp.Start; e > origEnd {
-				origEnd = e
-			}
+		k = s.calls(a.Calls, sp.Start, sp.End(), t, deadline)
+		if k.failed {
+			return min(k.failAt, deadline), false, k.blame, -1, false
 		}
-		newEnd, failAt, failed, hop := s.calls(a.Calls, sp.Start, t, deadline)
-		if failed {
-			childFailed, childFailAt, childBlame = true, failAt, hop
-		} else {
-			lat += (newEnd - t) - origEnd
-			if lat < 0 {
-				lat = 0
-			}
+		lat += (k.end - t) - k.origEnd
+		if lat < 0 {
+			lat = 0
 		}
-	}
-	if childFailed {
-		if childFailAt > deadline {
-			childFailAt = deadline
-		}
-		return childFailAt, false, childBlame
 	}
 	if sp.Timeout {
 		// Censored: the true latency is ≥ lat.
 		if t+lat >= deadline {
-			return deadline, false, hop
+			return deadline, false, hop, lat, true
 		}
 		s.touched = true
 		if s.optimistic {
-			return t + lat, true, ""
+			return t + lat, true, "", -1, false
 		}
-		return deadline, false, hop
+		return deadline, false, hop, lat, true
 	}
 	if t+lat > deadline {
-		return deadline, false, hop
+		return deadline, false, hop, lat, false
 	}
-	if sp.Status == span.Error && !(isRoot && descendantFailed(a)) {
-		return t + lat, false, hop
-	}
-	return t + lat, true, ""
-}
-
-// descendantFailed reports whether the log shows a failed call under a:
-// a root's error status is then explained by it and replayed through it.
-func descendantFailed(a *span.Attempt) bool {
-	for _, c := range a.Calls {
-		if c.Failed() {
-			return true
+	if sp.Status == span.Error {
+		if k.loggedFailed && !k.still {
+			return t + lat, true, "", -1, false // the children that failed it now succeed
 		}
-		for _, x := range c.Attempts {
-			if descendantFailed(x) {
-				return true
-			}
+		if k.still {
+			return t + lat, false, k.stillBlame, -1, false
 		}
+		return t + lat, false, hop, -1, false
 	}
-	return false
+	return t + lat, true, "", -1, false
 }
 
 // pick returns the attempt to replay as try k of call c.

@@ -17,7 +17,41 @@ type Attempt struct {
 type Call struct {
 	Hop      string
 	Attempts []*Attempt
+	// Role says whether a timeout policy applies to the call (see Role).
+	Role Role
 }
+
+// Role is what a call's spans record, which decides whether a per-hop
+// timeout applies to it.
+type Role uint8
+
+const (
+	// RoleCall is the caller's record of a remote call (client or producer
+	// kind, or by structure): the one place a timeout and retries live.
+	RoleCall Role = iota
+	// RoleCallee is the callee's own record of a call (server or consumer
+	// kind, or by structure): the caller's timeout bounds it.
+	RoleCallee
+	// RoleInProcess is work inside one service (internal kind, or by
+	// structure): no timeout applies; the calls above it bound it.
+	RoleInProcess
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleCallee:
+		return "callee"
+	case RoleInProcess:
+		return "in-process"
+	}
+	return "call"
+}
+
+// MaxDepth is the deepest level of a call tree that Assemble builds. No
+// real trace comes near it; a deeper chain (hostile or broken input) is cut
+// there and counted (Problems.TooDeep), so that every walk over the tree has
+// a recursion depth bounded by a constant, not by the input.
+const MaxDepth = 512
 
 // Failed reports whether the call's last attempt failed.
 func (c *Call) Failed() bool { return c.Attempts[len(c.Attempts)-1].Span.Failed() }
@@ -58,8 +92,19 @@ func (r *Request) Latency() int64 { return r.End - r.Start }
 type Problems struct {
 	DuplicateSpanIDs int // later copies dropped
 	Cycles           int // spans whose parent chain loops; re-attached at the top
-	ClockSkew        int // child spans that end after their parent ends
-	Orphans          int // spans whose parent is not in the logs; treated as top-level
+	// ClockSkew counts child spans in another service than their parent
+	// that start before it or end after it while it still ran: the two
+	// hosts' clocks disagree.
+	ClockSkew int
+	// AsyncChildren counts child spans that outlive their parent where that
+	// is work the parent did not wait for, not skew: a child in the same
+	// service (one clock), a consumer of a producer, or a child that starts
+	// after its parent ended.
+	AsyncChildren int
+	Orphans       int // spans whose parent is not in the logs; treated as top-level
+	// TooDeep counts spans below MaxDepth, left out of the call tree (their
+	// per-hop statistics still count them).
+	TooDeep int
 }
 
 // Assemble groups spans into requests (one per trace id; a span without a
@@ -131,14 +176,21 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 		}
 	}
 	// Spans unreachable from a top span sit in a parent cycle: re-attach
-	// them at the top so that nothing is silently lost.
+	// them at the top so that nothing is silently lost. The walk keeps its
+	// own stack: a parent chain can be as deep as the input.
 	reached := make(map[*Span]bool, len(kept))
-	var walk func(s *Span)
-	walk = func(s *Span) {
-		reached[s] = true
-		for _, c := range children[s] {
-			if !reached[c] {
-				walk(c)
+	var stack []*Span
+	walk := func(top *Span) {
+		stack = append(stack[:0], top)
+		reached[top] = true
+		for len(stack) > 0 {
+			s := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, c := range children[s] {
+				if !reached[c] {
+					reached[c] = true
+					stack = append(stack, c)
+				}
 			}
 		}
 	}
@@ -161,10 +213,15 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 			walk(s)
 		}
 	}
+	cutDeep(tops, children, pr)
 	for p, cs := range children {
 		for _, c := range cs {
 			if c.Start < p.Start || c.End() > p.End() {
-				pr.ClockSkew++
+				if asyncChild(p, c) {
+					pr.AsyncChildren++
+				} else {
+					pr.ClockSkew++
+				}
 			}
 		}
 	}
@@ -173,9 +230,9 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 	var topCalls []*Call
 	if len(tops) == 1 && len(children[tops[0]]) > 0 {
 		r.Root = tops[0]
-		topCalls = groupCalls(children[r.Root], children)
+		topCalls = groupCalls(children[r.Root], r.Root, nil, children)
 	} else {
-		topCalls = groupCalls(tops, children)
+		topCalls = groupCalls(tops, nil, nil, children)
 	}
 	r.Calls = topCalls
 	if r.Root != nil {
@@ -200,8 +257,11 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 	return r
 }
 
-// groupCalls turns sibling spans into calls, recursing into their children.
-func groupCalls(sibs []*Span, children map[*Span][]*Span) []*Call {
+// groupCalls turns the sibling spans under parent (nil for top-level
+// spans) and grand (the parent's parent, nil when the parent is a top span)
+// into calls, recursing into their children (at most MaxDepth levels:
+// cutDeep has cut the rest).
+func groupCalls(sibs []*Span, parent, grand *Span, children map[*Span][]*Span) []*Call {
 	sorted := append([]*Span(nil), sibs...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := sorted[i], sorted[j]
@@ -231,7 +291,7 @@ func groupCalls(sibs []*Span, children map[*Span][]*Span) []*Call {
 	for _, s := range sorted {
 		a := &Attempt{Span: s}
 		if kids := children[s]; len(kids) > 0 {
-			a.Calls = groupCalls(kids, children)
+			a.Calls = groupCalls(kids, s, parent, children)
 		}
 		if cur != nil && cur.Hop == s.Hop {
 			zb := zeroBased[s.Hop]
@@ -240,7 +300,7 @@ func groupCalls(sibs []*Span, children map[*Span][]*Span) []*Call {
 				continue
 			}
 		}
-		cur = &Call{Hop: s.Hop, Attempts: []*Attempt{a}}
+		cur = &Call{Hop: s.Hop, Attempts: []*Attempt{a}, Role: roleOf(s, parent, grand, children)}
 		calls = append(calls, cur)
 	}
 	sort.SliceStable(calls, func(i, j int) bool {
@@ -250,6 +310,98 @@ func groupCalls(sibs []*Span, children map[*Span][]*Span) []*Call {
 		return calls[i].Hop < calls[j].Hop
 	})
 	return calls
+}
+
+// cutDeep removes from the tree every span deeper than MaxDepth below a
+// top span, counting them in pr.TooDeep. It walks breadth-first with its
+// own queue.
+func cutDeep(tops []*Span, children map[*Span][]*Span, pr *Problems) {
+	level := tops
+	for depth := 0; len(level) > 0; depth++ {
+		var next []*Span
+		for _, s := range level {
+			kids := children[s]
+			if len(kids) == 0 {
+				continue
+			}
+			if depth+1 >= MaxDepth {
+				pr.TooDeep += countBelow(kids, children)
+				delete(children, s)
+				continue
+			}
+			next = append(next, kids...)
+		}
+		level = next
+	}
+}
+
+// countBelow counts spans in the subtrees rooted at ss, iteratively.
+func countBelow(ss []*Span, children map[*Span][]*Span) int {
+	n := 0
+	stack := append([]*Span(nil), ss...)
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n++
+		stack = append(stack, children[s]...)
+		delete(children, s)
+	}
+	return n
+}
+
+// asyncChild reports whether child c, which starts before its parent p or
+// ends after it, is work p did not wait for rather than a clock that
+// disagrees: the same service has one clock; a consumer of a producer runs
+// when the message arrives; a child that starts after its parent ended was
+// not awaited.
+func asyncChild(p, c *Span) bool {
+	if c.Start >= p.End() {
+		return true
+	}
+	if p.Kind == "producer" || c.Kind == "consumer" {
+		return true
+	}
+	return c.Service != "" && c.Service == p.Service && c.Start >= p.Start
+}
+
+// roleOf decides what span s records, from its kind when the log gives one
+// and from the shape of the trace when it does not (flat logs, CSV):
+//
+//   - client/producer: a call; server/consumer: the callee's record;
+//     internal: in-process.
+//   - without a kind, a top-level span (flat logs: every span is a call)
+//     or one whose service is unknown is a call;
+//   - a span in another service than its parent is the callee's record
+//     when the parent is a client stub — an exit span inside its own
+//     caller's service (same service as the grandparent) with s its only
+//     child, as SkyWalking-style agents write — otherwise the call itself
+//     (logs with one span per call);
+//   - a span in its parent's service is a call when one of its children is
+//     in another service (an exit span), else in-process work.
+func roleOf(s, parent, grand *Span, children map[*Span][]*Span) Role {
+	switch s.Kind {
+	case "client", "producer":
+		return RoleCall
+	case "server", "consumer":
+		return RoleCallee
+	case "internal":
+		return RoleInProcess
+	}
+	if parent == nil || s.Service == "" || parent.Service == "" {
+		return RoleCall
+	}
+	if parent.Service != s.Service {
+		if grand != nil && grand.Service == parent.Service && parent.Kind == "" && len(children[parent]) == 1 {
+			return RoleCallee
+		}
+		return RoleCall
+	}
+	for _, c := range children[s] {
+		if c.Service != "" && c.Service != s.Service {
+			return RoleCall
+		}
+	}
+	return RoleInProcess
 }
 
 // AttemptIndex is s's 1-based attempt index when the log numbers attempts,

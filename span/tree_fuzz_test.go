@@ -84,8 +84,8 @@ func FuzzAssemble(f *testing.F) {
 				t.Fatalf("span %+v placed %d times", *p, n)
 			}
 		}
-		if len(seen)+pr.DuplicateSpanIDs != len(spans) {
-			t.Fatalf("%d spans in, %d placed + %d duplicates dropped", len(spans), len(seen), pr.DuplicateSpanIDs)
+		if len(seen)+pr.DuplicateSpanIDs+pr.TooDeep != len(spans) {
+			t.Fatalf("%d spans in, %d placed + %d duplicates dropped + %d too deep", len(spans), len(seen), pr.DuplicateSpanIDs, pr.TooDeep)
 		}
 		if pr.Cycles < 0 || pr.ClockSkew < 0 || pr.Orphans < 0 {
 			t.Fatalf("negative problem counts %+v", pr)

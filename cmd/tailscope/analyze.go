@@ -2,6 +2,9 @@ package main
 
 import (
 	"io"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
@@ -31,6 +34,7 @@ type analysisFlags struct {
 	percentile    float64
 	margin        float64
 	maxBudget     string
+	falseTimeouts string
 }
 
 func (a *analysisFlags) register(fs interface {
@@ -41,10 +45,43 @@ func (a *analysisFlags) register(fs interface {
 	fs.Float64Var(&a.percentile, "percentile", 99, "target percentile of the recommended timeouts (99.9 for ~0.1% false timeouts)")
 	fs.Float64Var(&a.margin, "margin", 0.10, "margin added on top of the target percentile")
 	fs.StringVar(&a.maxBudget, "max-budget", "", "cap on the recommended end-to-end budget (e.g. 20s)")
+	fs.StringVar(&a.falseTimeouts, "false-timeouts", "0.1%", "request-level false-timeout target: the share of the requests that succeeded\nas logged that the recommended policy may fail when replayed on them\n(0.1% or 0.001; 0 for none); per-hop percentiles are raised to meet it")
+}
+
+// parseRate reads a share given as a percentage ("0.1%") or a fraction
+// ("0.001").
+func parseRate(flag, s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(t, "%"), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, usagef("--%s %q: want a share like 0.1%% or 0.001", flag, s)
+	}
+	if pct {
+		v /= 100
+	}
+	if v < 0 || v > 1 {
+		return 0, usagef("--%s %q: want a share between 0 and 100%%", flag, s)
+	}
+	return v, nil
+}
+
+// rateOption maps a parsed share to analyze's convention (0 means the
+// default there, a negative value none at all).
+func rateOption(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 func (a *analysisFlags) options() (analyze.Options, error) {
 	o := analyze.Options{Percentile: a.percentile, Margin: a.margin}
+	ft, err := parseRate("false-timeouts", a.falseTimeouts)
+	if err != nil {
+		return o, err
+	}
+	o.FalseTimeouts = rateOption(ft)
 	if a.percentile <= 0 || a.percentile >= 100 {
 		return o, usagef("--percentile %g: want a value between 0 and 100, e.g. 99", a.percentile)
 	}

@@ -21,6 +21,11 @@ undetermined), p50/p95/p99 over all requests at the time each ended, where
 failures land, mean time to failure, retry time spent and wasted. Several
 policies give a side-by-side table.
 
+Every policy is also held to the request-level false-timeout target: the
+lint fails-logged-successes is an error when a policy fails more of the
+requests that succeeded as logged than --max-false-timeouts (default
+--false-timeouts, 0.1%), with or without gates.
+
 Exit codes: 0 every policy passes, 3 a lint error or a failed gate,
 1 an input error, 2 a usage error. Undetermined requests count against
 gates unless --optimistic.
@@ -43,6 +48,7 @@ type checkFlags struct {
 	tolerance      float64
 	optimistic     bool
 	retryModel     string
+	maxFalse       string
 }
 
 func (c *checkFlags) registerModel(fs interface {
@@ -91,6 +97,13 @@ func (c *checkFlags) options() (check.Options, error) {
 		return o, usagef("--tolerance %g: want a fraction ≥ 0", c.tolerance)
 	}
 	o.Gates = g
+	if c.maxFalse != "" {
+		v, err := parseRate("max-false-timeouts", c.maxFalse)
+		if err != nil {
+			return o, err
+		}
+		o.MaxFalseTimeouts = rateOption(v)
+	}
 	if c.baseline != "" {
 		p, err := policy.Load(c.baseline)
 		if err != nil {
@@ -133,6 +146,7 @@ func runCheck(e *env, args []string) error {
 	fs.BoolVar(&c.noWorse, "no-worse", false, "gate: success must not drop and p95/p99 not rise beyond --tolerance versus --baseline")
 	fs.Float64Var(&c.tolerance, "tolerance", 0.05, "allowed relative rise of p95/p99 for --no-worse")
 	fs.BoolVar(&c.optimistic, "optimistic", false, "count undetermined (censored) requests as successes in gates")
+	fs.StringVar(&c.maxFalse, "max-false-timeouts", "", "lint fails-logged-successes is an error when a policy fails more than this share\nof the requests that succeeded as logged (default: --false-timeouts)")
 	c.registerModel(fs)
 	out.register(fs)
 	an.register(fs)
@@ -164,6 +178,9 @@ func runCheck(e *env, args []string) error {
 	}
 	if aopt.PolicyInForce == nil {
 		aopt.PolicyInForce = copt.Baseline
+	}
+	if copt.MaxFalseTimeouts == 0 {
+		copt.MaxFalseTimeouts = aopt.FalseTimeouts
 	}
 	rep := l.report(aopt)
 	if len(l.reqs) == 0 {

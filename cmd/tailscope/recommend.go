@@ -11,19 +11,28 @@ import (
 
 const recommendUsage = `Usage: tailscope recommend [flags] PATH... [-o policy.yaml]
 
-Writes the policy tailscope recommends for the logs (DESIGN §5), as a
-policy file that 'tailscope check --policy' reads back:
+Writes the policy tailscope recommends for the logs, as a policy file
+that 'tailscope check --policy' reads back and passes:
 
-  - per hop, timeout = round_up_nice(p_target × (1 + margin)) of the hop's
-    time-to-success (successful attempts; attempts cut by a timeout count as
-    at least that long); never below 50ms;
-  - observe-first when p_target is censored (too many attempts were cut by
+  - only remote calls get a timeout (client/producer spans, or by the
+    trace's shape when spans carry no kind); callee-side, in-process and
+    root spans are bounded by the calls above them and the budget;
+  - per call hop, timeout = round_up_nice(p × (1 + margin)) of its time to
+    success, where p is --percentile or higher: requests make K calls, so
+    each call may cut only --false-timeouts / K of its successes; a hop with
+    too few successes for p gets its slowest success × (1 + margin), never
+    a value below an observed success; never below 50ms;
+  - the policy is then replayed on the same logs, and the timeouts that
+    cut requests which succeeded as logged are raised until at most
+    --false-timeouts of them fail (the basis says which and why);
+  - observe-first when the tail is censored (too many attempts were cut by
     the timeout in force): a canary timeout to learn the tail, never a guess;
   - retries 0 for ran-to-timeout hops; 1–2 with full-jitter exponential
     backoff for transient hops whose retry yield shows they help;
     budget-aware retries on;
-  - a budget covering the longest critical path of the logged requests
-    with every configured retry (so no retry is dead), or --max-budget.
+  - a budget covering every logged request (root span included) and the
+    critical path with every configured retry, × (1 + margin), or
+    --max-budget.
 
 Each hop carries a comment with its basis. Without -o the policy goes to
 stdout. --emit envoy|grpc prints the equivalent Envoy routes or gRPC
@@ -60,14 +69,10 @@ func runRecommend(e *env, args []string) error {
 	}
 	rep := l.report(aopt)
 	p := rep.Recommended()
-	// The hops whose timeout the policy sets: callee-side hops (server
-	// spans under a client call) are bounded by their caller's.
-	hops := make([]string, 0, len(rep.Hops))
-	for _, h := range rep.Hops {
-		if h.Recommendation.Action != analyze.ActionCallee {
-			hops = append(hops, h.Hop)
-		}
-	}
+	// The hops whose timeout the policy sets: only remote calls get one
+	// (callee-side, in-process and root hops are bounded by the calls
+	// above them and the budget).
+	hops := p.HopNames()
 	var body []byte
 	switch emit {
 	case "policy":

@@ -1,0 +1,247 @@
+package check
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/replay"
+	"github.com/tailscope/tailscope/span"
+)
+
+// realFile is a real export and how to read it.
+type realFile struct {
+	path string
+	opt  ingest.Options
+}
+
+// nezhaMap names the columns of the Nezha TrainTicket CSV exports.
+var nezhaMap = map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
+	"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
+
+// realFiles lists every span file of the repository's samples and real
+// exports (testdata/real), and of ../shared/data when it is present.
+func realFiles(t *testing.T) []realFile {
+	t.Helper()
+	var out []realFile
+	for _, dir := range []string{"../samples/seed-chain", "../testdata/real", "../../shared/data"} {
+		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			name := d.Name()
+			switch {
+			case name == "LICENSE" || name == "fault_list.json" || strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".yaml"):
+				return nil
+			case strings.HasSuffix(name, ".csv"):
+				out = append(out, realFile{path, ingest.Options{Map: nezhaMap}})
+			case strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jsonl"):
+				out = append(out, realFile{path, ingest.Options{}})
+			}
+			return nil
+		})
+	}
+	if len(out) == 0 {
+		t.Fatal("no span files found")
+	}
+	return out
+}
+
+// The tool's own recommendation, checked on the logs it came from, passes:
+// no lint error or warning about it, and replayed it fails at most the
+// false-timeout target of the requests that succeeded as logged.
+func TestRecommendThenCheckPassesOnRealFiles(t *testing.T) {
+	for _, f := range realFiles(t) {
+		t.Run(f.path, func(t *testing.T) {
+			spans := readSpansLoose(t, f.path, f.opt)
+			l := analyse(spans, nil)
+			p := l.rep.Recommended()
+			cr := Run(l.rep, l.reqs, []*policy.Policy{p}, Options{})
+			res := cr.Results[0]
+			for _, x := range res.Lint {
+				if x.Severity != SevInfo {
+					t.Errorf("recommend wrote what check lints: %s %s %s: %s", x.Severity, x.Code, x.Hop, x.Message)
+				}
+			}
+			if cr.Verdict != Pass {
+				t.Errorf("verdict %s", cr.Verdict)
+			}
+			okLogged, lost := 0, 0
+			for _, o := range replay.Run(l.reqs, p, replay.Options{}).Outcomes {
+				if o.LoggedOK {
+					okLogged++
+					if !o.OK && !o.Undetermined {
+						lost++
+					}
+				}
+			}
+			if allowed := int(math.Floor(analyze.DefaultFalseTimeouts * float64(okLogged))); lost > allowed {
+				t.Errorf("replayed on its own logs the recommendation fails %d of %d logged successes (target allows %d)", lost, okLogged, allowed)
+			}
+			if c := l.rep.RecommendationCheck; c == nil || !c.Met || c.Failed != lost {
+				t.Errorf("recommendation_check %+v, replay lost %d", c, lost)
+			}
+			for _, h := range l.rep.Hops {
+				_, listed := p.Hops[h.Hop]
+				if listed != (h.Role == analyze.RoleCall) {
+					t.Errorf("%s: role %s, listed in the policy %v", h.Hop, h.Role, listed)
+				}
+			}
+		})
+	}
+}
+
+// neverFiring is a policy under which no timeout can fire on these logs:
+// every hop's timeout above its slowest attempt, as many retries as any
+// call logged, a budget above every request.
+func neverFiring(reqs []*span.Request) *policy.Policy {
+	p := &policy.Policy{Name: "never", Hops: map[string]policy.Hop{}}
+	slowest := map[string]int64{}
+	tries := map[string]int{}
+	var walk func(cs []*span.Call)
+	walk = func(cs []*span.Call) {
+		for _, c := range cs {
+			tries[c.Hop] = max(tries[c.Hop], len(c.Attempts))
+			for _, a := range c.Attempts {
+				slowest[c.Hop] = max(slowest[c.Hop], a.Span.Duration)
+				walk(a.Calls)
+			}
+		}
+	}
+	var longest int64
+	for _, r := range reqs {
+		walk(r.Calls)
+		longest = max(longest, r.Latency())
+	}
+	for h, d := range slowest {
+		p.Hops[h] = policy.Hop{Timeout: time.Duration(2*d) + time.Millisecond, Retries: tries[h] - 1}
+	}
+	p.Budget = time.Duration(2*longest) + time.Second
+	return p
+}
+
+// Under a policy whose timeouts never fire, every request ends when and how
+// it ended as logged: replay invents nothing (asynchronous children do not
+// stretch their parent; a request that failed fails when it failed).
+func TestNeverFiringPolicyReplaysAsLogged(t *testing.T) {
+	for _, f := range realFiles(t) {
+		t.Run(f.path, func(t *testing.T) {
+			spans := readSpansLoose(t, f.path, f.opt)
+			reqs, _ := span.Assemble(spans)
+			res := replay.Run(reqs, neverFiring(reqs), replay.Options{})
+			for i, o := range res.Outcomes {
+				r := reqs[i]
+				if o.Undetermined {
+					continue // a censored attempt given more time: unknown by definition
+				}
+				if o.OK == r.Failed || o.End != r.Latency() {
+					t.Errorf("trace %s: replayed ok=%v at %s, logged ok=%v at %s (failed hop %q)",
+						r.TraceID, o.OK, time.Duration(o.End), !r.Failed, time.Duration(r.Latency()), o.FailedHop)
+				}
+			}
+		})
+	}
+}
+
+// fanOut generates n requests whose root makes calls calls spread over
+// hops hops, each lognormal around its own median: the shape of a real
+// microservice request (~45 calls), where per-hop p99 timeouts compound.
+func fanOut(seed uint64, n, calls, hops int) []span.Span {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	median := make([]float64, hops)
+	for h := range median {
+		median[h] = float64(5+rng.IntN(200)) * 1e6
+	}
+	var out []span.Span
+	t0 := int64(1_700_000_000) * 1e9
+	for r := range n {
+		tid := fmt.Sprintf("t%05d", r)
+		start := t0 + int64(r)*1e9
+		at := start + 1e5
+		var kids []span.Span
+		for c := range calls {
+			h := c % hops
+			d := int64(median[h] * math.Exp(0.6*rng.NormFloat64()))
+			kids = append(kids, span.Span{TraceID: tid, SpanID: fmt.Sprintf("%s-%d", tid, c), ParentID: tid + "-root",
+				Service: "frontend", Name: fmt.Sprintf("call-%02d", h), Kind: "client", Hop: fmt.Sprintf("frontend call-%02d", h),
+				Start: at, Duration: d, Weight: 1})
+			if c%3 != 2 {
+				at += d // two in three calls are sequential, the rest overlap the next
+			}
+		}
+		out = append(out, span.Span{TraceID: tid, SpanID: tid + "-root", Service: "frontend", Name: "GET /", Kind: "server",
+			Hop: "frontend GET /", Start: start, Duration: at - start + 2e5, Weight: 1})
+		out = append(out, kids...)
+	}
+	return out
+}
+
+// With 45 calls per request, p99 per hop would fail a large share of the
+// requests; the recommendation meets the 0.1% request-level target, says
+// which percentile the target implied and why, and check fails the
+// per-hop p99 policy with fails-logged-successes.
+func TestRecommendMeetsRequestTargetOnFanOut(t *testing.T) {
+	spans := fanOut(1, 3000, 45, 15)
+	l := analyse(spans, nil)
+	chk := l.rep.RecommendationCheck
+	if chk == nil || !chk.Met || chk.LoggedOK != 3000 || chk.Failed > 3 {
+		t.Fatalf("recommendation_check %+v", chk)
+	}
+	if chk.CallsPerRequest != 45 || chk.Percentile < 99.99 {
+		t.Errorf("calls per request %g, percentile %g: want 45 and ≥ p99.99", chk.CallsPerRequest, chk.Percentile)
+	}
+	p := l.rep.Recommended()
+	for _, h := range l.rep.Hops {
+		if h.Role != analyze.RoleCall {
+			continue
+		}
+		if !strings.Contains(h.Recommendation.Basis, "~45 calls per request share the 0.1% request target") {
+			t.Errorf("%s: basis %q does not say the request's calls raised it", h.Hop, h.Recommendation.Basis)
+		}
+	}
+	cr := Run(l.rep, l.reqs, []*policy.Policy{p}, Options{})
+	if cr.Verdict != Pass {
+		t.Errorf("check of the recommendation: %s %+v", cr.Verdict, cr.Results[0].Lint)
+	}
+
+	// Per-hop p99 × 1.1, the old rule: compounds over 45 calls.
+	naive := &policy.Policy{Name: "p99", Hops: map[string]policy.Hop{}, Budget: p.Budget}
+	for _, h := range l.rep.Hops {
+		if h.Role == analyze.RoleCall {
+			naive.Hops[h.Hop] = policy.Hop{Timeout: analyze.RoundUpNice(time.Duration(*h.SuccessLatencyMs.P99 * 1.1 * 1e6))}
+		}
+	}
+	cr = Run(l.rep, l.reqs, []*policy.Policy{naive}, Options{})
+	res := cr.Results[0]
+	if cr.Verdict != Fail || len(res.Lint) == 0 || res.Lint[0].Code != "fails-logged-successes" || res.Lint[0].Severity != SevError {
+		t.Fatalf("per-hop p99 policy: verdict %s, lint %+v", cr.Verdict, res.Lint)
+	}
+	if !strings.Contains(res.Lint[0].Message, "requests that succeeded as logged fail") || !strings.Contains(res.Lint[0].Message, "e.g. trace t") {
+		t.Errorf("message %q", res.Lint[0].Message)
+	}
+	if res.Replay.SuccessRate.Low > 0.95 {
+		t.Errorf("per-hop p99 over 45 calls replayed at %.3f success: the compounding this test is about did not happen", res.Replay.SuccessRate.Low)
+	}
+}
+
+// check with no gates fails a policy that leaves no request succeeding.
+func TestCheckFailsPolicyThatBreaksEverything(t *testing.T) {
+	l := analyse(fanOut(2, 200, 10, 5), nil)
+	tiny := &policy.Policy{Name: "tiny", Hops: map[string]policy.Hop{}, Default: policy.Hop{Timeout: time.Microsecond}}
+	cr := Run(l.rep, l.reqs, []*policy.Policy{tiny}, Options{})
+	if cr.Verdict != Fail || cr.Results[0].Lint[0].Code != "fails-logged-successes" {
+		t.Fatalf("verdict %s, lint %+v", cr.Verdict, cr.Results[0].Lint)
+	}
+	// A looser --max-false-timeouts lets a policy through that fails few.
+	if f := LoggedSuccesses(replay.Run(l.reqs, tiny, replay.Options{}), 1); f == nil || f.Severity != SevWarning {
+		t.Errorf("with max 100%%: %+v", f)
+	}
+}
