@@ -30,10 +30,10 @@ import (
 // escaped, so Windows paths and names that contain one stay readable; the
 // cost is that a literal `\x1b` in a name reads like an escaped ESC.
 //
-// Text and Markdown reports apply it to every string they did not write
-// themselves, the HTML report to every such string it shows as text; the
-// JSON report keeps the strings as they are (its consumers need the real
-// names). cmd/tailscope uses it for names it echoes to stderr.
+// Text, Markdown and HTML reports apply it to every string they did not
+// write themselves (HTML attributes included); the JSON report keeps the
+// strings as they are (its consumers need the real names). Use it for any
+// name from the input echoed to a terminal, stderr included.
 func Visible(s string) string {
 	i := 0
 	for i < len(s) {
