@@ -84,7 +84,11 @@ func (a *Arrow) Write(sp *span.Span) error {
 		}
 	}
 	optInt(11, sp.Code)
-	optInt(12, sp.Attempt)
+	if sp.AttemptSet || sp.Attempt != 0 { // an explicit attempt 0 is kept
+		f[12].(*array.Int32Builder).Append(int32(sp.Attempt))
+	} else {
+		f[12].AppendNull()
+	}
 	if sp.TimeoutInForce != 0 {
 		f[13].(*array.Float64Builder).Append(timeoutMs(sp.TimeoutInForce))
 	} else {

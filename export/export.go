@@ -5,8 +5,10 @@
 //
 // The schema is one record per span with these columns (Columns): trace_id,
 // span_id, parent_id, service, name, kind, hop, start (unix ns), duration_ns,
-// status ("ok", "error" or "unset"), timeout, code, attempt, timeout_ms
-// (the per-attempt timeout in force, ms) and weight. Every writer streams:
+// status ("ok", "error" or "unset"), timeout, code, attempt (written
+// whenever the log gave one, 0 included: a 0-based first attempt),
+// timeout_ms (the per-attempt timeout in force, ms), weight, peer and
+// code_text (an error kind that is not a numeric code: ECONNRESET). Every writer streams:
 // JSON lines record by record, Parquet by row groups, Arrow by record
 // batches; none holds the whole input.
 //
@@ -27,7 +29,7 @@ import (
 // Columns are the flat schema's column names, in the order written.
 var Columns = []string{
 	"trace_id", "span_id", "parent_id", "service", "name", "kind", "hop",
-	"start", "duration_ns", "status", "timeout", "code", "attempt", "timeout_ms", "weight", "peer",
+	"start", "duration_ns", "status", "timeout", "code", "attempt", "timeout_ms", "weight", "peer", "code_text",
 }
 
 // Formats are the output formats, as --to names them.

@@ -129,10 +129,13 @@ func TestRoundTrip(t *testing.T) {
 func TestAllFields(t *testing.T) {
 	spans := []span.Span{
 		{TraceID: "t", SpanID: "s1", ParentID: "p", Service: "svc", Name: "op", Kind: "client", Hop: "svc op (client)",
-			Start: 1_772_445_600_123_456_789, Duration: 1, Status: span.Error, Timeout: true, Code: 504, Attempt: 3,
+			Start: 1_772_445_600_123_456_789, Duration: 1, Status: span.Error, Timeout: true, Code: 504, Attempt: 3, AttemptSet: true,
 			TimeoutInForce: 1_234_567_891, Weight: 2.5, Peer: "db.internal"},
 		{Hop: "bare", Duration: 0, Status: span.Unset, Code: 404, Weight: 1},
 		{Hop: "h", Duration: 9, Status: span.OK, TimeoutInForce: 1, Weight: 1},
+		// An explicit attempt 0 (0-based numbering) stays 0, not absent.
+		{Hop: "z", Duration: 7, Status: span.Error, Code: 503, Attempt: 0, AttemptSet: true, Weight: 1},
+		{Hop: "z", Duration: 8, Status: span.OK, Code: 200, Attempt: 1, AttemptSet: true, Weight: 1},
 	}
 	for _, format := range export.Formats {
 		back := readBack(t, format, write(t, format, spans))
@@ -171,7 +174,7 @@ func TestJSONLKeysAndEscapes(t *testing.T) {
 	}
 	// Keys are the canonical ones, in the documented order.
 	full := write(t, "jsonl", []span.Span{{TraceID: "t", SpanID: "s", ParentID: "p", Service: "v", Name: "n", Kind: "server", Hop: "h",
-		Start: 1, Duration: 2, Status: span.Error, Timeout: true, Code: 3, Attempt: 4, TimeoutInForce: 5e6, Weight: 6, Peer: "db"}})
+		Start: 1, Duration: 2, Status: span.Error, Timeout: true, Code: 3, Attempt: 4, TimeoutInForce: 5e6, Weight: 6, Peer: "db", CodeText: "EPIPE"}})
 	var keys []string
 	dec := json.NewDecoder(bytes.NewReader(full))
 	dec.Token()

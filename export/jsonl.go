@@ -64,7 +64,9 @@ func (j *JSONL) Write(sp *span.Span) error {
 		key("code")
 		b = strconv.AppendInt(b, int64(sp.Code), 10)
 	}
-	if sp.Attempt != 0 {
+	if sp.AttemptSet || sp.Attempt != 0 {
+		// Written whenever the log gave one: an explicit 0 is what tells
+		// a 0-based numbering from none.
 		key("attempt")
 		b = strconv.AppendInt(b, int64(sp.Attempt), 10)
 	}
@@ -77,6 +79,7 @@ func (j *JSONL) Write(sp *span.Span) error {
 		b = strconv.AppendFloat(b, sp.Weight, 'g', -1, 64)
 	}
 	str("peer", sp.Peer)
+	str("code_text", sp.CodeText)
 	b = append(b, '}', '\n')
 	j.buf = b
 	_, err := j.w.Write(b)

@@ -159,7 +159,7 @@ func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *f
 			src.Skip(0, *row, reason, detail)
 			continue
 		}
-		src.Emit(&rec.sp, 0, *row)
+		src.emitSoft(&rec.sp, 0, *row, rec.soft)
 	}
 	return nil
 }
@@ -180,7 +180,10 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 		case fStart, fEnd:
 			if scale != 1 {
 				if n > math.MaxInt64/scale || n < 0 {
-					return fmt.Errorf("time %d out of range", n)
+					if r.badTime == nil {
+						r.badTime = fmt.Errorf("time %d out of range", n)
+					}
+					return nil
 				}
 				n *= scale
 			}
@@ -221,7 +224,7 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 		return setInt(int64(a.Value(i)), 1)
 	case *array.Uint64:
 		if a.Value(i) > math.MaxInt64 {
-			return fmt.Errorf("%d out of range", a.Value(i))
+			return r.unsupported(c.spec, fmt.Errorf("%d out of range", a.Value(i)))
 		}
 		return setInt(int64(a.Value(i)), 1)
 	case *array.Uint32:
@@ -248,7 +251,7 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 	case *array.Dictionary:
 		return r.setArrow(c, a.Dictionary(), a.GetValueIndex(i), scratch)
 	}
-	return fmt.Errorf("unsupported Arrow type %s", a.DataType())
+	return r.unsupported(c.spec, fmt.Errorf("unsupported Arrow type %s", a.DataType()))
 }
 
 func (r *flatRecord) setBinary(c colSpec, b []byte, scratch *[]byte) error {
@@ -266,7 +269,8 @@ func (r *flatRecord) setBinary(c colSpec, b []byte, scratch *[]byte) error {
 func (r *flatRecord) setFloat(c colSpec, x float64, scratch *[]byte) error {
 	if c.f == fWeight {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			return fmt.Errorf("weight: want a number ≥ 0, got %g", x)
+			r.ignore(fWeight, fmt.Errorf("weight: want a number ≥ 0, got %g", x))
+			return nil
 		}
 		r.sp.Weight = x
 		return nil

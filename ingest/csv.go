@@ -324,6 +324,6 @@ func decodeCSV(src *Source) error {
 			src.Skip(cr.line, 0, reason, detail)
 			continue
 		}
-		src.Emit(&rec.sp, cr.line, 0)
+		src.emitSoft(&rec.sp, cr.line, 0, rec.soft)
 	}
 }

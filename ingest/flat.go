@@ -49,13 +49,14 @@ const (
 	fErrorType // "timeout" marks a timeout
 	fNested    // an attributes object whose members are fields too
 	fPeer      // the remote side of a client span (--hop-by peer)
+	fCodeText  // an error kind kept as text (span.CodeText), as export writes it
 )
 
 // FlatFields lists the canonical field names, for --help and --map checks.
 var FlatFields = []string{
 	"trace_id", "span_id", "parent_id", "service", "name", "kind", "hop",
 	"start", "start_ms", "start_us", "end", "duration", "duration_ms", "duration_us", "duration_ns",
-	"status", "timeout", "code", "attempt", "timeout_ms", "weight", "error", "error_type", "peer",
+	"status", "timeout", "code", "attempt", "timeout_ms", "weight", "error", "error_type", "peer", "code_text",
 }
 
 var flatKeys = map[string]field{
@@ -74,13 +75,15 @@ var flatKeys = map[string]field{
 	"status": fStatus, "status_code": fStatus, "otel.status_code": fStatus, "outcome": fStatus,
 	"timeout": fTimeout, "timed_out": fTimeout,
 	"code": fCode, "http.status_code": fCode, "http.response.status_code": fCode, "rpc.grpc.status_code": fCode, "grpc_code": fCode,
-	"attempt": fAttempt, "retry.attempt": fAttempt, "x-envoy-attempt-count": fAttempt,
-	"http.request.resend_count": fResendCount, "grpc-previous-rpc-attempts": fResendCount,
-	"timeout_ms": fTimeoutMs,
-	"weight":     fWeight, "sampling.weight": fWeight, "adjusted_count": fWeight,
+	"attempt": fAttempt, "retry.attempt": fAttempt, "x-envoy-attempt-count": fAttempt, "retry_attempt": fAttempt, "attempt_number": fAttempt,
+	"http.request.resend_count": fResendCount, "http.resend_count": fResendCount, "grpc-previous-rpc-attempts": fResendCount,
+	"grpc.previous_rpc_attempts": fResendCount,
+	"timeout_ms":                 fTimeoutMs,
+	"weight":                     fWeight, "sampling.weight": fWeight, "adjusted_count": fWeight,
 	"error": fError, "error.type": fErrorType, "error_type": fErrorType,
 	"attributes": fNested, "attrs": fNested, "tags": fNested,
 	"peer": fPeer, "peer.service": fPeer, "server.address": fPeer,
+	"code_text": fCodeText,
 }
 
 var canonicalField = map[string]field{}
@@ -162,11 +165,60 @@ type flatRecord struct {
 	block []byte
 	// keys caches the fields of the keys seen at each position (lookup).
 	keys []keySlot
+	// codeText is a code kept as text (see codes.go); errType the
+	// error.type, which stands for it when no code is given.
+	codeText, errType string
+	// codeNamed: the code is a gRPC name other than OK (UNAVAILABLE),
+	// which says the call failed.
+	codeNamed bool
+	// badTime is an unreadable start or end: only an error when the
+	// duration has to come from them.
+	badTime error
+	// soft are the values of optional fields that could not be read: the
+	// span is kept without them, and they are counted (Stats.Ignored).
+	soft []softErr
 }
 
+// softErr is a value of an optional field that a reader could not read.
+type softErr struct{ field, detail string }
+
 func (r *flatRecord) reset() {
-	in, b, k, l := r.intern, r.block, r.keys, r.lazy
-	*r = flatRecord{intern: in, block: b, keys: k, lazy: l}
+	in, b, k, l, soft := r.intern, r.block, r.keys, r.lazy, r.soft[:0]
+	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft}
+}
+
+// ignore records a value of an optional field that could not be read.
+func (r *flatRecord) ignore(f field, err error) {
+	r.soft = append(r.soft, softErr{fieldName(f), err.Error()})
+}
+
+// fieldName is the canonical name of a field, for messages and counts.
+func fieldName(f field) string {
+	switch f {
+	case fResendCount:
+		return "attempt"
+	case fNested:
+		return "attributes"
+	case fStartMs, fStartUs:
+		return "start"
+	}
+	for _, n := range FlatFields {
+		if canonicalField[n] == f {
+			return n
+		}
+	}
+	return "field"
+}
+
+// required reports whether a bad value of f costs the span: the duration
+// and the hop (start and end only when the duration comes from them,
+// which finish decides).
+func required(f field) bool {
+	switch f {
+	case fDuration, fDurationMs, fDurationUs, fDurationNs, fHop:
+		return true
+	}
+	return false
 }
 
 // materialize interns the service and name the fast path deferred.
@@ -206,7 +258,12 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	case fStart, fStartMs, fStartUs, fEnd:
 		t, err := parseTime(f, str, v)
 		if err != nil {
-			return err
+			// Needed only when the duration must come from start and
+			// end: finish decides.
+			if r.badTime == nil {
+				r.badTime = err
+			}
+			return nil
 		}
 		if f == fEnd {
 			r.end, r.hasEnd = t, true
@@ -220,47 +277,60 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		}
 		sp.Duration, r.hasDur = d, true
 	case fStatus:
-		st, to, code, err := parseStatus(v)
-		if err != nil {
-			return err
+		st, to, code, text, ok := parseStatus(v)
+		if !ok {
+			r.ignore(f, fmt.Errorf("status %q: want ok, error, unset, an HTTP or gRPC status or an error kind", shortValue(v)))
+			return nil
 		}
 		r.status, r.hasStatus = st, true
 		r.timeout = r.timeout || to
 		if code != 0 && !r.codeSet {
 			sp.Code = code
 		}
+		if text != nil && !r.codeSet && r.codeText == "" {
+			r.codeText = r.intern.get(text)
+		}
 	case fTimeout:
 		b, err := parseBool(v)
 		if err != nil {
-			return fmt.Errorf("timeout: %v", err)
+			r.ignore(f, fmt.Errorf("timeout: %v", err))
+			return nil
 		}
 		r.timeout = r.timeout || b
 	case fCode:
-		c, to, err := parseCode(v)
-		if err != nil {
-			return err
+		c, to, text, named := parseCodeNamed(v)
+		r.codeNamed = named && c != 0
+		if text != nil {
+			// Not a number tailscope knows: an error kind, kept as text.
+			r.codeText, r.codeSet = r.intern.get(text), true
+			sp.Code = 0
+		} else if len(v) > 0 {
+			sp.Code, r.codeSet = c, true
+			r.codeText = ""
 		}
-		sp.Code, r.codeSet = c, true
 		r.errTimeout = r.errTimeout || to
 	case fAttempt, fResendCount:
 		n, err := atoiAlloc(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("attempt: want a non-negative integer, got %q", v)
+		if err != nil || n < 0 || n > math.MaxInt32 {
+			r.ignore(f, fmt.Errorf("attempt: want a non-negative integer, got %q", shortValue(v)))
+			return nil
 		}
 		if f == fResendCount {
 			n++
 		}
-		sp.Attempt = n
+		sp.Attempt, sp.AttemptSet = n, true
 	case fTimeoutMs:
 		x, err := atofAlloc(v)
 		if err != nil || !finiteNs(x*1e6) || x < 0 {
-			return fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %q", v)
+			r.ignore(f, fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %q", shortValue(v)))
+			return nil
 		}
 		sp.TimeoutInForce = int64(math.Round(x * 1e6))
 	case fWeight:
 		x, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			return fmt.Errorf("weight: want a number ≥ 0, got %q", v)
+			r.ignore(f, fmt.Errorf("weight: want a number ≥ 0, got %q", shortValue(v)))
+			return nil
 		}
 		sp.Weight = x
 	case fError:
@@ -273,9 +343,16 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		} else if b, err := parseBool(v); err == nil {
 			r.errFlag = r.errFlag || b
 		}
+	case fCodeText:
+		if t := codeTextOf(v); len(t) > 0 {
+			r.codeText = r.intern.get(t)
+		}
 	case fErrorType:
 		if len(v) > 0 {
 			r.errFlag = true
+			if t := codeTextOf(v); len(t) > 0 && r.errType == "" {
+				r.errType = r.intern.get(t)
+			}
 		}
 		if isTimeoutWord(v) {
 			r.errTimeout = true
@@ -284,10 +361,34 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	return nil
 }
 
+// shortValue is a value for a message: at most 64 bytes of it.
+func shortValue(v []byte) string {
+	if len(v) > 64 {
+		return string(codeTextOf(v[:64])) + "…"
+	}
+	return string(v)
+}
+
+// startProblem says what is wrong with a start that a span with a
+// duration of its own can do without: negative, or too late for its end
+// to be a time.
+func startProblem(sp *span.Span) error {
+	switch {
+	case sp.Start < 0:
+		return fmt.Errorf("negative start %d ns", sp.Start)
+	case sp.Start > 0 && sp.Duration >= 0 && sp.Start+sp.Duration < sp.Start:
+		return fmt.Errorf("start %d ns: the end overflows", sp.Start)
+	}
+	return nil
+}
+
 // finish validates the record and fills derived fields.
 func (r *flatRecord) finish() (reason, detail string) {
 	sp := &r.sp
 	if !r.hasDur {
+		if r.badTime != nil {
+			return "bad value", r.badTime.Error()
+		}
 		if r.hasEnd && r.hasStart {
 			if r.end < sp.Start {
 				return "end before start", fmt.Sprintf("end %d < start %d", r.end, sp.Start)
@@ -297,7 +398,18 @@ func (r *flatRecord) finish() (reason, detail string) {
 			return "missing duration", "no duration, duration_ms/us/ns, or start and end"
 		}
 	}
+	if r.badTime != nil {
+		r.soft = append(r.soft, softErr{"start", r.badTime.Error()})
+	} else if err := startProblem(sp); err != nil {
+		// The duration stands on its own: the start is what is lost.
+		r.soft = append(r.soft, softErr{"start", err.Error()})
+		sp.Start = 0
+	}
 	sp.Timeout = r.timeout || r.errTimeout
+	if r.codeText == "" && sp.Code == 0 && r.errType != "" {
+		r.codeText = r.errType // the error kind stands for the code
+	}
+	sp.CodeText = r.codeText
 	switch {
 	case r.hasStatus:
 		sp.Status = r.status
@@ -307,6 +419,10 @@ func (r *flatRecord) finish() (reason, detail string) {
 	case r.errFlag || sp.Timeout:
 		sp.Status = span.Error
 	case sp.Code >= 500 || sp.Code == 429:
+		sp.Status = span.Error
+	case r.codeText != "" && !okWord([]byte(r.codeText)), r.codeNamed:
+		// No status: an error kind or a gRPC error name in the code
+		// field says it failed.
 		sp.Status = span.Error
 	}
 	return "", ""
@@ -524,67 +640,6 @@ func parseTime(f field, str bool, v []byte) (int64, error) {
 	return t.UnixNano(), nil
 }
 
-// parseStatus reads ok/error/unset in the spellings of OTel, HTTP and
-// common loggers; it also accepts an HTTP code or a timeout word.
-func parseStatus(v []byte) (st span.Status, timeout bool, code int, err error) {
-	switch string(v) { // the common spellings, without allocating
-	case "ok", "OK", "STATUS_CODE_OK":
-		return span.OK, false, 0, nil
-	case "error", "ERROR", "STATUS_CODE_ERROR":
-		return span.Error, false, 0, nil
-	case "unset", "", "STATUS_CODE_UNSET":
-		return span.Unset, false, 0, nil
-	}
-	s := strings.ToLower(strings.TrimSpace(string(v)))
-	s = strings.TrimPrefix(s, "status_code_")
-	switch s {
-	case "ok", "success", "succeeded", "true", "1", "pass", "passed":
-		return span.OK, false, 0, nil
-	case "", "unset", "0":
-		return span.Unset, false, 0, nil
-	case "error", "err", "fail", "failed", "failure", "false", "2":
-		return span.Error, false, 0, nil
-	}
-	if isTimeoutWord([]byte(s)) {
-		return span.Error, true, 0, nil
-	}
-	if n, e := strconv.Atoi(s); e == nil && n >= 100 && n < 600 {
-		st := span.OK
-		if n >= 400 {
-			st = span.Error
-		}
-		return st, n == 408 || n == 504, n, nil
-	}
-	return 0, false, 0, fmt.Errorf("bad status %q: want ok, error or unset", string(v))
-}
-
-func isTimeoutWord(v []byte) bool {
-	s := strings.ToLower(string(v))
-	switch s {
-	case "timeout", "timedout", "timed_out", "timed out", "deadline_exceeded", "deadline exceeded", "deadlineexceeded", "ut", "context deadline exceeded":
-		return true
-	}
-	return strings.Contains(s, "timeout") || strings.Contains(s, "deadline")
-}
-
-// parseCode reads an HTTP status or a gRPC code, numeric or by name.
-func parseCode(v []byte) (code int, timeout bool, err error) {
-	if n, ok := atoiBytes(v); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
-		return int(n), n == 408 || n == 504, nil
-	}
-	s := strings.TrimSpace(string(v))
-	if n, e := strconv.Atoi(s); e == nil {
-		return n, n == 408 || n == 504, nil
-	}
-	if isTimeoutWord(v) {
-		return 4, true, nil // gRPC DEADLINE_EXCEEDED
-	}
-	if s == "" {
-		return 0, false, nil
-	}
-	return 0, false, fmt.Errorf("bad code %q: want an HTTP or gRPC status", s)
-}
-
 func parseBool(v []byte) (bool, error) {
 	switch strings.ToLower(string(v)) {
 	case "true", "1", "yes":
@@ -744,7 +799,18 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error
 			return nil
 		}
 		if k == kObject || k == kArray {
-			return fieldError{fmt.Errorf("%s: want a scalar, got an %s", key, map[kind]string{kObject: "object", kArray: "array"}[k])}
+			err := fmt.Errorf("%s: want a scalar, got an %s", key, map[kind]string{kObject: "object", kArray: "array"}[k])
+			switch {
+			case required(f):
+				return fieldError{err}
+			case f == fStart || f == fStartMs || f == fStartUs || f == fEnd:
+				if rec.badTime == nil {
+					rec.badTime = err
+				}
+			default:
+				rec.ignore(f, err)
+			}
+			return nil
 		}
 		if err := rec.set(f, k == kString, v); err != nil {
 			return fieldError{err}

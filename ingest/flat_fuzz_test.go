@@ -39,7 +39,7 @@ func checkRead(t *testing.T, data []byte, opt Options) *Stats {
 	if st.Used != used {
 		t.Fatalf("stats say %d used, %d emitted", st.Used, used)
 	}
-	if st.Read != st.Used+st.Skipped {
+	if st.Read != st.Used+st.Skipped+st.Filtered {
 		t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 	}
 	var sum int64

@@ -20,7 +20,7 @@ func readString(t *testing.T, in string, opt Options) ([]span.Span, *Stats) {
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if st.Read != st.Used+st.Skipped {
+	if st.Read != st.Used+st.Skipped+st.Filtered {
 		t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 	}
 	var sum int64
@@ -57,7 +57,7 @@ func TestFlatFields(t *testing.T) {
 			span.Span{Hop: "db", Start: 100, Duration: 250}},
 		{"timeout flag makes an error",
 			`{"hop":"db","duration_ms":3000,"timeout":true,"attempt":2,"timeout_ms":3000}`,
-			span.Span{Hop: "db", Duration: 3e9, Status: span.Error, Timeout: true, Attempt: 2, TimeoutInForce: 3e9}},
+			span.Span{Hop: "db", Duration: 3e9, Status: span.Error, Timeout: true, Attempt: 2, AttemptSet: true, TimeoutInForce: 3e9}},
 		{"HTTP 504 status is a timeout",
 			`{"hop":"db","duration_ms":1,"status":504}`,
 			span.Span{Hop: "db", Duration: 1e6, Status: span.Error, Timeout: true, Code: 504}},
@@ -69,7 +69,7 @@ func TestFlatFields(t *testing.T) {
 			span.Span{Hop: "db", Duration: 1e6, Status: span.Error, Timeout: true, Code: 4}},
 		{"nested attributes and resend count",
 			`{"hop":"db","duration_ms":1,"attributes":{"http.request.resend_count":1,"error.type":"timeout"}}`,
-			span.Span{Hop: "db", Duration: 1e6, Status: span.Error, Timeout: true, Attempt: 2}},
+			span.Span{Hop: "db", Duration: 1e6, Status: span.Error, Timeout: true, Attempt: 2, AttemptSet: true, CodeText: "timeout"}},
 		{"hop falls back to service and name",
 			`{"service":"api","name":"GET /x","kind":"SPAN_KIND_CLIENT","duration_ms":1}`,
 			span.Span{Service: "api", Name: "GET /x", Kind: "client", Hop: "api GET /x (client)", Duration: 1e6}},
@@ -156,8 +156,10 @@ func TestFilters(t *testing.T) {
 {"hop":"c","start":300,"duration_ms":1}
 `
 	got, st := readString(t, in, Options{Since: 150, Until: 300})
-	if len(got) != 1 || got[0].Hop != "b" || st.SkippedByReason[ReasonOutsideWindow] != 2 {
-		t.Fatalf("got %v, skipped %v", got, st.SkippedByReason)
+	// Filtered, not skipped: counted by reason, never listed.
+	if len(got) != 1 || got[0].Hop != "b" || st.FilteredByReason[ReasonOutsideWindow] != 2 || st.Filtered != 2 ||
+		st.Skipped != 0 || len(st.Errors) != 0 || st.Read != 3 {
+		t.Fatalf("got %v, filtered %v, skipped %v", got, st.FilteredByReason, st.SkippedByReason)
 	}
 }
 

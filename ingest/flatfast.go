@@ -329,13 +329,13 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 		}
 	case fCode: // parseCode
 		if n, ok := nt.int(); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
-			sp.Code, r.codeSet = int(n), true
+			sp.Code, r.codeSet, r.codeText, r.codeNamed = int(n), true, "", false
 			r.errTimeout = r.errTimeout || n == 408 || n == 504
 			return true
 		}
 	case fAttempt: // atoiAlloc
 		if n, ok := nt.int(); ok && n >= 0 {
-			sp.Attempt = int(n)
+			sp.Attempt, sp.AttemptSet = int(n), true
 			return true
 		}
 	case fTimeoutMs: // atofAlloc

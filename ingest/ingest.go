@@ -115,8 +115,9 @@ func (e *RecordError) Error() string {
 	return pos + ": " + e.Reason
 }
 
-// Stats reconcile what was read: Read = Used + Skipped, and Skipped is the
-// sum of SkippedByReason.
+// Stats reconcile what was read: Read = Used + Skipped + Filtered,
+// Skipped is the sum of SkippedByReason and Filtered the sum of
+// FilteredByReason.
 type Stats struct {
 	Files           []string
 	Formats         map[string]string // file → format used
@@ -125,9 +126,38 @@ type Stats struct {
 	Skipped         int64
 	SkippedByReason map[string]int64
 	Errors          []*RecordError // the first MaxErrors bad records
-	// Notes say what was passed over on purpose, for the user (e.g. the
-	// bookkeeping files of a Tempo block; see tempoBlockFiles).
+	// Filtered counts the spans --since, --until, --hops and
+	// --exclude-hops left out: good records, not counted as skipped and
+	// never listed one by one.
+	Filtered         int64
+	FilteredByReason map[string]int64
+	// Ignored counts the spans kept although a value of an optional
+	// field could not be read (an attempt "x", a weight of -1): the span
+	// goes on without it. IgnoredByField counts by field, IgnoredExamples
+	// holds the first MaxErrors, positioned.
+	Ignored         int64
+	IgnoredByField  map[string]int64
+	IgnoredExamples []*RecordError
+	// Passed lists the files found under a directory that were not read,
+	// each with the reason (Tempo bookkeeping, hidden, not a regular
+	// file…), so that every file is either read or accounted for.
+	Passed []PassedFile
+	// Notes say what was passed over on purpose, or what the reader
+	// noticed about the data (units, values ignored), for the user.
 	Notes []string
+
+	filtered idSet  // hashes of the spans the filters left out
+	units    *units // the --map unit and start unit checks (units.go)
+}
+
+// PassedFile is a file found under a directory that was not read.
+type PassedFile struct {
+	File   string
+	Reason string
+	// Strict is true when --strict must fail on it: the file may hold
+	// spans (a compacted Tempo block's data, a file that cannot be
+	// opened), as opposed to bookkeeping or hidden files.
+	Strict bool
 }
 
 func (st *Stats) skip(e *RecordError, max int) {
@@ -140,6 +170,96 @@ func (st *Stats) skip(e *RecordError, max int) {
 	if len(st.Errors) < max {
 		st.Errors = append(st.Errors, e)
 	}
+}
+
+// filter counts a span a filter left out and remembers its id.
+func (st *Stats) filter(reason string, id uint64) {
+	st.Read++
+	st.Filtered++
+	if st.FilteredByReason == nil {
+		st.FilteredByReason = map[string]int64{}
+	}
+	st.FilteredByReason[reason]++
+	if id != 0 {
+		st.filtered.add(id)
+	}
+}
+
+// ignore counts the values of optional fields a kept span lost.
+func (st *Stats) ignore(file string, line, index int64, soft []softErr, max int) {
+	if len(soft) == 0 {
+		return
+	}
+	st.Ignored++
+	if st.IgnoredByField == nil {
+		st.IgnoredByField = map[string]int64{}
+	}
+	for _, e := range soft {
+		st.IgnoredByField[e.field]++
+		if len(st.IgnoredExamples) < max {
+			st.IgnoredExamples = append(st.IgnoredExamples, &RecordError{File: file, Line: line, Index: index, Reason: e.field, Detail: shortDetail(e.detail)})
+		}
+	}
+}
+
+// finish adds the notes that sum up the whole read.
+func (st *Stats) finish() {
+	if st.Ignored > 0 {
+		fields := make([]string, 0, len(st.IgnoredByField))
+		for f := range st.IgnoredByField {
+			fields = append(fields, f)
+		}
+		sort.Slice(fields, func(i, j int) bool {
+			a, b := st.IgnoredByField[fields[i]], st.IgnoredByField[fields[j]]
+			if a != b {
+				return a > b
+			}
+			return fields[i] < fields[j]
+		})
+		var parts []string
+		for _, f := range fields {
+			parts = append(parts, fmt.Sprintf("%s ×%d", f, st.IgnoredByField[f]))
+		}
+		n := fmt.Sprintf("%d spans were kept without a value tailscope could not read (%s)", st.Ignored, strings.Join(parts, ", "))
+		if len(st.IgnoredExamples) > 0 {
+			n += "; first: " + st.IgnoredExamples[0].Error()
+		}
+		st.Notes = append(st.Notes, n)
+	}
+	if st.units != nil {
+		st.Notes = append(st.Notes, st.units.notes()...)
+	}
+}
+
+// FilteredParents counts the spans whose parent is not among spans (in
+// the same trace) because --since, --until, --hops or --exclude-hops left
+// it out: orphans the filters made, not a sign of bad data. known is
+// false when more spans were filtered than are remembered (see idSet):
+// the count is then a lower bound.
+func (st *Stats) FilteredParents(spans []span.Span) (n int, known bool) {
+	if st.Filtered == 0 {
+		return 0, true
+	}
+	present := make(map[uint64]struct{}, len(spans))
+	for i := range spans {
+		if spans[i].SpanID != "" {
+			present[spanKey(spans[i].TraceID, spans[i].SpanID)] = struct{}{}
+		}
+	}
+	for i := range spans {
+		s := &spans[i]
+		if s.ParentID == "" || s.ParentID == s.SpanID {
+			continue
+		}
+		k := spanKey(s.TraceID, s.ParentID)
+		if _, ok := present[k]; ok {
+			continue
+		}
+		if st.filtered.has(k) {
+			n++
+		}
+	}
+	return n, !st.filtered.full
 }
 
 // Reasons for skipping that do not come from a decoder.
@@ -169,14 +289,20 @@ func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{Files: files, Formats: map[string]string{}, SkippedByReason: map[string]int64{}, Notes: notes}
+	st := newStats(files)
+	st.Notes = notes
 	opt.prog = newProgress(opt.Progress, files)
 	for _, f := range files {
 		if err := readFile(f, &opt, st, emit); err != nil {
 			return st, err
 		}
 	}
+	st.finish()
 	return st, nil
+}
+
+func newStats(files []string) *Stats {
+	return &Stats{Files: files, Formats: map[string]string{}, SkippedByReason: map[string]int64{}, FilteredByReason: map[string]int64{}}
 }
 
 // expand turns paths into a sorted list of files: directories are walked
@@ -277,20 +403,39 @@ func (s *Source) Skip(line, index int64, reason, detail string) {
 }
 
 // Emit validates a decoded span, derives its hop, applies the filters and
-// hands it on. line/index position the span for error messages.
-func (s *Source) Emit(sp *span.Span, line, index int64) {
+// hands it on. line/index position the span for error messages. It
+// reports whether the span was used (not skipped, not filtered).
+func (s *Source) Emit(sp *span.Span, line, index int64) bool {
 	if reason, detail := s.accept(sp); reason != "" {
-		s.Skip(line, index, reason, detail)
-		return
+		s.reject(sp, line, index, reason, detail)
+		return false
 	}
 	s.st.Read++
 	s.st.Used++
 	s.emit(sp)
+	return true
+}
+
+// reject counts a span accept turned away: filtered, or skipped.
+func (s *Source) reject(sp *span.Span, line, index int64, reason, detail string) {
+	if isFilter(reason) {
+		s.st.filter(reason, filteredKey(sp))
+		return
+	}
+	s.Skip(line, index, reason, detail)
+}
+
+// emitSoft is Emit for a record that lost values of optional fields: they
+// are counted when the span is used.
+func (s *Source) emitSoft(sp *span.Span, line, index int64, soft []softErr) {
+	if s.Emit(sp, line, index) && len(soft) > 0 {
+		s.st.ignore(s.Name, line, index, soft, s.opt.MaxErrors)
+	}
 }
 
 // accept is Emit without the counting and the hand-off: it validates sp,
 // derives its hop, applies the filters and the outcome rule, and says why
-// sp is skipped (empty reason: kept). It reads only the options, so a
+// sp is skipped or filtered (empty reason: kept; see isFilter). It reads only the options, so a
 // reader may call it on its decoding goroutines (see Fork).
 func (s *Source) accept(sp *span.Span) (reason, detail string) {
 	if reason, detail := validate(sp); reason != "" {
@@ -417,8 +562,10 @@ func ReadStream(name string, r io.Reader, opt Options, emit func(*span.Span)) (*
 	if opt.Format == "" {
 		opt.Format = "auto"
 	}
-	st := &Stats{Files: []string{name}, Formats: map[string]string{}, SkippedByReason: map[string]int64{}}
-	return st, readStream(name, r, nil, &opt, st, emit)
+	st := newStats([]string{name})
+	err := readStream(name, r, nil, &opt, st, emit)
+	st.finish()
+	return st, err
 }
 
 func readStream(display string, raw io.Reader, file *os.File, opt *Options, st *Stats, emit func(*span.Span)) error {

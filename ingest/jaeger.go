@@ -98,6 +98,7 @@ type jaegerProcess struct {
 	service string
 	hop     string
 	hopSet  bool
+	bad     error // what could not be read of it
 }
 
 // jaegerTraceValue reads one element of data[] or of a top-level array.
@@ -131,16 +132,26 @@ func (w *jsonWalker) jaegerTraceValue() error {
 func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 	procs := map[string]*jaegerProcess{}
 	if len(tr.processes) > 0 && tr.processes[0] == '{' {
+		// A process that cannot be read whole costs its spans only what
+		// it could not say (each counts it as a value lost).
 		err := objectMembers(tr.processes, func(id string, k kind, v []byte) error {
 			if k != kObject {
-				return fmt.Errorf("process %q: want an object, got %s", id, kindName(k))
+				procs[id] = &jaegerProcess{bad: fmt.Errorf("process %q: want an object, got %s", id, kindName(k))}
+				return nil
 			}
 			p, err := w.jaegerProcess(v)
+			if err != nil {
+				p.bad = fmt.Errorf("process %q: %v", id, err)
+			}
 			procs[id] = p
-			return err
+			return nil
 		})
 		if err != nil {
-			w.src.Skip(0, w.index+1, reasonBadValue, fmt.Sprintf("at byte %d: processes: %v", tr.at, err))
+			for id, p := range procs {
+				if p.bad == nil {
+					procs[id].bad = fmt.Errorf("processes at byte %d: %v", tr.at, err)
+				}
+			}
 		}
 	}
 	if len(tr.spans) == 0 || tr.spans[0] == 'n' { // absent or null
@@ -164,7 +175,7 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 			return nil
 		}
 		rec.finish(&w.intern)
-		w.src.Emit(&rec.sp, 0, w.index)
+		w.emit(&rec, w.index)
 		return nil
 	})
 	if err != nil {
@@ -198,8 +209,25 @@ func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 }
 
 // jaegerTags walks [{key, type, value}], giving each scalar value's text.
+//
+// A tag that is not a well-formed {key, value} does not stop the walk: the
+// others are read, and the first such problem is returned at the end.
 func jaegerTags(raw []byte, f func(key string, str bool, v []byte) error) error {
-	return arrayElems(raw, func(k kind, elem []byte, _ int) error {
+	var first error
+	err := arrayElems(raw, func(k kind, elem []byte, _ int) error {
+		if err := jaegerTag(k, elem, f); err != nil && first == nil {
+			first = err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return first
+}
+
+func jaegerTag(k kind, elem []byte, f func(key string, str bool, v []byte) error) error {
+	{
 		if k != kObject {
 			return fmt.Errorf("tag: want an object, got %s", kindName(k))
 		}
@@ -228,13 +256,16 @@ func jaegerTags(raw []byte, f func(key string, str bool, v []byte) error) error 
 			return fmt.Errorf("tag %v", err)
 		}
 		return nil
-	})
+	}
 }
 
-// jaegerSpan reads one span object into rec.
+// jaegerSpan reads one span object into rec. The duration is required;
+// a value of any other member that cannot be read is recorded in rec.soft
+// and the span kept.
 func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*jaegerProcess) (reason, detail string) {
 	sp := &rec.sp
-	var hasStart, hasDur bool
+	var hasDur bool
+	var badDur error
 	var refs []byte
 	var parentField string
 	var proc *jaegerProcess
@@ -243,35 +274,43 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 			return nil
 		}
 		var err error
+		field := key
 		switch key {
 		case "traceID", "traceId":
 			sp.TraceID, err = idValue(key, k, v, 32)
+			field = "trace_id"
 		case "spanID", "spanId":
 			sp.SpanID, err = idValue(key, k, v, 16)
+			field = "span_id"
 		case "parentSpanID", "parentSpanId":
 			parentField, err = idValue(key, k, v, 16)
+			field = "parent_id"
 		case "operationName":
-			if k != kString {
-				return fmt.Errorf("operationName: want a string, got %s", kindName(k))
-			}
-			sp.Name = w.intern.get(v)
+			sp.Name, err = w.textValue(key, k, v)
+			field = "name"
 		case "references":
 			if k != kArray {
-				return fmt.Errorf("references: want an array, got %s", kindName(k))
+				err = fmt.Errorf("references: want an array, got %s", kindName(k))
+				break
 			}
 			refs = v
 		case "startTime":
+			field = "start"
 			if k != kNumber && k != kString {
-				return fmt.Errorf("startTime: want µs, got %s", kindName(k))
+				err = fmt.Errorf("startTime: want µs, got %s", kindName(k))
+				break
 			}
-			sp.Start, err = parseMicros(key, v, false)
-			hasStart = err == nil
+			if sp.Start, err = parseMicros(key, v, false); err != nil {
+				sp.Start = 0
+			}
 		case "duration":
 			if k != kNumber && k != kString {
-				return fmt.Errorf("duration: want µs, got %s", kindName(k))
+				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
+				return nil
 			}
-			sp.Duration, err = parseMicros(key, v, true)
-			hasDur = err == nil
+			sp.Duration, badDur = parseMicros(key, v, true)
+			hasDur = badDur == nil
+			return nil
 		case "processID", "processId":
 			if k == kString {
 				proc = procs[string(v)]
@@ -282,7 +321,8 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 			}
 		case "tags":
 			if k != kArray {
-				return fmt.Errorf("tags: want an array, got %s", kindName(k))
+				err = fmt.Errorf("tags: want an array, got %s", kindName(k))
+				break
 			}
 			err = jaegerTags(v, func(tk string, str bool, tv []byte) error {
 				switch tk {
@@ -295,25 +335,29 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 					sp.Kind = normKind(tv)
 					return nil
 				}
-				return rec.addAttr(tk, tv, str, w.hopAttr)
+				rec.addAttr(tk, tv, str, w.hopAttr)
+				return nil
 			})
 		}
-		return err
+		if err != nil {
+			rec.ignore(field, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return reasonBadValue, err.Error()
+		return reasonBadJSON, err.Error()
 	}
 	if !hasDur {
+		if badDur != nil {
+			return reasonBadValue, badDur.Error()
+		}
 		return reasonNoDuration, "no duration"
-	}
-	if !hasStart {
-		sp.Start = 0
 	}
 	sp.ParentID = parentField
 	if refs != nil {
 		child, follows, err := jaegerParent(refs)
 		if err != nil {
-			return reasonBadValue, err.Error()
+			rec.ignore("references", err)
 		}
 		switch {
 		case child != "":
@@ -326,6 +370,9 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 		sp.Service = proc.service
 		if !rec.hopSet && proc.hopSet {
 			rec.hop, rec.hopSet = proc.hop, true
+		}
+		if proc.bad != nil {
+			rec.ignore("process", proc.bad)
 		}
 	}
 	return "", ""

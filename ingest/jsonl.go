@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -73,13 +74,17 @@ var blockSize = 1 << 20
 // jsonlWorkers is the number of decoding goroutines: all cores.
 func jsonlWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
 
-// lineEvent is a record of a block that does not become a span: a skip,
+// lineEvent is a record of a block that does not become a span (a skip,
+// or a span a filter left out), or the values a kept span lost,
 // positioned before span index `before` of the block.
 type lineEvent struct {
 	before int
 	line   int64
 	reason string
 	detail string
+	id     uint64    // a filtered span's key (filteredKey)
+	soft   []softErr // values the span before `before` lost (or, taken, the span taken)
+	taken  bool      // soft: the span was taken by a Branch (used whatever Emit says)
 }
 
 // block is a run of whole lines and, once decoded, its spans.
@@ -180,21 +185,34 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 func deliver(src *Source, b *block) error {
 	ev := b.events
 	fork := src.opt.Fork
+	used := false // whether the last span emitted was used
+	event := func(e *lineEvent) {
+		switch {
+		case e.soft != nil:
+			if e.taken || used {
+				src.st.ignore(src.Name, e.line, 0, e.soft, src.opt.MaxErrors)
+			}
+		case isFilter(e.reason):
+			src.st.filter(e.reason, e.id)
+		default:
+			src.Skip(e.line, 0, e.reason, e.detail)
+		}
+	}
 	for i := range b.spans {
 		for len(ev) > 0 && ev[0].before <= i {
-			src.Skip(ev[0].line, 0, ev[0].reason, ev[0].detail)
+			event(&ev[0])
 			ev = ev[1:]
 		}
 		if fork != nil {
 			fork.Ordered(&b.spans[i])
 		} else {
-			src.Emit(&b.spans[i], b.lines[i], 0)
+			used = src.Emit(&b.spans[i], b.lines[i], 0)
 		}
 	}
 	src.st.Read += b.used
 	src.st.Used += b.used
-	for _, e := range ev {
-		src.Skip(e.line, 0, e.reason, e.detail)
+	for i := range ev {
+		event(&ev[i])
 	}
 	if b.tooLong > 0 {
 		src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.opt.MaxRecord))
@@ -354,11 +372,18 @@ func (d *blockDecoder) decode(b *block) {
 			reason, detail = d.src.accept(&rec.sp)
 		}
 		if reason != "" {
-			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, reason: reason, detail: detail})
+			e := lineEvent{before: len(b.spans), line: ln, reason: reason, detail: detail}
+			if isFilter(reason) {
+				e.id, e.detail = filteredKey(&rec.sp), ""
+			}
+			b.events = append(b.events, e)
 			continue
 		}
 		if d.branch != nil {
 			b.used++
+			if len(rec.soft) > 0 {
+				b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, soft: slices.Clone(rec.soft), taken: true})
+			}
 			if !d.branch.Take(&rec.sp) {
 				continue
 			}
@@ -366,6 +391,9 @@ func (d *blockDecoder) decode(b *block) {
 		}
 		b.spans = append(b.spans, rec.sp)
 		b.lines = append(b.lines, ln)
+		if d.branch == nil && len(rec.soft) > 0 {
+			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, soft: slices.Clone(rec.soft)})
+		}
 	}
 	rec.block = nil
 }

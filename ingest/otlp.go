@@ -101,6 +101,7 @@ type otlpResource struct {
 	service string
 	hop     string // the --hop-by attr:KEY value, when the resource has it
 	hopSet  bool
+	bad     error // a resource that could not be read whole
 }
 
 // otlpPending is a span read before its resource.
@@ -121,7 +122,9 @@ func (w *jsonWalker) otlpResourceSpans() error {
 				return err
 			}
 			if err := w.otlpReadResource(raw, &res); err != nil {
-				w.src.Skip(0, w.index+1, reasonBadValue, fmt.Sprintf("at byte %d: resource: %v", at, err))
+				// The spans are kept (their service may be missing):
+				// each counts the value it lost.
+				res.bad = fmt.Errorf("resource at byte %d: %v", at, err)
 			}
 			res.seen = true
 			return nil
@@ -159,8 +162,11 @@ func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64) 
 	if !rec.hopSet && res.hopSet {
 		rec.hop, rec.hopSet = res.hop, true
 	}
+	if res.bad != nil {
+		rec.ignore("resource", res.bad)
+	}
 	rec.finish(&w.intern)
-	w.src.Emit(&rec.sp, 0, index)
+	w.emit(rec, index)
 }
 
 func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
@@ -186,8 +192,25 @@ func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
 // otlpAttributes walks a KeyValue list, giving each scalar value's text.
 // Array, kvlist and bytes values carry nothing tailscope reads and are
 // passed over.
+//
+// An element that is not a well-formed KeyValue does not stop the walk:
+// the others are read, and the first such problem is returned at the end.
 func otlpAttributes(raw []byte, f func(key string, str bool, v []byte) error) error {
-	return arrayElems(raw, func(k kind, elem []byte, _ int) error {
+	var first error
+	err := arrayElems(raw, func(k kind, elem []byte, _ int) error {
+		if err := otlpAttribute(k, elem, f); err != nil && first == nil {
+			first = err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return first
+}
+
+func otlpAttribute(k kind, elem []byte, f func(key string, str bool, v []byte) error) error {
+	{
 		if k != kObject {
 			return fmt.Errorf("attribute: want an object, got %s", kindName(k))
 		}
@@ -233,46 +256,59 @@ func otlpAttributes(raw []byte, f func(key string, str bool, v []byte) error) er
 			return fmt.Errorf("attribute %s", err)
 		}
 		return nil
-	})
+	}
 }
 
-// otlpSpan reads one span object into rec.
+// otlpSpan reads one span object into rec. The times are required (the
+// duration comes from them); a value of any other member that cannot be
+// read is recorded in rec.soft and the span kept.
 func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail string) {
 	var start, end int64
 	var hasStart, hasEnd bool
+	var badTime error
 	sp := &rec.sp
 	err := objectMembers(raw, func(key string, k kind, v []byte) error {
 		if k == kNull {
 			return nil
 		}
 		var err error
+		field := key
 		switch key {
 		case "traceId", "trace_id":
 			sp.TraceID, err = idValue(key, k, v, 32)
+			field = "trace_id"
 		case "spanId", "span_id":
 			sp.SpanID, err = idValue(key, k, v, 16)
+			field = "span_id"
 		case "parentSpanId", "parent_span_id":
 			sp.ParentID, err = idValue(key, k, v, 16)
+			field = "parent_id"
 		case "name":
-			if k != kString {
-				return fmt.Errorf("name: want a string, got %s", kindName(k))
-			}
-			sp.Name = w.intern.get(v)
+			sp.Name, err = w.textValue(key, k, v)
 		case "kind":
 			sp.Kind, err = otlpKind(k, v)
 		case "startTimeUnixNano", "start_time_unix_nano":
 			start, err = parseUnixNano(key, v)
 			hasStart = err == nil
+			if err != nil && badTime == nil {
+				badTime = err
+			}
+			return nil
 		case "endTimeUnixNano", "end_time_unix_nano":
 			end, err = parseUnixNano(key, v)
 			hasEnd = err == nil
+			if err != nil && badTime == nil {
+				badTime = err
+			}
+			return nil
 		case "traceState", "trace_state":
 			if k == kString {
 				rec.traceState = string(v)
 			}
 		case "attributes":
 			if k != kArray {
-				return fmt.Errorf("attributes: want an array, got %s", kindName(k))
+				err = fmt.Errorf("attributes: want an array, got %s", kindName(k))
+				break
 			}
 			err = otlpAttributes(v, func(ak string, str bool, av []byte) error {
 				if ak == "error" {
@@ -282,11 +318,13 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail stri
 					}
 					return nil
 				}
-				return rec.addAttr(ak, av, str, w.hopAttr)
+				rec.addAttr(ak, av, str, w.hopAttr)
+				return nil
 			})
 		case "status":
 			if k != kObject {
-				return fmt.Errorf("status: want an object, got %s", kindName(k))
+				err = fmt.Errorf("status: want an object, got %s", kindName(k))
+				break
 			}
 			err = otlpStatus(v, rec)
 		case "events":
@@ -294,12 +332,17 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail stri
 				err = otlpEvents(v, rec)
 			}
 		}
-		return err
+		if err != nil {
+			rec.ignore(field, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return reasonBadValue, err.Error()
+		return reasonBadJSON, err.Error()
 	}
 	switch {
+	case badTime != nil && (!hasStart || !hasEnd):
+		return reasonBadValue, badTime.Error()
 	case !hasStart && !hasEnd:
 		return reasonNoDuration, "no startTimeUnixNano or endTimeUnixNano"
 	case !hasStart || start == 0:
@@ -311,6 +354,15 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail stri
 	}
 	sp.Start, sp.Duration = start, end-start
 	return "", ""
+}
+
+// textValue reads a name: a string, or the text of a number or boolean.
+func (w *jsonWalker) textValue(key string, k kind, v []byte) (string, error) {
+	switch k {
+	case kString, kNumber, kBool:
+		return w.intern.get(v), nil
+	}
+	return "", fmt.Errorf("%s: want a string, got %s", key, kindName(k))
 }
 
 // idValue reads a hex or base64 id.
@@ -347,14 +399,20 @@ func otlpKind(k kind, v []byte) (string, error) {
 // timeout for DEADLINE_EXCEEDED.
 func otlpStatus(raw []byte, rec *traceRecord) error {
 	dep := -1
+	var bad error // the first member that could not be read; the others are
 	err := objectMembers(raw, func(key string, k kind, v []byte) error {
 		switch key {
 		case "code":
-			return otlpStatusCode(k, v, rec)
+			if err := otlpStatusCode(k, v, rec); err != nil && bad == nil {
+				bad = err
+			}
 		case "deprecatedCode", "deprecated_code":
 			n, ok := otlpGRPCCode(k, v, "DEPRECATED_STATUS_CODE_")
 			if !ok {
-				return fmt.Errorf("status.deprecatedCode: want a number or a DEPRECATED_STATUS_CODE_ name, got %q", v)
+				if bad == nil {
+					bad = fmt.Errorf("status.deprecatedCode: want a number or a DEPRECATED_STATUS_CODE_ name, got %q", shortValue(v))
+				}
+				return nil
 			}
 			dep = n
 		case "message":
@@ -367,6 +425,9 @@ func otlpStatus(raw []byte, rec *traceRecord) error {
 	if err == nil && dep > 0 && (!rec.statusSet || rec.status == span.Unset) {
 		rec.status, rec.statusSet = span.Error, true
 		rec.timeout = rec.timeout || dep == 4
+	}
+	if err == nil {
+		err = bad
 	}
 	return err
 }
@@ -386,7 +447,7 @@ func otlpStatusCode(k kind, v []byte, rec *traceRecord) error {
 	n, ok := otlpGRPCCode(k, v, "STATUS_CODE_")
 	switch {
 	case !ok:
-		return fmt.Errorf("status.code: want 0-2 or a STATUS_CODE_ name, got %q", v)
+		return fmt.Errorf("status.code: want 0-2 or a STATUS_CODE_ name, got %q", shortValue(v))
 	case n > 0: // the pre-0.7 code: anything but OK failed
 		rec.status, rec.statusSet = span.Error, true
 		rec.timeout = rec.timeout || n == 4

@@ -26,7 +26,7 @@ func tjFuzzProperty(t *testing.T, format string, data []byte) {
 	for _, c := range st.SkippedByReason {
 		sum += c
 	}
-	if st.Read != st.Used+st.Skipped || st.Skipped != sum || st.Used != n {
+	if st.Read != st.Used+st.Skipped+st.Filtered || st.Skipped != sum || st.Used != n {
 		t.Fatalf("not reconciled: read %d used %d skipped %d (Σ %d) emitted %d", st.Read, st.Used, st.Skipped, sum, n)
 	}
 	for _, e := range st.Errors {

@@ -29,6 +29,9 @@ func tjBrief(sp span.Span, withHop bool) string {
 	if sp.Code != 0 {
 		fmt.Fprintf(&b, " code=%d", sp.Code)
 	}
+	if sp.CodeText != "" {
+		fmt.Fprintf(&b, " code=%s", sp.CodeText)
+	}
 	if sp.Attempt != 0 {
 		fmt.Fprintf(&b, " attempt=%d", sp.Attempt)
 	}
@@ -57,6 +60,10 @@ type tjCase struct {
 	errHas []string         // substrings of the positioned errors, in order
 	sniff  string           // expected sniffed format, when format is ""
 	extra  func(*testing.T, []span.Span)
+	// ignored counts the values of kept spans that could not be read, by
+	// field; ignHas are substrings of their positioned examples.
+	ignored map[string]int64
+	ignHas  []string
 }
 
 func tjRunCases(t *testing.T, cases []tjCase) {
@@ -89,6 +96,14 @@ func tjRunCases(t *testing.T, cases []tjCase) {
 				}
 				if !strings.Contains(st.Errors[i].Error(), want) {
 					t.Errorf("error %d = %q, want it to contain %q", i, st.Errors[i].Error(), want)
+				}
+			}
+			if fmt.Sprint(st.IgnoredByField) != fmt.Sprint(c.ignored) {
+				t.Errorf("ignored %v, want %v", st.IgnoredByField, c.ignored)
+			}
+			for i, want := range c.ignHas {
+				if i >= len(st.IgnoredExamples) || !strings.Contains(st.IgnoredExamples[i].Error(), want) {
+					t.Errorf("ignored value %d: %v, want one containing %q", i, st.IgnoredExamples, want)
 				}
 			}
 			if c.sniff != "" && st.Formats["in.json"] != c.sniff {
@@ -174,7 +189,7 @@ func TestOTLPVariants(t *testing.T) {
 			want: []string{
 				tjBase + " 1000000000+250000000 error timeout code=504",
 				tjBase + " 1000000000+250000000 error timeout code=4",
-				tjBase + " 1000000000+250000000 error timeout",
+				tjBase + " 1000000000+250000000 error timeout code=timeout", // error.type is the error kind
 				tjBase + " 1000000000+250000000 error timeout",
 				tjBase + " 1000000000+250000000 ok",
 				tjBase + " 1000000000+250000000 error timeout code=408",
@@ -231,10 +246,14 @@ func TestOTLPBadInput(t *testing.T) {
 			`{"name":"x","startTimeUnixNano":"1","endTimeUnixNano":"99999999999999999999"}`,
 			`"a string"`, `7`,
 		),
-			want:  []string{one},
-			skips: map[string]int64{"bad value": 8, "not a span": 2},
-			errHas: []string{"span 2: bad value: at byte", "span 3: bad value: at byte", "span 4: bad value", "span 5: bad value",
-				"span 6: bad value: at byte", "span 7", "span 8", "span 9", "span 10: not a span: at byte", "span 11: not a span"}},
+			// Only the times are required: every other value that cannot
+			// be read costs the span that value, not the span.
+			want: []string{one, one, one, "T=0102030405060708090a0b0c0d0e0f10 S=1112131415161718 svc|5 1000000000+250000000 unset",
+				"T= S=1112131415161718 svc|op 1000000000+250000000 unset", one, one},
+			skips:   map[string]int64{"bad value": 2, "not a span": 2},
+			errHas:  []string{"span 8: bad value: at byte", "span 9: bad value: at byte", "span 10: not a span: at byte", "span 11: not a span"},
+			ignored: map[string]int64{"attributes": 1, "code": 1, "kind": 1, "status": 1, "trace_id": 1},
+			ignHas:  []string{"span 2: kind: kind: unknown span kind", "span 3: status: status.code: want 0-2", "span 5: trace_id", "span 6: code: http.status_code", "span 7: attributes"}},
 		{name: "wrong structure", in: `{"resourceSpans":{"a":1}}` + "\n" + `{"resourceSpans":[5,{"scopeSpans":"x"}]}` + "\n" + otlpDoc("svc", good),
 			want: []string{one}, skips: map[string]int64{"bad document": 3},
 			errHas: []string{"resourceSpans: want an array, got an object", "resourceSpans element: want an object, got a number", "scopeSpans: want an array, got a string"}},
@@ -360,7 +379,8 @@ func TestOTLPConformance(t *testing.T) {
 				one,
 			}},
 		{name: "bad status names", in: withStatus(`{"code":"STATUS_CODE_MAYBE"}`) + "\n" + withStatus(`{"deprecatedCode":"SOMETIMES"}`) + "\n" + withStatus(`{"code":true}`),
-			skips: map[string]int64{"bad value": 3}, errHas: []string{"status.code: want 0-2", "status.deprecatedCode", "status.code"}},
+			want:    []string{one, one, one},
+			ignored: map[string]int64{"status": 3}, ignHas: []string{"status.code: want 0-2", "status.deprecatedCode", "status.code"}},
 		{name: "kind: open enum numbers, names", in: otlpDoc("svc", otlpSpan(`"kind":7`), otlpSpan(`"kind":"SPAN_KIND_UNSPECIFIED"`), otlpSpan(`"kind":"SPAN_KIND_INTERNAL"`)),
 			want: []string{one, one, tjBase + "|internal 1000000000+250000000 unset"}},
 		{name: "64-bit integers as JSON numbers", in: otlpDoc("svc",

@@ -1,7 +1,5 @@
 package ingest
 
-import "fmt"
-
 // Some pipelines write OTLP spans one per line, each a bare Span object
 // (traceId, spanId, startTimeUnixNano, …) rather than wrapped in
 // resourceSpans. They are OTLP spans all the same: Sniff routes them here,
@@ -14,7 +12,7 @@ func decodeOTLPSpans(src *Source) error {
 	w := newWalker(src)
 	return w.run(func() error {
 		var rec traceRecord
-		raw, at, ok, err := w.nextOTLPSpan(&rec)
+		raw, _, ok, err := w.nextOTLPSpan(&rec)
 		if !ok {
 			return err
 		}
@@ -34,8 +32,7 @@ func decodeOTLPSpans(src *Source) error {
 			}
 			return nil
 		}); err != nil {
-			w.skipSpan(w.index, at, reasonBadValue, fmt.Sprintf("resource: %v", err))
-			return nil
+			res.bad = err // the span is kept; its service may be missing
 		}
 		w.otlpEmit(&rec, &res, w.index)
 		return nil

@@ -251,7 +251,7 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 				src.Skip(0, row, reason, detail)
 				continue
 			}
-			src.Emit(&rec.sp, 0, row)
+			src.emitSoft(&rec.sp, 0, row, rec.soft)
 		}
 		closeAll(curs)
 	}
@@ -319,7 +319,23 @@ func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) er
 	case parquet.Double:
 		return r.setParquetFloat(c, v.Double(), scratch)
 	}
-	return fmt.Errorf("unsupported Parquet type %s", v.Kind())
+	return r.unsupported(c.spec, fmt.Errorf("unsupported Parquet type %s", v.Kind()))
+}
+
+// unsupported is a value of a type a flat column cannot hold: it costs
+// the span only in a required column.
+func (r *flatRecord) unsupported(c colSpec, err error) error {
+	switch {
+	case required(c.f) || c.hopAttr:
+		return err
+	case c.f == fStart || c.f == fStartMs || c.f == fStartUs || c.f == fEnd:
+		if r.badTime == nil {
+			r.badTime = err
+		}
+	default:
+		r.ignore(c.f, err)
+	}
+	return nil
 }
 
 // isID reports whether the column holds trace, span or parent ids.
@@ -354,7 +370,10 @@ func (r *flatRecord) setParquetInt(c *flatCol, n int64, scratch *[]byte) error {
 	case fStart, fEnd:
 		if c.scale != 1 {
 			if n > math.MaxInt64/c.scale || n < 0 {
-				return fmt.Errorf("time %d out of range", n)
+				if r.badTime == nil {
+					r.badTime = fmt.Errorf("time %d out of range", n)
+				}
+				return nil
 			}
 			n *= c.scale
 		}
@@ -368,7 +387,7 @@ func (r *flatRecord) setParquetInt(c *flatCol, n int64, scratch *[]byte) error {
 		r.sp.Duration, r.hasDur = n, true
 		return nil
 	case fCode: // what set does with the decimal text, without it
-		r.sp.Code, r.codeSet = int(n), true
+		r.sp.Code, r.codeSet, r.codeText, r.codeNamed = int(n), true, "", false
 		r.errTimeout = r.errTimeout || n == 408 || n == 504
 		return nil
 	case fAttempt, fResendCount:
@@ -376,7 +395,7 @@ func (r *flatRecord) setParquetInt(c *flatCol, n int64, scratch *[]byte) error {
 			if c.spec.f == fResendCount {
 				n++
 			}
-			r.sp.Attempt = int(n)
+			r.sp.Attempt, r.sp.AttemptSet = int(n), true
 			return nil
 		}
 	case fParentID:
@@ -391,13 +410,15 @@ func (r *flatRecord) setParquetFloat(c *flatCol, x float64, scratch *[]byte) err
 	switch c.spec.f {
 	case fTimeoutMs: // as set() does with the text, without the round trip
 		if !finiteNs(x*1e6) || x < 0 {
-			return fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %g", x)
+			r.ignore(fTimeoutMs, fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %g", x))
+			return nil
 		}
 		r.sp.TimeoutInForce = int64(math.Round(x * 1e6))
 		return nil
 	case fWeight:
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			return fmt.Errorf("weight: want a number ≥ 0, got %g", x)
+			r.ignore(fWeight, fmt.Errorf("weight: want a number ≥ 0, got %g", x))
+			return nil
 		}
 		r.sp.Weight = x
 		return nil

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -68,6 +69,9 @@ type pqEvent struct {
 	before         int
 	row            int64
 	reason, detail string
+	id             uint64    // a filtered span's key (filteredKey)
+	soft           []softErr // values a kept span lost (see lineEvent)
+	taken          bool
 }
 
 // batchable reports whether every column has a physical type the batch
@@ -160,21 +164,34 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 func deliverPQ(src *Source, ch *pqChunk) error {
 	ev := ch.events
 	fork := src.opt.Fork
+	used := false
+	event := func(e *pqEvent) {
+		switch {
+		case e.soft != nil:
+			if e.taken || used {
+				src.st.ignore(src.Name, 0, e.row, e.soft, src.opt.MaxErrors)
+			}
+		case isFilter(e.reason):
+			src.st.filter(e.reason, e.id)
+		default:
+			src.Skip(0, e.row, e.reason, e.detail)
+		}
+	}
 	for i := range ch.spans {
 		for len(ev) > 0 && ev[0].before <= i {
-			src.Skip(0, ev[0].row, ev[0].reason, ev[0].detail)
+			event(&ev[0])
 			ev = ev[1:]
 		}
 		if fork != nil {
 			fork.Ordered(&ch.spans[i])
 		} else {
-			src.Emit(&ch.spans[i], 0, ch.rows[i])
+			used = src.Emit(&ch.spans[i], 0, ch.rows[i])
 		}
 	}
 	src.st.Read += ch.used
 	src.st.Used += ch.used
-	for _, e := range ev {
-		src.Skip(0, e.row, e.reason, e.detail)
+	for i := range ev {
+		event(&ev[i])
 	}
 	return ch.err
 }
@@ -371,11 +388,18 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
 			reason, detail = w.src.accept(&rec.sp)
 		}
 		if reason != "" {
-			ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail})
+			e := pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail}
+			if isFilter(reason) {
+				e.id, e.detail = filteredKey(&rec.sp), ""
+			}
+			ch.events = append(ch.events, e)
 			continue
 		}
 		if w.branch != nil {
 			ch.used++
+			if len(rec.soft) > 0 {
+				ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft), taken: true})
+			}
 			if !w.branch.Take(&rec.sp) {
 				continue
 			}
@@ -385,6 +409,9 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
 		}
 		ch.spans = append(ch.spans, rec.sp)
 		ch.rows = append(ch.rows, row)
+		if w.branch == nil && len(rec.soft) > 0 {
+			ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft)})
+		}
 	}
 	for i, p := range w.held {
 		parquet.Release(p)
@@ -510,7 +537,7 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 			e := &c.entries[c.idx[vi+k]]
 			switch {
 			case bad[row] != nil || e.op == opNothing:
-			case e.op == opStatus && e.err == nil:
+			case e.op == opStatus:
 				r := &recs[row]
 				r.status, r.hasStatus = e.st, true
 				r.timeout = r.timeout || e.to
@@ -537,13 +564,14 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 	case fastCode:
 		for k, row := range sel {
 			r, n := &recs[row], c.i32[vi+k]
-			r.sp.Code, r.codeSet = int(n), true
+			r.sp.Code, r.codeSet, r.codeText, r.codeNamed = int(n), true, "", false
 			r.errTimeout = r.errTimeout || n == 408 || n == 504
 		}
 	case fastAttempt:
 		for k, row := range sel {
 			if n := c.i32[vi+k]; n >= 0 {
-				recs[row].sp.Attempt = int(n)
+				r := &recs[row]
+				r.sp.Attempt, r.sp.AttemptSet = int(n), true
 			} else if bad[row] == nil {
 				w.setOne(c, row, vi+k, ch)
 			}
@@ -664,9 +692,6 @@ func (w *pqWorker) set(c *pqCursor, r *flatRecord, vi int, ch *pqChunk) error {
 			*c.target(r) = e.s // only string columns have opString entries
 			return nil
 		case opStatus:
-			if e.err != nil {
-				return e.err
-			}
 			r.status, r.hasStatus = e.st, true
 			r.timeout = r.timeout || e.to
 			if e.code != 0 && !r.codeSet {
@@ -714,7 +739,6 @@ type pqEntry struct {
 	st   span.Status
 	to   bool
 	code int
-	err  error
 }
 
 // pqCursor walks one column chunk value by value, a page at a time.
@@ -952,8 +976,14 @@ func (c *pqCursor) prepare(d parquet.Dictionary, in *interner) {
 			case isString:
 				e.op, e.s = opString, in.get(t)
 			case spec.f == fStatus && !spec.hopAttr:
-				e.op = opStatus
-				e.st, e.to, e.code, e.err = parseStatus(t)
+				// A status the setter reads fully (no text to keep, no
+				// value to ignore) is prepared; any other takes the setter.
+				var text []byte
+				var ok bool
+				e.st, e.to, e.code, text, ok = parseStatus(t)
+				if ok && text == nil {
+					e.op = opStatus
+				}
 			}
 		} else {
 			e.v = v.Clone()

@@ -140,7 +140,7 @@ func TestParquetBatchCorrupt(t *testing.T) {
 			bad[4+r.IntN(len(bad)-12)] ^= byte(1 + r.IntN(255))
 		}
 		st, err := ReadStream("c.parquet", bytes.NewReader(bad), Options{}, func(*span.Span) {})
-		if st.Read != st.Used+st.Skipped {
+		if st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}
 		if err != nil {

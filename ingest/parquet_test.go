@@ -32,9 +32,9 @@ func flatRows() []flatRow {
 	return []flatRow{
 		{TraceID: "t1", SpanID: []byte{0xab, 0xcd}, Hop: "a", Start: 1_000, DurationNs: 5_000_000, Status: "ok", Weight: 2},
 		{TraceID: "t1", ParentID: "0", Hop: "b", Start: 2_000, DurationNs: 3_000_000_000, Status: "error", Timeout: true, Code: 504, TimeoutMs: 3000},
-		{TraceID: "t2", Hop: "a", DurationNs: -5},               // negative: skipped
-		{TraceID: "t2", Hop: "a", Status: "ok"},                 // no duration: skipped
-		{TraceID: "t2", Hop: "c", DurationNs: 7, Status: "bad"}, // bad status: skipped
+		{TraceID: "t2", Hop: "a", DurationNs: -5},                 // negative: skipped
+		{TraceID: "t2", Hop: "a", Status: "ok"},                   // no duration: skipped
+		{TraceID: "t2", Hop: "c", DurationNs: 7, Status: "maybe"}, // a status not understood: kept without it
 		{TraceID: "t3", Hop: "a", DurationNs: 1, Code: 503},
 	}
 }
@@ -45,6 +45,7 @@ func TestParquetFlat(t *testing.T) {
 	want := []span.Span{
 		{TraceID: "t1", SpanID: "abcd", Hop: "a", Start: 1_000, Duration: 5_000_000, Status: span.OK, Weight: 2},
 		{TraceID: "t1", Hop: "b", Start: 2_000, Duration: 3e9, Status: span.Error, Timeout: true, Code: 504, TimeoutInForce: 3e9, Weight: 1},
+		{TraceID: "t2", Hop: "c", Duration: 7, Weight: 1},
 		{TraceID: "t3", Hop: "a", Duration: 1, Status: span.Error, Code: 503, Weight: 1},
 	}
 	if len(spans) != len(want) {
@@ -58,12 +59,15 @@ func TestParquetFlat(t *testing.T) {
 	wantErr := []string{
 		"flat.parquet: span 3: negative duration: -5 ns",
 		"flat.parquet: span 4: missing duration: no duration, duration_ms/us/ns, or start and end",
-		`flat.parquet: span 5: bad value: column status: bad status "bad": want ok, error or unset`,
 	}
 	for i, w := range wantErr {
 		if i >= len(st.Errors) || st.Errors[i].Error() != w {
 			t.Errorf("error %d: got %v, want %s", i, st.Errors, w)
 		}
+	}
+	if len(st.Errors) != len(wantErr) || st.Ignored != 1 || st.IgnoredByField["status"] != 1 ||
+		!strings.Contains(st.IgnoredExamples[0].Error(), `flat.parquet: span 5: status: status "maybe"`) {
+		t.Errorf("errors %v, ignored %d %v %v", st.Errors, st.Ignored, st.IgnoredByField, st.IgnoredExamples)
 	}
 }
 
@@ -116,7 +120,7 @@ func TestParquetCompressedStdin(t *testing.T) {
 	zw.Close()
 	plain, _ := readBytes(t, "a", data, Options{})
 	spans, st := readBytes(t, "<stdin>", gz.Bytes(), Options{})
-	if st.Formats["<stdin>"] != "parquet" || len(spans) != len(plain) || len(spans) != 3 {
+	if st.Formats["<stdin>"] != "parquet" || len(spans) != len(plain) || len(spans) != 4 {
 		t.Fatalf("format %v, %d spans vs %d", st.Formats, len(spans), len(plain))
 	}
 }
@@ -155,7 +159,7 @@ func FuzzParquet(f *testing.F) {
 			return
 		}
 		st, err := ReadStream("f.parquet", bytes.NewReader(in), Options{Format: "parquet"}, func(*span.Span) {})
-		if err == nil && st.Read != st.Used+st.Skipped {
+		if err == nil && st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}
 	})

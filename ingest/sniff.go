@@ -14,7 +14,9 @@ const sniffWindow = 64 << 10
 // without consuming them: Parquet and Arrow by their magic, JSON by the keys
 // of its first object (resourceSpans → OTLP, data/traceID+spans → Jaeger),
 // a JSON array → Zipkin, any other JSON object → flat JSON lines, and a first
-// line with commas → CSV. An empty input is flat JSON lines with no records.
+// line with commas, tabs or semicolons (as many on the next line) → CSV. A
+// UTF-8 byte order mark is passed over. An empty input is flat JSON lines
+// with no records.
 func Sniff(br *bufio.Reader) (string, error) {
 	head, _ := br.Peek(sniffWindow)
 	switch {
@@ -65,11 +67,30 @@ func Sniff(br *bufio.Reader) (string, error) {
 		return "zipkin", nil
 	}
 	line := t
+	var next []byte
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
+		line, next = line[:i], line[i+1:]
+		if j := bytes.IndexByte(next, '\n'); j >= 0 {
+			next = next[:j]
+		} else {
+			next = nil // cut by the window: not a whole line
+		}
 	}
+	line = bytes.TrimRight(line, "\r")
 	if utf8.Valid(line) && bytes.IndexByte(line, ',') > 0 {
 		return "csv", nil
+	}
+	// Tab- and semicolon-separated tables: a header of at least two
+	// names, and a next line (when there is one) with as many fields.
+	for _, d := range []byte{'\t', ';'} {
+		n := bytes.Count(line, []byte{d})
+		if n == 0 || !utf8.Valid(line) || line[0] == d {
+			continue
+		}
+		next = bytes.TrimRight(next, "\r")
+		if len(next) == 0 || bytes.Count(next, []byte{d}) == n {
+			return "csv", nil
+		}
 	}
 	show := line
 	if len(show) > 24 {

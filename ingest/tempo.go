@@ -715,8 +715,9 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			attrErr = t.events(&rec)
 		}
 		if attrErr != nil {
-			t.src.Skip(0, *index, reasonBadValue, attrErr.Error())
-			continue
+			// An attribute or event that cannot be read costs the
+			// span only that value.
+			rec.ignore("attributes", attrErr)
 		}
 		if reason, detail := t.span(&rec, &vals); reason != "" {
 			t.src.Skip(0, *index, reason, detail)
@@ -727,7 +728,7 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			rec.hop, rec.hopSet = resHop, true
 		}
 		rec.finish(&t.intern)
-		t.src.Emit(&rec.sp, 0, *index)
+		t.src.emitSoft(&rec.sp, 0, *index, rec.soft)
 	}
 	for _, c := range t.all {
 		if !c.exhausted() {
@@ -746,7 +747,8 @@ func (t *tempoReader) addAttr(rec *traceRecord, key string, text []byte, str boo
 		}
 		return nil
 	}
-	return rec.addAttr(key, text, str, t.hopAttr)
+	rec.addAttr(key, text, str, t.hopAttr)
+	return nil
 }
 
 // resourceHop reads the resource columns of a new resource slot and

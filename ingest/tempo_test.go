@@ -703,7 +703,7 @@ func readBytes(t *testing.T, name string, b []byte, opt Options) ([]span.Span, *
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if st.Read != st.Used+st.Skipped {
+	if st.Read != st.Used+st.Skipped+st.Filtered {
 		t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 	}
 	return out, st
@@ -750,7 +750,7 @@ func readPath(t *testing.T, path string, opt Options) ([]span.Span, *Stats) {
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
-	if st.Read != st.Used+st.Skipped {
+	if st.Read != st.Used+st.Skipped+st.Filtered {
 		t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 	}
 	return out, st
@@ -930,17 +930,17 @@ func TestTempoVParquet1(t *testing.T) {
 	}
 }
 
-// Bad attribute values are a positioned skip of that span, not of the
-// block.
+// A bad attribute value costs the span only that value: the span is
+// kept, and the value counted with its position.
 func TestTempoBadAttribute(t *testing.T) {
 	tr := tmTraces()[1]
 	sp := &tr.rs[2].scopes[1][1]
 	sp.attrs = []tmAttr{{"http.request.resend_count", int64(-1)}}
 	spans, st := readBytes(t, "data.parquet", writeParquet(t, []t4Trace{tr.v4()}), Options{})
-	if len(spans) != 2 || st.SkippedByReason[reasonBadValue] != 1 {
-		t.Fatalf("%d spans, skipped %v", len(spans), st.SkippedByReason)
+	if len(spans) != 3 || st.Skipped != 0 || st.Ignored != 1 {
+		t.Fatalf("%d spans, skipped %v, ignored %v", len(spans), st.SkippedByReason, st.IgnoredByField)
 	}
-	if e := st.Errors[0].Error(); !strings.Contains(e, "data.parquet: span 2: bad value: http.request.resend_count") {
+	if e := st.IgnoredExamples[0].Error(); !strings.Contains(e, "data.parquet: span 2: attempt: http.request.resend_count") {
 		t.Errorf("error %q", e)
 	}
 }

@@ -383,6 +383,16 @@ func (w *jsonWalker) tooLong(b []byte, at int64) bool {
 	return true
 }
 
+// emit hands a finished span on, counting the values it lost when it is
+// used.
+func (w *jsonWalker) emit(rec *traceRecord, index int64) {
+	if err := startProblem(&rec.sp); err != nil {
+		rec.ignore("start", err) // the duration stands on its own
+		rec.sp.Start = 0
+	}
+	w.src.emitSoft(&rec.sp, 0, index, rec.soft)
+}
+
 // skipSpan records a bad span at its index and byte offset.
 func (w *jsonWalker) skipSpan(index, at int64, reason, detail string) {
 	w.src.Skip(0, index, reason, fmt.Sprintf("at byte %d: %s", at, detail))
@@ -412,9 +422,25 @@ type traceRecord struct {
 
 	hop    string
 	hopSet bool
+
+	// codeText is a status code that is not a number tailscope knows
+	// (see codes.go); errType the error.type, which stands for it when
+	// no code is given.
+	codeText, errType string
+	// grpcNamed: the gRPC code was a name other than OK (UNAVAILABLE),
+	// which says the call failed.
+	grpcNamed bool
+	// soft are the values tailscope could not read: the span is kept
+	// without them (Stats.Ignored).
+	soft []softErr
 }
 
-func (r *traceRecord) reset() { *r = traceRecord{} }
+func (r *traceRecord) reset() { *r = traceRecord{soft: r.soft[:0]} }
+
+// ignore records a value that could not be read; the span goes on.
+func (r *traceRecord) ignore(field string, err error) {
+	r.soft = append(r.soft, softErr{field, err.Error()})
+}
 
 // setPeer keeps the most specific peer name seen.
 func (r *traceRecord) setPeer(v string, rank int) {
@@ -425,27 +451,39 @@ func (r *traceRecord) setPeer(v string, rank int) {
 
 // addAttr applies one span attribute or tag. v is the value's text (a
 // string unescaped, a number or boolean literal); str says whether it was
-// a JSON string. Keys it does not know are ignored. A bad value for a key
-// it knows is an error: the span says something tailscope cannot read.
-func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) error {
+// a JSON string. Keys it does not know are ignored. A value it cannot
+// read for a key it knows is recorded (ignore) and the span kept: an
+// optional attribute never costs the span.
+func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) {
 	if hopAttr != "" && key == hopAttr {
 		r.hop, r.hopSet = string(v), true
 	}
 	switch key {
 	case "http.status_code", "http.response.status_code":
-		n, err := attrInt(key, v)
-		if err != nil {
-			return err
+		if n, err := attrInt(key, v); err == nil {
+			r.httpCode, r.hasHTTP = n, true
+			return
 		}
-		r.httpCode, r.hasHTTP = n, true
+		// "503 Service Unavailable", or no number at all (ECONNRESET).
+		switch c, to, text := parseCode(v); {
+		case text != nil:
+			r.codeText = string(text)
+			r.timeout = r.timeout || to
+		case c >= 100 && c < 600:
+			r.httpCode, r.hasHTTP = c, true
+		default:
+			r.ignore("code", fmt.Errorf("%s: want an HTTP status, got %q", key, shortValue(v)))
+		}
 	case "rpc.grpc.status_code", "grpc.status_code":
 		n, err := attrInt(key, v)
 		if err != nil {
-			if c, ok := grpcCodeNames[strings.ToUpper(string(v))]; ok {
-				n, err = c, nil
-			} else {
-				return err
+			c, to, text, named := parseCodeNamed(v)
+			if text != nil {
+				r.codeText = string(text)
+				r.timeout = r.timeout || to
+				return
 			}
+			n, r.grpcNamed = c, named && c != 0
 		}
 		r.grpcCode, r.hasGRPC = n, true
 	case "error.type":
@@ -453,6 +491,9 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) er
 			r.errFlag = true
 			if isTimeoutWord(v) {
 				r.timeout = true
+			}
+			if t := codeTextOf(v); len(t) > 0 && r.errType == "" {
+				r.errType = string(t)
 			}
 		}
 	case "otel.status_code":
@@ -463,7 +504,7 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) er
 			r.status, r.statusSet = span.OK, true
 		case "UNSET", "":
 		default:
-			return fmt.Errorf("%s: want OK, ERROR or UNSET, got %q", key, v)
+			r.ignore(key, fmt.Errorf("%s: want OK, ERROR or UNSET, got %q", key, shortValue(v)))
 		}
 	case "otel.status_description":
 		r.message = string(v)
@@ -475,19 +516,24 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) er
 				r.timeout = true
 			}
 		}
-	case "http.request.resend_count", "grpc-previous-rpc-attempts":
-		// 0-based counts of earlier tries: the attempt is one more.
+	case "http.request.resend_count", "http.resend_count", "grpc-previous-rpc-attempts", "grpc.previous_rpc_attempts":
+		// Counts of earlier tries (absent or 0 on the first): the attempt
+		// is one more.
 		n, err := attrInt(key, v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%s: want a count ≥ 0, got %q", key, v)
+		if err != nil || n < 0 || n >= math.MaxInt32 {
+			r.ignore("attempt", fmt.Errorf("%s: want a count ≥ 0, got %q", key, shortValue(v)))
+			return
 		}
-		r.sp.Attempt = n + 1
-	case "retry.attempt", "x-envoy-attempt-count", "attempt":
+		r.sp.Attempt, r.sp.AttemptSet = n+1, true
+	case "retry.attempt", "x-envoy-attempt-count", "attempt", "retry_attempt", "attempt_number":
+		// The number as logged: whether it counts from 0 or 1 is decided
+		// from a call's siblings (span.AttemptIndex).
 		n, err := attrInt(key, v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%s: want an attempt number ≥ 0, got %q", key, v)
+		if err != nil || n < 0 || n > math.MaxInt32 {
+			r.ignore("attempt", fmt.Errorf("%s: want an attempt number ≥ 0, got %q", key, shortValue(v)))
+			return
 		}
-		r.sp.Attempt = n
+		r.sp.Attempt, r.sp.AttemptSet = n, true
 	case "peer.service":
 		r.setPeer(string(v), 1)
 	case "server.address":
@@ -497,17 +543,18 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) er
 	case "timeout_ms", "rpc.timeout_ms":
 		x, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || x < 0 || !finiteNs(x*1e6) {
-			return fmt.Errorf("%s: want milliseconds ≥ 0, got %q", key, v)
+			r.ignore("timeout_ms", fmt.Errorf("%s: want milliseconds ≥ 0, got %q", key, shortValue(v)))
+			return
 		}
 		r.sp.TimeoutInForce = int64(math.Round(x * 1e6))
 	case "sampling.weight", "sampling.adjusted_count", "adjusted_count":
 		x, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-			return fmt.Errorf("%s: want a number ≥ 0, got %q", key, v)
+			r.ignore("weight", fmt.Errorf("%s: want a number ≥ 0, got %q", key, shortValue(v)))
+			return
 		}
 		r.sp.Weight, r.weightSet = x, true
 	}
-	return nil
 }
 
 // exceptionAttr applies one attribute of an "exception" event: its type
@@ -558,10 +605,24 @@ func (r *traceRecord) finish(in *interner) {
 	case r.hasGRPC:
 		sp.Code = r.grpcCode
 	}
+	if sp.Code == 0 {
+		text := r.codeText
+		if text == "" {
+			text = r.errType // the error kind stands for the code
+		}
+		if text != "" {
+			sp.CodeText = in.get([]byte(text))
+		}
+	}
 	if r.statusSet {
 		sp.Status = r.status
 	}
 	if r.errFlag {
+		sp.Status = span.Error
+	}
+	if !r.statusSet && ((r.codeText != "" && sp.Code == 0 && !okWord([]byte(r.codeText))) || (r.grpcNamed && !r.hasHTTP)) {
+		// No status: an error kind or a gRPC error name where the code
+		// should be says it failed.
 		sp.Status = span.Error
 	}
 	to := r.timeout ||

@@ -38,7 +38,7 @@ func tjReconciled(t *testing.T, st *ingest.Stats) {
 	for _, n := range st.SkippedByReason {
 		sum += n
 	}
-	if st.Read != st.Used+st.Skipped || st.Skipped != sum {
+	if st.Read != st.Used+st.Skipped+st.Filtered || st.Skipped != sum {
 		t.Fatalf("not reconciled: read %d, used %d, skipped %d, by reason %v", st.Read, st.Used, st.Skipped, st.SkippedByReason)
 	}
 }
@@ -280,7 +280,7 @@ func tjDataset(seed uint64, traces int) []span.Span {
 			attempts := 1 + rng.IntN(3)
 			for a := 1; a <= attempts; a++ {
 				c := span.Span{TraceID: tid, SpanID: hexID(16), ParentID: root.SpanID, Service: "gateway", Name: hop.name,
-					Kind: "client", Peer: hop.svc, Start: cur, Duration: us(200, 900_000), Attempt: a,
+					Kind: "client", Peer: hop.svc, Start: cur, Duration: us(200, 900_000), Attempt: a, AttemptSet: true,
 					TimeoutInForce: 800_000_000}
 				last := a == attempts
 				switch {

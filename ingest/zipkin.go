@@ -102,53 +102,66 @@ func (w *jsonWalker) zipkinSpan(k kind, raw []byte, at int64) {
 		return
 	}
 	rec.finish(&w.intern)
-	w.src.Emit(&rec.sp, 0, w.index)
+	w.emit(&rec, w.index)
 }
 
+// zipkinRecord reads one span object into rec. The duration is required;
+// a value of any other member that cannot be read is recorded in rec.soft
+// and the span kept.
 func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail string) {
 	sp := &rec.sp
 	var hasDur, shared bool
+	var badDur error
 	err := objectMembers(raw, func(key string, k kind, v []byte) error {
 		if k == kNull {
 			return nil
 		}
 		var err error
+		field := key
 		switch key {
 		case "traceId":
 			sp.TraceID, err = idValue(key, k, v, 32)
+			field = "trace_id"
 		case "id":
 			sp.SpanID, err = idValue(key, k, v, 16)
+			field = "span_id"
 		case "parentId":
 			sp.ParentID, err = idValue(key, k, v, 16)
+			field = "parent_id"
 		case "name":
-			if k != kString {
-				return fmt.Errorf("name: want a string, got %s", kindName(k))
-			}
-			sp.Name = w.intern.get(v)
+			sp.Name, err = w.textValue(key, k, v)
 		case "kind":
 			if k != kString {
-				return fmt.Errorf("kind: want a string, got %s", kindName(k))
+				err = fmt.Errorf("kind: want a string, got %s", kindName(k))
+				break
 			}
 			switch s := normKind(v); s {
 			case "client", "server", "producer", "consumer":
 				sp.Kind = s
 			default:
-				return fmt.Errorf("kind: want CLIENT, SERVER, PRODUCER or CONSUMER, got %q", v)
+				err = fmt.Errorf("kind: want CLIENT, SERVER, PRODUCER or CONSUMER, got %q", shortValue(v))
 			}
 		case "timestamp":
+			field = "start"
 			if k != kNumber && k != kString {
-				return fmt.Errorf("timestamp: want µs, got %s", kindName(k))
+				err = fmt.Errorf("timestamp: want µs, got %s", kindName(k))
+				break
 			}
-			sp.Start, err = parseMicros(key, v, false)
+			if sp.Start, err = parseMicros(key, v, false); err != nil {
+				sp.Start = 0
+			}
 		case "duration":
 			if k != kNumber && k != kString {
-				return fmt.Errorf("duration: want µs, got %s", kindName(k))
+				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
+				return nil
 			}
-			sp.Duration, err = parseMicros(key, v, true)
-			hasDur = err == nil
+			sp.Duration, badDur = parseMicros(key, v, true)
+			hasDur = badDur == nil
+			return nil
 		case "localEndpoint", "remoteEndpoint":
 			if k != kObject {
-				return fmt.Errorf("%s: want an object, got %s", key, kindName(k))
+				err = fmt.Errorf("%s: want an object, got %s", key, kindName(k))
+				break
 			}
 			err = objectMembers(v, func(ek string, k kind, ev []byte) error {
 				if ek == "serviceName" && k == kString && len(ev) > 0 {
@@ -162,11 +175,16 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 			})
 		case "tags":
 			if k != kObject {
-				return fmt.Errorf("tags: want an object, got %s", kindName(k))
+				err = fmt.Errorf("tags: want an object, got %s", kindName(k))
+				break
 			}
+			var bad error
 			err = objectMembers(v, func(tk string, k kind, tv []byte) error {
 				if k == kObject || k == kArray {
-					return fmt.Errorf("tag %q: want a string, got %s", tk, kindName(k))
+					if bad == nil {
+						bad = fmt.Errorf("tag %q: want a string, got %s", tk, kindName(k))
+					}
+					return nil
 				}
 				if tk == "error" {
 					// Presence is failure: Brave writes the exception
@@ -180,20 +198,27 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 					}
 					return nil
 				}
-				if err := rec.addAttr(tk, tv, k == kString, w.hopAttr); err != nil {
-					return fmt.Errorf("tag %v", err)
-				}
+				rec.addAttr(tk, tv, k == kString, w.hopAttr)
 				return nil
 			})
+			if err == nil {
+				err = bad
+			}
 		case "shared":
 			shared = k == kBool && string(v) == "true"
 		}
-		return err
+		if err != nil {
+			rec.ignore(field, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return reasonBadValue, err.Error()
+		return reasonBadJSON, err.Error()
 	}
 	if !hasDur {
+		if badDur != nil {
+			return reasonBadValue, badDur.Error()
+		}
 		return reasonNoDuration, "no duration (an incomplete or merged-away span)"
 	}
 	if shared && sp.SpanID != "" {

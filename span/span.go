@@ -55,6 +55,12 @@ type Span struct {
 	Timeout bool
 	// Code is the HTTP or gRPC status code, 0 when absent.
 	Code int
+	// CodeText is the error kind when the log gives one that is not a
+	// number tailscope knows (ECONNRESET, EPIPE, "connection reset", an
+	// error.type): kept as written so that the report can count it like a
+	// code. Empty when absent, or when Code says it (gRPC names such as
+	// UNAVAILABLE are read into Code).
+	CodeText string
 	// Attempt is the attempt number as the log gives it when AttemptSet;
 	// readers turn counts of earlier tries (http.request.resend_count,
 	// grpc-previous-rpc-attempts) into 1-based numbers. Whether a plain
