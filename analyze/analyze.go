@@ -47,23 +47,37 @@ type Options struct {
 	full *Accum
 }
 
-// Input describes one file read.
+// Input describes one file read, or one found under a directory and
+// passed over (SkippedReason says why; Format is then empty).
 type Input struct {
-	File   string `json:"file"`
-	Format string `json:"format"`
+	File          string `json:"file"`
+	Format        string `json:"format"`
+	SkippedReason string `json:"skipped_reason,omitempty"`
 }
 
 // Report is the result of an analysis: the tailscope.report/v1 document.
 type Report struct {
-	Schema            string           `json:"schema"`
-	Inputs            []Input          `json:"inputs"`
-	Read              int64            `json:"read"`
-	Spans             int64            `json:"spans"`
-	Skipped           int64            `json:"skipped"`
-	SkippedByReason   map[string]int64 `json:"skipped_by_reason"`
-	Hops              []Hop            `json:"hops"`
-	Requests          Requests         `json:"requests"`
-	RecommendedPolicy *PolicyDoc       `json:"recommended_policy"`
+	Schema          string           `json:"schema"`
+	Inputs          []Input          `json:"inputs"`
+	Read            int64            `json:"read"`
+	Spans           int64            `json:"spans"`
+	Skipped         int64            `json:"skipped"`
+	SkippedByReason map[string]int64 `json:"skipped_by_reason"`
+	// Filtered counts the spans --since, --until, --hops and
+	// --exclude-hops left out: read = spans + skipped + filtered.
+	Filtered         int64            `json:"filtered"`
+	FilteredByReason map[string]int64 `json:"filtered_by_reason,omitempty"`
+	// Ignored counts the spans kept although a value of an optional field
+	// could not be read (an attempt "two", a weight of -1), by field in
+	// IgnoredByField: the span went on without that value.
+	Ignored        int64            `json:"ignored,omitempty"`
+	IgnoredByField map[string]int64 `json:"ignored_by_field,omitempty"`
+	// Notes are the reader's remarks on the input: files passed over,
+	// units that look wrong, values ignored.
+	Notes             []string   `json:"notes,omitempty"`
+	Hops              []Hop      `json:"hops"`
+	Requests          Requests   `json:"requests"`
+	RecommendedPolicy *PolicyDoc `json:"recommended_policy"`
 	// RecommendationCheck is the recommended policy replayed on the logs
 	// it came from, against the request-level false-timeout target.
 	RecommendationCheck *RecommendationCheck `json:"recommendation_check"`

@@ -44,17 +44,24 @@ type Options struct {
 
 // Report is the tailscope.check/v1 document.
 type Report struct {
-	Schema          string            `json:"schema"`
-	Inputs          []analyze.Input   `json:"inputs"`
-	Read            int64             `json:"read"`
-	Spans           int64             `json:"spans"`
-	Skipped         int64             `json:"skipped"`
-	SkippedByReason map[string]int64  `json:"skipped_by_reason"`
-	Requests        int               `json:"requests"`
-	Baseline        *Result           `json:"baseline,omitempty"`
-	Results         []Result          `json:"results"`
-	Verdict         string            `json:"verdict"`
-	Warnings        []analyze.Warning `json:"warnings"`
+	Schema          string           `json:"schema"`
+	Inputs          []analyze.Input  `json:"inputs"`
+	Read            int64            `json:"read"`
+	Spans           int64            `json:"spans"`
+	Skipped         int64            `json:"skipped"`
+	SkippedByReason map[string]int64 `json:"skipped_by_reason"`
+	// Filtered, Ignored and Notes are the analysis report's (see
+	// analyze.Report): read = spans + skipped + filtered.
+	Filtered         int64             `json:"filtered"`
+	FilteredByReason map[string]int64  `json:"filtered_by_reason,omitempty"`
+	Ignored          int64             `json:"ignored,omitempty"`
+	IgnoredByField   map[string]int64  `json:"ignored_by_field,omitempty"`
+	Notes            []string          `json:"notes,omitempty"`
+	Requests         int               `json:"requests"`
+	Baseline         *Result           `json:"baseline,omitempty"`
+	Results          []Result          `json:"results"`
+	Verdict          string            `json:"verdict"`
+	Warnings         []analyze.Warning `json:"warnings"`
 }
 
 // PolicyRef names a policy and gives its normalised content.
@@ -113,6 +120,8 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 	out := &Report{
 		Schema: Schema, Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped,
 		SkippedByReason: rep.SkippedByReason, Requests: len(reqs), Results: []Result{}, Verdict: Pass,
+		Filtered: rep.Filtered, FilteredByReason: rep.FilteredByReason, Ignored: rep.Ignored, IgnoredByField: rep.IgnoredByField,
+		Notes:    rep.Notes,
 		Warnings: rep.Warnings,
 	}
 	var base *replay.Result

@@ -191,6 +191,24 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 		}
 		return nil, errors.New(b.String())
 	}
+	if f.strict {
+		// Every file under a path is read or accounted for; --strict
+		// fails on one that may hold spans and was not read.
+		var passed []ingest.PassedFile
+		for _, p := range st.Passed {
+			if p.Strict {
+				passed = append(passed, p)
+			}
+		}
+		if len(passed) > 0 {
+			var b strings.Builder
+			fmt.Fprintf(&b, "--strict: %d %s not read", len(passed), map[bool]string{true: "file", false: "files"}[len(passed) == 1])
+			for _, p := range passed[:min(len(passed), 5)] {
+				fmt.Fprintf(&b, "\n  %s: %s", p.File, p.Reason)
+			}
+			return nil, errors.New(b.String())
+		}
+	}
 	if !f.quiet {
 		for _, n := range st.Notes {
 			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", n)
@@ -205,6 +223,9 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 	}
 	l.spans = l.acc.Spans()
 	if st.Used == 0 { // not len(l.spans): one trace over --sample-spans leaves an empty sample
+		if st.Filtered > 0 {
+			return nil, fmt.Errorf("no usable spans in %s (read %d, filtered %d, skipped %d)", strings.Join(paths, ", "), st.Read, st.Filtered, st.Skipped)
+		}
 		return nil, fmt.Errorf("no usable spans in %s (read %d, skipped %d)", strings.Join(paths, ", "), st.Read, st.Skipped)
 	}
 	l.reqs, l.probs = span.Assemble(l.spans)
@@ -220,11 +241,49 @@ func (l *logs) fill(rep *analyze.Report) {
 		}
 		rep.Inputs = append(rep.Inputs, analyze.Input{File: name, Format: l.stats.Formats[name]})
 	}
+	for _, p := range l.stats.Passed {
+		rep.Inputs = append(rep.Inputs, analyze.Input{File: p.File, SkippedReason: p.Reason})
+	}
 	rep.Read, rep.Spans, rep.Skipped = l.stats.Read, l.stats.Used, l.stats.Skipped
 	rep.SkippedByReason = l.stats.SkippedByReason
+	rep.Filtered, rep.FilteredByReason = l.stats.Filtered, l.stats.FilteredByReason
+	rep.Ignored, rep.IgnoredByField = l.stats.Ignored, l.stats.IgnoredByField
+	rep.Notes = l.stats.Notes
 	for _, x := range l.stats.Errors[:min(len(l.stats.Errors), 5)] {
 		rep.SkipExamples = append(rep.SkipExamples, x.Error())
 	}
+	l.filteredOrphans(rep)
+}
+
+// filteredOrphans keeps the orphan warning for orphans of bad data: a span
+// whose parent --since, --until, --hops or --exclude-hops left out is
+// reported as such, not as a sign that the logs are broken.
+func (l *logs) filteredOrphans(rep *analyze.Report) {
+	if l.stats.Filtered == 0 || l.probs.Orphans == 0 {
+		return
+	}
+	n, known := l.stats.FilteredParents(l.spans)
+	n = min(n, l.probs.Orphans)
+	rest := l.probs.Orphans - n
+	var out []analyze.Warning
+	for _, w := range rep.Warnings {
+		if w.Code != "orphan-span" {
+			out = append(out, w)
+			continue
+		}
+		if n > 0 {
+			out = append(out, analyze.Warning{Code: "filtered-parent", Message: fmt.Sprintf(
+				"%d spans have a parent that --since, --until, --hops or --exclude-hops left out; they were treated as top-level calls", n)})
+		}
+		if rest > 0 {
+			w.Message = fmt.Sprintf("%d spans name a parent that is not in the logs; they were treated as top-level calls", rest)
+			if !known {
+				w.Message += fmt.Sprintf(" (the filters left out %d spans, too many to tell whether their parents are among them)", l.stats.Filtered)
+			}
+			out = append(out, w)
+		}
+	}
+	rep.Warnings = out
 }
 
 // outputFlags choose the format and destination of a report.
