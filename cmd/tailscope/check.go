@@ -57,10 +57,12 @@ func (c *checkFlags) registerModel(fs interface {
 	fs.StringVar(&c.retryModel, "retry-model", replay.ModelSame, "attempts beyond those logged: same (reuse the last one: persistent slowness) or independent (drawn from the hop's attempts)")
 }
 
+// parseDur reads a duration flag: at most policy.MaxDuration (1000h), the
+// bound of the policy file, so that the arithmetic holds.
 func parseDur(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q: want a duration like 3s or 800ms", s)
+	if err != nil || d < 0 || d > policy.MaxDuration {
+		return 0, fmt.Errorf("%q: want a duration like 3s or 800ms, at most 1000h", s)
 	}
 	return d, nil
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"os"
-	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +30,8 @@ func newFlags(e *env, name, usage string) *pflag.FlagSet {
 }
 
 // parse parses flags, mapping --help and flag mistakes to our errors.
+// A number flag must be finite: NaN passes every range check (all its
+// comparisons are false) and would panic or silently pass gates later.
 func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -37,7 +39,16 @@ func parse(fs *pflag.FlagSet, args []string) error {
 		}
 		return usageError{err.Error()}
 	}
-	return nil
+	var bad error
+	fs.Visit(func(f *pflag.Flag) {
+		if t := f.Value.Type(); bad != nil || t != "float64" && t != "float32" {
+			return
+		}
+		if v, err := strconv.ParseFloat(f.Value.String(), 64); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = usagef("--%s %s: want a finite number", f.Name, f.Value.String())
+		}
+	})
+	return bad
 }
 
 // inputFlags are the flags of every command that reads logs.
@@ -69,19 +80,30 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.sampleSpans, "sample-spans", analyze.DefaultSampleSpans, "spans kept whole for call trees, retry yield and replay; larger logs use a\ndeterministic sample of traces (per-hop percentiles stay over all spans)")
 }
 
+// Times --since and --until may name: those whose Unix nanoseconds an
+// int64 holds (1677-09-21 to 2262-04-11). Beyond, UnixNano wraps and a
+// filter would keep every span.
+var (
+	minWhen = time.Unix(0, math.MinInt64)
+	maxWhen = time.Unix(0, math.MaxInt64)
+)
+
 func parseWhen(flag, s string, now time.Time) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if d, derr := time.ParseDuration(s); derr == nil {
 		if d > 0 {
 			d = -d
 		}
-		return now.Add(d).UnixNano(), nil
+		t, err = now.Add(d), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return 0, usagef("--%s %q: want RFC 3339 (2026-01-02T15:04:05Z) or a relative duration like -2h", flag, s)
+	}
+	if t.Before(minWhen) || t.After(maxWhen) {
+		return 0, usagef("--%s %q: out of range: want a time between 1677-09-22 and 2262-04-11", flag, s)
 	}
 	return t.UnixNano(), nil
 }
@@ -111,6 +133,9 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	}
 	if o.Until, err = parseWhen("until", f.until, now); err != nil {
 		return o, err
+	}
+	if f.since != "" && f.until != "" && o.Since >= o.Until {
+		return o, usagef("--since %s is not before --until %s: no span could be kept", f.since, f.until)
 	}
 	for _, x := range []struct {
 		flag, re string
@@ -211,13 +236,13 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 	}
 	if !f.quiet {
 		for _, n := range st.Notes {
-			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", n)
+			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", visible(n))
 		}
 	}
 	if !f.quiet && st.Skipped > 0 {
 		fmt.Fprintf(e.stderr, "tailscope: skipped %d of %d records", st.Skipped, st.Read)
 		if len(st.Errors) > 0 {
-			fmt.Fprintf(e.stderr, "; first: %s", st.Errors[0])
+			fmt.Fprintf(e.stderr, "; first: %s", visible(st.Errors[0].Error()))
 		}
 		fmt.Fprintln(e.stderr)
 	}
@@ -284,65 +309,6 @@ func (l *logs) filteredOrphans(rep *analyze.Report) {
 		}
 	}
 	rep.Warnings = out
-}
-
-// outputFlags choose the format and destination of a report.
-type outputFlags struct {
-	format string
-	output string
-}
-
-func (o *outputFlags) register(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.format, "format", "f", "text", "output format: "+strings.Join(report.Formats, ", "))
-	fs.StringVarP(&o.output, "output", "o", "", "write to this file (atomically: a temporary file, then rename) instead of stdout")
-}
-
-func (o *outputFlags) check() error {
-	if !report.ValidFormat(o.format) {
-		return usagef("--format %q: want %s", o.format, strings.Join(report.Formats, ", "))
-	}
-	return nil
-}
-
-// write renders to stdout or, atomically, to the output file.
-func (o *outputFlags) write(e *env, render func(w io.Writer) error) error {
-	return writeTo(e, o.output, render)
-}
-
-func writeTo(e *env, path string, render func(w io.Writer) error) error {
-	if path == "" || path == "-" {
-		return render(e.stdout)
-	}
-	return writeAtomic(path, render)
-}
-
-// writeAtomic writes a file so that a reader sees the old content or the
-// new, never a half file: a temporary file in the same folder, then rename.
-func writeAtomic(path string, render func(w io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = render(tmp); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // renderOptions decides colour: only on a terminal and never with NO_COLOR.

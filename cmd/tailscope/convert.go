@@ -101,9 +101,9 @@ func runConvert(e *env, args []string) error {
 		return err
 	}
 	if !in.quiet {
-		fmt.Fprintf(e.stderr, "tailscope: wrote %d spans to %s (%s); read %d, skipped %d", st.Used, describe(output), to, st.Read, st.Skipped)
+		fmt.Fprintf(e.stderr, "tailscope: wrote %d spans to %s (%s); read %d, skipped %d", st.Used, visible(describe(output)), to, st.Read, st.Skipped)
 		if len(st.Errors) > 0 {
-			fmt.Fprintf(e.stderr, "; first skipped: %s", st.Errors[0])
+			fmt.Fprintf(e.stderr, "; first skipped: %s", visible(st.Errors[0].Error()))
 		}
 		fmt.Fprintln(e.stderr)
 	}

@@ -85,7 +85,7 @@ func runRecommend(e *env, args []string) error {
 		if !in.quiet {
 			fmt.Fprintln(e.stderr, "tailscope: gRPC's methodConfig timeout covers the whole call with its retries, and maxAttempts counts the first attempt (at most 5).")
 			for _, n := range notes {
-				fmt.Fprintln(e.stderr, "tailscope:", n)
+				fmt.Fprintln(e.stderr, "tailscope:", visible(n))
 			}
 		}
 	}

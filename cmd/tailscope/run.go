@@ -4,15 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 )
 
-// Exit codes (contract, DESIGN §2).
+// Exit codes (contract, DESIGN §2). Besides these, a process ended by a
+// signal exits 128 + its number (130 SIGINT, 143 SIGTERM: main.go), and
+// a crash the run cannot recover from (a fatal runtime error, a panic on
+// another goroutine) aborts with SIGABRT: 134. None of them is 2, which
+// says only that the command line is wrong.
 const (
 	exitOK        = 0
 	exitError     = 1 // runtime or input error
 	exitUsage     = 2 // bad flags or arguments
 	exitViolation = 3 // check found lint errors or failed gates
+	exitInternal  = 4 // a bug: the command panicked
 )
 
 // usageError marks an error that is the user's invocation, not the input.
@@ -28,6 +35,14 @@ var errViolation = errors.New("check failed")
 
 // errHelp is returned when --help was asked for and printed.
 var errHelp = errors.New("help")
+
+// internalError is a panic of a command, recovered.
+type internalError struct {
+	value any
+	stack []byte
+}
+
+func (e internalError) Error() string { return fmt.Sprint("internal error: ", e.value) }
 
 type command struct {
 	name, summary string
@@ -59,12 +74,20 @@ Commands:
 %s
 Run 'tailscope <command> --help' for a command's flags.
 
-Exit codes: 0 ok, 1 runtime or input error, 2 usage error, 3 check found violations.
+Exit codes: 0 ok, 1 runtime or input error, 2 usage error, 3 check found violations,
+4 internal error (a bug), 130/143 interrupted by SIGINT/SIGTERM (temporary files
+removed), 134 crashed (a bug).
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runWith(commands(), args, stdin, stdout, stderr)
+}
+
+// runWith runs one of cmds. Everything it prints on stderr goes through
+// visible: names, headers and values from the input cannot drive the
+// terminal.
+func runWith(cmds []command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
-	cmds := commands()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		var b strings.Builder
 		for _, c := range cmds {
@@ -86,22 +109,96 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(e, args[1:])
+		err := runCommand(c, e, args[1:])
+		var ie internalError
 		switch {
 		case err == nil, errors.Is(err, errHelp):
 			return exitOK
 		case errors.Is(err, errViolation):
 			return exitViolation
 		case errors.As(err, new(usageError)):
-			fmt.Fprintf(stderr, "tailscope %s: %v\nRun 'tailscope %s --help' for usage.\n", c.name, err, c.name)
+			fmt.Fprintf(stderr, "tailscope %s: %s\nRun 'tailscope %s --help' for usage.\n", c.name, visible(err.Error()), c.name)
 			return exitUsage
+		case errors.As(err, &ie):
+			fmt.Fprintf(stderr, "tailscope: %s\nThis is a bug in tailscope %s; please report it with the command line and this trace:\n%s",
+				visible(ie.Error()), version, visible(string(ie.stack)))
+			return exitInternal
 		default:
-			fmt.Fprintf(stderr, "tailscope: %v\n", err)
+			fmt.Fprintf(stderr, "tailscope: %s\n", visible(err.Error()))
 			return exitError
 		}
 	}
-	fmt.Fprintf(stderr, "tailscope: unknown command %q\nRun 'tailscope --help' for the list.\n", args[0])
+	fmt.Fprintf(stderr, "tailscope: unknown command %s\nRun 'tailscope --help' for the list.\n", visible(fmt.Sprintf("%q", args[0])))
 	return exitUsage
+}
+
+// runCommand runs c, turning a panic into an internalError after removing
+// what the run had in flight (temporary files).
+func runCommand(c command, e *env, args []string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			runCleanups()
+			err = internalError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return c.run(e, args)
+}
+
+// visible makes what could act on a terminal visible as escapes, for text
+// printed on stderr: control characters other than newline and tab (C0,
+// DEL, C1: ESC sequences, BEL, NUL, carriage returns that overwrite a
+// line), bytes that are not UTF-8, bidirectional overrides and isolates
+// (U+202A–U+202E, U+2066–U+2069, and the marks U+200E, U+200F, U+061C)
+// that reorder what is shown, zero-width characters (U+200B–U+200D,
+// U+2060, U+FEFF) that hide text, and the line separators U+2028 and
+// U+2029. Bytes are written \xHH, characters \uHHHH.
+func visible(s string) string {
+	i := 0
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if hidden(r, size) {
+			break
+		}
+		i += size
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case !hidden(r, size):
+			b.WriteString(s[i : i+size])
+		case r == utf8.RuneError || r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// hidden reports a character visible escapes; size 1 with RuneError is a
+// byte that is not UTF-8.
+func hidden(r rune, size int) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f:
+		return true
+	case r == utf8.RuneError && size == 1:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
+		r == 0x200e, r == 0x200f, r == 0x061c,
+		r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff,
+		r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
 }
 
 const version = "0.1.0"
