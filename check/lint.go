@@ -153,7 +153,79 @@ type hopObs struct {
 type pathObs struct {
 	left  int64  // ns left for this call's attempts
 	bound string // what bounds it ("the 9s budget")
-	parts []part // what was taken from the bound before left
+	parts *parts // what was taken from the bound before left
+}
+
+// stage is sibling calls that overlapped in time: they ran in parallel,
+// and the path spends the slowest one's reserve on them.
+type stage struct {
+	calls   []*span.Call
+	end     int64
+	reserve int64
+	who     string
+}
+
+// parts is what a path spent before a call, as a chain shared by every
+// call below it: the enclosing path's parts (outer), then either the other
+// stages of one level (all of stages but the call's own, skip) or one
+// part. Only the worst path's message lists them, so they are never
+// copied per call: a level of n stages costs O(n), not O(n²).
+type parts struct {
+	outer  *parts
+	stages []*stage
+	skip   int
+	one    *part
+	n      int   // parts in the chain, this node's included
+	sum    int64 // their total ns
+}
+
+func (p *parts) count() int {
+	if p == nil {
+		return 0
+	}
+	return p.n
+}
+
+func (p *parts) total() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.sum
+}
+
+// withStages is p followed by every stage but skip.
+func (p *parts) withStages(stages []*stage, skip int, sum int64) *parts {
+	if len(stages) <= 1 {
+		return p
+	}
+	return &parts{outer: p, stages: stages, skip: skip, n: p.count() + len(stages) - 1, sum: p.total() + sum}
+}
+
+// with is p followed by one part.
+func (p *parts) with(x part) *parts {
+	return &parts{outer: p, one: &x, skip: -1, n: p.count() + 1, sum: p.total() + x.ns}
+}
+
+// first lists the chain's first k parts, in path order.
+func (p *parts) first(k int) []part {
+	var chain []*parts
+	for q := p; q != nil; q = q.outer {
+		chain = append(chain, q)
+	}
+	var out []part
+	for i := len(chain) - 1; i >= 0 && len(out) < k; i-- {
+		q := chain[i]
+		if q.one != nil {
+			out = append(out, *q.one)
+			continue
+		}
+		for j, s := range q.stages {
+			if j != q.skip && len(out) < k {
+				out = append(out, part{s.who, s.reserve})
+			}
+		}
+	}
+	return out
 }
 
 // walk visits sibling calls with left ns of deadline (bounded by bound)
@@ -164,15 +236,9 @@ type pathObs struct {
 // with no timeout, the first attempt's logged duration. The order does not
 // matter: time the others may take is time this hop's retries cannot
 // have, before or after.
-func (l *linter) walk(cs []*span.Call, left int64, bound string, parts []part) {
+func (l *linter) walk(cs []*span.Call, left int64, bound string, pp *parts) {
 	if len(cs) == 0 {
 		return
-	}
-	type stage struct {
-		calls   []*span.Call
-		end     int64
-		reserve int64
-		who     string
 	}
 	var stages []*stage
 	for _, c := range cs {
@@ -193,21 +259,15 @@ func (l *linter) walk(cs []*span.Call, left int64, bound string, parts []part) {
 		}
 		total += s.reserve
 	}
-	for _, s := range stages {
-		var own []part
-		for _, o := range stages {
-			if o != s {
-				own = append(own, part{o.who, o.reserve})
-			}
-		}
+	for i, s := range stages {
+		cp := pp.withStages(stages, i, total-s.reserve)
 		for _, c := range s.calls {
 			cl := left
 			if left < never {
 				cl = left - (total - s.reserve)
 			}
-			cparts := append(append([]part(nil), parts...), own...)
-			l.observe(c, cl, bound, cparts)
-			l.descend(c, cl, bound, cparts)
+			l.observe(c, cl, bound, cp)
+			l.descend(c, cl, bound, cp)
 		}
 	}
 }
@@ -223,21 +283,21 @@ func (l *linter) reserve(c *span.Call) int64 {
 // descend walks the calls made inside each attempt of c. Attempt k starts
 // after k earlier attempts at their timeout and the shortest backoffs; the
 // attempt's own timeout bounds its children when it is the tighter limit.
-func (l *linter) descend(c *span.Call, left int64, bound string, parts []part) {
+func (l *linter) descend(c *span.Call, left int64, bound string, pp *parts) {
 	hp := l.forCall(c)
 	T := int64(hp.Timeout)
 	for k, a := range c.Attempts {
 		if len(a.Calls) == 0 {
 			continue
 		}
-		inner, ib, ip := left, bound, parts
+		inner, ib, ip := left, bound, pp
 		if left < never && k > 0 && T > 0 {
 			spent := int64(k) * T
 			for j := 1; j <= k; j++ {
 				spent += int64(hp.Backoff.Delay(j, 0))
 			}
 			inner -= spent
-			ip = append(append([]part(nil), parts...), part{fmt.Sprintf("%s's %d earlier attempts", c.Hop, k), spent})
+			ip = pp.with(part{fmt.Sprintf("%s's %d earlier attempts", c.Hop, k), spent})
 		}
 		if T > 0 && T < inner {
 			inner, ib, ip = T, fmt.Sprintf("%s's %s timeout", c.Hop, fd(hp.Timeout)), nil
@@ -248,7 +308,7 @@ func (l *linter) descend(c *span.Call, left int64, bound string, parts []part) {
 
 // observe records one call of a hop: its attempts' times and the deadline
 // it ran under.
-func (l *linter) observe(c *span.Call, left int64, bound string, parts []part) {
+func (l *linter) observe(c *span.Call, left int64, bound string, pp *parts) {
 	o := l.obs[c.Hop]
 	if o == nil {
 		o = &hopObs{minCovered: -1, callee: true}
@@ -282,7 +342,7 @@ func (l *linter) observe(c *span.Call, left int64, bound string, parts []part) {
 	}
 	if o.minCovered < 0 || k < o.minCovered {
 		o.minCovered = k
-		o.worst = &pathObs{left: left, bound: bound, parts: parts}
+		o.worst = &pathObs{left: left, bound: bound, parts: pp}
 	}
 }
 
@@ -401,16 +461,14 @@ func (l *linter) deadRetries(name string, hp policy.Hop, src string, o *hopObs) 
 	need := fmt.Sprintf("backoff %s + %s", fd(hp.Backoff.Delay(1, 0)), fd(T))
 	afterFirst := w.left - int64(T)
 	var why string
-	if len(w.parts) > 0 {
-		var sum int64
-		items := make([]string, 0, len(w.parts))
-		for i, pt := range w.parts {
-			sum += pt.ns
-			if i < 4 {
-				items = append(items, pt.what+" "+fd(time.Duration(pt.ns)))
-			} else if i == 4 {
-				items = append(items, fmt.Sprintf("%d more", len(w.parts)-4))
-			}
+	if n := w.parts.count(); n > 0 {
+		sum := w.parts.total()
+		items := make([]string, 0, 5)
+		for _, pt := range w.parts.first(4) {
+			items = append(items, pt.what+" "+fd(time.Duration(pt.ns)))
+		}
+		if n > 4 {
+			items = append(items, fmt.Sprintf("%d more", n-4))
 		}
 		why = fmt.Sprintf("%s minus the rest of the path at its timeouts (%s = %s) leaves %s", w.bound,
 			strings.Join(items, " + "), fd(time.Duration(sum)), fdSigned(w.left))
