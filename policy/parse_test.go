@@ -236,3 +236,23 @@ func TestWorstAcceptedSize(t *testing.T) {
 		t.Errorf("parse allocated %d MB", mb)
 	}
 }
+
+// Hop names with characters YAML does not allow raw (DEL, C1, a BOM) are
+// written escaped, so that recommend's file reads back (JSON quoting left
+// them raw: found by FuzzParse).
+func TestMarshalOddNamesRoundTrip(t *testing.T) {
+	names := []string{"\u0080", "a\x7fb", "\ufeffx", "q\"b\\c", "tab\tnl\n", "\U0001F600 ok", "\u0085", "\uffff"}
+	p := &Policy{Hops: map[string]Hop{}}
+	for _, n := range names {
+		p.Hops[n] = Hop{Timeout: time.Second}
+	}
+	q, err := Parse("p.yaml", p.Marshal())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, p.Marshal())
+	}
+	for _, n := range names {
+		if _, ok := q.Hops[n]; !ok {
+			t.Errorf("%q did not read back; got %q", n, q.HopNames())
+		}
+	}
+}

@@ -8,11 +8,9 @@ package policy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -228,9 +226,11 @@ func fmtDur(d time.Duration) string {
 }
 
 // quoteKey writes a hop name as a YAML key: bare when it is a plain
-// identifier-like name, else as a double-quoted string with JSON escapes
-// (valid YAML), so that any name — spaces, colons, "#", Unicode spaces,
-// control characters — reads back as itself.
+// identifier-like name, else as a YAML double-quoted string in which every
+// character YAML does not allow raw (C0, DEL, C1 — JSON quoting leaves DEL
+// and C1 raw —, a BOM, U+FFFE/U+FFFF) is an escape, so that any name —
+// spaces, colons, "#", Unicode spaces, control characters — reads back as
+// itself.
 func quoteKey(k string) string {
 	plain := k != "" && k != "null" && k != "true" && k != "false" && k != "~"
 	for i := 0; i < len(k) && plain; i++ {
@@ -242,11 +242,24 @@ func quoteKey(k string) string {
 	if plain {
 		return k
 	}
-	out, err := json.Marshal(k)
-	if err != nil {
-		return strconv.Quote(k)
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range k {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000 && r <= 0x10ffff:
+			b.WriteRune(r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
 	}
-	return string(out)
+	b.WriteByte('"')
+	return b.String()
 }
 
 // ErrNoPolicy is returned when a command needs a policy and none was given.
