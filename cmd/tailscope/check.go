@@ -27,8 +27,8 @@ requests that succeeded as logged than --max-false-timeouts (default
 --false-timeouts, 0.1%), with or without gates.
 
 Exit codes: 0 every policy passes, 3 a lint error or a failed gate,
-1 an input error, 2 a usage error. Undetermined requests count against
-gates unless --optimistic.
+1 an input error, 2 a usage error, 4 or 134 a crash (a bug), 130/143
+interrupted. Undetermined requests count against gates unless --optimistic.
 
 Examples:
   tailscope check --policy proposed.yaml logs/
