@@ -443,7 +443,7 @@ func (a *Accum) addUnsampledHops(rep *Report) {
 		}
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
 			FailureClass: ClassTooFew, Evidence: nWord(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
-		a.fill(&h, rep)
+		a.fill(&h, rep, len(rep.Warnings))
 		h.Recommendation = Recommendation{Action: ActionKeep, Basis: "not in the trace sample: covered by the default"}
 		rep.Hops = append(rep.Hops, h)
 		added = true
@@ -470,7 +470,7 @@ func wilson(k, n int) (float64, float64) {
 // sample, with those over all spans. T is the hop's timeout as hopStats
 // found it on the sample (the policy in force, the span attribute, or
 // inferred: the sample holds thousands of attempts per hop).
-func (a *Accum) fill(h *Hop, rep *Report) {
+func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	acc := a.hops[h.Hop]
 	if acc == nil {
 		return
@@ -550,9 +550,11 @@ func (a *Accum) fill(h *Hop, rep *Report) {
 	}
 	h.LatencyHistogram = digestLogHistogram(&all)
 
-	// Replace the sample's per-hop warnings with the full numbers.
-	ws := rep.Warnings[:0]
-	for _, w := range rep.Warnings {
+	// Replace the sample's per-hop warnings with the full numbers. They
+	// were added from index from on (by hopStats for this hop), so only
+	// those are scanned: linear in hops, not quadratic.
+	ws := rep.Warnings[:from]
+	for _, w := range rep.Warnings[from:] {
 		if w.Hop == h.Hop && (w.Code == "too-few-samples" || w.Code == "censored-tail") {
 			continue
 		}

@@ -304,10 +304,11 @@ func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	}
 	sort.Strings(names)
 	for _, n := range names {
+		from := len(rep.Warnings)
 		h := hopStats(n, byHop[n], calls[n], roots[n], opt, rep)
 		if opt.full != nil {
 			rep.opt = opt
-			opt.full.fill(&h, rep)
+			opt.full.fill(&h, rep, from)
 		}
 		rep.Hops = append(rep.Hops, h)
 	}
