@@ -83,6 +83,15 @@ func addCleanupFor(create func() (undo func(), err error)) (forget func(), err e
 	}, nil
 }
 
+// uninterrupted runs fn with the signal handler held off: for what a
+// signal must not cut in half, such as rewriting a file in place. A signal
+// that arrives meanwhile takes effect when fn returns.
+func uninterrupted(fn func() error) error {
+	cleanups.mu.Lock()
+	defer cleanups.mu.Unlock()
+	return fn()
+}
+
 // runCleanups runs and forgets every registered cleanup.
 func runCleanups() {
 	cleanups.mu.Lock()

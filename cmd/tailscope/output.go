@@ -228,7 +228,7 @@ func replaceFile(name, path string, render func(w io.Writer) error) error {
 		}
 	}
 	if inPlace {
-		err := copyInto(path, tmp.name)
+		err := uninterrupted(func() error { return copyInto(path, tmp.name) })
 		tmp.discard()
 		if err != nil {
 			return fmt.Errorf("writing %s: %v", name, reason(err))
