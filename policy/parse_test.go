@@ -129,7 +129,7 @@ func TestDurationBounds(t *testing.T) {
 
 // A huge bad value is quoted in part, with its length, not whole.
 func TestLongValuesClipped(t *testing.T) {
-	long := strings.Repeat("x", 10<<20)
+	long := strings.Repeat("x", 2<<20)
 	for _, y := range []string{
 		"default: {timeout: " + long + "}\n",
 		"hops:\n  ? " + long + "\n  : {retries: x}\n",
