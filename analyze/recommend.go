@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -168,6 +169,16 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	// conservative of the hop timeouts, no retries.
 	p.Default = policy.Hop{Timeout: maxTimeout(p), Retries: 0, BudgetAware: true}
 	chk := raiseUntilSafe(rep, reqs, p, opt, target)
+	if nested := coverNestedRetries(rep, reqs, p, opt); len(nested) > 0 {
+		// Timeouts only grew: replay once more for the final numbers.
+		recount(chk, replay.Run(reqs, p, replay.Options{}))
+		for _, h := range nested {
+			if !slices.Contains(chk.RaisedHops, h) {
+				chk.RaisedHops = append(chk.RaisedHops, h)
+			}
+		}
+		sort.Strings(chk.RaisedHops)
+	}
 	chk.CallsPerRequest, chk.Percentile = round4(k), round4(q*100)
 	rep.RecommendationCheck = chk
 	for i := range rep.Hops {
@@ -532,6 +543,116 @@ func callsPerRequest(reqs []*span.Request) float64 {
 	return float64(n) / float64(len(reqs))
 }
 
+// coverNestedRetries raises the timeout of every call that has, somewhere
+// below it, a call with retries, until its attempts' worst case (every
+// call inside at its timeout, with every retry and the longest backoffs)
+// fits: a caller that gives up first makes its callee's retries dead.
+// Raising a caller can make its own callers short, so it repeats until
+// nothing changes (at most the tree's depth, which span caps).
+func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt Options) []string {
+	byHop := map[string]*Hop{}
+	for i := range rep.Hops {
+		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
+	}
+	from := map[string]time.Duration{}
+	because := map[string]string{}
+	for round := 0; round <= span.MaxDepth; round++ {
+		need := map[string]int64{}
+		inner := map[string]string{}
+		// visit returns a hop with retries at or below cs, "" if none.
+		var visit func(cs []*span.Call) string
+		visit = func(cs []*span.Call) string {
+			found := ""
+			for _, c := range cs {
+				below := ""
+				for _, a := range c.Attempts {
+					if h := visit(a.Calls); h != "" {
+						below = h
+					}
+				}
+				hp := p.ForCall(c.Hop, c.Role == span.RoleCall)
+				if below != "" && hp.Timeout > 0 {
+					for _, a := range c.Attempts {
+						if lat, _ := worstAttempt(a.Span, a.Calls, p); lat > need[c.Hop] {
+							need[c.Hop], inner[c.Hop] = lat, below
+						}
+					}
+				}
+				switch {
+				case hp.Retries > 0:
+					found = c.Hop
+				case below != "" && found == "":
+					found = below
+				}
+			}
+			return found
+		}
+		for _, r := range reqs {
+			visit(r.Calls)
+		}
+		changed := false
+		for hop, n := range need {
+			hp, listed := p.Hops[hop]
+			if !listed || time.Duration(n) <= hp.Timeout {
+				continue
+			}
+			t := RoundUpNice(time.Duration(float64(n) * (1 + opt.Margin)))
+			if _, ok := from[hop]; !ok {
+				from[hop] = hp.Timeout
+			}
+			because[hop] = inner[hop]
+			hp.Timeout = t
+			p.Hops[hop] = hp
+			changed = true
+		}
+		if !changed {
+			break
+		}
+	}
+	for hop, was := range from {
+		h := byHop[hop]
+		if h == nil {
+			continue
+		}
+		now := p.Hops[hop].Timeout
+		h.Recommendation.TimeoutMs = ms(int64(now))
+		if h.Recommendation.RaisedFromMs == nil {
+			h.Recommendation.RaisedFromMs = fptr(ms(int64(was)))
+		}
+		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s so that the retries of %s below it can run (its calls at their timeouts, with every retry, need up to that × %.2f)",
+			FormatDuration(was), FormatDuration(now), because[hop], 1+opt.Margin)
+	}
+	if d := maxTimeout(p); d > p.Default.Timeout {
+		p.Default.Timeout = d
+	}
+	p.Budget = budgetFor(reqs, p, opt.Margin)
+	raised := make([]string, 0, len(from))
+	for hop := range from {
+		raised = append(raised, hop)
+	}
+	return raised
+}
+
+// recount sets chk's outcome numbers from a replay of the logs.
+func recount(chk *RecommendationCheck, res *replay.Result) {
+	chk.Failed, chk.Undetermined = 0, 0
+	for _, o := range res.Outcomes {
+		switch {
+		case !o.LoggedOK:
+		case o.Undetermined:
+			chk.Undetermined++
+		case !o.OK:
+			chk.Failed++
+		}
+	}
+	allowed := int(math.Floor(chk.Target*float64(chk.LoggedOK) + 1e-9))
+	chk.Met = chk.Failed <= allowed
+	chk.Share = 0
+	if chk.LoggedOK > 0 {
+		chk.Share = round4(float64(chk.Failed) / float64(chk.LoggedOK))
+	}
+}
+
 // budgetFor is a budget under which no logged request is cut: the longest
 // request as logged (root span included) or along its critical path with
 // every attempt running to its timeout and every configured retry taken
@@ -553,41 +674,47 @@ func budgetFor(reqs []*span.Request, p *policy.Policy, margin float64) time.Dura
 	return b
 }
 
-// worstRequest is the request's latency when every call with a timeout
-// runs every configured attempt to it: the root's own time (or the gaps
-// between top-level calls) plus the critical path of its calls so slowed.
+// worstRequest is how long the request can run when every call with a
+// timeout runs every configured attempt to it: the root's own time (or the
+// gaps between top-level calls) plus the critical path of its calls so
+// slowed, or, when later, the end of the last synchronous call under it
+// (a callee whose clock runs ahead can end after its caller, and replay
+// still bounds it by the budget).
 func worstRequest(r *span.Request, p *policy.Policy) int64 {
 	if r.Root != nil {
-		return worstAttempt(r.Root, r.Calls, p)
+		lat, reach := worstAttempt(r.Root, r.Calls, p)
+		return max(lat, reach)
 	}
-	end, _ := worstPath(r.Calls, r.Start, math.MaxInt64, p)
-	return end
+	end, _, reach := worstPath(r.Calls, nil, r.Start, p)
+	return max(end, reach)
 }
 
 // worstAttempt is an attempt's latency with its synchronous children at
-// their worst (children that outlived it were not waited for).
-func worstAttempt(sp *span.Span, cs []*span.Call, p *policy.Policy) int64 {
+// their worst (asynchronous children were not waited for), and the latest
+// end of anything under it, both relative to its start.
+func worstAttempt(sp *span.Span, cs []*span.Call, p *policy.Policy) (lat, reach int64) {
 	if len(cs) == 0 {
-		return sp.Duration
+		return sp.Duration, sp.Duration
 	}
-	end, origEnd := worstPath(cs, sp.Start, sp.End(), p)
-	return max(0, sp.Duration+end-origEnd)
+	end, origEnd, reach := worstPath(cs, sp, sp.Start, p)
+	lat = max(0, sp.Duration+end-origEnd)
+	return lat, max(lat, reach)
 }
 
 // worstPath lays sibling calls out as replay does — a call that started
 // after siblings ended moves by the largest change among them — with each
 // call at its worst. It returns the new and the logged end of the last
-// call the parent waited for, relative to origin. Sweeping calls by start
-// with a heap of finished ones by logged end keeps it O(n log n) in the
-// number of siblings. Recursion follows the tree's depth, which package
-// span caps at span.MaxDepth.
-func worstPath(cs []*span.Call, origin, parentEnd int64, p *policy.Policy) (end, origEnd int64) {
+// call the parent waited for, and the latest end of anything under them,
+// relative to origin. Sweeping calls by start with a heap of finished ones
+// by logged end keeps it O(n log n) in the number of siblings. Recursion
+// follows the tree's depth, which package span caps at span.MaxDepth.
+func worstPath(cs []*span.Call, parent *span.Span, origin int64, p *policy.Policy) (end, origEnd, reach int64) {
 	var pending endHeap
 	var shift int64
 	waited := false
 	for _, c := range cs {
 		ce := c.End()
-		if ce > parentEnd {
+		if parent != nil && ce > parent.End() && span.AsyncChild(parent, c.Attempts[0].Span) {
 			continue // not waited for
 		}
 		start := c.Start()
@@ -597,32 +724,38 @@ func worstPath(cs []*span.Call, origin, parentEnd int64, p *policy.Policy) (end,
 				shift, waited = d.delta, true
 			}
 		}
-		w := worstCall(c, p)
-		newEnd := (start - origin) + shift + w
+		w, wr := worstCall(c, p)
+		at := (start - origin) + shift
+		newEnd := at + w
 		end = max(end, newEnd)
+		reach = max(reach, newEnd, at+wr)
 		origEnd = max(origEnd, ce-origin)
 		pending.push(ended{origEnd: ce, delta: newEnd - (ce - origin)})
 	}
-	return end, origEnd
+	return end, origEnd, reach
 }
 
 // worstCall is a call's duration with every configured attempt running to
-// its timeout and the longest backoffs; a call with no timeout lasts what
-// its logged attempts last, each at its worst.
-func worstCall(c *span.Call, p *policy.Policy) int64 {
+// its timeout and the longest backoffs (a call with no timeout lasts what
+// its logged attempts last, each at its worst), and the latest end of
+// anything under it, both relative to its start.
+func worstCall(c *span.Call, p *policy.Policy) (w, reach int64) {
 	h := p.ForCall(c.Hop, c.Role == span.RoleCall)
 	if h.Timeout > 0 {
-		w := satMul(int64(h.Timeout), int64(h.Retries+1))
+		w = satMul(int64(h.Timeout), int64(h.Retries+1))
 		for k := 1; k <= h.Retries; k++ {
 			w = satAdd(w, int64(h.Backoff.MaxDelay(k)))
 		}
-		return w
+		return w, w // nothing under it outlasts its timeouts
 	}
-	w := c.End() - c.Start()
+	w = c.End() - c.Start()
 	for _, a := range c.Attempts {
-		w += worstAttempt(a.Span, a.Calls, p) - a.Span.Duration
+		lat, r := worstAttempt(a.Span, a.Calls, p)
+		w += lat - a.Span.Duration
+		reach = max(reach, a.Span.Start-c.Start()+r)
 	}
-	return max(w, 0)
+	w = max(w, 0)
+	return w, max(w, reach)
 }
 
 func satAdd(a, b int64) int64 {

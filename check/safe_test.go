@@ -101,7 +101,9 @@ func TestRecommendThenCheckPassesOnRealFiles(t *testing.T) {
 
 // neverFiring is a policy under which no timeout can fire on these logs:
 // every hop's timeout above its slowest attempt, as many retries as any
-// call logged, a budget above every request.
+// call logged, a budget above every request. Requests with a failed call
+// that made fewer attempts than the policy allows are not as logged under
+// it (the policy would retry them): asLogged tells them apart.
 func neverFiring(reqs []*span.Request) *policy.Policy {
 	p := &policy.Policy{Name: "never", Hops: map[string]policy.Hop{}}
 	slowest := map[string]int64{}
@@ -128,6 +130,25 @@ func neverFiring(reqs []*span.Request) *policy.Policy {
 	return p
 }
 
+// asLogged reports whether every failed call of r made every attempt p
+// allows: r then ran under p exactly as it ran.
+func asLogged(r *span.Request, p *policy.Policy) bool {
+	ok := true
+	var walk func(cs []*span.Call)
+	walk = func(cs []*span.Call) {
+		for _, c := range cs {
+			if c.Failed() && len(c.Attempts) < p.ForCall(c.Hop, c.Role == span.RoleCall).Retries+1 {
+				ok = false
+			}
+			for _, a := range c.Attempts {
+				walk(a.Calls)
+			}
+		}
+	}
+	walk(r.Calls)
+	return ok
+}
+
 // Under a policy whose timeouts never fire, every request ends when and how
 // it ended as logged: replay invents nothing (asynchronous children do not
 // stretch their parent; a request that failed fails when it failed).
@@ -136,10 +157,11 @@ func TestNeverFiringPolicyReplaysAsLogged(t *testing.T) {
 		t.Run(f.path, func(t *testing.T) {
 			spans := readSpansLoose(t, f.path, f.opt)
 			reqs, _ := span.Assemble(spans)
-			res := replay.Run(reqs, neverFiring(reqs), replay.Options{})
+			p := neverFiring(reqs)
+			res := replay.Run(reqs, p, replay.Options{})
 			for i, o := range res.Outcomes {
 				r := reqs[i]
-				if o.Undetermined {
+				if o.Undetermined || !asLogged(r, p) {
 					continue // a censored attempt given more time: unknown by definition
 				}
 				if o.OK == r.Failed || o.End != r.Latency() {
@@ -243,5 +265,154 @@ func TestCheckFailsPolicyThatBreaksEverything(t *testing.T) {
 	// A looser --max-false-timeouts lets a policy through that fails few.
 	if f := LoggedSuccesses(replay.Run(l.reqs, tiny, replay.Options{}), 1); f == nil || f.Severity != SevWarning {
 		t.Errorf("with max 100%%: %+v", f)
+	}
+}
+
+// boutique generates requests shaped like a microservice demo's traces: a
+// frontend server root; client spans to several services, each with the
+// callee's server span under it, whose clock is skewed by up to ±skew;
+// nested calls inside some callees; in-process spans; a fire-and-forget
+// producer whose consumer runs after the response; fast 503s retried
+// (attempts numbered from 0); and a slow tail on one service.
+func boutique(seed uint64, n int, skew time.Duration) []span.Span {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var out []span.Span
+	id := 0
+	next := func() string { id++; return fmt.Sprintf("%016x", id) }
+	lat := func(ms float64) int64 { return int64(ms * 1e6 * math.Exp(0.5*rng.NormFloat64())) }
+	type svc struct {
+		name string
+		ms   float64
+		kids []string
+	}
+	svcs := map[string]svc{
+		"cart": {"cart", 3, nil}, "product": {"product", 2, nil}, "currency": {"currency", 1, nil},
+		"shipping": {"shipping", 4, nil}, "payment": {"payment", 6, nil}, "email": {"email", 8, nil},
+		"checkout":  {"checkout", 5, []string{"cart", "product", "currency", "shipping", "payment"}},
+		"recommend": {"recommend", 7, []string{"product"}},
+	}
+	// call appends a client span (and the callee's spans) under parent at
+	// time at; it returns the client span's end.
+	var call func(tid, parent, from, to string, at int64, attempt int) int64
+	call = func(tid, parent, from, to string, at int64, attempt int) int64 {
+		s := svcs[to]
+		cid, sid := next(), next()
+		sk := int64(0)
+		if skew > 0 {
+			sk = rng.Int64N(2*int64(skew)) - int64(skew)
+		}
+		sStart := at + 200_000 + sk
+		t := sStart + lat(s.ms*0.3)
+		for _, k := range s.kids {
+			t = call(tid, sid, to, k, t, -1) + 100_000
+		}
+		if to == "payment" && rng.IntN(50) == 0 {
+			t += int64(400+rng.IntN(600)) * 1e6 // the slow tail
+		}
+		// in-process work inside the callee
+		out = append(out, span.Span{TraceID: tid, SpanID: next(), ParentID: sid, Service: to, Name: "db.query", Hop: to + " db.query",
+			Start: sStart + 50_000, Duration: (t - sStart) / 3, Weight: 1})
+		failed := to == "cart" && rng.IntN(40) == 0
+		end := t + lat(0.5)
+		srv := span.Span{TraceID: tid, SpanID: sid, ParentID: cid, Service: to, Name: "/" + to + ".Serve", Kind: "server",
+			Hop: to + " /" + to + ".Serve", Start: sStart, Duration: end - sStart, Weight: 1}
+		cl := span.Span{TraceID: tid, SpanID: cid, ParentID: parent, Service: from, Name: "/" + to + ".Serve", Kind: "client",
+			Hop: from + " /" + to + ".Serve (client)", Start: at, Duration: end - sk + 200_000 - at, Weight: 1}
+		if attempt >= 0 {
+			cl.Attempt, cl.AttemptSet = attempt, true
+		}
+		if failed {
+			srv.Status, srv.Code = span.Error, 503
+			cl.Status, cl.Code = span.Error, 503
+			srv.Duration = 300_000
+			cl.Duration = 700_000
+			out = append(out, srv, cl)
+			// retried at once, and the retry succeeds
+			return call(tid, parent, from, to, cl.End()+100_000, max(attempt, 0)+1)
+		}
+		out = append(out, srv, cl)
+		return cl.End()
+	}
+	t0 := int64(1_750_000_000) * 1e9
+	for r := range n {
+		tid := fmt.Sprintf("%032x", r+1)
+		rootID := next()
+		start := t0 + int64(r)*50e6
+		t := start + 300_000
+		for _, to := range []string{"currency", "product", "cart", "recommend", "checkout", "currency", "shipping"} {
+			attempt := -1
+			if to == "cart" {
+				attempt = 0
+			}
+			t = call(tid, rootID, "frontend", to, t, attempt) + 50_000
+		}
+		// fire and forget: a producer whose consumer runs after the response
+		pid := next()
+		out = append(out, span.Span{TraceID: tid, SpanID: pid, ParentID: rootID, Service: "frontend", Name: "orders publish", Kind: "producer",
+			Hop: "frontend orders publish (producer)", Start: t, Duration: 200_000, Weight: 1})
+		end := t + 400_000
+		out = append(out, span.Span{TraceID: tid, SpanID: next(), ParentID: pid, Service: "email", Name: "orders process", Kind: "consumer",
+			Hop: "email orders process (consumer)", Start: end + 5e6, Duration: lat(20), Weight: 1})
+		out = append(out, span.Span{TraceID: tid, SpanID: rootID, Service: "frontend", Name: "GET /cart/checkout", Kind: "server",
+			Hop: "frontend GET /cart/checkout", Start: start, Duration: end - start, Weight: 1})
+	}
+	return out
+}
+
+// On generated microservice traces with skewed clocks, async consumers,
+// retried 503s and a slow tail: the recommendation passes its own check and
+// keeps the logged successes, and a never-firing policy replays exactly.
+func TestBoutiqueShapes(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		n    int
+		skew time.Duration
+	}{{1, 400, 0}, {2, 1500, 2 * time.Millisecond}, {3, 3000, 200 * time.Microsecond}} {
+		t.Run(fmt.Sprintf("seed%d-n%d-skew%s", c.seed, c.n, c.skew), func(t *testing.T) {
+			spans := boutique(c.seed, c.n, c.skew)
+			l := analyse(spans, nil)
+			p := l.rep.Recommended()
+			cr := Run(l.rep, l.reqs, []*policy.Policy{p}, Options{})
+			for _, x := range cr.Results[0].Lint {
+				if x.Severity != SevInfo {
+					t.Errorf("recommend wrote what check lints: %s %s %s: %s", x.Severity, x.Code, x.Hop, x.Message)
+				}
+			}
+			if chk := l.rep.RecommendationCheck; !chk.Met || chk.LoggedOK != c.n {
+				t.Errorf("recommendation_check %+v", chk)
+			}
+			roles := map[string]string{}
+			for _, h := range l.rep.Hops {
+				roles[h.Hop] = h.Role
+			}
+			for hop, want := range map[string]string{"frontend /cart.Serve (client)": "call", "cart /cart.Serve": "callee",
+				"cart db.query": "in-process", "frontend GET /cart/checkout": "root", "frontend orders publish (producer)": "call"} {
+				if roles[hop] != want {
+					t.Errorf("%s: role %q, want %q", hop, roles[hop], want)
+				}
+			}
+			nf := neverFiring(l.reqs)
+			res := replay.Run(l.reqs, nf, replay.Options{})
+			exact := 0
+			for i, o := range res.Outcomes {
+				r := l.reqs[i]
+				if o.Undetermined || !asLogged(r, nf) {
+					continue
+				}
+				exact++
+				if o.OK == r.Failed || o.End != r.Latency() {
+					t.Fatalf("never-firing replay of %s: ok=%v at %d, logged ok=%v at %d", r.TraceID, o.OK, o.End, !r.Failed, r.Latency())
+				}
+			}
+			if exact < c.n*9/10 {
+				t.Errorf("only %d of %d requests replayed under the never-firing policy as logged", exact, c.n)
+			}
+			// The retried 503s are one call each, numbered from 0.
+			for _, h := range l.rep.Hops {
+				if h.Hop == "frontend /cart.Serve (client)" && (h.RetryYield == nil || h.RetryYield.Recovered != h.RetryYield.RetriedCalls || h.RetryYield.RetriedCalls == 0) {
+					t.Errorf("cart client retry yield %+v, want every retried call recovered", h.RetryYield)
+				}
+			}
+		})
 	}
 }

@@ -9,7 +9,9 @@
 //     it fails at the deadline. The deadline is the sooner of the hop's
 //     timeout and the request's remaining budget (and the parent attempt's
 //     own deadline).
-//   - A failed attempt is retried while retries remain, after the backoff;
+//   - A failed attempt is retried while retries remain, after the backoff
+//     (or, for a retry the logs show, after the gap they show when it is
+//     longer: the time this system takes to send again);
 //     with budget_aware only when the remaining budget covers backoff plus
 //     one full attempt timeout. A budget that runs out ends the request at
 //     exactly the budget.
@@ -294,7 +296,7 @@ func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt
 		s.ok, s.end, s.failedHop = ok, end, hop
 		return s
 	}
-	k := s.calls(r.Calls, r.Start, never, 0, deadline)
+	k := s.calls(r.Calls, nil, r.Start, 0, deadline)
 	switch {
 	case k.failed:
 		s.ok, s.end, s.failedHop = false, k.failAt, k.blame
@@ -342,15 +344,17 @@ func (h *byOrigEnd) Pop() any {
 }
 
 // calls replays sibling calls whose logged origin (the parent's start) is
-// now placed at t0 (relative to the request's start). parentEnd is the
-// parent's logged end (never when there is no parent span): calls that
-// ended after it were not waited for and are left out.
+// now placed at t0 (relative to the request's start). parent is the span
+// they ran under (nil for a request without a root): calls that outlived
+// it as asynchronous work (span.AsyncChild) were not waited for and are
+// left out; a call in another service that ends after it is clock skew and
+// is replayed.
 //
 // A call that started after siblings ended waited for them: it moves by
 // the largest change among them. Calls come sorted by start, so the
 // siblings it waited for are collected once, from a heap ordered by their
 // logged end: linear in the number of siblings up to the heap's log.
-func (s *run) calls(cs []*span.Call, origin, parentEnd, t0, deadline int64) kids {
+func (s *run) calls(cs []*span.Call, parent *span.Span, origin, t0, deadline int64) kids {
 	k := kids{end: t0, failAt: never}
 	var pending byOrigEnd
 	var shift int64
@@ -358,7 +362,7 @@ func (s *run) calls(cs []*span.Call, origin, parentEnd, t0, deadline int64) kids
 	failedOrigEnd := never // calls that started after a new failure waited for it: they never run
 	for _, c := range cs {
 		origEnd := c.End()
-		if origEnd > parentEnd {
+		if parent != nil && origEnd > parent.End() && span.AsyncChild(parent, c.Attempts[0].Span) {
 			continue // asynchronous: the parent did not wait for it
 		}
 		start := c.Start()
@@ -418,6 +422,13 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 				retryStart = t
 			}
 			b := int64(hp.Backoff.Delay(k, s.draw(c.Hop, k, 0)))
+			if k < len(c.Attempts) {
+				// A logged retry started this long after the attempt
+				// before it ended: the time this system takes to notice a
+				// failure and send again. A policy's backoff adds to the
+				// wait only where it is longer.
+				b = max(b, c.Attempts[k].Span.Start-c.Attempts[k-1].Span.End())
+			}
 			if hp.BudgetAware && deadline < never && deadline-t < add(b, int64(hp.Timeout)) {
 				break
 			}
@@ -468,9 +479,15 @@ func (s *run) attempt(a *span.Attempt, hop string, t, deadline int64) (end int64
 	lat := sp.Duration
 	var k kids
 	if len(a.Calls) > 0 {
-		k = s.calls(a.Calls, sp.Start, sp.End(), t, deadline)
+		k = s.calls(a.Calls, sp, sp.Start, t, deadline)
 		if k.failed {
-			return min(k.failAt, deadline), false, k.blame, -1, false
+			if k.failAt >= deadline {
+				// The deadline this attempt runs under cut a call inside
+				// it: as logged, the attempt needed until its last
+				// synchronous call ended.
+				return deadline, false, k.blame, max(sp.Duration, k.origEnd), false
+			}
+			return k.failAt, false, k.blame, -1, false
 		}
 		lat += (k.end - t) - k.origEnd
 		if lat < 0 {

@@ -217,7 +217,7 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 	for p, cs := range children {
 		for _, c := range cs {
 			if c.Start < p.Start || c.End() > p.End() {
-				if asyncChild(p, c) {
+				if AsyncChild(p, c) {
 					pr.AsyncChildren++
 				} else {
 					pr.ClockSkew++
@@ -349,19 +349,22 @@ func countBelow(ss []*Span, children map[*Span][]*Span) int {
 	return n
 }
 
-// asyncChild reports whether child c, which starts before its parent p or
+// AsyncChild reports whether child c, which starts before its parent p or
 // ends after it, is work p did not wait for rather than a clock that
-// disagrees: the same service has one clock; a consumer of a producer runs
-// when the message arrives; a child that starts after its parent ended was
-// not awaited.
-func asyncChild(p, c *Span) bool {
-	if c.Start >= p.End() {
+// disagrees: a child that starts after its parent ended was not awaited;
+// messaging parents (a producer's send, a consumer's receive) hand work on
+// without waiting for it, and a consumer runs when the message arrives;
+// the same service has one clock, so its children that outlive it are
+// asynchronous. A child in another service that merely ends after its
+// parent is taken for clock skew: the parent waited for it.
+func AsyncChild(p, c *Span) bool {
+	switch {
+	case c.Start >= p.End():
+		return true
+	case p.Kind == "producer" || p.Kind == "consumer" || c.Kind == "consumer":
 		return true
 	}
-	if p.Kind == "producer" || c.Kind == "consumer" {
-		return true
-	}
-	return c.Service != "" && c.Service == p.Service && c.Start >= p.Start
+	return c.Service != "" && c.Service == p.Service
 }
 
 // roleOf decides what span s records, from its kind when the log gives one
