@@ -218,6 +218,7 @@ func FuzzCSV(f *testing.F) {
 	f.Add("a,b\n\"x\ny\",1\n")
 	f.Add("hop,duration_ms,parent_id\n\"\"\"\",1e400,root\n")
 	f.Add("TraceID,PodName,StartTimeUnixNano,EndTimeUnixNano\nt,p-5c95b49cff-mxdsg,10,5\n")
+	f.Add("\xef\xbb\xbfhop\tduration_ms\tcode\tattempt\na\t1\tECONNRESET\t0\nb\t2\tunavailable\tx\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		opt := Options{Format: "csv", MaxRecord: 256, Map: map[string]string{"service": "PodName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}}
 		st, err := ReadStream("f.csv", strings.NewReader(in), opt, func(*span.Span) {})

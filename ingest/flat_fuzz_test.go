@@ -77,6 +77,10 @@ func FuzzFlat(f *testing.F) {
 		`{"hop":"h","duration":1} trailing`,
 		`[1,2,3]`,
 		`{"hop":{"a":[[[[[]]]]]},"duration":1}`,
+		// Wild codes and attempt numbers, optional values not understood,
+		// a byte order mark.
+		"\xef\xbb\xbf" + `{"hop":"h","duration_ms":1,"code":"ECONNRESET","attempt":0,"status":"UNAVAILABLE"}` + "\n" +
+			`{"hop":"h","duration_ms":1,"code":"deadline exceeded","grpc-previous-rpc-attempts":"x","weight":-1,"start":"soon","code_text":"EPIPE"}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), false)

@@ -96,7 +96,7 @@ func ValidHopBy(h string) bool {
 type RecordError struct {
 	File   string
 	Line   int64  // 1-based line, or 0 when the format has no lines
-	Index  int64  // 1-based record index when Line is 0
+	Index  int64  // 1-based record index (trace formats: with the line), or 0
 	Reason string // short, stable, used as the skipped_by_reason key
 	Detail string
 }
@@ -104,6 +104,8 @@ type RecordError struct {
 func (e *RecordError) Error() string {
 	pos := e.File
 	switch {
+	case e.Line > 0 && e.Index > 0: // a span of a trace format: its line and its number
+		pos = fmt.Sprintf("%s:%d: span %d", e.File, e.Line, e.Index)
 	case e.Line > 0:
 		pos = fmt.Sprintf("%s:%d", e.File, e.Line)
 	case e.Index > 0:

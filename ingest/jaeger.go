@@ -21,6 +21,7 @@ package ingest
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -32,57 +33,80 @@ func decodeJaeger(src *Source) error {
 }
 
 func (w *jsonWalker) jaegerTop() error {
-	c, ok := w.peek()
-	if !ok {
-		_, err := w.dec.Token()
-		return err
+	c, err := w.top()
+	if err != nil {
+		return err // io.EOF at the end of the input
 	}
+	at := w.here()
 	switch c {
 	case '{':
-		w.dec.Token()
-		return w.jaegerObject()
+		w.open()
+		return w.jaegerObject(at)
 	case '[':
 		return w.array("top-level array", w.jaegerTraceValue)
 	}
-	at := w.offset()
 	if err := w.skipValue(); err != nil {
 		return err
 	}
-	w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want a Jaeger object, got a JSON scalar", at))
+	w.src.Skip(at.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want a Jaeger object, got %s", at.off, byteKind(c)))
 	return nil
 }
 
+// reasonNotJaeger is the skip of a top-level object that is neither the
+// envelope nor a trace.
+const reasonNotJaeger = "not a Jaeger document"
+
 // jaegerObject reads a top-level object after its '{': the envelope
 // (whose data array streams) or a bare trace (whose members are held).
-func (w *jsonWalker) jaegerObject() error {
+func (w *jsonWalker) jaegerObject(at pos) error {
 	var bare jaegerTrace
-	isTrace := false
+	isTrace, envelope := false, false
+	var keys []string
 	err := w.members(func(key string) error {
 		switch key {
 		case "data":
+			envelope = true
 			return w.array("data", w.jaegerTraceValue)
 		case "traceID", "traceId", "spans", "processes":
 			isTrace = true
-			raw, at, err := w.raw()
+			// Each part of a bare trace in its own buffer: both are
+			// held until the trace ends.
+			raw, rat, err := w.raw(nil)
+			if err == errTooLong {
+				bare.tooLong = true
+				return nil
+			}
 			if err != nil {
 				return err
 			}
 			bare.at = at
 			switch key {
 			case "spans":
-				bare.spans, bare.spansAt = raw, at
+				bare.spans, bare.spansAt = raw, rat
 			case "processes":
 				bare.processes = raw
 			}
 			return nil
+		}
+		if len(keys) < 6 {
+			keys = append(keys, strconv.Quote(key))
 		}
 		return w.skipValue()
 	})
 	if err != nil {
 		return err
 	}
-	if isTrace {
+	switch {
+	case bare.tooLong:
+		w.tooLong(at)
+	case isTrace:
 		w.jaegerTrace(&bare)
+	case !envelope:
+		what := "an object without data, traceID or spans"
+		if len(keys) > 0 {
+			what += " (keys " + strings.Join(keys, ", ") + ")"
+		}
+		w.src.Skip(at.line, w.index+1, reasonNotJaeger, fmt.Sprintf("at byte %d: %s", at.off, what))
 	}
 	return nil
 }
@@ -90,7 +114,8 @@ func (w *jsonWalker) jaegerObject() error {
 // jaegerTrace is one trace's raw parts.
 type jaegerTrace struct {
 	spans, processes []byte
-	at, spansAt      int64 // byte offsets in the input
+	at, spansAt      pos // where the trace and its spans start
+	tooLong          bool
 }
 
 // jaegerProcess is what a process gives its spans.
@@ -103,26 +128,29 @@ type jaegerProcess struct {
 
 // jaegerTraceValue reads one element of data[] or of a top-level array.
 func (w *jsonWalker) jaegerTraceValue() error {
-	raw, at, err := w.raw()
+	raw, at, err := w.raw(w.buf)
+	w.buf = raw
+	if err == errTooLong {
+		w.tooLong(at)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if w.tooLong(raw, at) {
-		return nil
-	}
 	tr := jaegerTrace{at: at}
+	lc := newLineCounter(raw, at)
 	err = objectMembers(raw, func(key string, k kind, v []byte) error {
 		switch key {
 		case "spans":
 			tr.spans = v
-			tr.spansAt = at + int64(cap(raw)-cap(v))
+			tr.spansAt = lc.pos(cap(raw) - cap(v))
 		case "processes":
 			tr.processes = v
 		}
 		return nil
 	})
 	if err != nil {
-		w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: trace: %v", at, err))
+		w.src.Skip(at.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: trace: %v", at.off, err))
 		return nil
 	}
 	w.jaegerTrace(&tr)
@@ -149,7 +177,7 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 		if err != nil {
 			for id, p := range procs {
 				if p.bad == nil {
-					procs[id].bad = fmt.Errorf("processes at byte %d: %v", tr.at, err)
+					procs[id].bad = fmt.Errorf("processes at line %d, byte %d: %v", tr.at.line, tr.at.off, err)
 				}
 			}
 		}
@@ -158,13 +186,14 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 		return
 	}
 	if tr.spans[0] != '[' {
-		w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: spans: want an array", tr.spansAt))
+		w.src.Skip(tr.spansAt.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: spans: want an array", tr.spansAt.off))
 		return
 	}
 	var rec traceRecord
+	lc := newLineCounter(tr.spans, tr.spansAt)
 	err := arrayElems(tr.spans, func(k kind, v []byte, off int) error {
 		w.index++
-		at := tr.spansAt + int64(off)
+		at := lc.pos(off)
 		if k != kObject {
 			w.skipSpan(w.index, at, reasonNotSpan, "want an object, got "+kindName(k))
 			return nil
@@ -175,13 +204,13 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 			return nil
 		}
 		rec.finish(&w.intern)
-		w.emit(&rec, w.index)
+		w.emit(&rec, w.index, at)
 		return nil
 	})
 	if err != nil {
-		// The walker validated the JSON, so this only happens for input
-		// the scanner is stricter about; report it rather than lose it.
-		w.src.Skip(0, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: spans: %v", tr.spansAt, err))
+		// The walker checked only the balance of the trace's brackets
+		// and strings: the scanner found the rest bad.
+		w.src.Skip(tr.spansAt.line, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: spans: %v", tr.spansAt.off, err))
 	}
 }
 

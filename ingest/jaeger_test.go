@@ -106,12 +106,12 @@ func TestJaegerBadInput(t *testing.T) {
 			// that is no number is an error kind of its own.
 			want:    []string{one, one, strings.Replace(one, "unset", "error code=teapot", 1), one},
 			skips:   map[string]int64{"missing duration": 1, "bad value": 1, "negative duration": 1, "not a span": 1},
-			errHas:  []string{"in.json: span 2: missing duration: at byte ", "span 3: bad value: at byte", "span 7: negative duration", "span 8: not a span: at byte"},
+			errHas:  []string{"in.json:1: span 2: missing duration: at byte ", "span 3: bad value: at byte", "span 7: negative duration", "span 8: not a span: at byte"},
 			ignored: map[string]int64{"references": 1, "tags": 1}, ignHas: []string{"span 4: tags", "span 6: references"}},
 		{name: "bad structure", in: `{"data":{"x":1}}` + "\n" + `{"data":[5]}` + "\n" + jgTrace(good) + "\n" + `{"traceID":"abc","spans":7}`,
 			want: []string{one}, skips: map[string]int64{"bad document": 3}},
 		{name: "truncated", in: tjCut(`{"data":[`+jgTrace(good)+`,`+jgTrace(good)+`]}`, jgTrace(good), 30),
-			want: []string{one}, skips: map[string]int64{"truncated JSON": 1}, errHas: []string{"in.json: span 2: truncated JSON: at byte"}},
+			want: []string{one}, skips: map[string]int64{"truncated JSON": 1}, errHas: []string{"in.json:1: span 2: truncated JSON: at byte"}},
 		{name: "broken line between documents", in: jgTrace(good) + "\n" + `{"data":[{"spans":[}]}` + "\n" + jgTrace(good),
 			want: []string{one, one}, skips: map[string]int64{"bad JSON": 1}},
 	}

@@ -231,6 +231,10 @@ func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*bl
 	maxRec := src.opt.MaxRecord
 	var carry []byte // the start of a line continued in the next block
 	line := int64(1)
+	// A UTF-8 byte order mark before the first line is no part of it.
+	if b, err := r.Peek(3); err == nil && string(b) == "\xef\xbb\xbf" {
+		r.Discard(3)
+	}
 	for {
 		var b *block
 		select {

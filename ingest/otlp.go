@@ -46,37 +46,52 @@ func decodeOTLP(src *Source) error {
 
 // otlpTop reads one top-level document.
 func (w *jsonWalker) otlpTop() error {
-	c, ok := w.peek()
-	if !ok {
-		_, err := w.dec.Token() // io.EOF, or the error that stopped More
-		return err
+	c, err := w.top()
+	if err != nil {
+		return err // io.EOF at the end of the input
 	}
+	at := w.here()
 	switch c {
 	case '{':
-		w.dec.Token()
-		return w.otlpTracesData()
+		w.open()
+		return w.otlpTracesData(at, true, 0)
 	case '[':
 		return w.array("top-level array", func() error {
+			at := w.here()
 			ok, err := w.enter('{', "top-level array element")
 			if !ok || err != nil {
 				return err
 			}
-			return w.otlpTracesData()
+			return w.otlpTracesData(at, true, 0)
 		})
 	}
-	at := w.offset()
 	if err := w.skipValue(); err != nil {
 		return err
 	}
-	w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want an OTLP object, got a JSON scalar", at))
+	w.src.Skip(at.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want an OTLP object, got %s", at.off, byteKind(c)))
 	return nil
 }
 
-// otlpTracesData reads a TracesData object after its '{'.
-func (w *jsonWalker) otlpTracesData() error {
-	return w.members(func(key string) error {
+// reasonNotOTLP is the skip of a document without any OTLP content: a flat
+// span line, a bare span among TracesData lines, any other object.
+const reasonNotOTLP = "not an OTLP document"
+
+// maxOTLPWrap bounds the nesting of "result" and "trace" wrappers.
+const maxOTLPWrap = 4
+
+// otlpTracesData reads a TracesData object after its '{'. A document
+// (doc) that holds none of the keys of TracesData or of its wrappers is
+// not passed over silently: it is a record that was read and skipped.
+//
+// Wrappers nest to a small fixed depth in every producer; deeper nesting
+// is skipped, so that the walk's depth never follows the input's.
+func (w *jsonWalker) otlpTracesData(at pos, doc bool, depth int) error {
+	found := false
+	var keys []string
+	err := w.members(func(key string) error {
 		switch key {
 		case "resourceSpans", "resource_spans", "batches":
+			found = true
 			return w.array(key, func() error {
 				ok, err := w.enter('{', key+" element")
 				if !ok || err != nil {
@@ -85,14 +100,35 @@ func (w *jsonWalker) otlpTracesData() error {
 				return w.otlpResourceSpans()
 			})
 		case "result", "trace":
+			found = true
+			inner := w.here()
+			if depth >= maxOTLPWrap {
+				if err := w.skipValue(); err != nil {
+					return err
+				}
+				w.src.Skip(inner.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: %s: wrappers nested deeper than %d", inner.off, key, maxOTLPWrap))
+				return nil
+			}
 			ok, err := w.enter('{', key)
 			if !ok || err != nil {
 				return err
 			}
-			return w.otlpTracesData()
+			return w.otlpTracesData(inner, false, depth+1)
+		}
+		if len(keys) < 6 {
+			keys = append(keys, strconv.Quote(key))
 		}
 		return w.skipValue()
 	})
+	if err != nil || found || !doc {
+		return err
+	}
+	what := "an object without resourceSpans"
+	if len(keys) > 0 {
+		what += " (keys " + strings.Join(keys, ", ") + ")"
+	}
+	w.src.Skip(at.line, w.index+1, reasonNotOTLP, fmt.Sprintf("at byte %d: %s (a flat span line or a bare span is not read among OTLP documents)", at.off, what))
+	return nil
 }
 
 // otlpResource is what a resource contributes to its spans.
@@ -108,6 +144,7 @@ type otlpResource struct {
 type otlpPending struct {
 	rec   traceRecord
 	index int64
+	at    pos
 }
 
 // otlpResourceSpans reads one ResourceSpans after its '{'.
@@ -117,14 +154,19 @@ func (w *jsonWalker) otlpResourceSpans() error {
 	err := w.members(func(key string) error {
 		switch key {
 		case "resource":
-			raw, at, err := w.raw()
-			if err != nil {
+			raw, at, err := w.raw(w.buf)
+			w.buf = raw
+			switch {
+			case err == errTooLong:
+				res.bad = fmt.Errorf("resource at byte %d: over %d bytes (raise with --max-record)", at.off, w.src.Options().MaxRecord)
+			case err != nil:
 				return err
-			}
-			if err := w.otlpReadResource(raw, &res); err != nil {
-				// The spans are kept (their service may be missing):
-				// each counts the value it lost.
-				res.bad = fmt.Errorf("resource at byte %d: %v", at, err)
+			default:
+				if err := w.otlpReadResource(raw, &res); err != nil {
+					// The spans are kept (their service may be missing):
+					// each counts the value it lost.
+					res.bad = fmt.Errorf("resource at line %d, byte %d: %v", at.line, at.off, err)
+				}
 			}
 			res.seen = true
 			return nil
@@ -136,14 +178,15 @@ func (w *jsonWalker) otlpResourceSpans() error {
 					}
 					return w.array("spans", func() error {
 						var rec traceRecord
-						if _, _, ok, err := w.nextOTLPSpan(&rec); !ok {
+						_, at, ok, err := w.nextOTLPSpan(&rec)
+						if !ok {
 							return err
 						}
 						if !res.seen {
-							pending = append(pending, otlpPending{rec: rec, index: w.index})
+							pending = append(pending, otlpPending{rec: rec, index: w.index, at: at})
 							return nil
 						}
-						w.otlpEmit(&rec, &res, w.index)
+						w.otlpEmit(&rec, &res, w.index, at)
 						return nil
 					})
 				})
@@ -152,12 +195,12 @@ func (w *jsonWalker) otlpResourceSpans() error {
 		return w.skipValue()
 	})
 	for i := range pending {
-		w.otlpEmit(&pending[i].rec, &res, pending[i].index)
+		w.otlpEmit(&pending[i].rec, &res, pending[i].index, pending[i].at)
 	}
 	return err
 }
 
-func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64) {
+func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64, at pos) {
 	rec.sp.Service = res.service
 	if !rec.hopSet && res.hopSet {
 		rec.hop, rec.hopSet = res.hop, true
@@ -166,7 +209,7 @@ func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64) 
 		rec.ignore("resource", res.bad)
 	}
 	rec.finish(&w.intern)
-	w.emit(rec, index)
+	w.emit(rec, index, at)
 }
 
 func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
@@ -568,19 +611,21 @@ func otlpEvents(raw []byte, rec *traceRecord) error {
 // nextOTLPSpan reads the next value as an OTLP span into rec. ok is false
 // when there is no span to emit: on err (a syntax or I/O error for the
 // walker to handle), or when the value was skipped with its position and
-// reason. raw is the span's JSON and at its offset, for callers that read
-// more from it.
-func (w *jsonWalker) nextOTLPSpan(rec *traceRecord) (raw []byte, at int64, ok bool, err error) {
-	raw, at, err = w.raw()
+// reason (one over --max-record included). raw is the span's JSON and at
+// its position, for callers that read more from it.
+func (w *jsonWalker) nextOTLPSpan(rec *traceRecord) (raw []byte, at pos, ok bool, err error) {
+	raw, at, err = w.raw(w.buf)
+	w.buf = raw
+	if err == errTooLong {
+		w.tooLong(at)
+		return nil, at, false, nil
+	}
 	if err != nil {
-		return nil, 0, false, err
+		return nil, at, false, err
 	}
 	w.index++
 	if len(raw) == 0 || raw[0] != '{' {
-		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+string(raw[:min(len(raw), 20)]))
-		return nil, at, false, nil
-	}
-	if w.tooLong(raw, at) {
+		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+shortValue(raw[:min(len(raw), 20)]))
 		return nil, at, false, nil
 	}
 	if reason, detail := w.otlpSpan(raw, rec); reason != "" {

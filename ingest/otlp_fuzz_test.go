@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest"
@@ -40,5 +41,11 @@ func FuzzOTLP(f *testing.F) {
 	f.Add([]byte(otlpDoc("svc", otlpSpan(`"kind":2,"status":{"code":2,"message":"deadline"}`), otlpSpan(`"attributes":[`+attr("http.status_code", "intValue", `"504"`)+`]`))))
 	f.Add([]byte(`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"AQIDBAUGBwgJCgsMDQ4PEA==","start_time_unix_nano":1,"end_time_unix_nano":2}]}]}]}`))
 	f.Add([]byte(`{"result":{"batches":[{"instrumentationLibrarySpans":[{"spans":[{"traceState":"ot=th:8"}]}]}]}}` + "\n{\n"))
+	// The streaming tokenizer's paths: a byte order mark, padding between
+	// tokens, a document that is no OTLP, a span over --max-record, a
+	// string cut by a newline, mismatched brackets in a skipped value.
+	f.Add([]byte("\xef\xbb\xbf \n\t" + otlpDoc("svc", otlpSpan(`"attributes":[`+attr("rpc.grpc.status_code", "stringValue", `"UNAVAILABLE"`)+`]`)) + "\n \n"))
+	f.Add([]byte(`{"hop":"db","duration_ms":3}` + "\n" + `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"` + strings.Repeat("x", 1<<20+10) + `"},` + otlpSpan("") + `]}]}]}`))
+	f.Add([]byte(`{"resourceSpans":[{"x":[}]}` + "\n" + `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a` + "\n" + otlpDoc("s", otlpSpan(""))))
 	f.Fuzz(func(t *testing.T, data []byte) { tjFuzzProperty(t, "otlp", data) })
 }

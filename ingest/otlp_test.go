@@ -220,7 +220,7 @@ func TestOTLPVariants(t *testing.T) {
 				`"scopeSpans":[{"spans":[` + otlpSpan(`"attributes":[`+attr("tier", "stringValue", `"edge"`)+`]`) + `,` + otlpSpan("") + `]}]}]}`,
 			want: []string{one + " hop=edge", one + " hop=backend"}},
 		{name: "attr hop missing", hopBy: "attr:tier", in: otlpDoc("svc", otlpSpan("")),
-			skips: map[string]int64{"missing hop": 1}, errHas: []string{"in.json: span 1: missing hop"}},
+			skips: map[string]int64{"missing hop": 1}, errHas: []string{"in.json:1: span 1: missing hop"}},
 	}
 	tjRunCases(t, cases)
 }
@@ -231,7 +231,7 @@ func TestOTLPBadInput(t *testing.T) {
 	cases := []tjCase{
 		{name: "empty input", format: "otlp", in: ""},
 		{name: "end before start", in: otlpDoc("svc", good, otlpSpan(`"endTimeUnixNano":"900"`)),
-			want: []string{one}, skips: map[string]int64{"end before start": 1}, errHas: []string{"in.json: span 2: end before start: at byte "}},
+			want: []string{one}, skips: map[string]int64{"end before start": 1}, errHas: []string{"in.json:1: span 2: end before start: at byte "}},
 		{name: "missing times", in: otlpDoc("svc", `{"name":"a"}`, `{"name":"b","startTimeUnixNano":"5"}`, `{"name":"c","endTimeUnixNano":"5"}`),
 			skips:  map[string]int64{"missing duration": 1, "missing end time": 1, "missing start time": 1},
 			errHas: []string{"span 1: missing duration", "span 2: missing end time", "span 3: missing start time"}},
@@ -258,11 +258,11 @@ func TestOTLPBadInput(t *testing.T) {
 			want: []string{one}, skips: map[string]int64{"bad document": 3},
 			errHas: []string{"resourceSpans: want an array, got an object", "resourceSpans element: want an object, got a number", "scopeSpans: want an array, got a string"}},
 		{name: "truncated document", in: tjCut(otlpDoc("svc", good, good), good, 10),
-			want: []string{one}, skips: map[string]int64{"truncated JSON": 1}, errHas: []string{"in.json: span 2: truncated JSON: at byte "}},
+			want: []string{one}, skips: map[string]int64{"truncated JSON": 1}, errHas: []string{"in.json:1: span 2: truncated JSON: at byte "}},
 		{name: "broken line among file-exporter lines",
 			in:   otlpDoc("svc", good) + "\n" + `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":}]}]}]}` + "\n" + otlpDoc("svc", good, good) + "\n",
 			want: []string{one, one, one}, skips: map[string]int64{"bad JSON": 1},
-			errHas: []string{"in.json: span 2: bad JSON: at byte "}},
+			errHas: []string{"in.json:2: span 2: bad JSON: at byte "}},
 		{name: "garbage in a pretty document", in: strings.Replace(otlpDoc("svc", good, good), `,{"traceId"`, "\n  ,{\"traceId\"x", 1),
 			want: []string{one}, skips: map[string]int64{"bad JSON": 1}},
 		{name: "scalar document", format: "otlp", in: `42`, skips: map[string]int64{"bad document": 1}},

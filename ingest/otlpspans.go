@@ -11,8 +11,11 @@ func init() { register("otlp-spans", decodeOTLPSpans) }
 func decodeOTLPSpans(src *Source) error {
 	w := newWalker(src)
 	return w.run(func() error {
+		if _, err := w.top(); err != nil {
+			return err // io.EOF at the end of the input
+		}
 		var rec traceRecord
-		raw, _, ok, err := w.nextOTLPSpan(&rec)
+		raw, at, ok, err := w.nextOTLPSpan(&rec)
 		if !ok {
 			return err
 		}
@@ -34,7 +37,7 @@ func decodeOTLPSpans(src *Source) error {
 		}); err != nil {
 			res.bad = err // the span is kept; its service may be missing
 		}
-		w.otlpEmit(&rec, &res, w.index)
+		w.otlpEmit(&rec, &res, w.index, at)
 		return nil
 	})
 }

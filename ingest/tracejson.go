@@ -4,23 +4,27 @@ package ingest
 //
 // Trace exports are often one JSON document holding everything (a 2 GB OTLP
 // file is one object), so these decoders never load a document whole. A
-// jsonWalker walks the document's outer structure with encoding/json's
-// Decoder.Token and decodes only the repeated leaves — one span, or one
-// Jaeger trace — as raw bytes, which the small scanner of scan.go then reads
-// field by field. Memory is bounded by the largest span (or trace), not by
-// the file.
+// jsonWalker walks the document's outer structure token by token with the
+// streaming tokenizer of jsonstream.go, in time linear in the input, and
+// takes only the repeated leaves — one span, or one Jaeger trace — as raw
+// bytes, which the small scanner of scan.go then reads field by field.
+// Memory is bounded by --max-record (the largest span or trace kept), not
+// by the file; a leaf over it is skipped as it streams by, counted, and
+// the walk goes on with the next one.
 //
-// A syntax error ends what encoding/json can read of a document. The walker
-// then records one positioned skip and resynchronises at the next line that
-// starts with '{' or '[' in column 0: for one-document-per-line files (the
-// collector's file exporter) only the broken line is lost; in a
+// A syntax error ends what can be read of a document's structure. The
+// walker then records one positioned skip and resynchronises at the next
+// line that starts with '{' or '[' in column 0: for one-document-per-line
+// files (the collector's file exporter) only the broken line is lost; in a
 // pretty-printed document the rest of that document is.
+//
+// Positions are the line and the span's index in the input ("file:12:
+// span 7: …"), with the byte offset in the detail.
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,119 +51,34 @@ const (
 	reasonEndBeforeSta = "end before start"
 )
 
-// rewindReader lets the walker hand bytes the old json.Decoder had buffered
-// but not used back to a fresh decoder after a syntax error.
-type rewindReader struct {
-	pending []byte
-	br      *bufio.Reader
-	err     error // the first I/O error (not io.EOF) met underneath
-	// budget, when ≥ 0, is how many more bytes one record may pull in: it
-	// keeps a single huge span or trace from being buffered whole before
-	// --max-record could reject it.
-	budget int64
-}
-
-// errRecordBudget is returned by rewindReader.Read when a record has used
-// its budget; it is not an I/O error.
-var errRecordBudget = errors.New("record over --max-record")
-
-func (r *rewindReader) Read(p []byte) (int, error) {
-	if r.budget >= 0 {
-		if r.budget == 0 {
-			return 0, errRecordBudget
-		}
-		if int64(len(p)) > r.budget {
-			p = p[:r.budget]
-		}
-		n, err := r.read(p)
-		r.budget -= int64(n)
-		return n, err
-	}
-	return r.read(p)
-}
-
-func (r *rewindReader) read(p []byte) (int, error) {
-	if len(r.pending) > 0 {
-		n := copy(p, r.pending)
-		r.pending = r.pending[n:]
-		return n, nil
-	}
-	n, err := r.br.Read(p)
-	if err != nil && err != io.EOF && r.err == nil {
-		r.err = err
-	}
-	return n, err
-}
-
-// skipLine drops bytes up to and including the next newline and returns
-// how many were dropped; eof is true when the input ended first.
-func (r *rewindReader) skipLine() (n int64, eof bool) {
-	for len(r.pending) > 0 {
-		c := r.pending[0]
-		r.pending = r.pending[1:]
-		n++
-		if c == '\n' {
-			return n, false
-		}
-	}
-	for {
-		chunk, err := r.br.ReadSlice('\n')
-		n += int64(len(chunk))
-		switch err {
-		case nil:
-			return n, false
-		case bufio.ErrBufferFull:
-			continue
-		case io.EOF:
-			return n, true
-		default:
-			if r.err == nil {
-				r.err = err
-			}
-			return n, true
-		}
-	}
-}
-
-// peekByte returns the next byte without consuming it.
-func (r *rewindReader) peekByte() (byte, bool) {
-	if len(r.pending) > 0 {
-		return r.pending[0], true
-	}
-	b, err := r.br.Peek(1)
-	if err != nil {
-		if err != io.EOF && r.err == nil {
-			r.err = err
-		}
-		return 0, false
-	}
-	return b[0], true
-}
-
 // jsonWalker streams one input of a trace JSON format.
 type jsonWalker struct {
-	src  *Source
-	rr   *rewindReader
-	dec  *json.Decoder
-	base int64 // input bytes consumed by decoders before this one
+	src *Source
+	s   *jstream
 	// index counts the spans met so far, so that the last one is span
 	// number index (1-based) in messages.
 	index   int64
 	intern  interner
 	hopAttr string
-	// skipPast is the offset of a record rejected as too long: resync
-	// drops lines until it is behind.
-	skipPast int64
+	buf     []byte // the record raw returned last
+	kbuf    []byte // scratch for keys
+	// resyncAt is where the last resync stopped: a resync that finds
+	// itself there again skips a line, so that it always moves on.
+	resyncAt int64
 }
+
+// pos is where a value starts: its byte offset and line.
+type pos struct{ off, line int64 }
 
 func newWalker(src *Source) *jsonWalker {
-	w := &jsonWalker{src: src, rr: &rewindReader{br: src.R, budget: -1}, hopAttr: src.Options().HopAttr()}
-	w.dec = json.NewDecoder(w.rr)
-	return w
+	return &jsonWalker{src: src, s: newJStream(src.R), hopAttr: src.Options().HopAttr(), resyncAt: -1}
 }
 
-// offset is the position in the input of the decoder's next byte.
-func (w *jsonWalker) offset() int64 { return w.base + w.dec.InputOffset() }
+// offset is the position in the input of the next byte.
+func (w *jsonWalker) offset() int64 { return w.s.off }
+
+// here is the position of the next byte.
+func (w *jsonWalker) here() pos { return pos{w.s.off, w.s.line} }
 
 // run reads top-level documents with doc until the input ends. Syntax
 // errors become skips followed by a resync; I/O errors end the run.
@@ -169,155 +88,121 @@ func (w *jsonWalker) run(doc func() error) error {
 		if err == nil {
 			continue
 		}
-		if w.rr.err != nil {
-			return fmt.Errorf("near byte %d: %w", w.offset(), w.rr.err)
+		if w.s.err != nil {
+			return fmt.Errorf("line %d, near byte %d: %w", w.s.line, w.s.off, w.s.err)
 		}
 		if err == io.EOF {
 			return nil
 		}
-		reason, at := reasonBadJSON, w.offset()
-		var se *json.SyntaxError
+		reason, at := reasonBadJSON, w.here()
+		var se *jsonSyntaxError
 		switch {
-		case errors.Is(err, errRecordBudget):
-			reason = reasonTooLong
-			w.skipPast = at + 1 // resync must leave the line the record started on
-			err = fmt.Errorf("a record over %d bytes (raise with --max-record)", w.src.Options().MaxRecord)
 		case errors.As(err, &se):
-			at = w.base + se.Offset
+			at = pos{se.off, se.line}
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			reason = reasonTruncated
 		}
-		w.src.Skip(0, w.index+1, reason, fmt.Sprintf("at byte %d: %v; the rest of this document cannot be read", at, err))
+		w.src.Skip(at.line, w.index+1, reason, fmt.Sprintf("at byte %d: %v; the rest of this document cannot be read", at.off, err))
 		if !w.resync() {
-			if w.rr.err != nil {
-				return fmt.Errorf("near byte %d: %w", w.offset(), w.rr.err)
+			if w.s.err != nil {
+				return fmt.Errorf("line %d, near byte %d: %w", w.s.line, w.s.off, w.s.err)
 			}
 			return nil
 		}
 	}
 }
 
-// resync drops the rest of the broken line and any following line that
-// does not start a JSON value in column 0, then starts a fresh decoder.
+// resync moves to the next line that starts a JSON value in column 0 (for
+// one-document-per-line files, only the broken line is lost). An error
+// found at the very start of such a line (the line before ended inside a
+// document) keeps that line.
 func (w *jsonWalker) resync() bool {
-	pos := w.offset()
-	rest, _ := io.ReadAll(w.dec.Buffered())
-	w.rr.pending = append(rest, w.rr.pending...)
+	if w.s.off == w.s.lineStart && w.s.off != w.resyncAt {
+		if c, ok := w.s.peekRaw(); ok && (c == '{' || c == '[') {
+			w.resyncAt = w.s.off
+			return true
+		}
+	}
 	for {
-		n, eof := w.rr.skipLine()
-		pos += n
-		if eof {
+		if !w.s.skipLine() {
 			return false
 		}
-		if pos <= w.skipPast {
-			continue // still before the end of the too-long record's first line
-		}
-		if c, ok := w.rr.peekByte(); !ok {
+		c, ok := w.s.peekRaw()
+		if !ok {
 			return false
-		} else if c == '{' || c == '[' {
-			break
+		}
+		if c == '{' || c == '[' {
+			w.resyncAt = w.s.off
+			return true
 		}
 	}
-	w.base = pos
-	w.dec = json.NewDecoder(w.rr)
-	return true
 }
 
-// peek returns the first byte of the next value, or ok=false at the end of
-// the input or of the enclosing container.
-func (w *jsonWalker) peek() (byte, bool) {
-	if !w.dec.More() {
-		return 0, false
+// next returns the first byte of the next value, not consumed; the end
+// of the input inside a document is an error.
+func (w *jsonWalker) next() (byte, error) {
+	c, err := w.s.ws()
+	if err == io.EOF {
+		return 0, io.ErrUnexpectedEOF
 	}
-	var b [1]byte
-	n, _ := w.dec.Buffered().Read(b[:])
-	return b[0], n == 1
+	return c, err
 }
 
-// key reads an object key.
-func (w *jsonWalker) key() (string, error) {
-	t, err := w.dec.Token()
-	if err != nil {
-		return "", err
-	}
-	k, ok := t.(string)
-	if !ok {
-		return "", fmt.Errorf("want an object key, got %v", t)
-	}
-	return k, nil
-}
+// top returns the first byte of the next top-level document, not
+// consumed, or io.EOF at the end of the input.
+func (w *jsonWalker) top() (byte, error) { return w.s.ws() }
+
+// open consumes the byte next() returned.
+func (w *jsonWalker) open() { w.s.br.Discard(1); w.s.off++ }
 
 // skipValue skips the next value, however large, without holding it.
-func (w *jsonWalker) skipValue() error {
-	depth := 0
-	for {
-		t, err := w.dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
+func (w *jsonWalker) skipValue() error { return w.s.skip() }
+
+// byteKind names the kind of value that starts with c.
+func byteKind(c byte) string {
+	switch {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
 	}
+	return "a number"
 }
 
 // enter opens the next value when it is the container want. A null gives
 // ok=false with no complaint; any other value is skipped and reported as a
 // bad document under name.
-func (w *jsonWalker) enter(want json.Delim, name string) (bool, error) {
-	t, err := w.dec.Token()
+func (w *jsonWalker) enter(want byte, name string) (bool, error) {
+	c, err := w.next()
 	if err != nil {
 		return false, err
 	}
-	if t == want {
+	if c == want {
+		w.open()
 		return true, nil
 	}
-	if t == nil {
-		return false, nil
-	}
-	at := w.offset()
-	if d, ok := t.(json.Delim); ok && (d == '{' || d == '[') {
-		// Skip the rest of the container we just opened.
-		depth := 1
-		for depth > 0 {
-			t, err := w.dec.Token()
-			if err != nil {
-				return false, err
-			}
-			switch t {
-			case json.Delim('{'), json.Delim('['):
-				depth++
-			case json.Delim('}'), json.Delim(']'):
-				depth--
-			}
+	at := w.here()
+	if c == 'n' {
+		lit, err := w.s.value(w.kbuf[:0], 8)
+		if err != nil && err != errTooLong {
+			return false, err
 		}
+		w.kbuf = lit[:0]
+		if string(lit) == "null" {
+			return false, nil
+		}
+	} else if err := w.s.skip(); err != nil {
+		return false, err
 	}
-	what := map[json.Delim]string{'{': "an object", '[': "an array"}[want]
-	w.src.Skip(0, w.index+1, reasonBadDocument, fmt.Sprintf("near byte %d: %s: want %s, got %s", at, name, what, tokenKind(t)))
+	what := map[byte]string{'{': "an object", '[': "an array"}[want]
+	w.src.Skip(at.line, w.index+1, reasonBadDocument, fmt.Sprintf("near byte %d: %s: want %s, got %s", at.off, name, what, byteKind(c)))
 	return false, nil
-}
-
-func tokenKind(t json.Token) string {
-	switch v := t.(type) {
-	case json.Delim:
-		if v == '{' {
-			return "an object"
-		}
-		return "an array"
-	case string:
-		return "a string"
-	case float64, json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "null"
 }
 
 // array calls elem for each element of the array that comes next.
@@ -326,13 +211,30 @@ func (w *jsonWalker) array(name string, elem func() error) error {
 	if !ok || err != nil {
 		return err
 	}
-	for w.dec.More() {
+	return w.elements(elem)
+}
+
+// elements is array after its '[' has been read.
+func (w *jsonWalker) elements(elem func() error) error {
+	for first := true; ; first = false {
+		c, err := w.next()
+		if err != nil {
+			return err
+		}
+		if c == ']' {
+			w.open()
+			return nil
+		}
+		if !first {
+			if c != ',' {
+				return w.s.syntax("want ',' or ']' after an array element, got %q", c)
+			}
+			w.open()
+		}
 		if err := elem(); err != nil {
 			return err
 		}
 	}
-	_, err = w.dec.Token() // ]
-	return err
 }
 
 // object calls member for each key of the object that comes next; member
@@ -347,8 +249,22 @@ func (w *jsonWalker) object(name string, member func(key string) error) error {
 
 // members is object after its '{' has been read.
 func (w *jsonWalker) members(member func(key string) error) error {
-	for w.dec.More() {
-		k, err := w.key()
+	for first := true; ; first = false {
+		c, err := w.next()
+		if err != nil {
+			return err
+		}
+		if c == '}' {
+			w.open()
+			return nil
+		}
+		if !first {
+			if c != ',' {
+				return w.s.syntax("want ',' or '}' after an object member, got %q", c)
+			}
+			w.open()
+		}
+		k, err := w.s.key(w.kbuf)
 		if err != nil {
 			return err
 		}
@@ -356,46 +272,62 @@ func (w *jsonWalker) members(member func(key string) error) error {
 			return err
 		}
 	}
-	_, err := w.dec.Token() // }
-	return err
 }
 
-// raw decodes the next value as raw bytes and reports where it started.
-func (w *jsonWalker) raw() ([]byte, int64, error) {
-	var m json.RawMessage
-	// The decoder may already hold up to a buffer of read-ahead: allow
-	// that on top of the record's own limit.
-	w.rr.budget = int64(w.src.Options().MaxRecord) + 1<<16
-	err := w.dec.Decode(&m)
-	w.rr.budget = -1
-	if err != nil {
-		return nil, 0, err
+// raw reads the next value into dst (reused) and reports where it
+// started. A value over --max-record is consumed without being kept:
+// raw then returns errTooLong, for the caller to count it and go on.
+func (w *jsonWalker) raw(dst []byte) ([]byte, pos, error) {
+	if _, err := w.next(); err != nil {
+		return dst[:0], w.here(), err
 	}
-	return m, w.offset() - int64(len(m)), nil
+	at := w.here()
+	b, err := w.s.value(dst[:0], w.src.Options().MaxRecord)
+	return b, at, err
 }
 
-// tooLong reports (and skips) a record over --max-record.
-func (w *jsonWalker) tooLong(b []byte, at int64) bool {
-	if len(b) <= w.src.Options().MaxRecord {
-		return false
-	}
-	w.src.Skip(0, w.index, reasonTooLong, fmt.Sprintf("at byte %d: %d bytes, over %d (raise with --max-record)", at, len(b), w.src.Options().MaxRecord))
-	return true
+// tooLong counts a record over --max-record (consumed by raw).
+func (w *jsonWalker) tooLong(at pos) {
+	w.index++
+	w.src.Skip(at.line, w.index, reasonTooLong, fmt.Sprintf("at byte %d: over %d bytes (raise with --max-record)", at.off, w.src.Options().MaxRecord))
 }
 
 // emit hands a finished span on, counting the values it lost when it is
 // used.
-func (w *jsonWalker) emit(rec *traceRecord, index int64) {
+func (w *jsonWalker) emit(rec *traceRecord, index int64, at pos) {
 	if err := startProblem(&rec.sp); err != nil {
 		rec.ignore("start", err) // the duration stands on its own
 		rec.sp.Start = 0
 	}
-	w.src.emitSoft(&rec.sp, 0, index, rec.soft)
+	w.src.emitSoft(&rec.sp, at.line, index, rec.soft)
 }
 
-// skipSpan records a bad span at its index and byte offset.
-func (w *jsonWalker) skipSpan(index, at int64, reason, detail string) {
-	w.src.Skip(0, index, reason, fmt.Sprintf("at byte %d: %s", at, detail))
+// skipSpan records a bad span at its index and position.
+func (w *jsonWalker) skipSpan(index int64, at pos, reason, detail string) {
+	w.src.Skip(at.line, index, reason, fmt.Sprintf("at byte %d: %s", at.off, detail))
+}
+
+// lineCounter finds the lines of offsets into a record that starts on a
+// known line, counting each newline once however many offsets are asked
+// for (in increasing order).
+type lineCounter struct {
+	raw  []byte
+	at   pos
+	off  int // raw[:off] is counted
+	line int64
+}
+
+func newLineCounter(raw []byte, at pos) *lineCounter {
+	return &lineCounter{raw: raw, at: at, line: at.line}
+}
+
+// pos is the position of raw[off:].
+func (lc *lineCounter) pos(off int) pos {
+	if off > lc.off {
+		lc.line += int64(bytes.Count(lc.raw[lc.off:off], nl))
+		lc.off = off
+	}
+	return pos{lc.at.off + int64(off), lc.line}
 }
 
 // traceRecord accumulates one span of a trace format before it becomes a

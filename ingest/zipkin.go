@@ -38,10 +38,9 @@ func decodeZipkin(src *Source) error {
 }
 
 func (w *jsonWalker) zipkinTop() error {
-	c, ok := w.peek()
-	if !ok {
-		_, err := w.dec.Token()
-		return err
+	c, err := w.top()
+	if err != nil {
+		return err // io.EOF at the end of the input
 	}
 	if c == '[' {
 		return w.array("top-level array", w.zipkinElem)
@@ -53,20 +52,23 @@ func (w *jsonWalker) zipkinTop() error {
 // zipkinElem reads one element of the outer array: a span, or an array of
 // spans (one trace).
 func (w *jsonWalker) zipkinElem() error {
-	raw, at, err := w.raw()
+	raw, at, err := w.raw(w.buf)
+	w.buf = raw
+	if err == errTooLong {
+		w.tooLong(at)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	if len(raw) > 0 && raw[0] == '[' {
-		if w.tooLong(raw, at) {
-			return nil
-		}
+		lc := newLineCounter(raw, at)
 		err := arrayElems(raw, func(k kind, v []byte, off int) error {
-			w.zipkinSpan(k, v, at+int64(off))
+			w.zipkinSpan(k, v, lc.pos(off))
 			return nil
 		})
 		if err != nil {
-			w.src.Skip(0, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: %v", at, err))
+			w.src.Skip(at.line, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: %v", at.off, err))
 		}
 		return nil
 	}
@@ -87,13 +89,10 @@ func (w *jsonWalker) zipkinElem() error {
 	return nil
 }
 
-func (w *jsonWalker) zipkinSpan(k kind, raw []byte, at int64) {
+func (w *jsonWalker) zipkinSpan(k kind, raw []byte, at pos) {
 	w.index++
 	if k != kObject {
 		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+kindName(k))
-		return
-	}
-	if w.tooLong(raw, at) {
 		return
 	}
 	var rec traceRecord
@@ -102,7 +101,7 @@ func (w *jsonWalker) zipkinSpan(k kind, raw []byte, at int64) {
 		return
 	}
 	rec.finish(&w.intern)
-	w.emit(&rec, w.index)
+	w.emit(&rec, w.index, at)
 }
 
 // zipkinRecord reads one span object into rec. The duration is required;

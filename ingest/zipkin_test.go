@@ -76,13 +76,15 @@ func TestZipkinBadInput(t *testing.T) {
 			// that cannot be read cost the span those values.
 			want:  []string{one, one, one, one},
 			skips: map[string]int64{"missing duration": 1, "bad value": 1, "not a span": 4},
-			errHas: []string{"in.json: span 2: missing duration: at byte " + strconv.Itoa(len("["+good+",")), "span 5: bad value: at byte",
+			errHas: []string{"in.json:1: span 2: missing duration: at byte " + strconv.Itoa(len("["+good+",")), "span 5: bad value: at byte",
 				"span 7: not a span", "span 8: not a span", "span 9: not a span", "span 10: not a span"},
 			ignored: map[string]int64{"kind": 1, "localEndpoint": 1, "tags": 1}, ignHas: []string{"span 3: kind", "span 4: tags", "span 6: localEndpoint"}},
 		{name: "truncated", in: tjCut("["+good+","+good+","+good+"]", good+","+good, 20),
-			want: []string{one, one}, skips: map[string]int64{"truncated JSON": 1}, errHas: []string{"in.json: span 3: truncated JSON: at byte"}},
+			want: []string{one, one}, skips: map[string]int64{"truncated JSON": 1}, errHas: []string{"in.json:1: span 3: truncated JSON: at byte"}},
+		// The bad element costs itself: the walker finds its end by its
+		// brackets and goes on with the next.
 		{name: "syntax error in the array", in: "[" + good + ",{\"id\":}," + good + "]",
-			want: []string{one}, skips: map[string]int64{"bad JSON": 1}},
+			want: []string{one, one}, skips: map[string]int64{"bad JSON": 1}, errHas: []string{"in.json:1: span 2: bad JSON: at byte "}},
 	}
 	tjRunCases(t, cases)
 }
