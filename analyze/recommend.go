@@ -163,11 +163,33 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		}
 		hp, rec := recommendHop(h, opt, q, k, target)
 		h.Recommendation = rec
+		if hp.Timeout == 0 {
+			// Nothing measured and nothing in force: the default (the
+			// longest recommended timeout) covers it.
+			continue
+		}
 		p.Hops[h.Hop] = hp
 	}
 	// The default covers calls of hops that appear later: the most
 	// conservative of the hop timeouts, no retries.
 	p.Default = policy.Hop{Timeout: maxTimeout(p), Retries: 0, BudgetAware: true}
+	if p.Default.Timeout == 0 {
+		// No hop could be measured (no successes): the default still
+		// bounds each attempt, above every logged one.
+		var slowest int64
+		for _, r := range reqs {
+			eachCall(r.Calls, func(c *span.Call) {
+				if c.Role == span.RoleCall {
+					for _, a := range c.Attempts {
+						slowest = max(slowest, a.Span.Duration)
+					}
+				}
+			})
+		}
+		if slowest > 0 {
+			p.Default.Timeout = max(MinTimeout, RoundUpNice(time.Duration(float64(slowest)*(1+opt.Margin))))
+		}
+	}
 	chk := raiseUntilSafe(rep, reqs, p, opt, target)
 	if nested := coverNestedRetries(rep, reqs, p, opt); len(nested) > 0 {
 		// Timeouts only grew: replay once more for the final numbers.
@@ -358,7 +380,7 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
 		} else {
-			basis += "; no timeout known to keep"
+			basis += "; no timeout known to keep: the policy's default covers it"
 		}
 		if t > 0 && t < MinTimeout {
 			t = MinTimeout

@@ -426,6 +426,12 @@ func continuesCall(pi, ni int, prev, next *Span) bool {
 		// The log numbers attempts: a retry has a higher index.
 		return ni > 1 && (pi == 0 || ni > pi)
 	}
-	// No attempt numbers: a retry follows a failure, and starts after it.
-	return prev.Failed() && next.Start >= prev.Start
+	// No attempt numbers: a retry follows a failure, and starts once it
+	// has ended (give or take the timestamps' rounding); a span that starts
+	// while a failed one still runs is a parallel call, not its retry.
+	return prev.Failed() && next.Start >= prev.End()-retryOverlap
 }
+
+// retryOverlap is how far an unnumbered retry may appear to start before
+// the failed attempt it follows ended: timestamps rounded to 0.1 ms.
+const retryOverlap = 100_000
