@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tailscope/tailscope/policy"
@@ -214,11 +215,36 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 			Message: fmt.Sprintf("the recommended timeouts need a budget of %s to cover every logged success and the critical path with its retries, but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", FormatDuration(p.Budget), FormatDuration(opt.MaxBudget))})
 		p.Budget = opt.MaxBudget
 	}
+	capDurations(rep, p)
 	if !chk.Met {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "false-timeout-target-missed",
 			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, pctText(chk.Share), pctText(chk.Target))})
 	}
 	return p
+}
+
+// capDurations keeps every duration of p within what a policy file may
+// hold (policy.MaxDuration), so that what recommend writes, check reads
+// back; logs with spans longer than that get a warning.
+func capDurations(rep *Report, p *policy.Policy) {
+	var capped []string
+	clamp := func(d *time.Duration, what string) {
+		if *d > policy.MaxDuration {
+			*d = policy.MaxDuration
+			capped = append(capped, what)
+		}
+	}
+	for _, n := range p.HopNames() {
+		hp := p.Hops[n]
+		clamp(&hp.Timeout, n)
+		p.Hops[n] = hp
+	}
+	clamp(&p.Default.Timeout, "default")
+	clamp(&p.Budget, "budget")
+	if len(capped) > 0 {
+		rep.Warnings = append(rep.Warnings, Warning{Code: "duration-capped",
+			Message: fmt.Sprintf("the logs call for durations beyond %s, the longest a policy holds; capped: %s", FormatDuration(policy.MaxDuration), strings.Join(capped, ", "))})
+	}
 }
 
 // raiseUntilSafe replays reqs under p, raising the timeouts that cut

@@ -294,3 +294,28 @@ func TestRecommendMaxBudget(t *testing.T) {
 		t.Error("no budget-capped warning saying what had to give")
 	}
 }
+
+// Spans longer than a policy can hold get the longest timeout a policy
+// holds, with a warning, so that the written policy reads back.
+func TestRecommendCapsDurations(t *testing.T) {
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"s%d","hop":"batch","start":%d,"duration_ms":%d}`+"\n", i, i, 1_700_000_000_000_000_000+int64(i)*1e9, int64(2000*time.Hour/time.Millisecond)+int64(i))
+	}
+	spans, reqs, probs := loadBytes(t, []byte(b.String()))
+	rep := Run(spans, reqs, probs, Options{})
+	p := rep.Recommended()
+	if got := p.For("batch").Timeout; got != policy.MaxDuration || p.Budget != policy.MaxDuration {
+		t.Errorf("timeout %s, budget %s: want both capped at %s", got, p.Budget, policy.MaxDuration)
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || w.Code == "duration-capped"
+	}
+	if !found {
+		t.Errorf("no duration-capped warning: %+v", rep.Warnings)
+	}
+	if _, err := policy.Parse("p.yaml", p.Marshal()); err != nil {
+		t.Errorf("the recommended policy does not read back: %v", err)
+	}
+}

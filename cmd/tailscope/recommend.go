@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
@@ -96,7 +97,7 @@ func runRecommend(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "wrote %s: %d hops, budget %s\n", output, len(hops), analyze.FormatDuration(p.Budget))
 		for _, name := range hops {
 			h := p.For(name)
-			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d\n", width(hops), name, actionOf(rep, name), analyze.FormatDuration(h.Timeout), h.Retries)
+			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d\n", width(hops), visible(name), actionOf(rep, name), analyze.FormatDuration(h.Timeout), h.Retries)
 		}
 	}
 	return nil
@@ -123,7 +124,7 @@ func header(rep *analyze.Report) string {
 func width(names []string) int {
 	w := 0
 	for _, n := range names {
-		w = max(w, len(n))
+		w = max(w, utf8.RuneCountInString(visible(n)))
 	}
 	return w
 }
