@@ -18,9 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -286,13 +284,12 @@ func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
 	if opt.Format != "auto" && decoders[opt.Format] == nil {
 		return nil, fmt.Errorf("unknown --input %q (want auto, %s)", opt.Format, strings.Join(Formats, ", "))
 	}
-	var notes []string
-	files, err := expand(paths, &notes)
+	files, passed, notes, err := expand(paths)
 	if err != nil {
 		return nil, err
 	}
 	st := newStats(files)
-	st.Notes = notes
+	st.Passed, st.Notes = passed, notes
 	opt.prog = newProgress(opt.Progress, files)
 	for _, f := range files {
 		if err := readFile(f, &opt, st, emit); err != nil {
@@ -305,76 +302,6 @@ func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
 
 func newStats(files []string) *Stats {
 	return &Stats{Files: files, Formats: map[string]string{}, SkippedByReason: map[string]int64{}, FilteredByReason: map[string]int64{}}
-}
-
-// expand turns paths into a sorted list of files: directories are walked
-// (hidden entries skipped), globs expanded, "-" kept for stdin.
-func expand(paths []string, notes *[]string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		if p == "-" {
-			out = append(out, p)
-			continue
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(p, "*?[") {
-				m, gerr := filepath.Glob(p)
-				if gerr != nil {
-					return nil, fmt.Errorf("bad glob %q: %v", p, gerr)
-				}
-				// Like a shell, a glob skips hidden files unless it names them.
-				if !strings.HasPrefix(filepath.Base(p), ".") {
-					vis := m[:0]
-					for _, x := range m {
-						if !strings.HasPrefix(filepath.Base(x), ".") {
-							vis = append(vis, x)
-						}
-					}
-					m = vis
-				}
-				if len(m) == 0 {
-					return nil, fmt.Errorf("%s: no file matches", p)
-				}
-				sub, err := expand(m, notes)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, sub...)
-				continue
-			}
-			return nil, err
-		}
-		if !fi.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		var found []string
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if path != p && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.Type().IsRegular() {
-				found = append(found, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("%s: directory holds no files", p)
-		}
-		sort.Strings(found)
-		out = append(out, tempoBlockFiles(found, notes)...)
-	}
-	return out, nil
 }
 
 // Source is one opened input, decompressed, with its format known.

@@ -994,7 +994,9 @@ func TestTempoFixture(t *testing.T) {
 // Pointed at a local Tempo store (tenant folder with a live block, a
 // compacted block and the tenant index), tailscope reads the live block's
 // data.parquet, with dedicated columns named by its meta.json, and notes
-// what it passed over; files outside blocks are still read.
+// what it passed over; files outside blocks are still read, and so are
+// files that are no part of a block inside a block's folder (a log someone
+// put there): every file is read or listed as passed over, with why.
 func TestTempoBlockDirectory(t *testing.T) {
 	dir := t.TempDir()
 	data := writeParquet(t, tempoTraces())
@@ -1009,22 +1011,49 @@ func TestTempoBlockDirectory(t *testing.T) {
 		}
 	}
 	other := filepath.Join(dir, "other.jsonl")
-	for p, b := range map[string]string{filepath.Join(dir, "single-tenant", "index.json.gz"): "\x1f\x8b", other: `{"hop":"x","duration_ms":5}` + "\n"} {
+	inBlock := filepath.Join(blk, "extra-spans.jsonl")
+	inOld := filepath.Join(old, "copied.jsonl")
+	line := `{"hop":"x","duration_ms":5}` + "\n"
+	for p, b := range map[string]string{filepath.Join(dir, "single-tenant", "index.json.gz"): "\x1f\x8b", other: line, inBlock: line, inOld: line} {
 		if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, root := range []string{dir, filepath.Join(dir, "single-tenant"), blk} {
 		spans, st := readPath(t, root, Options{})
-		wantFiles := []string{filepath.Join(blk, "data.parquet")}
+		wantFiles := []string{filepath.Join(blk, "data.parquet"), inBlock}
+		wantPassed := 3 // meta.json, bloom-0, index
+		if root != blk {
+			wantFiles = []string{inOld, filepath.Join(blk, "data.parquet"), inBlock}
+			wantPassed += 4 // the compacted block's data, meta and bloom filter; the tenant index
+		}
 		if root == dir {
 			wantFiles = append([]string{other}, wantFiles...)
 		}
 		if fmt.Sprint(st.Files) != fmt.Sprint(wantFiles) || st.Skipped != 0 {
 			t.Errorf("%s: files %v, skipped %v", root, st.Files, st.SkippedByReason)
 		}
-		if len(spans) != 9+len(wantFiles)-1 || spans[len(spans)-8].Peer != "db" {
-			t.Errorf("%s: %d spans; the dedicated peer.service column not read: %s", root, len(spans), tBrief(spans[len(spans)-8]))
+		if len(spans) != 9+len(wantFiles)-1 {
+			t.Errorf("%s: %d spans", root, len(spans))
+		}
+		var peer bool
+		for _, sp := range spans {
+			peer = peer || sp.Peer == "db"
+		}
+		if !peer {
+			t.Errorf("%s: the dedicated peer.service column not read", root)
+		}
+		strict := 0
+		for _, p := range st.Passed {
+			if p.Strict {
+				strict++
+				if p.File != filepath.Join(old, "data.parquet") || !strings.Contains(p.Reason, "compacted") {
+					t.Errorf("%s: %s passed over as %q (strict)", root, p.File, p.Reason)
+				}
+			}
+		}
+		if len(st.Passed) != wantPassed || strict != map[bool]int{true: 0, false: 1}[root == blk] {
+			t.Errorf("%s: passed %+v", root, st.Passed)
 		}
 		notes := strings.Join(st.Notes, "\n")
 		wantNotes := 1
@@ -1034,7 +1063,7 @@ func TestTempoBlockDirectory(t *testing.T) {
 				t.Errorf("%s: notes %q", root, notes)
 			}
 		}
-		if len(st.Notes) != wantNotes || !strings.Contains(notes, blk+": a Tempo block: read data.parquet only, passed over 3 bookkeeping files") {
+		if len(st.Notes) != wantNotes || !strings.Contains(notes, blk+": a Tempo block: read data.parquet, passed over 3 bookkeeping files") {
 			t.Errorf("%s: notes %q", root, notes)
 		}
 	}
