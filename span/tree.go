@@ -1,7 +1,10 @@
 package span
 
 import (
+	"cmp"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Attempt is one try of a call: a span, and the calls it made in turn.
@@ -263,19 +266,7 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 // cutDeep has cut the rest).
 func groupCalls(sibs []*Span, parent, grand *Span, children map[*Span][]*Span) []*Call {
 	sorted := append([]*Span(nil), sibs...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if a.Hop != b.Hop {
-			return a.Hop < b.Hop
-		}
-		if a.Start != b.Start {
-			return a.Start < b.Start
-		}
-		if a.Attempt != b.Attempt {
-			return a.Attempt < b.Attempt
-		}
-		return a.SpanID < b.SpanID
-	})
+	slices.SortFunc(sorted, cmpSibling)
 	// Whether a hop's attempt numbers count from 0 or 1 is decided from the
 	// siblings: an explicit 0 among them means 0-based (gRPC's and OTel's
 	// counts of earlier tries, many home-grown "attempt" fields); otherwise
@@ -303,13 +294,30 @@ func groupCalls(sibs []*Span, parent, grand *Span, children map[*Span][]*Span) [
 		cur = &Call{Hop: s.Hop, Attempts: []*Attempt{a}, Role: roleOf(s, parent, grand, children)}
 		calls = append(calls, cur)
 	}
-	sort.SliceStable(calls, func(i, j int) bool {
-		if calls[i].Start() != calls[j].Start() {
-			return calls[i].Start() < calls[j].Start()
+	// Calls by start; ties in the order of their first attempts (a total
+	// order on distinct spans, so an unstable sort is deterministic).
+	slices.SortFunc(calls, func(a, b *Call) int {
+		if c := cmp.Compare(a.Start(), b.Start()); c != 0 {
+			return c
 		}
-		return calls[i].Hop < calls[j].Hop
+		return cmpSibling(a.Attempts[0].Span, b.Attempts[0].Span)
 	})
 	return calls
+}
+
+// cmpSibling orders sibling spans by hop, start, attempt number and span
+// id: each hop's attempts in the order they ran.
+func cmpSibling(a, b *Span) int {
+	if c := strings.Compare(a.Hop, b.Hop); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Attempt, b.Attempt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.SpanID, b.SpanID)
 }
 
 // cutDeep removes from the tree every span deeper than MaxDepth below a
