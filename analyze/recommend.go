@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -138,6 +139,7 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	target := FalseTimeoutTarget(opt)
 	roles := hopRoles(reqs)
 	k := callsPerRequest(reqs)
+	var unmeasured []*Hop
 	q := opt.Percentile / 100
 	if k > 0 {
 		q = max(q, 1-target/k)
@@ -165,8 +167,9 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		hp, rec := recommendHop(h, opt, q, k, target)
 		h.Recommendation = rec
 		if hp.Timeout == 0 {
-			// Nothing measured and nothing in force: the default (the
-			// longest recommended timeout) covers it.
+			// Nothing measured and nothing in force: it gets the
+			// default's timeout, once that is known.
+			unmeasured = append(unmeasured, h)
 			continue
 		}
 		p.Hops[h.Hop] = hp
@@ -190,6 +193,17 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		if slowest > 0 {
 			p.Default.Timeout = max(MinTimeout, RoundUpNice(time.Duration(float64(slowest)*(1+opt.Margin))))
 		}
+	}
+	for _, h := range unmeasured {
+		if p.Default.Timeout == 0 {
+			break
+		}
+		hp := policy.Hop{Timeout: p.Default.Timeout, BudgetAware: true}
+		hp.Retries, _ = retriesFor(h)
+		p.Hops[h.Hop] = hp
+		h.Recommendation.TimeoutMs = ms(int64(hp.Timeout))
+		h.Recommendation.Retries = hp.Retries
+		h.Recommendation.Basis = strings.Replace(h.Recommendation.Basis, "the policy's default", "the policy's default, "+FormatDuration(hp.Timeout), 1)
 	}
 	chk := raiseUntilSafe(rep, reqs, p, opt, target)
 	if nested := coverNestedRetries(rep, reqs, p, opt); len(nested) > 0 {
@@ -269,6 +283,7 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 		need     time.Duration
 	}
 	raised := map[string]*raise{}
+	moreRetries := map[string]int{} // hop → retries before replay raised them
 	var res *replay.Result
 	for round := 1; ; round++ {
 		p.Budget = budgetFor(reqs, p, opt.Margin)
@@ -304,7 +319,11 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 		sort.SliceStable(broken, func(i, j int) bool { return cost(broken[i]) < cost(broken[j]) })
 		want := map[string]time.Duration{}
 		hits := map[string]int{}
+		wantRetries := map[string]int{}
 		for _, o := range broken[:len(broken)-allowed] {
+			for _, x := range o.Short {
+				wantRetries[x.Hop] = max(wantRetries[x.Hop], x.Retries)
+			}
 			seen := map[string]bool{}
 			for _, x := range o.Cuts {
 				need := time.Duration(x.Need)
@@ -318,6 +337,23 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 			}
 		}
 		changed := false
+		for hop, n := range wantRetries {
+			hp, listed := p.Hops[hop]
+			if !listed || n <= hp.Retries {
+				continue
+			}
+			if _, ok := moreRetries[hop]; !ok {
+				moreRetries[hop] = hp.Retries
+			}
+			hp.Retries = n
+			if hp.Backoff.Base == 0 {
+				if h := byHop[hop]; h != nil {
+					hp.Backoff = backoffFor(h)
+				}
+			}
+			p.Hops[hop] = hp
+			changed = true
+		}
 		for hop, t := range want {
 			hp, listed := p.Hops[hop]
 			if !listed {
@@ -348,6 +384,20 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 	chk.Met = chk.Failed <= allowed
 	if chk.LoggedOK > 0 {
 		chk.Share = round4(float64(chk.Failed) / float64(chk.LoggedOK))
+	}
+	for _, n := range slices.Sorted(maps.Keys(moreRetries)) {
+		h := byHop[n]
+		if h == nil {
+			continue
+		}
+		hp := p.Hops[n]
+		h.Recommendation.Retries = hp.Retries
+		h.Recommendation.BackoffMs = ms(int64(hp.Backoff.Base))
+		h.Recommendation.Basis += fmt.Sprintf("; retries %d → %d: replayed on these logs, requests that succeeded only on a retry of this hop would fail without it",
+			moreRetries[n], hp.Retries)
+		if _, ok := raised[n]; !ok {
+			chk.RaisedHops = append(chk.RaisedHops, n)
+		}
 	}
 	names := make([]string, 0, len(raised))
 	for n := range raised {
@@ -406,7 +456,7 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
 		} else {
-			basis += "; no timeout known to keep: the policy's default covers it"
+			basis += "; no timeout known to keep: the policy's default"
 		}
 		if t > 0 && t < MinTimeout {
 			t = MinTimeout
@@ -448,14 +498,20 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 	hp.Retries = retries
 	rec.Retries = retries
 	if retries > 0 {
-		base := RoundUpNice(time.Duration(h.p50TTS / 2))
-		base = min(max(base, 10*time.Millisecond), time.Second)
-		hp.Backoff = policy.Backoff{Base: base, Max: base * 4, Jitter: policy.JitterFull}
-		rec.BackoffMs = ms(int64(base))
-		why += fmt.Sprintf(", full-jitter backoff from %s (half the median success)", FormatDuration(base))
+		hp.Backoff = backoffFor(h)
+		rec.BackoffMs = ms(int64(hp.Backoff.Base))
+		why += fmt.Sprintf(", full-jitter backoff from %s (half the median success)", FormatDuration(hp.Backoff.Base))
 	}
 	rec.Basis += "; " + why
 	return hp, rec
+}
+
+// backoffFor is a hop's retry backoff: full jitter from half its median
+// success (within 10 ms and 1 s), up to four times that.
+func backoffFor(h *Hop) policy.Backoff {
+	base := RoundUpNice(time.Duration(h.p50TTS / 2))
+	base = min(max(base, 10*time.Millisecond), time.Second)
+	return policy.Backoff{Base: base, Max: base * 4, Jitter: policy.JitterFull}
 }
 
 // percentileName writes a percentile as "p99", "p99.98".

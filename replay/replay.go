@@ -91,6 +91,15 @@ type Outcome struct {
 	// Cuts are the attempts that the policy's own hop timeouts cut in the
 	// pessimistic run, with the time each would have needed.
 	Cuts []Cut
+	// Short are the calls that succeeded as logged on a retry and failed
+	// under the policy because it allows fewer retries.
+	Short []Short
+}
+
+// Short is a call whose logged success needed Retries retries.
+type Short struct {
+	Hop     string
+	Retries int
 }
 
 // Cut is one attempt cut by its hop's timeout under the policy.
@@ -246,7 +255,7 @@ func One(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Out
 		hi = simulate(r, p, pool, true)
 	}
 	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted,
-		LoggedOK: !r.Failed, Cuts: lo.cuts}
+		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short}
 	if lo.ok != hi.ok {
 		o.Undetermined = true
 	}
@@ -269,6 +278,7 @@ type run struct {
 	ok         bool
 	end        int64
 	cuts       []Cut
+	short      []Short
 }
 
 const never = int64(math.MaxInt64 / 4)
@@ -416,6 +426,9 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 	for k := 0; ; k++ {
 		if k > 0 {
 			if k > hp.Retries {
+				if !s.optimistic && k < len(c.Attempts) && !c.Failed() {
+					s.short = append(s.short, Short{Hop: c.Hop, Retries: len(c.Attempts) - 1})
+				}
 				break
 			}
 			if retryStart < 0 {
