@@ -149,9 +149,17 @@ func Assemble(spans []Span) ([]*Request, Problems) {
 	return reqs, pr
 }
 
+// tree is one trace's spans by index, with each span's children: slices,
+// not maps keyed by pointer, because a trace can hold a million spans and
+// every step below visits each of them.
+type tree struct {
+	spans []*Span
+	kids  [][]int32
+}
+
 func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 	// De-duplicate span ids: the first copy wins.
-	byID := make(map[string]*Span, len(ss))
+	byID := make(map[string]int32, len(ss))
 	kept := ss[:0:0]
 	for _, s := range ss {
 		if s.SpanID != "" {
@@ -160,36 +168,54 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 				s.Duplicate = true
 				continue
 			}
-			byID[s.SpanID] = s
+			byID[s.SpanID] = int32(len(kept))
 		}
 		kept = append(kept, s)
 	}
-	children := make(map[*Span][]*Span)
-	var tops []*Span
-	for _, s := range kept {
+	n := len(kept)
+	parent := make([]int32, n)
+	nkids := make([]int32, n)
+	var tops []int32
+	for i, s := range kept {
 		p, ok := byID[s.ParentID]
 		switch {
 		case s.ParentID == "" || s.ParentID == s.SpanID:
-			tops = append(tops, s)
+			parent[i] = -1
+			tops = append(tops, int32(i))
 		case !ok:
 			pr.Orphans++
-			tops = append(tops, s)
+			parent[i] = -1
+			tops = append(tops, int32(i))
 		default:
-			children[p] = append(children[p], s)
+			parent[i] = p
+			nkids[p]++
+		}
+	}
+	// Children in one backing array, in input order.
+	backing := make([]int32, n)
+	t := &tree{spans: kept, kids: make([][]int32, n)}
+	off := int32(0)
+	for i := range n {
+		t.kids[i] = backing[off : off : off+nkids[i]]
+		off += nkids[i]
+	}
+	for i := range n {
+		if p := parent[i]; p >= 0 {
+			t.kids[p] = append(t.kids[p], int32(i))
 		}
 	}
 	// Spans unreachable from a top span sit in a parent cycle: re-attach
 	// them at the top so that nothing is silently lost. The walk keeps its
 	// own stack: a parent chain can be as deep as the input.
-	reached := make(map[*Span]bool, len(kept))
-	var stack []*Span
-	walk := func(top *Span) {
+	reached := make([]bool, n)
+	var stack []int32
+	walk := func(top int32) {
 		stack = append(stack[:0], top)
 		reached[top] = true
 		for len(stack) > 0 {
 			s := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			for _, c := range children[s] {
+			for _, c := range t.kids[s] {
 				if !reached[c] {
 					reached[c] = true
 					stack = append(stack, c)
@@ -197,30 +223,33 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 			}
 		}
 	}
-	for _, t := range tops {
-		walk(t)
+	for _, top := range tops {
+		walk(top)
 	}
-	for _, s := range kept {
-		if !reached[s] {
+	for i := range n {
+		if !reached[i] {
 			pr.Cycles++
 			// Break the cycle at this span.
-			p := byID[s.ParentID]
-			cs := children[p]
-			for i, c := range cs {
-				if c == s {
-					children[p] = append(cs[:i:i], cs[i+1:]...)
+			p := parent[i]
+			cs := t.kids[p]
+			for j, c := range cs {
+				if c == int32(i) {
+					t.kids[p] = append(cs[:j:j], cs[j+1:]...)
 					break
 				}
 			}
-			tops = append(tops, s)
-			walk(s)
+			parent[i] = -1
+			tops = append(tops, int32(i))
+			walk(int32(i))
 		}
 	}
-	cutDeep(tops, children, pr)
-	for p, cs := range children {
+	t.cutDeep(tops, pr)
+	for p, cs := range t.kids {
+		ps := kept[p]
 		for _, c := range cs {
-			if c.Start < p.Start || c.End() > p.End() {
-				if AsyncChild(p, c) {
+			cs := kept[c]
+			if cs.Start < ps.Start || cs.End() > ps.End() {
+				if AsyncChild(ps, cs) {
 					pr.AsyncChildren++
 				} else {
 					pr.ClockSkew++
@@ -231,11 +260,11 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 
 	r := &Request{TraceID: id}
 	var topCalls []*Call
-	if len(tops) == 1 && len(children[tops[0]]) > 0 {
-		r.Root = tops[0]
-		topCalls = groupCalls(children[r.Root], r.Root, nil, children)
+	if len(tops) == 1 && len(t.kids[tops[0]]) > 0 {
+		r.Root = kept[tops[0]]
+		topCalls = t.groupCalls(t.kids[tops[0]], tops[0], -1)
 	} else {
-		topCalls = groupCalls(tops, nil, nil, children)
+		topCalls = t.groupCalls(tops, -1, -1)
 	}
 	r.Calls = topCalls
 	if r.Root != nil {
@@ -260,38 +289,43 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 	return r
 }
 
-// groupCalls turns the sibling spans under parent (nil for top-level
-// spans) and grand (the parent's parent, nil when the parent is a top span)
+// groupCalls turns the sibling spans sibs under parent (−1 for top-level
+// spans) and grand (the parent's parent, −1 when the parent is a top span)
 // into calls, recursing into their children (at most MaxDepth levels:
 // cutDeep has cut the rest).
-func groupCalls(sibs []*Span, parent, grand *Span, children map[*Span][]*Span) []*Call {
-	sorted := append([]*Span(nil), sibs...)
-	slices.SortFunc(sorted, cmpSibling)
+func (t *tree) groupCalls(sibs []int32, parent, grand int32) []*Call {
+	sorted := append([]int32(nil), sibs...)
+	slices.SortFunc(sorted, func(a, b int32) int { return cmpSibling(t.spans[a], t.spans[b]) })
 	// Whether a hop's attempt numbers count from 0 or 1 is decided from the
 	// siblings: an explicit 0 among them means 0-based (gRPC's and OTel's
 	// counts of earlier tries, many home-grown "attempt" fields); otherwise
 	// 1-based (Envoy's x-envoy-attempt-count).
-	zeroBased := map[string]bool{}
-	for _, s := range sorted {
-		if s.AttemptSet && s.Attempt == 0 {
+	var zeroBased map[string]bool
+	for _, i := range sorted {
+		if s := t.spans[i]; s.AttemptSet && s.Attempt == 0 {
+			if zeroBased == nil {
+				zeroBased = map[string]bool{}
+			}
 			zeroBased[s.Hop] = true
 		}
 	}
 	var calls []*Call
 	var cur *Call
-	for _, s := range sorted {
+	for _, i := range sorted {
+		s := t.spans[i]
 		a := &Attempt{Span: s}
-		if kids := children[s]; len(kids) > 0 {
-			a.Calls = groupCalls(kids, s, parent, children)
+		if kids := t.kids[i]; len(kids) > 0 {
+			a.Calls = t.groupCalls(kids, i, parent)
 		}
 		if cur != nil && cur.Hop == s.Hop {
 			zb := zeroBased[s.Hop]
-			if continuesCall(AttemptIndex(cur.Attempts[len(cur.Attempts)-1].Span, zb), AttemptIndex(s, zb), cur.Attempts[len(cur.Attempts)-1].Span, s) {
+			last := cur.Attempts[len(cur.Attempts)-1].Span
+			if continuesCall(AttemptIndex(last, zb), AttemptIndex(s, zb), last, s) {
 				cur.Attempts = append(cur.Attempts, a)
 				continue
 			}
 		}
-		cur = &Call{Hop: s.Hop, Attempts: []*Attempt{a}, Role: roleOf(s, parent, grand, children)}
+		cur = &Call{Hop: s.Hop, Attempts: []*Attempt{a}, Role: t.roleOf(i, parent, grand)}
 		calls = append(calls, cur)
 	}
 	// Calls by start; ties in the order of their first attempts (a total
@@ -321,38 +355,39 @@ func cmpSibling(a, b *Span) int {
 }
 
 // cutDeep removes from the tree every span deeper than MaxDepth below a
-// top span, counting them in pr.TooDeep. It walks breadth-first with its
-// own queue.
-func cutDeep(tops []*Span, children map[*Span][]*Span, pr *Problems) {
+// top span, counting them in pr.TooDeep. It walks breadth-first, level by
+// level.
+func (t *tree) cutDeep(tops []int32, pr *Problems) {
 	level := tops
+	var next []int32
 	for depth := 0; len(level) > 0; depth++ {
-		var next []*Span
+		next = next[:0]
 		for _, s := range level {
-			kids := children[s]
+			kids := t.kids[s]
 			if len(kids) == 0 {
 				continue
 			}
 			if depth+1 >= MaxDepth {
-				pr.TooDeep += countBelow(kids, children)
-				delete(children, s)
+				pr.TooDeep += t.countBelow(kids)
+				t.kids[s] = nil
 				continue
 			}
 			next = append(next, kids...)
 		}
-		level = next
+		level, next = next, level[:0:0]
 	}
 }
 
-// countBelow counts spans in the subtrees rooted at ss, iteratively.
-func countBelow(ss []*Span, children map[*Span][]*Span) int {
+// countBelow counts the spans in the subtrees rooted at ss, iteratively.
+func (t *tree) countBelow(ss []int32) int {
 	n := 0
-	stack := append([]*Span(nil), ss...)
+	stack := append([]int32(nil), ss...)
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		n++
-		stack = append(stack, children[s]...)
-		delete(children, s)
+		stack = append(stack, t.kids[s]...)
+		t.kids[s] = nil
 	}
 	return n
 }
@@ -389,7 +424,8 @@ func AsyncChild(p, c *Span) bool {
 //     (logs with one span per call);
 //   - a span in its parent's service is a call when one of its children is
 //     in another service (an exit span), else in-process work.
-func roleOf(s, parent, grand *Span, children map[*Span][]*Span) Role {
+func (t *tree) roleOf(i, pi, gi int32) Role {
+	s := t.spans[i]
 	switch s.Kind {
 	case "client", "producer":
 		return RoleCall
@@ -398,17 +434,18 @@ func roleOf(s, parent, grand *Span, children map[*Span][]*Span) Role {
 	case "internal":
 		return RoleInProcess
 	}
-	if parent == nil || s.Service == "" || parent.Service == "" {
+	if pi < 0 || s.Service == "" || t.spans[pi].Service == "" {
 		return RoleCall
 	}
+	parent := t.spans[pi]
 	if parent.Service != s.Service {
-		if grand != nil && grand.Service == parent.Service && parent.Kind == "" && len(children[parent]) == 1 {
+		if gi >= 0 && t.spans[gi].Service == parent.Service && parent.Kind == "" && len(t.kids[pi]) == 1 {
 			return RoleCallee
 		}
 		return RoleCall
 	}
-	for _, c := range children[s] {
-		if c.Service != "" && c.Service != s.Service {
+	for _, c := range t.kids[i] {
+		if cs := t.spans[c]; cs.Service != "" && cs.Service != s.Service {
 			return RoleCall
 		}
 	}
