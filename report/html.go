@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -94,8 +95,28 @@ type analysisView struct {
 	Unit       string
 	Hops       []hopView
 	Budget     string
-	Landing    *chart
-	MTTF       string
+	// Rec are the hops the recommended policy sets a timeout for (they
+	// point into Hops); Untimed is the one line that counts the others.
+	Rec     []*hopView
+	Untimed string
+	// RecNotShown counts the hops with a timeout past the table's limit
+	// (maxDrawnHops), which only the hop table lists.
+	RecNotShown     int
+	RecNotShownNote string
+	// Check is the recommended policy replayed on its logs; CheckMet is
+	// false when it missed the target (drawn as a warning); Raised names
+	// the hops replay raised.
+	Check    string
+	CheckMet bool
+	Raised   string
+	// Drawn are the hops given a section with charts (they point into
+	// Hops, in its order): all of them up to maxDrawnHops. NotDrawn
+	// counts the others, which only the hop table lists.
+	Drawn        []*hopView
+	NotDrawn     int
+	NotDrawnNote string
+	Landing      *chart
+	MTTF         string
 }
 
 type hopView struct {
@@ -109,6 +130,14 @@ type hopView struct {
 	RecRetries                  int
 	Yield                       string
 	Latency, Failures           *chart
+	// Timed is false for a hop the policy gives no timeout of its own
+	// (callee-side, in-process, request): no timeout or retries shown.
+	Timed bool
+	// RaisedFrom is the timeout before replay raised it, or "".
+	RaisedFrom string
+	// Drawn is set when the hop has its own section with charts (the
+	// table links to it); Yield and the charts are only set then.
+	Drawn bool
 }
 
 type checkView struct {
@@ -186,6 +215,10 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if rep.RecommendedPolicy != nil {
 		av.Budget = dur(rep.RecommendedPolicy.BudgetMs)
 	}
+	av.Untimed = untimedSummary(rep.Hops)
+	if c := rep.RecommendationCheck; c != nil {
+		av.Check, av.CheckMet, av.Raised = capFirst(checkLine(c)), c.Met, capFirst(raisedLine(c))
+	}
 	if len(rep.PredictedEffect) > 0 {
 		av.EffectHead, _, av.EffectRows = effectRows(rep.PredictedEffect)
 	}
@@ -197,6 +230,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	u := unitFor(all...)
 	av.Unit = u.name
 	fn := newFootnotes(rep.Warnings)
+	av.Hops = make([]hopView, len(rep.Hops))
 	for i, h := range rep.Hops {
 		l := h.LatencyMs
 		hv := hopView{
@@ -206,14 +240,32 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 			P99: percentile(u, l.P99, "p99", h.Censored), Max: percentile(u, l.Max, "max", h.Censored),
 			Timeout: optDur(h.TimeoutMs), TimeoutSource: h.TimeoutSource,
 			Class: h.FailureClass, Evidence: h.Evidence,
-			Action: h.Recommendation.Action, RecTimeout: dur(h.Recommendation.TimeoutMs),
+			Action: h.Recommendation.Action, RecTimeout: recTimeout(h.Recommendation),
 			RecRetries: h.Recommendation.Retries, Basis: h.Recommendation.Basis,
+			Timed: timed(h.Recommendation),
 		}
+		if r := h.Recommendation; hv.Timed && r.RaisedFromMs != nil {
+			hv.RecTimeout, hv.RaisedFrom = dur(r.TimeoutMs), dur(*r.RaisedFromMs)
+		}
+		av.Hops[i] = hv
+	}
+	rec := recRows(rep.Hops, maxDrawnHops)
+	for _, i := range rec {
+		av.Rec = append(av.Rec, &av.Hops[i])
+	}
+	if av.RecNotShown = len(timedHops(rep.Hops)) - len(rec); av.RecNotShown > 0 {
+		av.RecNotShownNote = fmt.Sprintf("%s the policy sets a timeout for %s not listed here: the hop table gives each one's action, timeout and retries, "+
+			"-f json or tailscope recommend its basis.", count(av.RecNotShown, "more hop", "more hops"), pick(av.RecNotShown, "is", "are"))
+	}
+	for _, i := range drawnHops(rep.Hops, maxDrawnHops) {
+		h, hv := &rep.Hops[i], &av.Hops[i]
+		hv.Drawn = true
+		av.Drawn = append(av.Drawn, hv)
 		if y := h.RetryYield; y != nil {
 			hv.Yield = yieldText(y)
 		}
 		hv.Latency = histChart(hv.ID+"-latency", "latency", h.Hop, "Latency of "+h.Hop+" attempts",
-			h.LatencyHistogram, latencyMarks(&h), true, 640, 210, 0, "lat")
+			h.LatencyHistogram, latencyMarks(h), true, 640, 210, 0, "lat")
 		var fm []markIn
 		if h.TimeoutMs != nil {
 			fm = append(fm, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
@@ -223,7 +275,11 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		if len(h.FailureHistogram) == 0 {
 			hv.Failures.Empty = "no failed attempts"
 		}
-		av.Hops = append(av.Hops, hv)
+	}
+	if av.NotDrawn = len(rep.Hops) - len(av.Drawn); av.NotDrawn > 0 {
+		av.NotDrawnNote = fmt.Sprintf("%d of %d hops are drawn below: those the recommended policy sets a timeout for and those with failures first. "+
+			"%s not drawn (the hop table lists every hop); see -f json for their histograms.",
+			len(av.Drawn), len(rep.Hops), count(av.NotDrawn, "more hop is", "more hops are"))
 	}
 	var lm []markIn
 	if rq.MeanTimeToFailureMs != nil {
@@ -236,6 +292,72 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	}
 	p.Analysis = av
 	return htmlTemplate.Execute(w, p)
+}
+
+// maxDrawnHops is the number of hops the HTML report draws in full, with
+// a section and two charts each (about 5 kB), and the number of rows of its
+// recommendation table: a page of 200,000 hops drawn in full would be
+// about 1 GB, which no browser opens, and took 2 minutes to write. Past
+// it, the hop table still lists every hop with its recommended action,
+// timeout and retries, and a note says how many were left out and where
+// to find them.
+const maxDrawnHops = 500
+
+// recRows picks the hops the recommendation table lists: every hop the
+// policy sets a timeout for, up to limit (those replay raised first, then
+// those with failures, then the rest), in report order.
+func recRows(hops []analyze.Hop, limit int) []int {
+	return pickHops(hops, limit, func(h *analyze.Hop) int {
+		switch {
+		case !timed(h.Recommendation):
+			return -1
+		case h.Recommendation.RaisedFromMs != nil:
+			return 0
+		case h.FailedAttempts > 0:
+			return 1
+		}
+		return 2
+	})
+}
+
+// pickHops returns the indexes of at most limit hops, in report order,
+// chosen by rank (lowest first; a negative rank is never chosen), in
+// report order within a rank.
+func pickHops(hops []analyze.Hop, limit int, rank func(*analyze.Hop) int) []int {
+	var byRank [][]int
+	for i := range hops {
+		r := rank(&hops[i])
+		if r < 0 {
+			continue
+		}
+		for len(byRank) <= r {
+			byRank = append(byRank, nil)
+		}
+		byRank[r] = append(byRank[r], i)
+	}
+	var out []int
+	for _, is := range byRank {
+		out = append(out, is[:min(len(is), limit-len(out))]...)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// drawnHops picks the hops drawn in full, at most limit, returned in report
+// order: first those the recommended policy sets a timeout for that had
+// failures, then the other timed hops, then the other hops with failures,
+// then the rest, each group in report order.
+func drawnHops(hops []analyze.Hop, limit int) []int {
+	return pickHops(hops, limit, func(h *analyze.Hop) int {
+		r := 0
+		if !timed(h.Recommendation) {
+			r += 2
+		}
+		if h.FailedAttempts == 0 {
+			r++
+		}
+		return r
+	})
 }
 
 // latencyMarks are the reference lines of a hop's latency chart: what the

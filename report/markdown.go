@@ -128,7 +128,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 		rows = append(rows, []string{name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
 			percentile(u, l.P50, "p50", h.Censored), percentile(u, l.P95, "p95", h.Censored),
 			percentile(u, l.P99, "p99", h.Censored), percentile(u, l.Max, "max", h.Censored), to, md(h.FailureClass),
-			md(h.Recommendation.Action), dur(h.Recommendation.TimeoutMs), fmt.Sprint(h.Recommendation.Retries)})
+			md(h.Recommendation.Action), recTimeout(h.Recommendation), recRetries(h.Recommendation)})
 	}
 	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries"},
 		[]bool{false, true, true, true, true, true, true, true, true, false, false, true, true}, rows)
@@ -138,10 +138,24 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	} else {
 		e.printf("\n#### Recommendation\n\n")
 	}
-	for _, h := range rep.Hops {
+	for _, h := range timedHops(rep.Hops) {
 		r := h.Recommendation
-		e.printf("- **%s**: %s timeout %s, %d %s — %s\n", md(h.Hop), md(r.Action), dur(r.TimeoutMs), r.Retries,
+		e.printf("- **%s**: %s timeout %s, %d %s — %s\n", md(h.Hop), md(r.Action), recTimeout(r), r.Retries,
 			plural(r.Retries, "retry", "retries"), md(r.Basis))
+	}
+	e.printf("\n")
+	if s := untimedSummary(rep.Hops); s != "" {
+		e.printf("Not timed out: %s  \n", md(s))
+	}
+	if c := rep.RecommendationCheck; c != nil {
+		line := md(capFirst(checkLine(c)))
+		if !c.Met {
+			line = "⚠️ **" + line + "**"
+		}
+		e.printf("%s  \n", line)
+		if s := raisedLine(c); s != "" {
+			e.printf("%s  \n", md(capFirst(s)))
+		}
 	}
 	var evidence []string
 	for _, h := range rep.Hops {

@@ -381,23 +381,40 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	} else {
 		e.printf("\n%s\n", e.paint(ansiBold, "recommendation"))
 	}
-	rt := &table{head: []string{"HOP", "ACTION", "TIMEOUT", "RETRIES", "BASIS"}, right: []bool{false, false, true, true, false}}
-	for _, h := range rep.Hops {
-		r := h.Recommendation
-		rt.add(h.Hop, r.Action, dur(r.TimeoutMs), fmt.Sprint(r.Retries), r.Basis)
-	}
-	rt.paint = func(row, col int, cell string) string {
-		switch {
-		case row < 0:
-			return ansiBold
-		case col == 1 && cell == analyze.ActionSet:
-			return ansiGreen
-		case col == 1:
-			return ansiAmber
+	if set := timedHops(rep.Hops); len(set) > 0 {
+		rt := &table{head: []string{"HOP", "ACTION", "TIMEOUT", "RETRIES", "BASIS"}, right: []bool{false, false, true, true, false}}
+		for _, h := range set {
+			r := h.Recommendation
+			rt.add(h.Hop, r.Action, recTimeout(r), recRetries(r), r.Basis)
 		}
-		return ""
+		rt.paint = func(row, col int, cell string) string {
+			switch {
+			case row < 0:
+				return ansiBold
+			case col == 1 && cell == analyze.ActionSet:
+				return ansiGreen
+			case col == 1:
+				return ansiAmber
+			case col == 2 && strings.Contains(cell, "↑"):
+				return ansiAmber
+			}
+			return ""
+		}
+		rt.write(e, "  ")
 	}
-	rt.write(e, "  ")
+	if s := untimedSummary(rep.Hops); s != "" {
+		e.printf("  %s %s\n", e.paint(ansiDim, "not timed out:"), s)
+	}
+	if c := rep.RecommendationCheck; c != nil {
+		style := ansiDim
+		if !c.Met {
+			style = ansiRed + ansiBold
+		}
+		e.printf("  %s\n", e.paint(style, checkLine(c)))
+		if s := raisedLine(c); s != "" {
+			e.printf("  %s\n", e.paint(ansiAmber, Visible(s)))
+		}
+	}
 	if len(rep.PredictedEffect) > 0 {
 		e.printf("\n%s (the logged requests replayed)\n", e.paint(ansiBold, "predicted effect"))
 		head, right, rows := effectRows(rep.PredictedEffect)

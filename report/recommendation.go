@@ -1,0 +1,194 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tailscope/tailscope/analyze"
+)
+
+// The recommendation as the text, Markdown and HTML reports show it: a
+// table of the hops the recommended policy sets a timeout for, one line
+// that counts the hops it leaves alone (on a real 237-hop export, 213 of
+// them: rows of "0s" would bury the 24 that matter), and the replay check
+// of the policy against the logs it came from. The JSON report keeps every
+// hop's recommendation as analyze made it.
+
+// untimed are the actions of hops the policy gives no timeout of their
+// own, in the order the summary line lists them on equal counts, with the
+// reason it gives (one hop, several).
+var untimed = []struct {
+	action    string
+	one, many string
+}{
+	{analyze.ActionInProcess, "work inside one service", "work inside one service"},
+	{analyze.ActionCallee, "its caller's timeout bounds it", "their caller's timeout bounds them"},
+	{analyze.ActionRequest, "the trace root: the budget bounds it", "the trace roots: the budget bounds them"},
+}
+
+// timed reports whether a recommendation sets a timeout for its hop (set,
+// observe-first, keep), as opposed to saying why the hop gets none.
+func timed(r analyze.Recommendation) bool {
+	for _, u := range untimed {
+		if r.Action == u.action {
+			return false
+		}
+	}
+	return true
+}
+
+// timedHops are the hops whose recommendation sets a timeout, in report
+// order.
+func timedHops(hops []analyze.Hop) []*analyze.Hop {
+	var out []*analyze.Hop
+	for i := range hops {
+		if timed(hops[i].Recommendation) {
+			out = append(out, &hops[i])
+		}
+	}
+	return out
+}
+
+// untimedSummary is the one line that stands for the hops without a
+// timeout of their own, most common action first: "166 in-process (work
+// inside one service), 46 callee-side (their caller's timeout bounds
+// them), 1 request (the trace root: the budget bounds it)"; "" when every
+// hop gets a timeout.
+func untimedSummary(hops []analyze.Hop) string {
+	n := map[string]int{}
+	for _, h := range hops {
+		if !timed(h.Recommendation) {
+			n[h.Recommendation.Action]++
+		}
+	}
+	type part struct {
+		i, n int
+		s    string
+	}
+	var parts []part
+	for i, u := range untimed {
+		if c := n[u.action]; c > 0 {
+			parts = append(parts, part{i, c, fmt.Sprintf("%d %s (%s)", c, u.action, pick(c, u.one, u.many))})
+		}
+	}
+	sort.SliceStable(parts, func(a, b int) bool { return parts[a].n > parts[b].n })
+	if len(parts) == 0 {
+		return ""
+	}
+	ss := make([]string, len(parts))
+	for i, p := range parts {
+		ss[i] = p.s
+	}
+	return strings.Join(ss, ", ")
+}
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// recTimeout is a hop's recommended timeout as a table shows it: "–" for
+// a hop the policy gives no timeout of its own or a timeout action with
+// no value (keep, with no timeout known: the basis says why), never "0s";
+// and the value before replay raised it: "1.2s ↑ from 800ms".
+func recTimeout(r analyze.Recommendation) string {
+	switch {
+	case !timed(r) || r.TimeoutMs <= 0:
+		return "–"
+	case r.RaisedFromMs != nil:
+		return dur(r.TimeoutMs) + " ↑ from " + dur(*r.RaisedFromMs)
+	}
+	return dur(r.TimeoutMs)
+}
+
+// recRetries is the retries column: "–" where the policy sets nothing.
+func recRetries(r analyze.Recommendation) string {
+	if !timed(r) {
+		return "–"
+	}
+	return strconv.Itoa(r.Retries)
+}
+
+// pctShare writes a share as a percentage with up to three decimals
+// ("0.1%", "0.025%", "5.085%").
+func pctShare(x float64) string {
+	return trimFrac(strconv.FormatFloat(100*x, 'f', 3, 64)) + "%"
+}
+
+// percentileName writes a percentile as "p99", "p99.991": three decimals
+// at most, more only when three would round a percentile below 100 up to
+// "p100".
+func percentileName(p float64) string {
+	for prec := 3; ; prec++ {
+		s := trimFrac(strconv.FormatFloat(p, 'f', prec, 64))
+		if p >= 100 || s != "100" || prec >= 9 {
+			return "p" + s
+		}
+	}
+}
+
+// trimFrac drops trailing zeros after a decimal point, and the point.
+func trimFrac(s string) string {
+	if !strings.Contains(s, ".") {
+		return s
+	}
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// checkLine says how the recommended policy fared replayed on its own
+// logs: "replayed on these logs: 0 of 59 requests that succeeded fail
+// under it (target 0.1%); timeouts at p99.991 per call (~10.8 calls per
+// request)".
+func checkLine(c *analyze.RecommendationCheck) string {
+	var b strings.Builder
+	b.WriteString("replayed on these logs: ")
+	if c.LoggedOK == 0 {
+		b.WriteString("no request succeeded as logged, so none could fail under it")
+	} else {
+		fmt.Fprintf(&b, "%d of %s that succeeded %s under it (", c.Failed, count(c.LoggedOK, "request", "requests"), pick(c.Failed, "fails", "fail"))
+		if c.Failed > 0 {
+			b.WriteString(pctShare(c.Share) + ", ")
+		}
+		b.WriteString("target " + pctShare(c.Target))
+		if !c.Met {
+			b.WriteString(": missed")
+		}
+		b.WriteString(")")
+		if c.Undetermined > 0 {
+			fmt.Fprintf(&b, ", %d undetermined (the logs do not show how they would end)", c.Undetermined)
+		}
+	}
+	if c.Percentile > 0 {
+		fmt.Fprintf(&b, "; timeouts at %s per call", percentileName(c.Percentile))
+		if c.CallsPerRequest > 0 {
+			k, calls := trimFrac(strconv.FormatFloat(c.CallsPerRequest, 'f', 1, 64)), "calls"
+			if k == "1" {
+				calls = "call"
+			}
+			fmt.Fprintf(&b, " (~%s %s per request)", k, calls)
+		}
+	}
+	return b.String()
+}
+
+// raisedLine names the hops whose timeouts replay raised: "raised after
+// replay: a, b (see basis)"; "" when it raised none.
+func raisedLine(c *analyze.RecommendationCheck) string {
+	if c == nil || len(c.RaisedHops) == 0 {
+		return ""
+	}
+	return "raised after replay (↑ in the table; the basis says why): " + nameList(c.RaisedHops, groupListMax)
+}
+
+// capFirst capitalises a line that starts with an ASCII letter.
+func capFirst(s string) string {
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		return string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
+}
