@@ -15,7 +15,7 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// The sketch against an exact oracle (DESIGN §4): on constant, uniform,
+// The sketch against an exact oracle (docs/DESIGN.md §4): on constant, uniform,
 // lognormal and bimodal (ran-to-timeout) data, past the exact range, every
 // contract percentile lies within SketchAlpha of the exact one.
 func TestDigestOracle(t *testing.T) {

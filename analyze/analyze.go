@@ -1,4 +1,4 @@
-// Package analyze turns spans into the tailscope report (DESIGN §4, §8):
+// Package analyze turns spans into the tailscope report (docs/DESIGN.md §4, §8):
 // per-hop attempts, calls, failures and latency percentiles; the failure-time
 // histogram and failure class; retry yield; the timeout in force; request
 // outcomes; warnings; and the recommendation.

@@ -25,7 +25,7 @@ func nsOf(msv *float64) int64 {
 // the decision for logs that do not mark timeouts — when it failed and
 // ended within the tolerance of T (2%, at least 1 ms). Such a span is the
 // caller giving up at its timer; counting it as a latency of T would
-// report the censoring point as a percentile, which DESIGN §3 forbids.
+// report the censoring point as a percentile, which docs/DESIGN.md §3 forbids.
 // A successful attempt that ended near T is a real, measured success and
 // is never censored.
 func cutBy(s *span.Span, T int64) bool {
@@ -83,7 +83,7 @@ func callFailureHistogram(cs []*span.Call) []quantile.Bucket {
 // successful attempts are events at their duration, attempts cut by a
 // timeout are right-censored at their duration, and failed attempts that
 // were not cut (fast errors) are left out, as in the recommendation
-// (DESIGN §5).
+// (docs/DESIGN.md §5).
 //
 // Why beside success_latency_ms: when all cuts happen at one timeout above
 // every success, both agree and a percentile is known only below the

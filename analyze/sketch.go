@@ -9,13 +9,13 @@ import (
 	"github.com/tailscope/tailscope/quantile"
 )
 
-// ExactLimit is the number of values a Digest keeps exactly (DESIGN §4:
+// ExactLimit is the number of values a Digest keeps exactly (docs/DESIGN.md §4:
 // percentiles are exact up to at least 100k samples per hop).
 const ExactLimit = 100_000
 
 // SketchAlpha is the relative accuracy of a Digest past ExactLimit: every
 // percentile it reports lies within SketchAlpha (0.4%, under the 0.5% that
-// DESIGN §4 allows) of the exact one, relative to the exact value.
+// docs/DESIGN.md §4 allows) of the exact one, relative to the exact value.
 //
 // Why it holds: values fall in logarithmic bins (γ^(i−1), γ^i] with
 // γ = (1+α)/(1−α), and a bin reports 2γ^i/(γ+1), which is within α of

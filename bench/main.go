@@ -1,5 +1,5 @@
 // Command bench measures tailscope against DuckDB on the same span logs
-// (DESIGN §9, issue 8) and prints medians, ratios and peak RSS.
+// (docs/DESIGN.md §9, issue 8) and prints medians, ratios and peak RSS.
 //
 //	go run ./bench              # 10M spans (the DESIGN's bar)
 //	go run ./bench -n 1000000   # smaller, quicker

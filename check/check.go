@@ -1,7 +1,7 @@
 // Package check validates proposed policies before rollout: it lints each
 // policy against what the logs show, replays the logged requests under it,
 // and applies the user's gates. Its Report is the tailscope.check/v1
-// contract (DESIGN §8).
+// contract (docs/DESIGN.md §8).
 //
 // It uses the analysis (failure classes, percentiles) and the replay; it
 // never reads files or renders.

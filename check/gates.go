@@ -38,7 +38,7 @@ type Gates struct {
 //
 // The absolute latency gates (--max-p95, --max-p99) use the table's
 // percentiles: over all requests, each at the time it ended, succeeded or
-// gave up (DESIGN §7); pair them with --min-success, since a policy that
+// gave up (docs/DESIGN.md §7); pair them with --min-success, since a policy that
 // fails fast has a short p95.
 //
 // The no-worse latency gates compare time to an answer instead: a failed
@@ -148,7 +148,7 @@ func ends(r *replay.Result, optimistic, failInf bool) []float64 {
 }
 
 // tableLatency is the q-quantile of request latency over all requests,
-// each at its end (DESIGN §7).
+// each at its end (docs/DESIGN.md §7).
 func tableLatency(r *replay.Result, q float64, optimistic bool) float64 {
 	xs := ends(r, optimistic, false)
 	if xs == nil {

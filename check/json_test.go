@@ -11,7 +11,7 @@ import (
 	"github.com/tailscope/tailscope/policy"
 )
 
-// TestJSONContract checks that tailscope.check/v1 has every key DESIGN §8
+// TestJSONContract checks that tailscope.check/v1 has every key docs/DESIGN.md §8
 // lists, with the values of the run.
 func TestJSONContract(t *testing.T) {
 	l := analyse(readSpans(t, filepath.Join(seedDir, "spans.jsonl")), nil)

@@ -52,7 +52,7 @@ const FarAboveMinExcess = time.Second
 const UselessYield = 0.05
 
 // P99 is the quantile of time to success the tail rules compare timeouts
-// against (DESIGN §1: per-hop p99).
+// against (docs/DESIGN.md §1: per-hop p99).
 const P99 = 0.99
 
 // Lint checks a policy against what the logs show. Each rule follows from
@@ -349,7 +349,7 @@ func (l *linter) observe(c *span.Call, left int64, bound string, pp *parts) {
 // covered is how many of the hop's retries fit in left ns: after a first
 // attempt that ran to its timeout, retry k needs the backoff before it (at
 // its shortest, jitter at the bottom, so "none fits" holds for every draw)
-// and one full attempt timeout (DESIGN §1 step 3: retry only if the
+// and one full attempt timeout (docs/DESIGN.md §7: retry only if the
 // remaining budget covers backoff + timeout).
 func covered(hp policy.Hop, left int64) int {
 	T := int64(hp.Timeout)
@@ -521,7 +521,7 @@ func (l *linter) persistent(name string, hp policy.Hop, src string, h *analyze.H
 
 // tail compares the timeout with the hop's time to success: the durations
 // of its successful attempts, with attempts cut by a timeout counted as
-// longer than their cut (DESIGN §5). Fast failures say nothing about how
+// longer than their cut (docs/DESIGN.md §5). Fast failures say nothing about how
 // long a success takes and are left out.
 func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o *hopObs) {
 	T := int64(hp.Timeout)

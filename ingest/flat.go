@@ -15,7 +15,7 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// The flat span schema (DESIGN §3) is shared by JSON lines, CSV, Parquet
+// The flat span schema (docs/DESIGN.md §3) is shared by JSON lines, CSV, Parquet
 // and Arrow: one record per span with the canonical field names below.
 // Aliases cover the spellings met in the wild; --map FIELD=KEY adds more.
 

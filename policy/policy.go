@@ -1,4 +1,4 @@
-// Package policy reads and writes the timeout/retry policy file (DESIGN §6):
+// Package policy reads and writes the timeout/retry policy file (docs/DESIGN.md §6):
 // an end-to-end budget, a default per-hop policy and per-hop overrides.
 //
 // Parsing reports every problem of a file with its line and key, not just

@@ -1,7 +1,7 @@
 // Package quantile computes percentiles with tailscope's contract
 // definition and builds the histograms the reports draw.
 //
-// Definition (contract, DESIGN §4): linear interpolation between closest
+// Definition (contract, docs/DESIGN.md §4): linear interpolation between closest
 // ranks — numpy's default and DuckDB's quantile_cont. For n sorted samples
 // x[0..n-1] and q in [0,1], h = (n−1)·q, and the quantile is
 // x[⌊h⌋] + (h−⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋]). It is exact: every sample is kept.

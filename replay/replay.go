@@ -1,5 +1,5 @@
 // Package replay re-runs logged requests under a timeout/retry policy
-// (DESIGN §7) to predict what the policy would have done: which requests
+// (docs/DESIGN.md §7) to predict what the policy would have done: which requests
 // succeed, when each ends, where failures land and how much time retries
 // spend.
 //

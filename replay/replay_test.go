@@ -151,7 +151,7 @@ func TestReplayTreeShift(t *testing.T) {
 	}
 }
 
-// reference is an independent, direct implementation of DESIGN §7 for
+// reference is an independent, direct implementation of docs/DESIGN.md §7 for
 // chains whose hops run one after another with no gaps and a single
 // logged attempt each (the article's matrix).
 func reference(lat []time.Duration, p *policy.Policy) (ok bool, end int64) {

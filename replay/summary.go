@@ -6,7 +6,7 @@ import (
 	"github.com/tailscope/tailscope/quantile"
 )
 
-// Summary is a replay in report form (DESIGN §8, the "replay" object of
+// Summary is a replay in report form (docs/DESIGN.md §8, the "replay" object of
 // tailscope.check/v1): times in ms, unknown values null.
 type Summary struct {
 	Requests       int               `json:"requests"`

@@ -1,5 +1,5 @@
 // Package span holds tailscope's model of what the logs say: spans, and the
-// calls, attempts and requests rebuilt from them (DESIGN §3).
+// calls, attempts and requests rebuilt from them (docs/DESIGN.md §3).
 //
 // Everything downstream — analysis, replay, recommendation — sees only these
 // types, never an input format. The package must not know about any file

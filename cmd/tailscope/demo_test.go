@@ -48,7 +48,7 @@ type checkJSON struct {
 	} `json:"results"`
 }
 
-// The demo reproduces the source article's table (DESIGN §1).
+// The demo reproduces the source article's table (docs/DESIGN.md §1).
 func TestDemoReproducesArticle(t *testing.T) {
 	var rep checkJSON
 	runJSON(t, &rep, "demo", "--format", "json")

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Exit codes (contract, DESIGN §2). Besides these, a process ended by a
+// Exit codes (contract, docs/DESIGN.md §2). Besides these, a process ended by a
 // signal exits 128 + its number (130 SIGINT, 143 SIGTERM: main.go), and
 // a crash the run cannot recover from (a fatal runtime error, a panic on
 // another goroutine) aborts with SIGABRT: 134. None of them is 2, which

@@ -1,4 +1,4 @@
-// Package matrix generates the source article's latency matrix (DESIGN §1):
+// Package matrix generates the source article's latency matrix (docs/DESIGN.md §1):
 // requests over a chain of hops that run one after another, a mix of normal
 // requests, requests with one hop in a long tail, and requests whose whole
 // chain is slow. It is deterministic for a seed, and parameterised so that
