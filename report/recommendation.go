@@ -177,12 +177,13 @@ func checkLine(c *analyze.RecommendationCheck) string {
 }
 
 // raisedLine names the hops whose timeouts replay raised: "raised after
-// replay: a, b (see basis)"; "" when it raised none.
+// replay: a, b (↑ in the table; the basis says why)"; "" when it raised
+// none.
 func raisedLine(c *analyze.RecommendationCheck) string {
 	if c == nil || len(c.RaisedHops) == 0 {
 		return ""
 	}
-	return "raised after replay (↑ in the table; the basis says why): " + nameList(c.RaisedHops, groupListMax)
+	return "raised after replay: " + nameList(c.RaisedHops, groupListMax) + " (↑ in the table; the basis says why)"
 }
 
 // capFirst capitalises a line that starts with an ASCII letter.
