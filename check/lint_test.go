@@ -469,7 +469,7 @@ func TestTailRules(t *testing.T) {
 		{"99ms", CodeBelowTail, SevError, []string{"1 of 100", "rate of 1%"}, false, true},
 		{"100ms", "", "", nil, true, true},
 		{"1s", "", "", nil, true, true}, // 10× but under a second of excess
-		{"2s", CodeFarAboveTail, SevWarning, []string{"20.2× the p99 of successful attempts, " + p99}, true, false},
+		{"2s", CodeFarAboveTail, SevWarning, []string{"20.0× the slowest of 100 successful attempts, 100ms (p99 " + p99 + ")"}, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.timeout, func(t *testing.T) {

@@ -396,7 +396,7 @@ func TestBoutiqueShapes(t *testing.T) {
 		seed uint64
 		n    int
 		skew time.Duration
-	}{{1, 400, 0}, {2, 1500, 2 * time.Millisecond}, {3, 3000, 200 * time.Microsecond}} {
+	}{{1, 400, 0}, {2, 1500, 2 * time.Millisecond}, {3, 3000, 200 * time.Microsecond}, {4, 700, 30 * time.Millisecond}, {8, 1100, 0}} {
 		t.Run(fmt.Sprintf("seed%d-n%d-skew%s", c.seed, c.n, c.skew), func(t *testing.T) {
 			spans := boutique(c.seed, c.n, c.skew)
 			l := analyse(spans, nil)
