@@ -88,6 +88,9 @@ type Outcome struct {
 	RetryNs, WastedNs int64
 	// LoggedOK is the request's outcome as logged.
 	LoggedOK bool
+	// Attempts is how many attempts the request made under the policy
+	// (pessimistic run), every hop counted.
+	Attempts int
 	// Cuts are the attempts that the policy's own hop timeouts cut in the
 	// pessimistic run, with the time each would have needed.
 	Cuts []Cut
@@ -130,6 +133,9 @@ type Result struct {
 	RetrySpent       int64
 	RetryWasted      int64
 	Outcomes         []Outcome
+	// AttemptsByHop is the attempts each hop made under the policy, over
+	// all requests (pessimistic runs).
+	AttemptsByHop map[string]int
 }
 
 // Run replays every request under p.
@@ -139,25 +145,45 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 		pool = attemptPool(reqs)
 	}
 	out := make([]Outcome, 0, len(reqs))
+	tally := map[string]int{}
 	for _, r := range reqs {
-		out = append(out, One(r, p, pool))
+		out = append(out, one(r, p, pool, tally))
 	}
-	return summarise(out)
+	res := summarise(out)
+	res.AttemptsByHop = tally
+	return res
 }
 
 // Observed summarises the requests as they were logged, in the same form
 // as a replay: the baseline when no policy in force is known.
 func Observed(reqs []*span.Request) *Result {
 	out := make([]Outcome, 0, len(reqs))
+	tally := map[string]int{}
 	for _, r := range reqs {
 		o := Outcome{TraceID: r.TraceID, OK: !r.Failed, End: r.Latency(), LoggedOK: !r.Failed}
 		if r.Failed {
 			o.FailedHop = observedFailedHop(r)
 		}
 		o.RetryNs, o.WastedNs = observedRetryTime(r.Calls)
+		o.Attempts = observedAttempts(r.Calls, tally)
 		out = append(out, o)
 	}
-	return summarise(out)
+	res := summarise(out)
+	res.AttemptsByHop = tally
+	return res
+}
+
+// observedAttempts counts the logged attempts under cs, by hop into tally.
+func observedAttempts(cs []*span.Call, tally map[string]int) int {
+	n := 0
+	for _, c := range cs {
+		n += len(c.Attempts)
+		tally[c.Hop] += len(c.Attempts)
+		for _, a := range c.Attempts {
+			n += observedAttempts(a.Calls, tally)
+		}
+	}
+	return n
 }
 
 // observedFailedHop is the hop of the first failed call, innermost first.
@@ -249,13 +275,19 @@ func summarise(outcomes []Outcome) *Result {
 
 // One replays a single request. pool is nil for the same-wall model.
 func One(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Outcome {
-	lo := simulate(r, p, pool, false)
+	return one(r, p, pool, nil)
+}
+
+// one replays r, adding the attempts of its pessimistic run to tally by
+// hop when tally is not nil.
+func one(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally map[string]int) Outcome {
+	lo := simulate(r, p, pool, false, tally)
 	hi := lo
 	if lo.touched {
-		hi = simulate(r, p, pool, true)
+		hi = simulate(r, p, pool, true, nil)
 	}
 	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted,
-		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short}
+		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short, Attempts: lo.attempts}
 	if lo.ok != hi.ok {
 		o.Undetermined = true
 	}
@@ -279,6 +311,8 @@ type run struct {
 	end        int64
 	cuts       []Cut
 	short      []Short
+	attempts   int
+	tally      map[string]int // attempts by hop, when counted
 }
 
 const never = int64(math.MaxInt64 / 4)
@@ -292,8 +326,8 @@ func add(a, b int64) int64 {
 	return a + b
 }
 
-func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool) *run {
-	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID}
+func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally map[string]int) *run {
+	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally}
 	deadline := never
 	if p.Budget > 0 {
 		deadline = min(int64(p.Budget), never)
@@ -452,6 +486,10 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 			}
 		}
 		a := s.pick(c, k)
+		s.attempts++
+		if s.tally != nil {
+			s.tally[c.Hop]++
+		}
 		attDeadline := deadline
 		own := hp.Timeout > 0 && add(t, int64(hp.Timeout)) < attDeadline
 		if own {

@@ -290,3 +290,25 @@ func TestReplayCalleeSide(t *testing.T) {
 		t.Errorf("listed server hop: ok=%v end=%dms hop=%q, want failure at 550ms in api", o.OK, o.End/ms, o.FailedHop)
 	}
 }
+
+// Attempts per request count every attempt the policy makes, retries
+// included, by hop; as logged they count the logged attempts.
+func TestAttemptsPerRequest(t *testing.T) {
+	fast := build(att{hop: "a", dur: 100}, att{hop: "b", start: 100, dur: 100})
+	// b fails fast every time it is tried (the same wall): a policy with 2
+	// retries makes 3 attempts of b.
+	failing := build(att{hop: "a", dur: 100}, att{hop: "b", start: 100, dur: 10, err: true})
+	reqs := []*span.Request{fast, failing}
+	p := pol(time.Minute, policy.Hop{Timeout: time.Second, Retries: 2})
+	got := Run(reqs, p, Options{}).Summary().AttemptsPerRequest
+	if got.Max != 4 || got.Mean != 3 || got.ByHop["a"] != 1 || got.ByHop["b"] != 2 {
+		t.Errorf("replayed: %+v, want max 4, mean 3, a 1, b 2 per request", got)
+	}
+	if got.P99 < 3.9 || got.P99 > 4 {
+		t.Errorf("p99 %g, want between the two requests' 2 and 4, near 4", got.P99)
+	}
+	logged := Observed(reqs).Summary().AttemptsPerRequest
+	if logged.Max != 2 || logged.Mean != 2 || logged.ByHop["b"] != 1 {
+		t.Errorf("as logged: %+v, want 2 attempts per request", logged)
+	}
+}

@@ -19,6 +19,18 @@ type Summary struct {
 	FailureLanding []quantile.Bucket `json:"failure_landing"`
 	FailuresByHop  map[string]int    `json:"failures_by_hop"`
 	RetryMs        RetryTime         `json:"retry_ms"`
+	// AttemptsPerRequest is the load the policy puts on the hops: attempts
+	// (first tries and retries, every hop) per request.
+	AttemptsPerRequest Attempts `json:"attempts_per_request"`
+}
+
+// Attempts is attempts per request: mean, p99 and max over requests, and
+// the mean per request of each hop.
+type Attempts struct {
+	Mean  float64            `json:"mean"`
+	P99   float64            `json:"p99"`
+	Max   int                `json:"max"`
+	ByHop map[string]float64 `json:"by_hop"`
 }
 
 // Range is a success rate known only between Low and High.
@@ -70,5 +82,28 @@ func (r *Result) Summary() Summary {
 	if r.Failed > 0 {
 		out.FailureMs = FailureTimes{Min: msPtr(float64(r.FailMin)), Max: msPtr(float64(r.FailMax)), Mean: msPtr(r.FailMean)}
 	}
+	out.AttemptsPerRequest = r.attemptsPerRequest()
 	return out
+}
+
+func (r *Result) attemptsPerRequest() Attempts {
+	a := Attempts{ByHop: map[string]float64{}}
+	if len(r.Outcomes) == 0 {
+		return a
+	}
+	counts := make([]int64, len(r.Outcomes))
+	var sum int64
+	for i, o := range r.Outcomes {
+		counts[i] = int64(o.Attempts)
+		sum += counts[i]
+		a.Max = max(a.Max, o.Attempts)
+	}
+	quantile.SortInt64(counts)
+	n := float64(len(counts))
+	a.Mean = round4(float64(sum) / n)
+	a.P99 = round4(quantile.Int64(counts, 0.99))
+	for hop, c := range r.AttemptsByHop {
+		a.ByHop[hop] = round4(float64(c) / n)
+	}
+	return a
 }
