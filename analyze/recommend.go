@@ -658,29 +658,64 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 	for i := range rep.Hops {
 		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
+	timed := func(c *span.Call) bool { return p.ForCall(c.Hop, c.Role == span.RoleCall).Timeout > 0 }
+	// A hop all of whose timed calls run under a timed caller: its timeout
+	// can only ever fire inside its callers', so they must allow it.
+	calls, nested := map[string]int{}, map[string]int{}
+	var count func(cs []*span.Call, under bool)
+	count = func(cs []*span.Call, under bool) {
+		for _, c := range cs {
+			t := timed(c)
+			if t {
+				calls[c.Hop]++
+				if under {
+					nested[c.Hop]++
+				}
+			}
+			for _, a := range c.Attempts {
+				count(a.Calls, under || t)
+			}
+		}
+	}
+	for _, r := range reqs {
+		count(r.Calls, false)
+	}
 	from := map[string]time.Duration{}
 	because := map[string]string{}
 	for round := 0; round <= span.MaxDepth; round++ {
 		need := map[string]int64{}
 		inner := map[string]string{}
-		// visit returns a hop with retries at or below cs, "" if none.
-		var visit func(cs []*span.Call) string
-		visit = func(cs []*span.Call) string {
+		// visit returns a hop with retries at or below cs ("" if none), and
+		// the longest timeout among the nearest timed calls below that are
+		// always nested, with its hop.
+		var visit func(cs []*span.Call) (string, time.Duration, string)
+		visit = func(cs []*span.Call) (string, time.Duration, string) {
 			found := ""
+			var longest time.Duration
+			longestHop := ""
 			for _, c := range cs {
 				below := ""
+				var belowT time.Duration
+				belowHop := ""
 				for _, a := range c.Attempts {
-					if h := visit(a.Calls); h != "" {
+					h, t, th := visit(a.Calls)
+					if h != "" {
 						below = h
+					}
+					if t > belowT {
+						belowT, belowHop = t, th
 					}
 				}
 				hp := p.ForCall(c.Hop, c.Role == span.RoleCall)
 				if below != "" && hp.Timeout > 0 {
 					for _, a := range c.Attempts {
 						if lat, _ := worstAttempt(a.Span, a.Calls, p); lat > need[c.Hop] {
-							need[c.Hop], inner[c.Hop] = lat, below
+							need[c.Hop], inner[c.Hop] = lat, "so that the retries of "+below+" below it can run (its calls at their timeouts, with every retry, need up to that"
 						}
 					}
+				}
+				if hp.Timeout > 0 && belowT > hp.Timeout && int64(belowT) > need[c.Hop] {
+					need[c.Hop], inner[c.Hop] = int64(belowT), "so that "+belowHop+", always called under it, can use its own "+FormatDuration(belowT)+" (that"
 				}
 				switch {
 				case hp.Retries > 0:
@@ -688,8 +723,16 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 				case below != "" && found == "":
 					found = below
 				}
+				switch {
+				case hp.Timeout > 0:
+					if calls[c.Hop] > 0 && nested[c.Hop] == calls[c.Hop] && hp.Timeout > longest {
+						longest, longestHop = hp.Timeout, c.Hop
+					}
+				case belowT > longest:
+					longest, longestHop = belowT, belowHop
+				}
 			}
-			return found
+			return found, longest, longestHop
 		}
 		for _, r := range reqs {
 			visit(r.Calls)
@@ -723,7 +766,7 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 		if h.Recommendation.RaisedFromMs == nil {
 			h.Recommendation.RaisedFromMs = fptr(ms(int64(was)))
 		}
-		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s so that the retries of %s below it can run (its calls at their timeouts, with every retry, need up to that × %.2f)",
+		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s %s × %.2f)",
 			FormatDuration(was), FormatDuration(now), because[hop], 1+opt.Margin)
 	}
 	if d := maxTimeout(p); d > p.Default.Timeout {

@@ -33,6 +33,8 @@ const (
 	CodeBackoffExceeds    = "backoff-exceeds-budget"
 	CodeUnknownHop        = "unknown-hop"
 	CodeUnconfiguredHop   = "unconfigured-hop"
+	CodeAmplification     = "retry-amplification"
+	CodeCalleeOutlives    = "callee-outlives-caller"
 )
 
 // FarAboveFactor is k of timeout-far-above-tail: a timeout more than k times
@@ -78,6 +80,7 @@ func Lint(rep *analyze.Report, reqs []*span.Request, p *policy.Policy) []Finding
 			left, bound = int64(p.Budget), "the "+fd(p.Budget)+" budget"
 		}
 		l.walk(r.Calls, left, bound, nil)
+		l.layers(r.Calls, nil)
 	}
 	names := make([]string, 0, len(l.obs))
 	for n := range l.obs {
@@ -87,6 +90,7 @@ func Lint(rep *analyze.Report, reqs []*span.Request, p *policy.Policy) []Finding
 	for _, n := range names {
 		l.lintHop(n, l.obs[n])
 	}
+	l.lintLayers()
 	l.lintDefault(names)
 	l.lintListed()
 	l.lintUnconfigured(names)
@@ -125,6 +129,143 @@ type linter struct {
 	hops map[string]*analyze.Hop
 	obs  map[string]*hopObs
 	out  []Finding
+	// amp and outlives collect the layered rules per inner hop.
+	amp      map[string]*ampObs
+	outlives map[string]*outlivesObs
+	timed    map[string]int // calls with a timeout, by hop
+}
+
+// layer is a call on a path that a policy times out or retries, as seen
+// from the calls below it.
+type layer struct {
+	hop string
+	hp  policy.Hop
+}
+
+// ampObs is a hop whose retries sit below other retried calls.
+type ampObs struct {
+	paths   int
+	product int      // the largest product of attempts on one path
+	chain   []string // the retried calls above it on that path, outermost first
+	tries   []int
+}
+
+// outlivesObs is a hop whose timeout is longer than its caller's.
+type outlivesObs struct {
+	calls  int
+	caller string
+	ct     time.Duration // the caller's timeout (the shortest seen)
+}
+
+// layers follows each path down the tree, keeping the calls above that
+// the policy times out or retries: retries at more than one layer multiply
+// (3 × 3 attempts is 9 at the inner hop), and a callee allowed longer than
+// its caller works on after the caller gave up. Recursion follows the
+// tree's depth, which span caps.
+func (l *linter) layers(cs []*span.Call, outer []layer) {
+	for _, c := range cs {
+		hp := l.forCall(c)
+		if hp.Retries > 0 {
+			prod := hp.Retries + 1
+			var chain []string
+			var tries []int
+			for _, o := range outer {
+				if o.hp.Retries > 0 {
+					prod *= o.hp.Retries + 1
+					chain = append(chain, o.hop)
+					tries = append(tries, o.hp.Retries+1)
+				}
+			}
+			if len(chain) > 0 {
+				if l.amp == nil {
+					l.amp = map[string]*ampObs{}
+				}
+				a := l.amp[c.Hop]
+				if a == nil {
+					a = &ampObs{}
+					l.amp[c.Hop] = a
+				}
+				a.paths++
+				if prod > a.product {
+					a.product, a.chain, a.tries = prod, chain, tries
+				}
+			}
+		}
+		if hp.Timeout > 0 {
+			if l.timed == nil {
+				l.timed = map[string]int{}
+			}
+			l.timed[c.Hop]++
+			for i := len(outer) - 1; i >= 0; i-- {
+				if ct := outer[i].hp.Timeout; ct > 0 {
+					if hp.Timeout > ct {
+						if l.outlives == nil {
+							l.outlives = map[string]*outlivesObs{}
+						}
+						o := l.outlives[c.Hop]
+						if o == nil || ct < o.ct {
+							n := 0
+							if o != nil {
+								n = o.calls
+							}
+							o = &outlivesObs{calls: n, caller: outer[i].hop, ct: ct}
+							l.outlives[c.Hop] = o
+						}
+						o.calls++
+					}
+					break
+				}
+			}
+		}
+		next := outer
+		if hp.Timeout > 0 || hp.Retries > 0 {
+			next = append(outer[:len(outer):len(outer)], layer{c.Hop, hp})
+		}
+		for _, a := range c.Attempts {
+			l.layers(a.Calls, next)
+		}
+	}
+}
+
+// lintLayers reports what layers found.
+func (l *linter) lintLayers() {
+	for _, hop := range sortedKeys(l.amp) {
+		a := l.amp[hop]
+		parts := make([]string, 0, len(a.chain)+1)
+		for i, h := range a.chain {
+			parts = append(parts, fmt.Sprintf("%s (%d attempts)", h, a.tries[i]))
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d attempts)", hop, l.forHop(hop).Retries+1))
+		l.add(CodeAmplification, SevWarning, hop,
+			"retries at %d layers of one path: %s: up to %d attempts of %s for one call of %s, on %s; when the hop is down, every layer retries it, and the load multiplies; retry at one layer",
+			len(a.chain)+1, strings.Join(parts, " → "), a.product, hop, a.chain[0], plural(a.paths, "path", "paths"))
+	}
+	for _, hop := range sortedKeys(l.outlives) {
+		o := l.outlives[hop]
+		if o.calls == l.timed[hop] {
+			l.add(CodeCalleeOutlives, SevWarning, hop,
+				"%s timeout %s is longer than its caller %s's %s (on all %s): the caller always gives up first, and the time this hop is allowed beyond it, retries included, is wasted; keep it below the caller's",
+				l.source(hop), fd(l.forHop(hop).Timeout), o.caller, fd(o.ct), plural(o.calls, "call", "calls"))
+			continue
+		}
+		// Called elsewhere with room for its timeout: one policy per hop
+		// cannot fit every caller, so this is a note, not a mistake.
+		l.add(CodeCalleeOutlives, SevInfo, hop,
+			"%s timeout %s is longer than its caller %s's %s on %d of its %s: there the caller gives up first",
+			l.source(hop), fd(l.forHop(hop).Timeout), o.caller, fd(o.ct), o.calls, plural(l.timed[hop], "call", "calls"))
+	}
+}
+
+// forHop is the policy of a hop's calls.
+func (l *linter) forHop(hop string) policy.Hop { return l.p.ForCall(hop, true) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // part is one thing a path spends before a retry can run: another hop's

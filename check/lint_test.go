@@ -577,3 +577,30 @@ func TestLintOrderAndShape(t *testing.T) {
 		t.Errorf("not deterministic:\n%s\nvs\n%s", dump(fs), dump(again))
 	}
 }
+
+// nested builds n requests of a root, a call to "outer" and, inside it, a
+// call to "inner" (all client spans, so the policy governs both).
+func nested(n int) *logs {
+	var spans []span.Span
+	for i := range n {
+		tid := fmt.Sprintf("t%d", i)
+		t0 := int64(1_700_000_000+i) * 1e9
+		spans = append(spans,
+			span.Span{TraceID: tid, SpanID: "r", Service: "fe", Name: "GET", Kind: "server", Hop: "root", Start: t0, Duration: 100e6, Weight: 1},
+			span.Span{TraceID: tid, SpanID: "o", ParentID: "r", Service: "fe", Kind: "client", Hop: "outer", Start: t0 + 1e6, Duration: 60e6, Weight: 1},
+			span.Span{TraceID: tid, SpanID: "i", ParentID: "o", Service: "mid", Kind: "client", Hop: "inner", Start: t0 + 2e6, Duration: 40e6, Weight: 1})
+	}
+	return analyse(spans, nil)
+}
+
+// Retries at two layers of one path multiply; a callee allowed longer than
+// its caller on every call works on for nothing.
+func TestLayeredRules(t *testing.T) {
+	l := nested(20)
+	fs := Lint(l.rep, l.reqs, parsePolicy(t, "budget: 30s\nhops:\n  outer: {timeout: 1s, retries: 2, budget_aware: true}\n  inner: {timeout: 2s, retries: 2, budget_aware: true}"))
+	contains(t, one(t, fs, CodeAmplification, "inner", SevWarning), "retries at 2 layers", "outer (3 attempts) → inner (3 attempts)", "up to 9 attempts of inner", "20 paths")
+	contains(t, one(t, fs, CodeCalleeOutlives, "inner", SevWarning), "timeout 2s is longer than its caller outer's 1s", "on all 20 calls")
+	fs = Lint(l.rep, l.reqs, parsePolicy(t, "budget: 30s\nhops:\n  outer: {timeout: 1s, retries: 0}\n  inner: {timeout: 500ms, retries: 2, budget_aware: true}"))
+	none(t, fs, CodeAmplification)
+	none(t, fs, CodeCalleeOutlives)
+}
