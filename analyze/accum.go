@@ -444,6 +444,9 @@ func (a *Accum) addUnsampledHops(rep *Report) {
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
 			FailureClass: ClassTooFew, Evidence: nWord(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
 		a.fill(&h, rep, len(rep.Warnings))
+		// No tree shows its place: a call, as flat logs' spans are, which
+		// the policy's default covers.
+		h.Role = RoleCall
 		h.Recommendation = Recommendation{Action: ActionKeep, Basis: "not in the trace sample: covered by the default"}
 		rep.Hops = append(rep.Hops, h)
 		added = true

@@ -99,7 +99,8 @@ func decodeArrow(src *Source) (err error) {
 		}
 	}
 	tab := newFieldTable(src.opt)
-	rec := &flatRecord{intern: &interner{}}
+	rec := &flatRecord{intern: &interner{}, units: &unitStats{}}
+	defer func() { src.unitNotes(rec.units, true) }()
 	var row int64
 	var scratch []byte
 	for batch := 1; ; batch++ {
@@ -134,7 +135,7 @@ func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *f
 			have[spec.f] = true
 		}
 	}
-	if !have[fDuration] && !have[fDurationMs] && !have[fDurationUs] && !have[fDurationNs] && !(have[fEnd] && (have[fStart] || have[fStartMs] || have[fStartUs])) {
+	if !hasDurationColumn(have) {
 		return fmt.Errorf("an Arrow span table needs a duration column (duration_ns, duration_ms, …, or start and end); fields: %s; name one with --map", rb.Schema())
 	}
 	n := int(rb.NumRows())
@@ -194,7 +195,7 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 			}
 			return nil
 		case fDuration, fDurationNs:
-			r.sp.Duration, r.hasDur = n, true
+			r.sp.Duration, r.hasDur, r.durField = n, true, f
 			return nil
 		}
 		return r.setText(c.spec, strconv.AppendInt((*scratch)[:0], n, 10))
@@ -239,7 +240,7 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 	case *array.Duration:
 		unit := a.DataType().(*arrow.DurationType).Unit
 		n := int64(a.Value(i)) * int64(unit.Multiplier())
-		if f == fDuration || f == fDurationMs || f == fDurationUs || f == fDurationNs {
+		if f == fDuration || f == fDurationMs || f == fDurationUs || f == fDurationNs || f == fDurationS {
 			r.sp.Duration, r.hasDur = n, true
 			return nil
 		}

@@ -243,24 +243,31 @@ func closesQuote(line []byte) bool {
 	return false
 }
 
+// csvDelim is the delimiter of a header line: comma, else tab, else
+// semicolon.
+func csvDelim(head []byte) byte {
+	switch {
+	case bytes.IndexByte(head, ',') >= 0:
+		return ','
+	case bytes.IndexByte(head, '\t') >= 0:
+		return '\t'
+	case bytes.IndexByte(head, ';') >= 0:
+		return ';'
+	}
+	return ','
+}
+
 func decodeCSV(src *Source) error {
 	src.SetDefaultHopBy("hop")
 	tab := newFieldTable(src.opt)
 	cr := &csvReader{lr: &lineReader{src: src, max: src.opt.MaxRecord}}
-	// The delimiter is the header's: comma, else tab, else semicolon.
 	head, _ := src.R.Peek(sniffWindow)
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		head = head[:i]
 	}
-	cr.sp.delim = ','
-	if bytes.IndexByte(head, ',') < 0 {
-		if bytes.IndexByte(head, '\t') >= 0 {
-			cr.sp.delim = '\t'
-		} else if bytes.IndexByte(head, ';') >= 0 {
-			cr.sp.delim = ';'
-		}
-	}
+	cr.sp.delim = csvDelim(head)
+	probeUnits(src, tab, true)
 	hdr, err := cr.next()
 	if err == io.EOF {
 		return nil
@@ -279,11 +286,12 @@ func decodeCSV(src *Source) error {
 		cols[i] = tab.column(names[i])
 		have[cols[i].f] = true
 	}
-	if !have[fDuration] && !have[fDurationMs] && !have[fDurationUs] && !have[fDurationNs] && !(have[fEnd] && (have[fStart] || have[fStartMs] || have[fStartUs])) {
+	if !hasDurationColumn(have) {
 		return fmt.Errorf("line %d: the CSV header (%s) has no duration column: name one with --map, e.g. --map duration_ms=COLUMN (fields: %s)",
 			cr.line, strings.Join(names, ","), strings.Join(FlatFields, ", "))
 	}
-	rec := &flatRecord{intern: &interner{}}
+	rec := &flatRecord{intern: &interner{}, units: &unitStats{}}
+	defer func() { src.unitNotes(rec.units, false) }()
 	for {
 		fields, err := cr.next()
 		switch {

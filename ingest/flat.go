@@ -33,11 +33,13 @@ const (
 	fStart    // unix ns, or RFC 3339
 	fStartMs  // unix ms
 	fStartUs  // unix µs
+	fStartS   // unix seconds
 	fEnd      // unix ns, or RFC 3339
 	fDuration // Go duration string ("1.5s") or integer ns
 	fDurationMs
 	fDurationUs
 	fDurationNs
+	fDurationS
 	fStatus
 	fTimeout // bool: cut by a timeout
 	fCode
@@ -55,7 +57,7 @@ const (
 // FlatFields lists the canonical field names, for --help and --map checks.
 var FlatFields = []string{
 	"trace_id", "span_id", "parent_id", "service", "name", "kind", "hop",
-	"start", "start_ms", "start_us", "end", "duration", "duration_ms", "duration_us", "duration_ns",
+	"start", "start_ms", "start_us", "start_s", "end", "duration", "duration_ms", "duration_us", "duration_ns", "duration_s",
 	"status", "timeout", "code", "attempt", "timeout_ms", "weight", "error", "error_type", "peer", "code_text",
 }
 
@@ -68,10 +70,10 @@ var flatKeys = map[string]field{
 	"kind": fKind, "span_kind": fKind, "span.kind": fKind,
 	"hop":   fHop,
 	"start": fStart, "start_time": fStart, "startTimeUnixNano": fStart, "start_ns": fStart, "timestamp": fStart,
-	"start_ms": fStartMs, "start_us": fStartUs,
+	"start_ms": fStartMs, "start_us": fStartUs, "start_s": fStartS,
 	"end": fEnd, "end_time": fEnd, "endTimeUnixNano": fEnd, "end_ns": fEnd,
 	"duration": fDuration, "duration_ms": fDurationMs, "latency_ms": fDurationMs, "elapsed_ms": fDurationMs,
-	"duration_us": fDurationUs, "duration_ns": fDurationNs,
+	"duration_us": fDurationUs, "duration_ns": fDurationNs, "duration_s": fDurationS,
 	"status": fStatus, "status_code": fStatus, "otel.status_code": fStatus, "outcome": fStatus,
 	"timeout": fTimeout, "timed_out": fTimeout,
 	"code": fCode, "http.status_code": fCode, "http.response.status_code": fCode, "rpc.grpc.status_code": fCode, "grpc_code": fCode,
@@ -177,14 +179,22 @@ type flatRecord struct {
 	// soft are the values of optional fields that could not be read: the
 	// span is kept without them, and they are counted (Stats.Ignored).
 	soft []softErr
+	// durField is the field the duration came from in a unit it names
+	// (fNone for a Go duration string, which names its own), for the
+	// unit checks (units.go), which units gathers when it is set; durKey
+	// is that field's key in the input, found only when probing (probe).
+	durField field
+	units    *unitStats
+	durKey   string
+	probe    bool
 }
 
 // softErr is a value of an optional field that a reader could not read.
 type softErr struct{ field, detail string }
 
 func (r *flatRecord) reset() {
-	in, b, k, l, soft := r.intern, r.block, r.keys, r.lazy, r.soft[:0]
-	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft}
+	in, b, k, l, soft, u, p := r.intern, r.block, r.keys, r.lazy, r.soft[:0], r.units, r.probe
+	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft, units: u, probe: p}
 }
 
 // ignore records a value of an optional field that could not be read.
@@ -199,7 +209,7 @@ func fieldName(f field) string {
 		return "attempt"
 	case fNested:
 		return "attributes"
-	case fStartMs, fStartUs:
+	case fStartMs, fStartUs, fStartS:
 		return "start"
 	}
 	for _, n := range FlatFields {
@@ -215,7 +225,7 @@ func fieldName(f field) string {
 // which finish decides).
 func required(f field) bool {
 	switch f {
-	case fDuration, fDurationMs, fDurationUs, fDurationNs, fHop:
+	case fDuration, fDurationMs, fDurationUs, fDurationNs, fDurationS, fHop:
 		return true
 	}
 	return false
@@ -255,7 +265,7 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		sp.Hop = r.intern.get(v)
 	case fPeer:
 		sp.Peer = r.intern.get(v)
-	case fStart, fStartMs, fStartUs, fEnd:
+	case fStart, fStartMs, fStartUs, fStartS, fEnd:
 		t, err := parseTime(f, str, v)
 		if err != nil {
 			// Needed only when the duration must come from start and
@@ -270,12 +280,16 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		} else {
 			sp.Start, r.hasStart = t, true
 		}
-	case fDuration, fDurationMs, fDurationUs, fDurationNs:
+	case fDuration, fDurationMs, fDurationUs, fDurationNs, fDurationS:
 		d, err := parseDuration(f, str, v)
 		if err != nil {
 			return err
 		}
 		sp.Duration, r.hasDur = d, true
+		r.durField = f
+		if f == fDuration && !plainInt(v) {
+			r.durField = fNone // a Go duration names its unit
+		}
 	case fStatus:
 		st, to, code, text, ok := parseStatus(v)
 		if !ok {
@@ -425,6 +439,9 @@ func (r *flatRecord) finish() (reason, detail string) {
 		// field says it failed.
 		sp.Status = span.Error
 	}
+	if r.units != nil {
+		r.units.record(r)
+	}
 	return "", ""
 }
 
@@ -464,6 +481,19 @@ func normKind(v []byte) string {
 	return s
 }
 
+// hasDurationColumn reports whether a table's columns give a duration:
+// one in any unit, or a start and an end.
+func hasDurationColumn(have map[field]bool) bool {
+	return have[fDuration] || have[fDurationMs] || have[fDurationUs] || have[fDurationNs] || have[fDurationS] ||
+		(have[fEnd] && (have[fStart] || have[fStartMs] || have[fStartUs] || have[fStartS]))
+}
+
+// plainInt reports whether v is an integer with no unit.
+func plainInt(v []byte) bool {
+	_, ok := atoiBytes(v)
+	return ok
+}
+
 // finiteNs reports whether x is a number of ns an int64 holds: not NaN
 // (every comparison with NaN is false), not infinite, below 9e18 either
 // way — two comparisons.
@@ -481,6 +511,8 @@ func parseDuration(f field, str bool, v []byte) (int64, error) {
 		name, scale = "duration_ms", 1e6
 	case fDurationUs:
 		name, scale = "duration_us", 1e3
+	case fDurationS:
+		name, scale = "duration_s", 1e9
 	default:
 		name, scale = "duration_ns", 1
 	}
@@ -603,31 +635,27 @@ func atofBytes(v []byte) (float64, bool) {
 // parseTime reads a start or end: integer unix ns (or the unit the field
 // names), or an RFC 3339 string.
 func parseTime(f field, str bool, v []byte) (int64, error) {
-	if n, ok := atoiBytes(v); ok && f != fStartMs && f != fStartUs {
+	var scale int64 = 1
+	switch f {
+	case fStartMs:
+		scale = 1_000_000
+	case fStartUs:
+		scale = 1_000
+	case fStartS:
+		scale = 1_000_000_000
+	}
+	if n, ok := atoiBytes(v); ok && scale == 1 {
 		return n, nil
 	}
 	s := string(v)
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		switch f {
-		case fStartMs:
-			if n > math.MaxInt64/1_000_000 || n < 0 {
-				return 0, fmt.Errorf("bad start_ms %q: out of range", s)
-			}
-			return n * 1e6, nil
-		case fStartUs:
-			if n > math.MaxInt64/1_000 || n < 0 {
-				return 0, fmt.Errorf("bad start_us %q: out of range", s)
-			}
-			return n * 1e3, nil
+		if n > math.MaxInt64/scale || n < 0 && scale != 1 {
+			return 0, fmt.Errorf("bad %s %q: out of range", fieldName(f), s)
 		}
-		return n, nil
+		return n * scale, nil
 	}
 	if x, err := strconv.ParseFloat(s, 64); err == nil {
-		scale := map[field]float64{fStartMs: 1e6, fStartUs: 1e3}[f]
-		if scale == 0 {
-			scale = 1
-		}
-		x *= scale
+		x *= float64(scale)
 		if !finiteNs(x) {
 			return 0, fmt.Errorf("bad time %q: out of range", s)
 		}
@@ -771,7 +799,9 @@ func (lr *lineReader) next() ([]byte, error) {
 
 func decodeJSONL(src *Source) error {
 	src.SetDefaultHopBy("hop")
-	return decodeJSONLParallel(src, newFieldTable(src.opt))
+	tab := newFieldTable(src.opt)
+	probeUnits(src, tab, false)
+	return decodeJSONLParallel(src, tab)
 }
 
 // fieldError marks a value that parsed as JSON but is wrong for its field.
@@ -803,7 +833,7 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error
 			switch {
 			case required(f):
 				return fieldError{err}
-			case f == fStart || f == fStartMs || f == fStartUs || f == fEnd:
+			case f == fStart || f == fStartMs || f == fStartUs || f == fStartS || f == fEnd:
 				if rec.badTime == nil {
 					rec.badTime = err
 				}
@@ -814,6 +844,9 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error
 		}
 		if err := rec.set(f, k == kString, v); err != nil {
 			return fieldError{err}
+		}
+		if rec.probe && isDurationField(f) {
+			rec.durKey = string(key)
 		}
 		return nil
 	})

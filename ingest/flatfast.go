@@ -315,7 +315,7 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 		}
 		if n, ok := nt.int(); ok {
 			if x := float64(n) * scale; finiteNs(x) {
-				sp.Duration, r.hasDur = n, true
+				sp.Duration, r.hasDur, r.durField = n, true, f
 				if scale != 1 {
 					sp.Duration = int64(math.Round(x))
 				}
@@ -323,7 +323,7 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 			}
 		} else if x, ok := nt.dec(); ok {
 			if x *= scale; finiteNs(x) {
-				sp.Duration, r.hasDur = int64(math.Round(x)), true
+				sp.Duration, r.hasDur, r.durField = int64(math.Round(x)), true, f
 				return true
 			}
 		}

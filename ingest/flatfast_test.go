@@ -296,7 +296,7 @@ func TestRecordReset(t *testing.T) {
 		}
 	}
 	r.reset()
-	want := flatRecord{intern: r.intern, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft}
+	want := flatRecord{intern: r.intern, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft, units: r.units, probe: r.probe}
 	if !reflect.DeepEqual(r, want) || !r.lazy || r.intern == nil || len(r.soft) != 0 || cap(r.soft) == 0 {
 		t.Errorf("after reset: %+v", r)
 	}

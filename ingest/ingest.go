@@ -34,6 +34,10 @@ var Formats = []string{"jsonl", "otlp", "jaeger", "zipkin", "csv", "parquet", "a
 // (--max-record raises it). It protects the machine from a runaway input.
 const DefaultMaxRecord = 64 << 20
 
+// DefaultMaxSpill is the largest temporary file a Parquet input from stdin
+// or a compressed file is spilled to by default (--max-spill raises it).
+const DefaultMaxSpill = 4 << 30
+
 // Options say how to read and which spans to keep.
 type Options struct {
 	// Format is "auto" (sniffed from content) or one of Formats.
@@ -53,6 +57,10 @@ type Options struct {
 	Map map[string]string
 	// MaxRecord bounds a line or a JSON document, in bytes.
 	MaxRecord int
+	// MaxSpill bounds what a Parquet input read from stdin or from a
+	// compressed file may take on disk once spilled to a temporary file
+	// (it needs random access), in bytes; 0 means DefaultMaxSpill.
+	MaxSpill int64
 	// Since and Until keep spans whose start lies in [Since, Until) (unix
 	// ns; 0 means unbounded).
 	Since, Until int64
@@ -146,8 +154,7 @@ type Stats struct {
 	// noticed about the data (units, values ignored), for the user.
 	Notes []string
 
-	filtered idSet  // hashes of the spans the filters left out
-	units    *units // the --map unit and start unit checks (units.go)
+	filtered idSet // hashes of the spans the filters left out
 }
 
 // PassedFile is a file found under a directory that was not read.
@@ -225,9 +232,6 @@ func (st *Stats) finish() {
 			n += "; first: " + st.IgnoredExamples[0].Error()
 		}
 		st.Notes = append(st.Notes, n)
-	}
-	if st.units != nil {
-		st.Notes = append(st.Notes, st.units.notes()...)
 	}
 }
 
@@ -457,6 +461,10 @@ var decoders = map[string]func(*Source) error{}
 
 func register(format string, dec func(*Source) error) { decoders[format] = dec }
 
+// maxZstdWindow is the largest zstd window accepted: what zstd --long=31,
+// the command's largest, writes.
+const maxZstdWindow = 1 << 31
+
 var (
 	magicGzip = []byte{0x1f, 0x8b}
 	magicZstd = []byte{0x28, 0xb5, 0x2f, 0xfd}
@@ -510,7 +518,10 @@ func readStream(display string, raw io.Reader, file *os.File, opt *Options, st *
 		closer, file = zr, nil
 		br = bufio.NewReaderSize(zr, 1<<16)
 	case bytes.HasPrefix(head, magicZstd):
-		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		// zstd --long (up to --long=31) writes frames whose window is
+		// over the library's default limit of 512 MiB: allow those, and
+		// no more (a window is memory the decoder may need).
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow))
 		if err != nil {
 			return fmt.Errorf("%s: zstd: %v", display, err)
 		}

@@ -115,8 +115,10 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var branches []Branch
+	var decoders []*blockDecoder
 	for range workers {
-		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
+		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}, units: &unitStats{}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
+		decoders = append(decoders, d)
 		if src.opt.Fork != nil {
 			d.src, d.branch = src, src.opt.Fork.Branch()
 			branches = append(branches, d.branch)
@@ -166,6 +168,9 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 		// Spans may alias buf (Options.Borrowed): recycle only now.
 		b.spans, b.lines, b.events = b.spans[:0], b.lines[:0], b.events[:0]
 		b.err, b.tooLong, b.used = nil, 0, 0
+		if cap(b.buf) > 4*blockSize {
+			b.buf = nil // a long line's buffer: not kept in the pool
+		}
 		select {
 		case free <- b:
 		default:
@@ -175,6 +180,11 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 	for _, br := range branches {
 		br.Close()
 	}
+	u := &unitStats{}
+	for _, d := range decoders {
+		u.merge(d.rec.units)
+	}
+	src.unitNotes(u, false) // durations were checked before (probeUnits)
 	return err
 }
 
@@ -224,12 +234,15 @@ func deliver(src *Source, b *block) error {
 }
 
 // splitLines cuts src.R into blocks that end at a newline and passes them
-// to send in order. A line longer than --max-record is skipped whole
-// without being buffered whole.
+// to send in order. A line longer than a block is gathered apart, up to
+// --max-record: it becomes a block of its own, and one longer than that is
+// skipped to its end without being kept, so rejecting it costs about
+// --max-record of memory, once.
 func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*block)) {
 	r := src.R
 	maxRec := src.opt.MaxRecord
-	var carry []byte // the start of a line continued in the next block
+	var carry []byte // the start of a line continued in the next block (shorter than a block)
+	var long []byte  // a whole line longer than a block, gathered apart
 	line := int64(1)
 	// A UTF-8 byte order mark before the first line is no part of it.
 	if b, err := r.Peek(3); err == nil && string(b) == "\xef\xbb\xbf" {
@@ -242,9 +255,16 @@ func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*bl
 		case <-stop:
 			return
 		}
-		need := max(blockSize, 2*len(carry))
-		if cap(b.buf) < need {
-			b.buf = make([]byte, 0, need)
+		if long != nil {
+			// The gathered line is a block of its own, in its own buffer.
+			b.buf, long = long, nil
+			b.firstLine = line
+			line++
+			send(b)
+			continue
+		}
+		if need := len(carry) + blockSize/2; cap(b.buf) < max(blockSize, need) {
+			b.buf = make([]byte, 0, max(blockSize, len(carry)+blockSize))
 		}
 		b.buf = append(b.buf[:0], carry...)
 		carry = carry[:0]
@@ -260,23 +280,27 @@ func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*bl
 		if !eof {
 			cut := bytes.LastIndexByte(b.buf, '\n')
 			if cut < 0 {
-				// One line fills the block: grow it while the line may
-				// still be acceptable, else skip it to its end.
-				if len(b.buf) <= maxRec+1 {
-					carry = append(carry[:0], b.buf...)
-					b.buf = b.buf[:0]
-					free <- b
-					continue
-				}
+				// One line fills the block: gather the rest of it apart.
+				var tooLong bool
+				long, tooLong, err = gatherLine(r, b.buf, maxRec)
 				b.buf = b.buf[:0]
-				b.firstLine, b.tooLong = line, line
-				if err := skipLine(r); err != nil && err != io.EOF {
+				if err != nil && err != io.EOF {
 					b.err = fmt.Errorf("line %d: %w", line, err)
+					b.firstLine = line
+					long = nil
 					send(b)
 					return
 				}
-				line++
-				send(b)
+				if tooLong {
+					b.firstLine, b.tooLong = line, line
+					line++
+					send(b)
+					if err == io.EOF {
+						return
+					}
+					continue
+				}
+				free <- b // the next round sends the gathered line
 				continue
 			}
 			carry = append(carry, b.buf[cut+1:]...)
@@ -287,6 +311,54 @@ func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*bl
 		send(b)
 		if eof {
 			return
+		}
+	}
+}
+
+// gatherLine reads the rest of a line whose start is head (a block's
+// worth, with no newline) into a buffer of its own, of at most limit+1
+// bytes. The line is kept in pieces while it is read and joined only once
+// it has ended within the limit, so a line over the limit, read to its end
+// and dropped (tooLong), costs about the limit of memory, not a multiple
+// of it. err is io.EOF when the input ended with the line.
+func gatherLine(r *bufio.Reader, head []byte, limit int) (line []byte, tooLong bool, err error) {
+	if len(head) > limit+1 {
+		return nil, true, skipLine(r)
+	}
+	const piece = 1 << 20
+	pieces := [][]byte{append(make([]byte, 0, max(len(head), piece)), head...)}
+	n := len(head)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if n+len(chunk) > limit+1 {
+			// Too long: stop keeping it, and read to its end.
+			if err == bufio.ErrBufferFull {
+				err = skipLine(r)
+			}
+			return nil, true, err
+		}
+		n += len(chunk)
+		for len(chunk) > 0 {
+			last := &pieces[len(pieces)-1]
+			if len(*last) == cap(*last) {
+				pieces = append(pieces, make([]byte, 0, piece))
+				last = &pieces[len(pieces)-1]
+			}
+			k := min(len(chunk), cap(*last)-len(*last))
+			*last = append(*last, chunk[:k]...)
+			chunk = chunk[k:]
+		}
+		switch err {
+		case nil, io.EOF:
+			line = make([]byte, 0, n)
+			for _, p := range pieces {
+				line = append(line, p...)
+			}
+			return line, false, err
+		case bufio.ErrBufferFull:
+			continue
+		default:
+			return nil, false, err
 		}
 	}
 }

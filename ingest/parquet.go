@@ -37,7 +37,11 @@ import (
 
 func init() { register("parquet", decodeParquet) }
 
-// randomAccess returns the input as an io.ReaderAt and its size.
+// randomAccess returns the input as an io.ReaderAt and its size. A
+// stream (stdin, a decompressed input) is spilled to a temporary file,
+// registered in TempFiles so that a signal does not leave it behind, and
+// bounded by Options.MaxSpill: a small compressed input can expand to far
+// more than the disk holds.
 func randomAccess(src *Source, pattern string) (io.ReaderAt, int64, func(), error) {
 	if src.File != nil {
 		fi, err := src.File.Stat()
@@ -49,13 +53,37 @@ func randomAccess(src *Source, pattern string) (io.ReaderAt, int64, func(), erro
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
 	}
-	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()) }
-	n, err := io.Copy(tmp, src.R)
+	cleanup := func() { tmp.Close(); TempFiles.Remove(tmp.Name()) }
+	if !TempFiles.Add(tmp.Name()) {
+		cleanup()
+		return nil, 0, nil, errors.New("spilling to a temporary file: interrupted")
+	}
+	limit := src.opt.MaxSpill
+	if limit <= 0 {
+		limit = DefaultMaxSpill
+	}
+	n, err := io.Copy(tmp, io.LimitReader(src.R, limit+1))
+	if err == nil && n > limit {
+		err = fmt.Errorf("the input is over %s once decompressed (raise with --max-spill)", bytesText(limit))
+	}
 	if err != nil {
 		cleanup()
 		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
 	}
 	return tmp, n, cleanup, nil
+}
+
+// bytesText is a size for messages: 4 GiB, 512 MiB, 100 KiB, 12 bytes.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // noPanic turns a panic of a third-party decoder on corrupt input into an
@@ -203,7 +231,7 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 		have[spec.f] = true
 		cols = append(cols, c)
 	}
-	if !have[fDuration] && !have[fDurationMs] && !have[fDurationUs] && !have[fDurationNs] && !(have[fEnd] && (have[fStart] || have[fStartMs] || have[fStartUs])) {
+	if !hasDurationColumn(have) {
 		var names []string
 		for _, p := range pf.Schema().Columns() {
 			names = append(names, columnPath(p))
@@ -213,7 +241,8 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 	if batchable(pf, cols) && !rowPath {
 		return decodeFlatBatch(src, pf, cols)
 	}
-	rec := &flatRecord{intern: &interner{}}
+	rec := &flatRecord{intern: &interner{}, units: &unitStats{}}
+	defer func() { src.unitNotes(rec.units, true) }()
 	var row int64
 	var scratch []byte
 	for _, rg := range pf.RowGroups() {
@@ -384,7 +413,7 @@ func (r *flatRecord) setParquetInt(c *flatCol, n int64, scratch *[]byte) error {
 		}
 		return nil
 	case fDuration, fDurationNs:
-		r.sp.Duration, r.hasDur = n, true
+		r.sp.Duration, r.hasDur, r.durField = n, true, c.spec.f
 		return nil
 	case fCode: // what set does with the decimal text, without it
 		r.sp.Code, r.codeSet, r.codeText, r.codeNamed = int(n), true, "", false

@@ -111,8 +111,10 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var branches []Branch
+	var pqWorkers []*pqWorker
 	for range workers {
 		w := newPQWorker(src, pf, cols)
+		pqWorkers = append(pqWorkers, w)
 		if src.opt.Fork != nil {
 			w.src, w.branch = src, src.opt.Fork.Branch()
 			branches = append(branches, w.branch)
@@ -155,6 +157,11 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 	for _, br := range branches {
 		br.Close()
 	}
+	u := &unitStats{}
+	for _, w := range pqWorkers {
+		u.merge(w.units)
+	}
+	src.unitNotes(u, true)
 	return err
 }
 
@@ -217,6 +224,8 @@ type pqWorker struct {
 	// Fork: the batch's text ids alias them (fastID) until keep copies
 	// the few that go on, so they are released only after the batch.
 	held []parquet.Page
+	// units gathers what the unit checks need from the worker's records.
+	units *unitStats
 }
 
 // idBuf is where the batch's id text goes: the chunk's buffer, or with a
@@ -243,14 +252,15 @@ func (w *pqWorker) keep(ch *pqChunk, sp *span.Span) {
 
 func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
 	in := &interner{}
-	w := &pqWorker{cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.opt.Borrowed,
+	us := &unitStats{}
+	w := &pqWorker{units: us, cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.opt.Borrowed,
 		free: make(chan *pqChunk, pqChunksPerWorker), curs: make([]pqCursor, len(cols)),
 		sel: make([]int32, pqBatchRows), iota: make([]int32, pqBatchRows)}
 	for i := range w.iota {
 		w.iota[i] = int32(i)
 	}
 	for i := range w.recs {
-		w.recs[i].intern = in
+		w.recs[i].intern, w.recs[i].units = in, us
 	}
 	for range pqChunksPerWorker {
 		w.free <- &pqChunk{owner: w.free}
@@ -552,9 +562,10 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 	}
 	switch fast {
 	case fastDuration:
+		f := c.col.spec.f
 		for k, row := range sel {
 			r := &recs[row]
-			r.sp.Duration, r.hasDur = c.i64[vi+k], true
+			r.sp.Duration, r.hasDur, r.durField = c.i64[vi+k], true, f
 		}
 	case fastStart:
 		for k, row := range sel {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -341,5 +342,62 @@ func TestWildOptionalValues(t *testing.T) {
 	}
 	if len(st.Notes) != 1 || !strings.Contains(st.Notes[0], "3 spans were kept without a value tailscope could not read (") {
 		t.Errorf("notes %q", st.Notes)
+	}
+}
+
+// Rejecting a line over --max-record costs about --max-record of memory,
+// not a multiple of it; a long line within the limit is read whole, and
+// the lines around both are read.
+func TestLongLineMemory(t *testing.T) {
+	const limit = 8 << 20
+	short := `{"hop":"a","duration_ms":1}` + "\n"
+	long := func(n int) string { return `{"hop":"b","duration_ms":1,"pad":"` + strings.Repeat("x", n) + `"}` + "\n" }
+	for _, c := range []struct {
+		name      string
+		pad       int
+		used      int64
+		maxAllocs uint64
+	}{
+		{"rejected", 6 * limit, 2, limit + limit/2},
+		{"accepted", limit - 1000, 3, 3 * limit},
+	} {
+		in := short + long(c.pad) + short
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		st, err := ReadStream("l.jsonl", strings.NewReader(in), Options{MaxRecord: limit}, func(*span.Span) {})
+		runtime.ReadMemStats(&after)
+		if err != nil || st.Used != c.used || st.Read != 3 {
+			t.Fatalf("%s: used %d of %d, skipped %v, err %v", c.name, st.Used, st.Read, st.SkippedByReason, err)
+		}
+		// Blocks of ordinary lines are allocated once per worker: leave
+		// room for them on top of the line itself.
+		blocks := uint64(2*jsonlWorkers()+2) * uint64(2*blockSize)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > c.maxAllocs+blocks {
+			t.Errorf("%s: a %d MB line with --max-record %d MB allocated %d MB", c.name, c.pad>>20, limit>>20, grew>>20)
+		}
+	}
+}
+
+// A zstd frame made with a long window (zstd --long=30: 1 GiB, over the
+// library's default limit) is read; one claiming a window over the bound
+// is refused with an error, not decoded.
+func TestZstdLongWindow(t *testing.T) {
+	content := []byte(`{"hop":"a","duration_ms":1}` + "\n" + `{"hop":"b","duration_ms":2}` + "\n")
+	// A frame by hand: magic, a header with only a window descriptor
+	// (exponent e: 2^(10+e) bytes), one raw last block.
+	frame := func(exp byte) []byte {
+		b := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, exp << 3}
+		h := uint32(len(content))<<3 | 1 // raw, last
+		b = append(b, byte(h), byte(h>>8), byte(h>>16))
+		return append(b, content...)
+	}
+	var n int
+	st, err := ReadStream("long.jsonl.zst", bytes.NewReader(frame(20)), Options{}, func(*span.Span) { n++ })
+	if err != nil || n != 2 || st.Skipped != 0 {
+		t.Errorf("a 1 GiB window: %d spans, err %v", n, err)
+	}
+	if _, err := ReadStream("huge.jsonl.zst", bytes.NewReader(frame(30)), Options{}, func(*span.Span) {}); err == nil {
+		t.Error("a 1 TiB window was accepted")
 	}
 }
