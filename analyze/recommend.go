@@ -316,6 +316,21 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 			}
 			return c
 		}
+		// A replay stops a request at its first cut; the probe runs every
+		// broken request to its end and lists all its cuts and the retries
+		// it needed, so that one round raises all of them (rounds do not
+		// grow with the size of a trace). broken and brokenReqs are in the
+		// same order.
+		var brokenReqs []*span.Request
+		for i, o := range res.Outcomes {
+			if o.LoggedOK && !o.OK && !o.Undetermined {
+				brokenReqs = append(brokenReqs, reqs[i])
+			}
+		}
+		for i, o := range replay.Run(brokenReqs, p, replay.Options{Probe: true}).Outcomes {
+			broken[i].Cuts = append(broken[i].Cuts, o.Cuts...)
+			broken[i].Short = append(broken[i].Short, o.Short...)
+		}
 		sort.SliceStable(broken, func(i, j int) bool { return cost(broken[i]) < cost(broken[j]) })
 		want := map[string]time.Duration{}
 		hits := map[string]int{}

@@ -69,6 +69,11 @@ const (
 type Options struct {
 	// RetryModel is ModelSame (default) or ModelIndependent.
 	RetryModel string
+	// Probe replays as if no hop timeout fired, recording in Cuts every
+	// attempt that would have run past its hop's timeout, with the time it
+	// needed: all the cuts of a request in one pass, where a real replay
+	// stops at the first (what the request did after it never runs).
+	Probe bool
 }
 
 // Outcome is one request under the policy.
@@ -147,6 +152,10 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 	out := make([]Outcome, 0, len(reqs))
 	tally := map[string]int{}
 	for _, r := range reqs {
+		if opt.Probe {
+			out = append(out, probe(r, p, pool))
+			continue
+		}
 		out = append(out, one(r, p, pool, tally))
 	}
 	res := summarise(out)
@@ -313,6 +322,15 @@ type run struct {
 	short      []Short
 	attempts   int
 	tally      map[string]int // attempts by hop, when counted
+	probe      bool           // see Options.Probe
+}
+
+// probe replays r as Options.Probe says. Attempts cut by a timeout when
+// logged count at their logged latency, a lower bound of what they need.
+func probe(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Outcome {
+	pr := &run{p: p, pool: pool, trace: r.TraceID, probe: true, optimistic: true}
+	pr.start(r)
+	return Outcome{TraceID: r.TraceID, OK: pr.ok, End: pr.end, FailedHop: pr.failedHop, LoggedOK: !r.Failed, Cuts: pr.cuts, Short: pr.short, Attempts: pr.attempts}
 }
 
 const never = int64(math.MaxInt64 / 4)
@@ -328,6 +346,13 @@ func add(a, b int64) int64 {
 
 func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally map[string]int) *run {
 	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally}
+	s.start(r)
+	return s
+}
+
+// start replays r on s.
+func (s *run) start(r *span.Request) {
+	p := s.p
 	deadline := never
 	if p.Budget > 0 {
 		deadline = min(int64(p.Budget), never)
@@ -338,7 +363,7 @@ func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt
 		root := &span.Attempt{Span: r.Root, Calls: r.Calls}
 		end, ok, hop, _, _ := s.attempt(root, r.Root.Hop, 0, deadline)
 		s.ok, s.end, s.failedHop = ok, end, hop
-		return s
+		return
 	}
 	k := s.calls(r.Calls, nil, r.Start, 0, deadline)
 	switch {
@@ -351,7 +376,6 @@ func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt
 	default:
 		s.ok, s.end = true, k.end
 	}
-	return s
 }
 
 // kids is the replay of the sibling calls under one attempt.
@@ -460,10 +484,16 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 	for k := 0; ; k++ {
 		if k > 0 {
 			if k > hp.Retries {
-				if !s.optimistic && k < len(c.Attempts) && !c.Failed() {
+				// The logs show this call succeeding on a later retry.
+				needed := k < len(c.Attempts) && !c.Failed()
+				if needed && k == hp.Retries+1 && (s.probe || !s.optimistic) {
 					s.short = append(s.short, Short{Hop: c.Hop, Retries: len(c.Attempts) - 1})
 				}
-				break
+				if !needed || !s.probe {
+					break
+				}
+				// A probe runs the logged retries out, to find what comes
+				// after them.
 			}
 			if retryStart < 0 {
 				retryStart = t
@@ -492,6 +522,22 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 		}
 		attDeadline := deadline
 		own := hp.Timeout > 0 && add(t, int64(hp.Timeout)) < attDeadline
+		if own && s.probe {
+			// Run it out, and note if the timeout would have cut it.
+			end, ok, hop, _, _ := s.attempt(a, c.Hop, t, attDeadline)
+			if lat := end - t; lat > int64(hp.Timeout) || (a.Span.Timeout && lat >= int64(hp.Timeout)) {
+				s.cuts = append(s.cuts, Cut{Hop: c.Hop, Need: lat, Censored: a.Span.Timeout})
+			}
+			t = end
+			if ok {
+				return t, true, ""
+			}
+			blame = hop
+			if t >= deadline {
+				break
+			}
+			continue
+		}
 		if own {
 			attDeadline = t + int64(hp.Timeout)
 		}

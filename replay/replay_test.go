@@ -312,3 +312,20 @@ func TestAttemptsPerRequest(t *testing.T) {
 		t.Errorf("as logged: %+v, want 2 attempts per request", logged)
 	}
 }
+
+// A probe runs a request to its end as if no timeout fired and lists every
+// attempt a timeout would have cut; a replay stops at the first.
+func TestProbeFindsEveryCut(t *testing.T) {
+	r := build(att{hop: "a", dur: 300}, att{hop: "b", start: 300, dur: 500}, att{hop: "c", start: 800, dur: 50})
+	p := pol(time.Minute, policy.Hop{Timeout: 200 * time.Millisecond})
+	if cuts := Run([]*span.Request{r}, p, Options{}).Outcomes[0].Cuts; len(cuts) != 1 || cuts[0].Hop != "a" {
+		t.Errorf("replay cuts %+v, want a's only (the request stops there)", cuts)
+	}
+	o := Run([]*span.Request{r}, p, Options{Probe: true}).Outcomes[0]
+	if len(o.Cuts) != 2 || o.Cuts[0] != (Cut{Hop: "a", Need: 300 * ms}) || o.Cuts[1] != (Cut{Hop: "b", Need: 500 * ms}) {
+		t.Errorf("probe cuts %+v, want a 300ms and b 500ms", o.Cuts)
+	}
+	if !o.OK || o.End != 850*ms {
+		t.Errorf("probe ran to %v ok=%v, want the logged 850ms", time.Duration(o.End), o.OK)
+	}
+}
