@@ -128,16 +128,37 @@ func parseCodeNamed(v []byte) (code int, timeout bool, text []byte, named bool) 
 	if x, err := strconv.ParseFloat(string(t), 64); err == nil && x == math.Trunc(x) && math.Abs(x) < 1e9 {
 		return int(x), x == 408 || x == 504, nil, false // "503.0"
 	}
-	// "503 Service Unavailable": the number leads.
-	if len(t) > 4 && t[3] == ' ' {
-		if n, ok := atoiBytes(t[:3]); ok && n >= 100 && n < 600 {
-			return int(n), n == 408 || n == 504, nil, false
-		}
+	// "503 Service Unavailable", "HTTP 503", "HTTP/1.1 503": an HTTP
+	// status as a word of its own.
+	if n := httpWord(t); n != 0 {
+		return n, n == 408 || n == 504, nil, false
 	}
 	if c, ok := grpcCodeByName(t); ok {
 		return c, c == 4, nil, true
 	}
 	return 0, isTimeoutWord(t), codeTextOf(t), false
+}
+
+// httpWord finds an HTTP status written as a word among words: the first
+// word ("503 Service Unavailable") or the word after "HTTP" or "HTTP/x"
+// ("HTTP 503", "HTTP/1.1 503 Service Unavailable"); 0 when there is none.
+func httpWord(t []byte) int {
+	words := strings.Fields(string(t))
+	at := 0
+	if len(words) > 1 && (strings.EqualFold(words[0], "http") || strings.HasPrefix(strings.ToUpper(words[0]), "HTTP/")) {
+		at = 1
+	}
+	if len(words) < 2 && at == 0 {
+		return 0 // a lone number is read as a number before
+	}
+	if at >= len(words) || len(words[at]) != 3 {
+		return 0
+	}
+	n, ok := atoiBytes([]byte(words[at]))
+	if !ok || n < 100 || n >= 600 {
+		return 0
+	}
+	return int(n)
 }
 
 // okWord reports whether a code kept as text says success.

@@ -410,9 +410,15 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) {
 		n, err := attrInt(key, v)
 		if err != nil {
 			c, to, text, named := parseCodeNamed(v)
-			if text != nil {
+			switch {
+			case text != nil:
 				r.codeText = string(text)
 				r.timeout = r.timeout || to
+				return
+			case c >= 100 && c < 600 && !r.hasHTTP:
+				// "HTTP 503" where a gRPC code was expected: no gRPC
+				// code is that large.
+				r.httpCode, r.hasHTTP = c, true
 				return
 			}
 			n, r.grpcNamed = c, named && c != 0
@@ -448,7 +454,7 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) {
 				r.timeout = true
 			}
 		}
-	case "http.request.resend_count", "http.resend_count", "grpc-previous-rpc-attempts", "grpc.previous_rpc_attempts":
+	case "http.request.resend_count", "http.resend_count", "grpc-previous-rpc-attempts", "grpc.previous_rpc_attempts", "retry_count", "previous_attempts":
 		// Counts of earlier tries (absent or 0 on the first): the attempt
 		// is one more.
 		n, err := attrInt(key, v)
@@ -457,7 +463,7 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) {
 			return
 		}
 		r.sp.Attempt, r.sp.AttemptSet = n+1, true
-	case "retry.attempt", "x-envoy-attempt-count", "attempt", "retry_attempt", "attempt_number":
+	case "retry.attempt", "x-envoy-attempt-count", "attempt", "retry_attempt", "attempt_number", "try", "try_number":
 		// The number as logged: whether it counts from 0 or 1 is decided
 		// from a call's siblings (span.AttemptIndex).
 		n, err := attrInt(key, v)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,6 +72,12 @@ var wildCases = []struct {
 	// A status that is an error kind.
 	{wildRow{"c", 21, "ECONNRESET", "", -1, -1}, wildWant{status: span.Error, codeText: "ECONNRESET"}},
 	{wildRow{"c", 22, "UNAVAILABLE", "", -1, -1}, wildWant{status: span.Error, code: 14}},
+	// An HTTP status as a word among words.
+	{wildRow{"c", 23, "", "503 Service Unavailable", -1, -1}, wildWant{status: span.Error, code: 503}},
+	{wildRow{"c", 24, "error", "HTTP/1.1 504", -1, -1}, wildWant{status: span.Error, timeout: true, code: 504}},
+	{wildRow{"c", 25, "", "StatusCode.RESOURCE_EXHAUSTED", -1, -1}, wildWant{status: span.Error, code: 8}},
+	{wildRow{"c", 26, "error", "Connection refused", -1, -1}, wildWant{status: span.Error, codeText: "Connection refused"}},
+	{wildRow{"c", 27, "cancelled", "", -1, -1}, wildWant{status: span.Error, code: 1}},
 }
 
 func (w wildWant) check(t *testing.T, what string, sp span.Span, row wildRow) {
@@ -93,7 +100,7 @@ func wildJSONL(escape bool) string {
 			fmt.Fprintf(&b, `,"status":%q`, r.status)
 		}
 		if r.code != "" {
-			if _, err := fmt.Sscanf(r.code, "%d", new(int)); err == nil {
+			if _, err := strconv.Atoi(r.code); err == nil {
 				fmt.Fprintf(&b, `,"code":%s`, r.code)
 			} else {
 				fmt.Fprintf(&b, `,"code":%q`, r.code)
