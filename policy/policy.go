@@ -189,16 +189,33 @@ func (p *Policy) Marshal() []byte {
 		b.WriteString("hops:\n")
 		for _, name := range p.HopNames() {
 			if c := p.Comments[name]; c != "" {
+				// Every YAML line break ends a comment: \r, NEL and the
+				// Unicode separators too, not only \n.
+				c = commentBreaks.Replace(c)
 				for _, line := range strings.Split(c, "\n") {
 					fmt.Fprintf(&b, "  # %s\n", line)
 				}
 			}
-			fmt.Fprintf(&b, "  %s:\n", quoteKey(name))
+			if k := quoteKey(name); len(k) < maxImplicitKey {
+				fmt.Fprintf(&b, "  %s:\n", k)
+			} else {
+				// YAML allows an implicit key of at most 1024 characters;
+				// a longer one is written as an explicit key.
+				fmt.Fprintf(&b, "  ? %s\n  :\n", k)
+			}
 			writeHop(&b, "    ", p.Hops[name])
 		}
 	}
 	return b.Bytes()
 }
+
+// maxImplicitKey is YAML's limit on the length of a key written as
+// "key:" (an implicit key), with room to spare.
+const maxImplicitKey = 1000
+
+// commentBreaks turns every YAML line break into "\n", which Marshal
+// splits comments on.
+var commentBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
 
 func writeHop(b *bytes.Buffer, ind string, h Hop) {
 	fmt.Fprintf(b, "%stimeout: %s\n", ind, fmtDur(h.Timeout))

@@ -159,3 +159,18 @@ func normHops(m map[string]Hop) map[string]Hop {
 	}
 	return out
 }
+
+// A hop name longer than YAML's implicit-key limit, and comments holding
+// every kind of YAML line break, read back as written.
+func TestMarshalLongKeysAndCommentBreaks(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	p := &Policy{Hops: map[string]Hop{long: {Timeout: time.Second}, "a": {Timeout: 2 * time.Second}},
+		Comments: map[string]string{long: "one\rtwo\u2028three\u0085four\r\nfive", "a": "x: y\nz"}, Default: Hop{Timeout: time.Second}}
+	back, err := Parse("p.yaml", p.Marshal())
+	if err != nil {
+		t.Fatalf("does not read back: %v\n%s", err, p.Marshal())
+	}
+	if back.Hops[long].Timeout != time.Second || back.Hops["a"].Timeout != 2*time.Second || len(back.Hops) != 2 {
+		t.Errorf("read back %+v", back.Hops)
+	}
+}
