@@ -191,7 +191,7 @@ func (p *Policy) Marshal() []byte {
 			if c := p.Comments[name]; c != "" {
 				// Every YAML line break ends a comment: \r, NEL and the
 				// Unicode separators too, not only \n.
-				c = commentBreaks.Replace(c)
+				c = commentText(commentBreaks.Replace(c))
 				for _, line := range strings.Split(c, "\n") {
 					fmt.Fprintf(&b, "  # %s\n", line)
 				}
@@ -216,6 +216,27 @@ const maxImplicitKey = 1000
 // commentBreaks turns every YAML line break into "\n", which Marshal
 // splits comments on.
 var commentBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
+// commentText makes s printable in a YAML comment: YAML allows no
+// control characters (but tab) and only valid UTF-8 anywhere in a file, so
+// those are written as escapes (\x1b, \u0085) and bad bytes as U+FFFD.
+func commentText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case r >= 0x80 && r <= 0x9f, r == 0xfeff, r >= 0xfffe && r <= 0xffff:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 func writeHop(b *bytes.Buffer, ind string, h Hop) {
 	fmt.Fprintf(b, "%stimeout: %s\n", ind, fmtDur(h.Timeout))

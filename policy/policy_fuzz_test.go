@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -70,6 +71,35 @@ func FuzzParse(f *testing.F) {
 		}
 		if q.Budget != p.Budget || q.Default != p.Default || !reflect.DeepEqual(q.Hops, p.Hops) {
 			t.Fatalf("round trip changed the policy:\nin  %+v %+v\nout %+v %+v\n%s", p.Default, p.Hops, q.Default, q.Hops, out)
+		}
+	})
+}
+
+// FuzzMarshal: a policy with any hop name and any comment, as recommend
+// writes it, reads back with the same hops and values.
+func FuzzMarshal(f *testing.F) {
+	f.Add("forward", "p99 1s × 1.10 → 1.1s", int64(1e9), 2)
+	f.Add("a: b # c", "x\ry\u2028z\u0085w", int64(50e6), 0)
+	f.Add(strings.Repeat("long ", 300), "", int64(12e9), 1)
+	f.Add("\x00\x1b[31m\u202e", "\n\n", int64(1), 5)
+	f.Fuzz(func(t *testing.T, name, comment string, timeout int64, retries int) {
+		if timeout <= 0 || time.Duration(timeout) > MaxDuration || retries < 0 || retries > 100 {
+			return
+		}
+		p := &Policy{Hops: map[string]Hop{name: {Timeout: time.Duration(timeout), Retries: retries, BudgetAware: true}},
+			Comments: map[string]string{name: comment}, Default: Hop{Timeout: time.Second}, Budget: time.Hour}
+		back, err := Parse("p.yaml", p.Marshal())
+		if err != nil {
+			t.Fatalf("does not read back: %v\n%q", err, p.Marshal())
+		}
+		want := string([]rune(name)) // each bad byte becomes U+FFFD
+		h, ok := back.Hops[want]
+		if !ok || len(back.Hops) != 1 {
+			t.Fatalf("hops %v, want only %q", back.HopNames(), want)
+		}
+		// Durations are written to the nanosecond or a shorter exact form.
+		if h.Retries != retries || h.Timeout != time.Duration(timeout) {
+			t.Fatalf("read back %+v, want timeout %v retries %d", h, time.Duration(timeout), retries)
 		}
 	})
 }
