@@ -63,6 +63,7 @@ type inputFlags struct {
 	hops        string
 	excludeHops string
 	maxRecord   int
+	maxSpill    int64
 	sampleSpans int
 }
 
@@ -77,6 +78,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.hops, "hops", "", "keep only hops matching this regular expression")
 	fs.StringVar(&f.excludeHops, "exclude-hops", "", "drop hops matching this regular expression")
 	fs.IntVar(&f.maxRecord, "max-record", ingest.DefaultMaxRecord, "largest line or JSON document accepted, bytes (protects memory)")
+	fs.Int64Var(&f.maxSpill, "max-spill", ingest.DefaultMaxSpill, "largest temporary copy of a Parquet input read from stdin or a compressed file, bytes")
 	fs.IntVar(&f.sampleSpans, "sample-spans", analyze.DefaultSampleSpans, "spans kept whole for call trees, retry yield and replay; larger logs use a\ndeterministic sample of traces (per-hop percentiles stay over all spans)")
 }
 
@@ -109,7 +111,7 @@ func parseWhen(flag, s string, now time.Time) (int64, error) {
 }
 
 func (f *inputFlags) options(e *env) (ingest.Options, error) {
-	o := ingest.Options{Format: f.input, HopBy: f.hopBy, Stdin: e.stdin, MaxRecord: f.maxRecord}
+	o := ingest.Options{Format: f.input, HopBy: f.hopBy, Stdin: e.stdin, MaxRecord: f.maxRecord, MaxSpill: f.maxSpill}
 	if f.input != "auto" {
 		ok := false
 		for _, x := range ingest.Formats {
@@ -118,6 +120,9 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 		if !ok {
 			return o, usagef("--input %q: want auto, %s", f.input, strings.Join(ingest.Formats, ", "))
 		}
+	}
+	if f.maxSpill <= 0 {
+		return o, usagef("--max-spill %d: want a size in bytes above 0", f.maxSpill)
 	}
 	if !ingest.ValidHopBy(f.hopBy) {
 		return o, usagef("--hop-by %q: want hop, service, name, service+name, peer or attr:KEY", f.hopBy)

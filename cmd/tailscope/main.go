@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"syscall"
+
+	"github.com/tailscope/tailscope/ingest"
 )
 
 func main() {
@@ -32,6 +34,7 @@ func onSignals() {
 		s := <-ch
 		cleanups.mu.Lock() // held to the end: nothing new is created
 		cleanups.runLocked()
+		ingest.TempFiles.Cleanup() // the readers' spills (Parquet from stdin or .gz)
 		code := 128 + 2
 		if n, ok := s.(syscall.Signal); ok {
 			code = 128 + int(n)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/tailscope/tailscope/ingest"
 	"io"
 	"runtime/debug"
 	"strings"
@@ -138,6 +139,7 @@ func runCommand(c command, e *env, args []string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			runCleanups()
+			ingest.TempFiles.Cleanup()
 			err = internalError{value: r, stack: debug.Stack()}
 		}
 	}()
