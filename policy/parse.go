@@ -423,7 +423,7 @@ func (ps *parser) hop(key string, n *yaml.Node, base Hop) Hop {
 		if isNull(n) {
 			return h
 		}
-		ps.add(n, key, "want a mapping with timeout, retries, backoff, budget_aware")
+		ps.add(n, key, "want a mapping with timeout, retries, backoff, budget_aware, hedge")
 		return h
 	}
 	for _, e := range ps.entries(key, n) {
@@ -438,8 +438,10 @@ func (ps *parser) hop(key string, n *yaml.Node, base Hop) Hop {
 			h.Backoff = ps.backoff(full, v)
 		case "budget_aware":
 			h.BudgetAware = ps.boolean(full, v)
+		case "hedge":
+			h.Hedge = ps.hedge(full, v)
 		default:
-			ps.add(k, full, "unknown key (want timeout, retries, backoff, budget_aware)")
+			ps.add(k, full, "unknown key (want timeout, retries, backoff, budget_aware, hedge)")
 		}
 	}
 	return h
@@ -573,4 +575,56 @@ func (ps *parser) backoff(key string, n *yaml.Node) Backoff {
 		return Backoff{}
 	}
 	return b
+}
+
+// hedge reads {delay, max}: max defaults to DefaultHedgeMax; a delay of 0
+// (or "none", or a null value) is no hedging.
+func (ps *parser) hedge(key string, n *yaml.Node) Hedge {
+	n = deref(n)
+	if isNull(n) {
+		return Hedge{}
+	}
+	if n.Kind == yaml.ScalarNode {
+		if s := strings.TrimSpace(n.Value); s == "0" || strings.EqualFold(s, "none") {
+			return Hedge{}
+		}
+	}
+	if n.Kind != yaml.MappingNode {
+		ps.add(n, key, "want {delay, max} (e.g. {delay: 50ms, max: 1}) or none, found "+describe(n))
+		return Hedge{}
+	}
+	h := Hedge{Max: DefaultHedgeMax}
+	delaySet := false
+	for _, e := range ps.entries(key, n) {
+		k, v := e.k, e.v
+		full := key + "." + clipName(k.Value)
+		switch k.Value {
+		case "delay":
+			h.Delay, delaySet = ps.duration(full, v), true
+		case "max":
+			m := deref(v)
+			x, err := strconv.Atoi(strings.TrimSpace(m.Value))
+			switch {
+			case m.Kind != yaml.ScalarNode:
+				ps.add(m, full, "want a whole number of extra attempts, found "+describe(m))
+			case err != nil:
+				ps.add(m, full, fmt.Sprintf("want a whole number of extra attempts, got %s", echo(m.Value)))
+			case x < 1:
+				ps.add(m, full, fmt.Sprintf("max %d: a hedge sends at least 1 extra attempt (set hedge: none for no hedging)", x))
+			case x > MaxHedges:
+				ps.add(m, full, fmt.Sprintf("max %d: at most %d extra attempts in flight", x, MaxHedges))
+			default:
+				h.Max = x
+			}
+		default:
+			ps.add(k, full, "unknown key (want delay, max)")
+		}
+	}
+	if !delaySet {
+		ps.add(n, key+".delay", "missing: a hedge needs the delay after which it sends another attempt")
+	}
+	if h.Delay == 0 {
+		return Hedge{}
+	}
+	return h
 }

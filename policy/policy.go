@@ -81,7 +81,25 @@ type Hop struct {
 	Retries     int
 	Backoff     Backoff
 	BudgetAware bool
+	// Hedge sends extra attempts while one is slow to answer; the zero
+	// Hedge is none.
+	Hedge Hedge
 }
+
+// Hedge is a hop's hedging: when an attempt has not answered after Delay,
+// another is sent (up to Max in flight beyond the first, one every Delay);
+// the first answer wins and the others are cancelled. Delay 0 means no
+// hedging.
+type Hedge struct {
+	Delay time.Duration
+	Max   int
+}
+
+// DefaultHedgeMax is a hedge's Max when the file does not give it.
+const DefaultHedgeMax = 1
+
+// MaxHedges bounds Hedge.Max (gRPC caps hedging's maxAttempts at 5).
+const MaxHedges = 4
 
 // Policy is a parsed policy file.
 type Policy struct {
@@ -254,6 +272,9 @@ func writeHop(b *bytes.Buffer, ind string, h Hop) {
 		fmt.Fprintf(b, "%sbackoff: {base: %s, max: %s, jitter: %s}\n", ind, fmtDur(h.Backoff.Base), fmtDur(h.Backoff.Max), j)
 	}
 	fmt.Fprintf(b, "%sbudget_aware: %t\n", ind, h.BudgetAware)
+	if h.Hedge.Delay > 0 {
+		fmt.Fprintf(b, "%shedge: {delay: %s, max: %d}\n", ind, fmtDur(h.Hedge.Delay), h.Hedge.Max)
+	}
 }
 
 func fmtDur(d time.Duration) string {
