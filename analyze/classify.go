@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,7 +151,7 @@ type shape struct {
 	// other failures: fast (under T/2) and slow, between lo and hi.
 	fast, slow int
 	lo, hi     int64
-	codes      map[int]int
+	codes      map[string]int // numeric codes as decimals, others as logged
 	// band is the largest count of the other failures within one
 	// PileWindow band: small when they are scattered.
 	band int
@@ -158,7 +159,7 @@ type shape struct {
 }
 
 func shapeOf(hop string, ss []*span.Span, T int64, opt Options) *shape {
-	f := &shape{codes: map[int]int{}, lo: math.MaxInt64, elsLo: math.MaxInt64, tol: PileTolerance}
+	f := &shape{codes: map[string]int{}, lo: math.MaxInt64, elsLo: math.MaxInt64, tol: PileTolerance}
 	echoes := echoTargets(hop, span.CallerSide(commonKind(ss)), T, opt)
 	var durs []int64
 	for _, s := range ss {
@@ -180,8 +181,11 @@ func shapeOf(hop string, ss []*span.Span, T int64, opt Options) *shape {
 			f.cut++
 			f.echo++
 		default:
-			if s.Code != 0 {
-				f.codes[s.Code]++
+			switch {
+			case s.Code != 0:
+				f.codes[strconv.Itoa(s.Code)]++
+			case s.CodeText != "":
+				f.codes[s.CodeText]++
 			}
 			if T > 0 && d < T/2 {
 				f.fast++
@@ -278,9 +282,14 @@ func span2(lo, hi int64) string {
 	return FormatDuration(time.Duration(lo)) + " to " + FormatDuration(time.Duration(hi))
 }
 
-// codeList: "503×12 (transient), 500×2", most frequent first.
-func codeList(codes map[int]int) string {
-	type kv struct{ code, n int }
+// codeList: "503×12 (transient), ECONNRESET×3 (transient), 500×2", most
+// frequent first. Codes that are no number (error kinds such as
+// ECONNRESET) are listed as logged.
+func codeList(codes map[string]int) string {
+	type kv struct {
+		code string
+		n    int
+	}
 	var l []kv
 	for c, n := range codes {
 		l = append(l, kv{c, n})
@@ -293,13 +302,31 @@ func codeList(codes map[int]int) string {
 	})
 	var p []string
 	for _, x := range l {
-		s := fmt.Sprintf("%d×%d", x.code, x.n)
-		if transientCode(x.code) {
+		s := fmt.Sprintf("%s×%d", x.code, x.n)
+		if transientKind(x.code) {
 			s += " (transient)"
 		}
 		p = append(p, s)
 	}
 	return strings.Join(p, ", ")
+}
+
+// transientKind reports whether a code, numeric or an error kind as
+// logged, names a failure that a retry can get past: 429/502/503, gRPC
+// RESOURCE_EXHAUSTED/UNAVAILABLE, and connection-level errors (reset,
+// refused, broken pipe, DNS lookups that may succeed next time).
+func transientKind(code string) bool {
+	if n, err := strconv.Atoi(code); err == nil {
+		return transientCode(n)
+	}
+	c := strings.ToLower(code)
+	for _, k := range []string{"econnreset", "econnrefused", "epipe", "eai_again", "econnaborted", "ehostunreach", "enetunreach",
+		"connection reset", "connection refused", "broken pipe", "reset by peer", "unavailable", "temporarily"} {
+		if strings.Contains(c, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // yieldSentence: "retry yield after timeouts 0/14, after other errors 3/4".

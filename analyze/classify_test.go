@@ -257,3 +257,26 @@ func fmtPtr(v *float64) string {
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
+
+// Codes that are no number are error kinds: counted in the evidence as
+// logged, connection-level ones marked transient.
+func TestEvidenceCountsTextCodes(t *testing.T) {
+	var b strings.Builder
+	for i := range 40 {
+		code, status := `200`, `"ok"`
+		switch i % 8 {
+		case 0:
+			code, status = `"ECONNRESET"`, `"error"`
+		case 1:
+			code, status = `"no such table"`, `"error"`
+		}
+		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"s%d","hop":"db","start":%d,"duration_ms":%d,"status":%s,"code":%s,"timeout_ms":1000}`+"\n",
+			i, i, 1_700_000_000_000_000_000+int64(i)*1e9, 5+i%7, status, code)
+	}
+	spans, reqs, probs := loadBytes(t, []byte(b.String()))
+	rep := Run(spans, reqs, probs, Options{})
+	ev := rep.Hops[0].Evidence
+	if !strings.Contains(ev, "ECONNRESET×5 (transient)") || !strings.Contains(ev, "no such table×5") || strings.Contains(ev, "no such table×5 (transient)") {
+		t.Errorf("evidence %q: want ECONNRESET×5 (transient) and no such table×5", ev)
+	}
+}
