@@ -93,6 +93,19 @@ type Report struct {
 	// which parts rest on a trace sample, and its size (see Accum).
 	Sample *Sample `json:"sample,omitempty"`
 	opt    Options
+
+	// TailRanking is the worst-first ranking of the hops that explain the
+	// slow and the failed requests, highest first; TailRequests says which
+	// requests those are (see ranking.go).
+	TailRanking  []TailEntry   `json:"tail_ranking"`
+	TailRequests *TailRequests `json:"tail_requests"`
+	// HopOrder is the order of Hops: "rank" (the ranking's hops first)
+	// or "name".
+	HopOrder string `json:"hop_order"`
+	// Compare is set by --compare and --compare-window: what changed
+	// against another window of logs (see compare.go).
+	Compare *Comparison `json:"compare,omitempty"`
+	paths   *paths
 }
 
 // Latency holds percentiles in ms. A nil value is unknown: censored, or no
@@ -188,6 +201,9 @@ type Hop struct {
 	// policy sets its timeout), "callee" (the callee's own record), "in-process"
 	// (work inside one service) or "root" (the trace root: the request).
 	Role string `json:"role"`
+	// Gap is the time between this caller-side hop's spans and its
+	// callee's server spans (see gap.go); nil when no call pairs up.
+	Gap *Gap `json:"gap,omitempty"`
 
 	// target is the time-to-success at the recommendation's percentile,
 	// ns; targetKnown is false when it is censored or there are no samples.
@@ -321,6 +337,7 @@ func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	rep.recommended = rec
 	rep.RecommendedPolicy = DocOf(rec)
 	rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec)
+	whereTailComesFrom(rep, reqs)
 	return rep
 }
 

@@ -66,6 +66,7 @@ type page struct {
 	Read     int64
 	Spans    int64
 	Skipped  int64
+	Filtered int64
 	Skips    []skipRow
 	Cards    []card
 	Analysis *analysisView
@@ -117,6 +118,8 @@ type analysisView struct {
 	NotDrawnNote string
 	Landing      *chart
 	MTTF         string
+	// Tail is where the tail comes from and what changed (tail.go).
+	Tail *tailView
 }
 
 type hopView struct {
@@ -192,7 +195,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	p := &page{
 		Kind: "analyze", Title: "tailscope analyze",
-		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped,
+		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped, Filtered: rep.Filtered,
 		Skips: skipRows(rep.SkippedByReason), Warnings: warnRows(rep.Warnings),
 	}
 	rateClass := "good"
@@ -207,7 +210,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		{"p95", ru.f(rq.LatencyMs.P95), "request latency", ""},
 		{"p99", ru.f(rq.LatencyMs.P99), "request latency", ""},
 	}
-	av := &analysisView{}
+	av := &analysisView{Tail: tailViewOf(rep)}
 	if rq.MeanTimeToFailureMs != nil {
 		av.MTTF = dur(*rq.MeanTimeToFailureMs)
 		p.Cards = append(p.Cards, card{"Mean time to failure", av.MTTF, "how long a failing request holds on", "bad"})
@@ -403,7 +406,7 @@ func yieldText(y *analyze.Yield) string {
 func checkHTML(w io.Writer, rep *check.Report) error {
 	p := &page{
 		Kind: "check", Title: "tailscope check",
-		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped,
+		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped, Filtered: rep.Filtered,
 		Skips: skipRows(rep.SkippedByReason), Warnings: warnRows(rep.Warnings),
 	}
 	cv := &checkView{Verdict: rep.Verdict}

@@ -104,8 +104,9 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
 	}
 	files := len(rep.Inputs)
-	e.printf("%s from %s (read %d, skipped %d).\n\n", count(rep.Spans, "span", "spans"), count(files, "file", "files"), rep.Read, rep.Skipped)
+	e.printf("%s from %s (%s).\n\n", count(rep.Spans, "span", "spans"), count(files, "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
+	writeTailMarkdown(e, rep)
 
 	var all []*float64
 	for _, h := range rep.Hops {

@@ -300,14 +300,25 @@ func histRange(hops []analyze.Hop) (lo, hi float64) {
 	return lo, hi
 }
 
+// readCounts reconciles what was read: "read 600, skipped 0", with the
+// records --since/--until/--hops left out when there are any ("read 600,
+// filtered 400, skipped 0"): read = used + filtered + skipped.
+func readCounts(read, filtered, skipped int64) string {
+	if filtered > 0 {
+		return fmt.Sprintf("read %d, filtered %d, skipped %d", read, filtered, skipped)
+	}
+	return fmt.Sprintf("read %d, skipped %d", read, skipped)
+}
+
 func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	e := &ew{w: w, color: opt.Color}
 	files := len(rep.Inputs)
-	e.printf("%s: %s in %s from %s (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope analyze"),
-		count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"), count(files, "file", "files"), rep.Read, rep.Skipped)
+	e.printf("%s: %s in %s from %s (%s)\n\n", e.paint(ansiBold, "tailscope analyze"),
+		count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"), count(files, "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
+	writeTailText(e, rep)
 	var all []*float64
 	for _, h := range rep.Hops {
 		l := h.LatencyMs
@@ -565,8 +576,8 @@ func failText(r check.Replay) string {
 
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
 	e := &ew{w: w, color: opt.Color}
-	e.printf("%s: %s replayed from %s (read %d, skipped %d)\n\n", e.paint(ansiBold, "tailscope check"),
-		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"), rep.Read, rep.Skipped)
+	e.printf("%s: %s replayed from %s (%s)\n\n", e.paint(ansiBold, "tailscope check"),
+		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, nil)
 	}

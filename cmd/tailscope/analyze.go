@@ -22,8 +22,17 @@ where failures land, and a recommended policy.
 PATH is a file, a directory (recursed), a glob, or - for stdin; .gz and .zst
 are decompressed. The format is sniffed from content unless --input says.
 
+The report opens with where the tail comes from: the hops that explain the
+slow and the failed requests, worst first (they order the hop table; --sort
+name keeps it alphabetical), and the client/server gaps that make a
+caller's tail. --compare BASELINE (or --compare-window DURATION) adds what
+changed: every hop's p50/p95/p99, failure rate and class in both windows,
+ranked by how much its change moves the request tail.
+
 Examples:
   tailscope analyze spans.jsonl
+  tailscope analyze --compare last-week/ today/
+  tailscope analyze --compare-window 10m spans.jsonl
   tailscope analyze --format json -o report.json logs/
   tailscope analyze --policy-in-force current.yaml --percentile 99.9 traces.json.gz
 `
@@ -110,13 +119,18 @@ func runAnalyze(e *env, args []string) error {
 	var in inputFlags
 	var out outputFlags
 	var an analysisFlags
+	var tf tailFlags
 	out.register(fs)
 	an.register(fs)
+	tf.register(fs)
 	in.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := out.check(); err != nil {
+		return err
+	}
+	if err := tf.check(); err != nil {
 		return err
 	}
 	aopt, err := an.options()
@@ -128,6 +142,9 @@ func runAnalyze(e *env, args []string) error {
 		return err
 	}
 	rep := l.report(aopt)
+	if err := tf.apply(e, rep, l, fs.Args(), &in, aopt); err != nil {
+		return err
+	}
 	return out.write(e, func(w io.Writer) error {
 		return report.Analysis(w, out.format, rep, renderOptions(e, out.output))
 	})

@@ -1,0 +1,273 @@
+package analyze
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+// traceGen writes traces of a gateway fanning out to services: a server
+// root "gw GET /", and under it, per callee, a client span "gw → NAME" in
+// the gateway with the callee's server span "NAME handle" inside it. The
+// client span lasts the server's time plus the gap between them.
+type traceGen struct {
+	spans []span.Span
+	t0    int64
+}
+
+// callee is one call a request makes: the server's time, the gap, and
+// whether it fails.
+type callee struct {
+	name        string
+	server, gap time.Duration
+	failed      bool
+}
+
+// add writes one request. parallel: the calls run side by side (fan-out);
+// otherwise one after the other.
+func (g *traceGen) add(trace string, parallel bool, calls []callee) {
+	root := span.Span{TraceID: trace, SpanID: trace + "-r", Service: "gw", Name: "GET /", Kind: "server", Hop: "gw GET /", Start: g.t0, Weight: 1}
+	at := g.t0 + int64(time.Millisecond)
+	end := at
+	failed := false
+	for i, c := range calls {
+		id := fmt.Sprintf("%s-%d", trace, i)
+		cd := int64(c.server + c.gap)
+		cl := span.Span{TraceID: trace, SpanID: id + "c", ParentID: root.SpanID, Service: "gw", Name: "→ " + c.name, Kind: "client",
+			Hop: "gw → " + c.name, Start: at, Duration: cd, Weight: 1}
+		sv := span.Span{TraceID: trace, SpanID: id + "s", ParentID: cl.SpanID, Service: c.name, Name: "handle", Kind: "server",
+			Hop: c.name + " handle", Start: at + int64(c.gap)/2, Duration: int64(c.server), Weight: 1}
+		if c.failed {
+			cl.Status, sv.Status, failed = span.Error, span.Error, true
+		}
+		g.spans = append(g.spans, cl, sv)
+		end = max(end, at+cd)
+		if !parallel {
+			at += cd
+		}
+	}
+	root.Duration = end - g.t0 + int64(time.Millisecond)
+	if failed {
+		root.Status = span.Error
+	}
+	g.spans = append(g.spans, root)
+	g.t0 += int64(2 * time.Second)
+}
+
+func rms(r *rand.Rand, lo, hi int) time.Duration {
+	return time.Duration(lo+r.IntN(hi-lo+1)) * time.Millisecond
+}
+
+// On a fan-out to 40 services, one of them slow in 3% of the requests:
+// worst first names it, with most of the share, a reason with numbers and
+// example traces; the hop table is ordered by the ranking, and --sort name
+// restores the alphabetical order.
+func TestWorstFirstFanOut(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	slow := map[string]bool{}
+	for i := range 600 {
+		var cs []callee
+		for k := range 40 {
+			c := callee{name: fmt.Sprintf("s%02d", k), server: rms(r, 10, 60), gap: rms(r, 1, 3)}
+			if k == 17 && r.IntN(100) < 3 {
+				c.server += rms(r, 700, 900)
+				slow[fmt.Sprintf("t%04d", i)] = true
+			}
+			cs = append(cs, c)
+		}
+		g.add(fmt.Sprintf("t%04d", i), true, cs)
+	}
+	rep := analyse(g.spans, Options{})
+	if len(rep.TailRanking) == 0 {
+		t.Fatal("no tail ranking")
+	}
+	top := rep.TailRanking[0]
+	t.Logf("tail: %+v", *rep.TailRequests)
+	for _, e := range rep.TailRanking[:min(4, len(rep.TailRanking))] {
+		t.Logf("%s %.1f %.3f %s %v", e.Hop, e.Score, e.Share, e.Reason, e.Examples)
+	}
+	if top.Hop != "s17 handle" {
+		t.Fatalf("first: %s, want s17 handle", top.Hop)
+	}
+	if top.Share < 0.7 {
+		t.Errorf("share %.2f: the injected hop should explain most of the tail", top.Share)
+	}
+	if !strings.Contains(top.Reason, "at p50 against") || len(top.Examples) == 0 || !slow[top.Examples[0]] {
+		t.Errorf("reason or examples: %q %v", top.Reason, top.Examples)
+	}
+	// Its caller is charged only the gap: the client hop is not second
+	// with the callee's time.
+	for _, e := range rep.TailRanking[1:] {
+		if e.Hop == "gw → s17" && e.Share > 0.05 {
+			t.Errorf("the caller of the slow hop is charged its callee's time: %+v", e)
+		}
+	}
+	if rep.Hops[0].Hop != "s17 handle" || rep.HopOrder != "rank" {
+		t.Errorf("hop table not ordered by the ranking: first %s (%s)", rep.Hops[0].Hop, rep.HopOrder)
+	}
+	rep.SortHops("name")
+	for i := 1; i < len(rep.Hops); i++ {
+		if rep.Hops[i-1].Hop > rep.Hops[i].Hop {
+			t.Fatalf("--sort name: %s before %s", rep.Hops[i-1].Hop, rep.Hops[i].Hop)
+		}
+	}
+}
+
+// A hop that fails fast ranks through its failures: a failed request
+// counts as one at the p99, charged to the hop it failed in.
+func TestWorstFirstFastFailures(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	for i := range 400 {
+		cs := []callee{{name: "auth", server: rms(r, 5, 15), gap: rms(r, 1, 2)}, {name: "cart", server: rms(r, 20, 80), gap: rms(r, 1, 2)}}
+		if i%25 == 3 {
+			cs[0] = callee{name: "auth", server: 2 * time.Millisecond, gap: time.Millisecond, failed: true}
+			cs = cs[:1]
+		}
+		g.add(fmt.Sprintf("t%04d", i), false, cs)
+	}
+	rep := analyse(g.spans, Options{})
+	if len(rep.TailRanking) == 0 || rep.TailRanking[0].Hop != "auth handle" {
+		t.Fatalf("ranking: %+v", rep.TailRanking)
+	}
+	e := rep.TailRanking[0]
+	if e.Failures != 16 || !strings.Contains(e.Reason, "16 of the 16 failed requests failed in it") {
+		t.Errorf("failures: %d, %q", e.Failures, e.Reason)
+	}
+}
+
+// A delay injected between one caller and its callee (the server's own
+// time unchanged) shows as that hop's gap, with a gap-tail warning and a
+// sentence in its evidence; a callee that is itself slow does not.
+func TestGapBetweenCallerAndCallee(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	for i := range 500 {
+		pay := callee{name: "pay", server: rms(r, 20, 40), gap: rms(r, 1, 2)}
+		if r.IntN(100) < 5 {
+			pay.gap += rms(r, 400, 600) // the network between gw and pay
+		}
+		stock := callee{name: "stock", server: rms(r, 20, 40), gap: rms(r, 1, 2)}
+		if r.IntN(100) < 5 {
+			stock.server += rms(r, 400, 600) // stock itself is slow
+		}
+		g.add(fmt.Sprintf("t%04d", i), false, []callee{pay, stock})
+	}
+	rep := analyse(g.spans, Options{})
+	pay, stock := hopOf(rep, "gw → pay"), hopOf(rep, "gw → stock")
+	if pay == nil || pay.Gap == nil || stock == nil || stock.Gap == nil {
+		t.Fatal("no gap on the client hops")
+	}
+	t.Logf("pay: %+v", *pay.Gap)
+	t.Logf("stock: %+v", *stock.Gap)
+	x := pay.Gap
+	if x.ServerHop != "pay handle" || x.Pairs != 500 || !x.MakesTail || *x.GapP99Ms < 400 || *x.ServerP99Ms > 45 || *x.GapP50Ms > 3 {
+		t.Errorf("pay gap: %+v", *x)
+	}
+	if !strings.Contains(pay.Evidence, "a longer callee timeout or more callee capacity will not help") {
+		t.Errorf("pay evidence: %q", pay.Evidence)
+	}
+	if stock.Gap.MakesTail || *stock.Gap.GapP99Ms > 3 {
+		t.Errorf("stock: the callee is slow, not the gap: %+v", *stock.Gap)
+	}
+	n := 0
+	for _, w := range rep.Warnings {
+		if w.Code == "gap-tail" {
+			n++
+			if w.Hop != "gw → pay" || !strings.Contains(w.Message, "e.g. trace") {
+				t.Errorf("warning: %+v", w)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d gap-tail warnings, want 1", n)
+	}
+	// The ranking puts the gap on the caller, the slow callee on itself.
+	got := map[string]bool{}
+	for _, e := range rep.TailRanking[:min(2, len(rep.TailRanking))] {
+		got[e.Hop] = true
+	}
+	if !got["gw → pay"] || !got["stock handle"] {
+		t.Errorf("ranking: %+v", rep.TailRanking)
+	}
+}
+
+// Two windows: "search" is slow in 5% of the requests in both (always
+// slow), "pay" gets slower in the second. Compare ranks pay first, and
+// search's score is about 0; the window summaries say what each holds.
+func TestCompareRanksWhatChanged(t *testing.T) {
+	window := func(seed uint64, payBad bool) *Report {
+		r := rand.New(rand.NewPCG(seed, 9))
+		g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+		for i := range 800 {
+			search := callee{name: "search", server: rms(r, 100, 300), gap: rms(r, 1, 2)}
+			if r.IntN(100) < 5 {
+				search.server += rms(r, 1500, 2500)
+			}
+			pay := callee{name: "pay", server: rms(r, 20, 40), gap: rms(r, 1, 2)}
+			if payBad && r.IntN(100) < 15 {
+				pay.server += rms(r, 600, 900)
+			}
+			cart := callee{name: "cart", server: rms(r, 10, 30), gap: rms(r, 1, 2)}
+			g.add(fmt.Sprintf("w%d-%04d", seed, i), false, []callee{search, pay, cart})
+		}
+		return analyse(g.spans, Options{})
+	}
+	before, after := window(1, false), window(2, true)
+	c := Compare(before, after, "last week", "today")
+	for _, h := range c.Ranking[:4] {
+		t.Logf("%s %.1f %s %v", h.Hop, h.Score, h.Reason, h.Examples)
+	}
+	t.Logf("before %+v", c.Before)
+	t.Logf("after %+v", c.After)
+	if c.Ranking[0].Hop != "pay handle" {
+		t.Fatalf("first: %s, want pay handle", c.Ranking[0].Hop)
+	}
+	if c.Ranking[0].Before == nil || c.Ranking[0].After == nil || *c.Ranking[0].After.P99Ms < 3**c.Ranking[0].Before.P99Ms {
+		t.Errorf("pay before/after: %+v %+v", c.Ranking[0].Before, c.Ranking[0].After)
+	}
+	for _, h := range c.Ranking {
+		if h.Hop == "search handle" && h.Score > c.Ranking[0].Score/4 {
+			t.Errorf("search, slow in both windows, scores %.1f against pay's %.1f", h.Score, c.Ranking[0].Score)
+		}
+	}
+	if c.Before.Label != "last week" || c.Before.Requests != 800 || c.After.Requests != 800 || c.Before.P99Ms == nil || c.After.TailRequests == 0 {
+		t.Errorf("summaries: %+v %+v", c.Before, c.After)
+	}
+	if !strings.Contains(c.Ranking[0].Reason, "p99") || len(c.Ranking[0].Examples) == 0 {
+		t.Errorf("reason or examples: %+v", c.Ranking[0])
+	}
+}
+
+// SplitByTime: a trace goes by its first span's start, whole.
+func TestSplitByTime(t *testing.T) {
+	base := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	sec := int64(time.Second)
+	var spans []span.Span
+	for i := range 30 {
+		id := fmt.Sprintf("t%02d", i)
+		t0 := base + int64(i)*sec
+		spans = append(spans, span.Span{TraceID: id, SpanID: "a", Hop: "x", Start: t0, Duration: sec / 2},
+			span.Span{TraceID: id, SpanID: "b", ParentID: "a", Hop: "y", Start: t0 + 1, Duration: sec / 4})
+	}
+	before, after, from, mid, to := SplitByTime(spans, 10*time.Second)
+	if to != base+29*sec+sec/2 || mid != to-10*sec || from != mid-10*sec {
+		t.Errorf("bounds %d %d %d", from-base, mid-base, to-base)
+	}
+	traces := func(ss []span.Span) map[string]int {
+		m := map[string]int{}
+		for _, s := range ss {
+			m[s.TraceID]++
+		}
+		return m
+	}
+	b, a := traces(before), traces(after)
+	if len(a) != 10 || len(b) != 10 || a["t20"] != 2 || b["t10"] != 2 || b["t09"] != 0 {
+		t.Errorf("before %v after %v", b, a)
+	}
+}

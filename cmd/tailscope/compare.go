@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/span"
+)
+
+// tailFlags are analyze's flags for where the tail comes from: the order
+// of the hop table and the comparison with another window.
+type tailFlags struct {
+	sort          string
+	compare       []string
+	compareWindow string
+}
+
+func (t *tailFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	StringArrayVar(*[]string, string, []string, string)
+}) {
+	fs.StringVar(&t.sort, "sort", "rank", "order of the hop table: rank (worst first: the hops that explain the slow\nand the failed requests, then the others by name) or name")
+	fs.StringArrayVar(&t.compare, "compare", nil, "BASELINE logs (file, directory or glob; repeatable) read with the same input\nflags: the report says what changed since, hop by hop, ranked by how much\neach hop's change moves the request tail")
+	fs.StringVar(&t.compareWindow, "compare-window", "", "DURATION: compare the last DURATION of the logs with the DURATION before it\n(e.g. 10m); the report itself stays over all the logs")
+}
+
+func (t *tailFlags) check() error {
+	if t.sort != "rank" && t.sort != "name" {
+		return usagef("--sort %q: want rank or name", t.sort)
+	}
+	if len(t.compare) > 0 && t.compareWindow != "" {
+		return usagef("--compare and --compare-window: give one of them")
+	}
+	if t.compareWindow != "" {
+		d, err := parseDur(t.compareWindow)
+		if err != nil || d <= 0 {
+			return usagef("--compare-window %q: want a positive duration like 10m", t.compareWindow)
+		}
+	}
+	return nil
+}
+
+// apply adds the comparison, if asked, and orders the hop table.
+func (t *tailFlags) apply(e *env, rep *analyze.Report, l *logs, paths []string, in *inputFlags, opt analyze.Options) error {
+	switch {
+	case len(t.compare) > 0:
+		lb, err := load(e, t.compare, in)
+		if err != nil {
+			return fmt.Errorf("--compare: %w", err)
+		}
+		base := lb.report(opt)
+		rep.Compare = analyze.Compare(base, rep, strings.Join(t.compare, ", "), strings.Join(paths, ", "))
+	case t.compareWindow != "":
+		d, _ := parseDur(t.compareWindow)
+		before, after, _, _, _ := analyze.SplitByTime(l.spans, d)
+		if len(after) == 0 || len(before) == 0 {
+			return fmt.Errorf("--compare-window %s: the logs hold no request in the %s before their last %s (they cover less than twice the window)", t.compareWindow, t.compareWindow, t.compareWindow)
+		}
+		rb, ra := windowReport(before, opt), windowReport(after, opt)
+		rep.Compare = analyze.Compare(rb, ra, "the "+t.compareWindow+" before", "the last "+t.compareWindow)
+	}
+	rep.SortHops(t.sort)
+	return nil
+}
+
+// windowReport analyses one window's spans on their own.
+func windowReport(spans []span.Span, opt analyze.Options) *analyze.Report {
+	reqs, probs := span.Assemble(spans)
+	return analyze.Run(spans, reqs, probs, opt)
+}

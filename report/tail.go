@@ -1,0 +1,379 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+
+	"github.com/tailscope/tailscope/analyze"
+)
+
+// Where the tail comes from, and what changed: the sections that open an
+// analysis (see analyze/ranking.go, gap.go and compare.go for what the
+// numbers mean). Every renderer shows the same rows: the first TailShown
+// hops of the worst-first ranking, the hops whose client/server gap makes
+// their tail, and, when the report compares two windows, the first
+// CompareShown hops of the comparison's ranking with a positive score.
+
+const (
+	// TailShown is how many ranked hops the reports show (JSON holds
+	// them all).
+	TailShown = 3
+	// CompareShown is how many hops of a comparison the reports show.
+	CompareShown = 5
+	// reasonsShown is how many of the compared hops get their reason
+	// written out under the table.
+	reasonsShown = 3
+)
+
+// tailRows are the ranked hops the reports show, and a note on the rest.
+func tailRows(rep *analyze.Report) (rows []analyze.TailEntry, more string) {
+	rows = rep.TailRanking[:min(len(rep.TailRanking), TailShown)]
+	if n := len(rep.TailRanking) - len(rows); n > 0 {
+		rest := 1.0
+		for _, e := range rows {
+			rest -= e.Share
+		}
+		more = fmt.Sprintf("%s share the rest (%s)", count(n, "more hop", "more hops"), pct(math.Max(0, rest)))
+	}
+	return rows, more
+}
+
+// tailWhich says which requests the ranking explains: "the 7 slowest
+// requests (≥ p99 859ms) and the 19 failed requests".
+func tailWhich(tr *analyze.TailRequests) string {
+	if tr == nil {
+		return ""
+	}
+	above := ""
+	if tr.AboveMs != nil {
+		above = " (≥ p99 " + dur(*tr.AboveMs) + ")"
+	}
+	the := func(n int, one, many string) string {
+		if n == 1 {
+			return "the " + one
+		}
+		return fmt.Sprintf("the %d %s", n, many)
+	}
+	var parts []string
+	if tr.Slow > 0 {
+		parts = append(parts, the(tr.Slow, "slowest request", "slowest requests")+above)
+	}
+	if tr.Failed > 0 {
+		parts = append(parts, the(tr.Failed, "failed request", "failed requests"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// gapHops are the hops whose client/server gap makes their tail.
+func gapHops(rep *analyze.Report) []*analyze.Hop {
+	var out []*analyze.Hop
+	for i := range rep.Hops {
+		if g := rep.Hops[i].Gap; g != nil && g.MakesTail {
+			out = append(out, &rep.Hops[i])
+		}
+	}
+	return out
+}
+
+// gapLine is one gap in a few words; the warning holds the sentence.
+func gapLine(h *analyze.Hop) string {
+	g := h.Gap
+	return fmt.Sprintf("%s → %s: gap p99 %s of the caller's p99 %s, callee p99 %s: the time is spent between them; a longer callee timeout or more callee capacity will not help",
+		h.Hop, g.ServerHop, optDur(g.GapP99Ms), optDur(g.ClientP99Ms), optDur(g.ServerP99Ms))
+}
+
+func examplesText(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return "e.g. trace " + strings.Join(ids, ", ")
+}
+
+// compareRows are the compared hops the reports show: those with a
+// positive score, up to CompareShown.
+func compareRows(c *analyze.Comparison) []analyze.HopChange {
+	var out []analyze.HopChange
+	for _, h := range c.Ranking {
+		if h.Score <= 0 || len(out) == CompareShown {
+			break
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// windowLine summarises one window of a comparison.
+func windowLine(w analyze.WindowSummary) string {
+	s := fmt.Sprintf("%s, %s ok, p50 %s, p99 %s", count(w.Requests, "request", "requests"), pct(w.SuccessRate), optDur(w.P50Ms), optDur(w.P99Ms))
+	if w.TailMeanMs != nil {
+		s += fmt.Sprintf("; its slowest 10%% (%d from %s) %s on average", w.TailRequests, optDur(w.TailFromMs), optDur(w.TailMeanMs))
+	}
+	return s
+}
+
+// shift is "before → after" of one number of a compared hop.
+func shift(b, a *analyze.HopWindow, get func(*analyze.HopWindow) string) string {
+	x, y := "–", "–"
+	if b != nil {
+		x = get(b)
+	}
+	if a != nil {
+		y = get(a)
+	}
+	return x + " → " + y
+}
+
+func latOf(v func(*analyze.HopWindow) *float64) func(*analyze.HopWindow) string {
+	return func(w *analyze.HopWindow) string {
+		if p := v(w); p != nil {
+			return dur(*p)
+		}
+		if w.Censored != nil {
+			return "≥" + dur(w.Censored.AtLeastMs)
+		}
+		return "–"
+	}
+}
+
+// compareCells are one compared hop's cells: hop, score, p50, p95, p99,
+// failed attempts, class.
+func compareCells(h analyze.HopChange) []string {
+	return []string{h.Hop, "+" + dur(h.Score),
+		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P50Ms })),
+		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P95Ms })),
+		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P99Ms })),
+		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return pct(w.FailureRate) }),
+		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return w.Class })}
+}
+
+var compareHead = []string{"HOP", "TAIL +", "P50", "P95", "P99", "FAILED", "CLASS"}
+
+// writeTailText writes the text report's opening sections.
+func writeTailText(e *ew, rep *analyze.Report) {
+	if rows, more := tailRows(rep); len(rows) > 0 {
+		e.printf("%s: %s", e.paint(ansiBold, "where the tail comes from"), tailWhich(rep.TailRequests))
+		if tr := rep.TailRequests; tr != nil && len(tr.Examples) > 0 {
+			e.printf("; %s", Visible(examplesText(tr.Examples)))
+		}
+		e.printf("\n")
+		for i, x := range rows {
+			e.printf("  %d. %s %s: %s", i+1, e.paint(ansiBold, Visible(x.Hop)), pct(x.Share), Visible(x.Reason))
+			if len(x.Examples) > 0 {
+				e.printf("; %s", Visible(examplesText(x.Examples)))
+			}
+			e.printf("\n")
+		}
+		if more != "" {
+			e.printf("  %s\n", e.paint(ansiDim, more))
+		}
+	}
+	for _, h := range gapHops(rep) {
+		e.printf("  %s %s\n", e.paint(ansiAmber, "between caller and callee:"), Visible(gapLine(h)))
+	}
+	if c := rep.Compare; c != nil {
+		e.printf("\n%s: %s → %s\n", e.paint(ansiBold, "what changed"), Visible(c.Before.Label), Visible(c.After.Label))
+		e.printf("  before: %s\n  after:  %s\n", windowLine(c.Before), windowLine(c.After))
+		rows := compareRows(c)
+		if len(rows) == 0 {
+			e.printf("  %s\n", e.paint(ansiDim, "no hop's change lengthened the slowest requests"))
+		} else {
+			t := &table{head: compareHead, right: []bool{false, true, true, true, true, true, false}}
+			for _, h := range rows {
+				t.add(compareCells(h)...)
+			}
+			t.paint = func(row, col int, cell string) string {
+				if row < 0 {
+					return ansiBold
+				}
+				if col == 1 {
+					return ansiAmber
+				}
+				return ""
+			}
+			t.write(e, "  ")
+			for _, h := range rows[:min(len(rows), reasonsShown)] {
+				e.printf("  %s: %s", Visible(h.Hop), Visible(h.Reason))
+				if len(h.Examples) > 0 {
+					e.printf("; %s", Visible(examplesText(h.Examples)))
+				}
+				e.printf("\n")
+			}
+		}
+	}
+	if len(rep.TailRanking) > 0 || len(gapHops(rep)) > 0 || rep.Compare != nil {
+		e.printf("\n")
+	}
+}
+
+// writeTailMarkdown writes the Markdown report's opening sections.
+func writeTailMarkdown(e *ew, rep *analyze.Report) {
+	rows, more := tailRows(rep)
+	gaps := gapHops(rep)
+	if len(rows) > 0 || len(gaps) > 0 {
+		e.printf("#### Where the tail comes from\n\n")
+	}
+	if len(rows) > 0 {
+		e.printf("%s", md(capFirst(tailWhich(rep.TailRequests))))
+		if tr := rep.TailRequests; tr != nil && len(tr.Examples) > 0 {
+			e.printf("; %s", md(examplesText(tr.Examples)))
+		}
+		e.printf(":\n\n")
+		for i, x := range rows {
+			e.printf("%d. **%s** %s: %s", i+1, md(x.Hop), pct(x.Share), md(x.Reason))
+			if len(x.Examples) > 0 {
+				e.printf("; %s", md(examplesText(x.Examples)))
+			}
+			e.printf("\n")
+		}
+		if more != "" {
+			e.printf("\n%s.\n", capFirst(more))
+		}
+		e.printf("\n")
+	}
+	for _, h := range gaps {
+		e.printf("⚠ Between caller and callee: %s  \n", md(gapLine(h)))
+	}
+	if len(gaps) > 0 {
+		e.printf("\n")
+	}
+	if c := rep.Compare; c != nil {
+		e.printf("#### What changed\n\n")
+		e.printf("**Before** (%s): %s  \n**After** (%s): %s\n\n", md(c.Before.Label), md(windowLine(c.Before)), md(c.After.Label), md(windowLine(c.After)))
+		rs := compareRows(c)
+		if len(rs) == 0 {
+			e.printf("No hop's change lengthened the slowest requests.\n\n")
+			return
+		}
+		var cells [][]string
+		for _, h := range rs {
+			row := compareCells(h)
+			for i := range row {
+				row[i] = md(row[i])
+			}
+			cells = append(cells, row)
+		}
+		head := []string{"hop", "tail +", "p50", "p95", "p99", "failed", "class"}
+		mdTable(e, head, []bool{false, true, true, true, true, true, false}, cells)
+		e.printf("\n")
+		for _, h := range rs[:min(len(rs), reasonsShown)] {
+			e.printf("- **%s**: %s", md(h.Hop), md(h.Reason))
+			if len(h.Examples) > 0 {
+				e.printf("; %s", md(examplesText(h.Examples)))
+			}
+			e.printf("\n")
+		}
+		e.printf("\n")
+	}
+}
+
+// tailView is what the "tail" HTML template draws (nil: nothing).
+type tailView struct {
+	Which, Examples string
+	Rows            []tailRowView
+	More            string
+	Gaps            []string
+	Compare         *compareView
+}
+
+type tailRowView struct {
+	Rank               int
+	Hop, Share, Reason string
+	Examples           string
+	// Width is the share bar's width in px (0–120).
+	Width int
+}
+
+type compareView struct {
+	Before, After, BeforeLabel, AfterLabel string
+	Head                                   []string
+	Rows                                   []compareRowView
+}
+
+type compareRowView struct {
+	Cells            []string
+	Hop              string
+	Reason, Examples string
+}
+
+// tailViewOf builds the HTML view of the opening sections.
+func tailViewOf(rep *analyze.Report) *tailView {
+	v := &tailView{}
+	rows, more := tailRows(rep)
+	for i, x := range rows {
+		v.Rows = append(v.Rows, tailRowView{Rank: i + 1, Hop: x.Hop, Share: pct(x.Share), Reason: x.Reason,
+			Examples: examplesText(x.Examples), Width: int(math.Round(120 * math.Min(1, math.Max(0, x.Share))))})
+	}
+	if len(rows) > 0 {
+		v.Which = capFirst(tailWhich(rep.TailRequests))
+		if tr := rep.TailRequests; tr != nil {
+			v.Examples = examplesText(tr.Examples)
+		}
+	}
+	v.More = capFirst(more)
+	for _, h := range gapHops(rep) {
+		v.Gaps = append(v.Gaps, gapLine(h))
+	}
+	if c := rep.Compare; c != nil {
+		cv := &compareView{Before: windowLine(c.Before), After: windowLine(c.After), BeforeLabel: c.Before.Label, AfterLabel: c.After.Label,
+			Head: []string{"hop", "tail +", "p50", "p95", "p99", "failed", "class", "why"}}
+		for _, h := range compareRows(c) {
+			cv.Rows = append(cv.Rows, compareRowView{Cells: compareCells(h)[1:], Hop: h.Hop, Reason: h.Reason, Examples: examplesText(h.Examples)})
+		}
+		v.Compare = cv
+	}
+	if len(v.Rows) == 0 && len(v.Gaps) == 0 && v.Compare == nil {
+		return nil
+	}
+	return v
+}
+
+// tailTemplate draws tailView; html.tmpl calls it as {{template "tail"
+// .Tail}}. Every value from the logs goes through vis or name.
+const tailTemplate = `{{define "tail"}}{{with .}}
+{{- if or .Rows .Gaps}}
+<h2 id="tail">Where the tail comes from</h2>
+<div class="panel tablewrap" data-section="tail">
+{{- if .Rows}}
+<p>{{vis .Which}}{{if .Examples}}<span class="muted">; {{vis .Examples}}</span>{{end}}:</p>
+<table id="tail-table">
+<thead><tr><th class="num">#</th><th>hop</th><th class="num">share</th><th>why</th></tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr data-tail="{{vis .Hop}}"><td class="num">{{.Rank}}</td><td class="hopname"><b>{{name .Hop}}</b></td><td class="num">{{.Share}}<br/><span style="display:inline-block;height:6px;border-radius:3px;background:var(--bar);width:{{.Width}}px"></span></td><td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{- if .More}}
+<p class="muted">{{vis .More}}.</p>
+{{- end}}
+{{- end}}
+{{- range .Gaps}}
+<p class="gap" data-gap="1" style="border-left:3px solid var(--warn);padding-left:10px">⚠ Between caller and callee: {{vis .}}</p>
+{{- end}}
+</div>
+{{- end}}
+{{- with .Compare}}
+<h2 id="compare">What changed</h2>
+<div class="panel tablewrap" data-section="compare">
+<p><b>Before</b> <span class="muted">({{vis .BeforeLabel}})</span>: {{vis .Before}}<br/><b>After</b> <span class="muted">({{vis .AfterLabel}})</span>: {{vis .After}}</p>
+{{- if .Rows}}
+<table id="compare-table">
+<thead><tr>{{range $i, $h := .Head}}<th{{if and $i (lt $i 6)}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr data-compare="{{vis .Hop}}"><td class="hopname"><b>{{name .Hop}}</b></td>{{range $i, $c := .Cells}}<td{{if lt $i 5}} class="num"{{else}} style="white-space:nowrap"{{end}}>{{vis $c}}</td>{{end}}<td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{- else}}
+<p class="muted">No hop's change lengthened the slowest requests.</p>
+{{- end}}
+</div>
+{{- end}}
+{{- end}}{{end}}`
+
+func init() {
+	template.Must(htmlTemplate.New("tail").Parse(tailTemplate))
+}
