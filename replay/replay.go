@@ -19,6 +19,13 @@
 //     reuse the last observed one (the "same wall": persistent slowness
 //     stays slow), or, with the independent model, an attempt of the same
 //     hop drawn deterministically from the whole log.
+//   - A hop with a hedge sends another attempt when a try has not
+//     answered after the hedge's delay (up to its max, one every delay),
+//     drawn as a retry is (the next logged attempt, then the retry
+//     model), each under its own timeout; the first success ends the try
+//     and cancels the rest, whose attempts count as load (Attempts,
+//     Hedges). Every attempt failing fails the try when the last fails.
+//     A policy without hedges replays exactly as without this rule.
 //   - An attempt cut by a timeout when it was logged is right-censored: its
 //     true latency is only known to be ≥ what was logged. When the new
 //     deadline lies beyond that point the outcome is unknown. Replay runs
@@ -96,6 +103,9 @@ type Outcome struct {
 	// Attempts is how many attempts the request made under the policy
 	// (pessimistic run), every hop counted.
 	Attempts int
+	// Hedges is how many hedged attempts the policy's hedges sent (counted
+	// in Attempts too), pessimistic run.
+	Hedges int
 	// Cuts are the attempts that the policy's own hop timeouts cut in the
 	// pessimistic run, with the time each would have needed.
 	Cuts []Cut
@@ -141,6 +151,10 @@ type Result struct {
 	// AttemptsByHop is the attempts each hop made under the policy, over
 	// all requests (pessimistic runs).
 	AttemptsByHop map[string]int
+	// Hedges is the hedged attempts sent, over all requests, and
+	// HedgesByHop the same by hop (pessimistic runs).
+	Hedges      int
+	HedgesByHop map[string]int
 }
 
 // Run replays every request under p.
@@ -150,16 +164,20 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 		pool = attemptPool(reqs)
 	}
 	out := make([]Outcome, 0, len(reqs))
-	tally := map[string]int{}
+	tally, hedges := map[string]int{}, map[string]int{}
 	for _, r := range reqs {
 		if opt.Probe {
 			out = append(out, probe(r, p, pool))
 			continue
 		}
-		out = append(out, one(r, p, pool, tally))
+		out = append(out, one(r, p, pool, tally, hedges))
 	}
 	res := summarise(out)
 	res.AttemptsByHop = tally
+	res.HedgesByHop = hedges
+	for _, o := range out {
+		res.Hedges += o.Hedges
+	}
 	return res
 }
 
@@ -284,19 +302,19 @@ func summarise(outcomes []Outcome) *Result {
 
 // One replays a single request. pool is nil for the same-wall model.
 func One(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Outcome {
-	return one(r, p, pool, nil)
+	return one(r, p, pool, nil, nil)
 }
 
 // one replays r, adding the attempts of its pessimistic run to tally by
 // hop when tally is not nil.
-func one(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally map[string]int) Outcome {
-	lo := simulate(r, p, pool, false, tally)
+func one(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int) Outcome {
+	lo := simulate(r, p, pool, false, tally, hedges)
 	hi := lo
 	if lo.touched {
-		hi = simulate(r, p, pool, true, nil)
+		hi = simulate(r, p, pool, true, nil, nil)
 	}
 	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted,
-		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short, Attempts: lo.attempts}
+		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short, Attempts: lo.attempts, Hedges: lo.hedges}
 	if lo.ok != hi.ok {
 		o.Undetermined = true
 	}
@@ -322,6 +340,8 @@ type run struct {
 	short      []Short
 	attempts   int
 	tally      map[string]int // attempts by hop, when counted
+	hedges     int            // hedged attempts sent
+	hedgeTally map[string]int // hedged attempts by hop, when counted
 	probe      bool           // see Options.Probe
 }
 
@@ -330,7 +350,7 @@ type run struct {
 func probe(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Outcome {
 	pr := &run{p: p, pool: pool, trace: r.TraceID, probe: true, optimistic: true}
 	pr.start(r)
-	return Outcome{TraceID: r.TraceID, OK: pr.ok, End: pr.end, FailedHop: pr.failedHop, LoggedOK: !r.Failed, Cuts: pr.cuts, Short: pr.short, Attempts: pr.attempts}
+	return Outcome{TraceID: r.TraceID, OK: pr.ok, End: pr.end, FailedHop: pr.failedHop, LoggedOK: !r.Failed, Cuts: pr.cuts, Short: pr.short, Attempts: pr.attempts, Hedges: pr.hedges}
 }
 
 const never = int64(math.MaxInt64 / 4)
@@ -344,8 +364,8 @@ func add(a, b int64) int64 {
 	return a + b
 }
 
-func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally map[string]int) *run {
-	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally}
+func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally, hedges map[string]int) *run {
+	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally, hedgeTally: hedges}
 	s.start(r)
 	return s
 }
@@ -477,15 +497,21 @@ func (s *run) calls(cs []*span.Call, parent *span.Span, origin, t0, deadline int
 // call replays one call starting at t. It returns when it ended, whether
 // it succeeded, and on failure the hop to blame (its own, or a descendant's
 // whose failure it passed on).
+//
+// Try k of the call is the call's first attempt or its k-th retry; with a
+// hedge, one try is a group of attempts (see hedged), each drawn from the
+// next logged attempt, so next counts the logged attempts used. Without
+// hedges next is k, and the call replays as it always did.
 func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 	hp := s.p.ForCall(c.Hop, c.Role == span.RoleCall)
 	var retryStart int64 = -1
 	blame := c.Hop
+	next := 0
 	for k := 0; ; k++ {
 		if k > 0 {
 			if k > hp.Retries {
 				// The logs show this call succeeding on a later retry.
-				needed := k < len(c.Attempts) && !c.Failed()
+				needed := next < len(c.Attempts) && !c.Failed()
 				if needed && k == hp.Retries+1 && (s.probe || !s.optimistic) {
 					s.short = append(s.short, Short{Hop: c.Hop, Retries: len(c.Attempts) - 1})
 				}
@@ -499,12 +525,12 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 				retryStart = t
 			}
 			b := int64(hp.Backoff.Delay(k, s.draw(c.Hop, k, 0)))
-			if k < len(c.Attempts) {
+			if next > 0 && next < len(c.Attempts) {
 				// A logged retry started this long after the attempt
 				// before it ended: the time this system takes to notice a
 				// failure and send again. A policy's backoff adds to the
 				// wait only where it is longer.
-				b = max(b, c.Attempts[k].Span.Start-c.Attempts[k-1].Span.End())
+				b = max(b, c.Attempts[next].Span.Start-c.Attempts[next-1].Span.End())
 			}
 			if hp.BudgetAware && deadline < never && deadline-t < add(b, int64(hp.Timeout)) {
 				break
@@ -515,42 +541,10 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 				break
 			}
 		}
-		a := s.pick(c, k)
-		s.attempts++
-		if s.tally != nil {
-			s.tally[c.Hop]++
-		}
-		attDeadline := deadline
-		own := hp.Timeout > 0 && add(t, int64(hp.Timeout)) < attDeadline
-		if own && s.probe {
-			// Run it out, and note if the timeout would have cut it.
-			end, ok, hop, _, _ := s.attempt(a, c.Hop, t, attDeadline)
-			if lat := end - t; lat > int64(hp.Timeout) || (a.Span.Timeout && lat >= int64(hp.Timeout)) {
-				s.cuts = append(s.cuts, Cut{Hop: c.Hop, Need: lat, Censored: a.Span.Timeout})
-			}
-			t = end
-			if ok {
-				return t, true, ""
-			}
-			blame = hop
-			if t >= deadline {
-				break
-			}
-			continue
-		}
-		if own {
-			attDeadline = t + int64(hp.Timeout)
-		}
-		end, ok, hop, need, censored := s.attempt(a, c.Hop, t, attDeadline)
-		if !ok && own && end >= attDeadline {
-			hop = c.Hop // this call's own timeout expired, whatever ran inside it
-			if need >= 0 && !s.optimistic {
-				s.cuts = append(s.cuts, Cut{Hop: c.Hop, Need: need, Censored: censored})
-			}
-		}
+		end, ok, hop := s.hedged(c, hp, &next, t, deadline)
 		t = end
 		if ok {
-			if retryStart >= 0 {
+			if retryStart >= 0 && !s.probe {
 				s.retry += t - retryStart
 			}
 			return t, true, ""
@@ -565,6 +559,118 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 		s.wasted += t - retryStart
 	}
 	return t, false, blame
+}
+
+// hedged replays one try of c starting at t: an attempt, and with the
+// hop's hedge, up to Max more, one every Delay while no attempt of the
+// try has succeeded and one is still in flight. Each is drawn from the
+// next logged attempt (as a retry would be: beyond the logged ones, the
+// retry model decides) and has its own per-attempt timeout. The first
+// success ends the try and cancels the others: what they would have done
+// after it (cuts, retries inside them) is undone, but their attempts stay
+// counted, as load. When every attempt fails, the try fails when the
+// last of them does.
+func (s *run) hedged(c *span.Call, hp policy.Hop, next *int, t, deadline int64) (int64, bool, string) {
+	first := s.snap()
+	end, ok, hop := s.single(c, hp, s.pick(c, *next), t, deadline)
+	*next++
+	h := hp.Hedge
+	if h.Delay <= 0 || h.Max < 1 {
+		return end, ok, hop
+	}
+	type member struct {
+		from, to mark
+		end      int64
+	}
+	members := []member{{first, s.snap(), end}}
+	win := never // when the first success answered
+	if ok {
+		win = end
+	}
+	last, lastHop := end, hop // the latest failure, when all fail
+	for j := 1; j <= h.Max; j++ {
+		hs := add(t, int64(h.Delay)*int64(j))
+		if hs >= deadline || win <= hs || win == never && last <= hs {
+			// Past the deadline, answered, or every attempt failed
+			// before the hedge was due: none is sent.
+			break
+		}
+		from := s.snap()
+		e, o, bl := s.single(c, hp, s.pick(c, *next), hs, deadline)
+		*next++
+		s.hedges++
+		if s.hedgeTally != nil {
+			s.hedgeTally[c.Hop]++
+		}
+		members = append(members, member{from, s.snap(), e})
+		if o && e < win {
+			win = e
+		}
+		if !o && e >= last {
+			last, lastHop = e, bl
+		}
+	}
+	if win == never {
+		return last, false, lastHop
+	}
+	// Undo, latest first, what the cancelled attempts did after the
+	// winner answered.
+	for i := len(members) - 1; i >= 0; i-- {
+		if m := members[i]; m.end > win {
+			s.undo(m.from, m.to)
+		}
+	}
+	return win, true, ""
+}
+
+// mark is where the records of a run stood at a moment, so that what a
+// cancelled hedge recorded can be taken out.
+type mark struct {
+	cuts, short   int
+	retry, wasted int64
+}
+
+func (s *run) snap() mark {
+	return mark{len(s.cuts), len(s.short), s.retry, s.wasted}
+}
+
+// undo takes out what was recorded between from and to.
+func (s *run) undo(from, to mark) {
+	s.cuts = append(s.cuts[:from.cuts], s.cuts[to.cuts:]...)
+	s.short = append(s.short[:from.short], s.short[to.short:]...)
+	s.retry -= to.retry - from.retry
+	s.wasted -= to.wasted - from.wasted
+}
+
+// single replays one attempt a of call c starting at t, under the hop's
+// per-attempt timeout and the deadline, counting it and noting a cut by
+// the hop's own timeout.
+func (s *run) single(c *span.Call, hp policy.Hop, a *span.Attempt, t, deadline int64) (int64, bool, string) {
+	s.attempts++
+	if s.tally != nil {
+		s.tally[c.Hop]++
+	}
+	attDeadline := deadline
+	own := hp.Timeout > 0 && add(t, int64(hp.Timeout)) < attDeadline
+	if own && s.probe {
+		// Run it out, and note if the timeout would have cut it.
+		end, ok, hop, _, _ := s.attempt(a, c.Hop, t, attDeadline)
+		if lat := end - t; lat > int64(hp.Timeout) || (a.Span.Timeout && lat >= int64(hp.Timeout)) {
+			s.cuts = append(s.cuts, Cut{Hop: c.Hop, Need: lat, Censored: a.Span.Timeout})
+		}
+		return end, ok, hop
+	}
+	if own {
+		attDeadline = t + int64(hp.Timeout)
+	}
+	end, ok, hop, need, censored := s.attempt(a, c.Hop, t, attDeadline)
+	if !ok && own && end >= attDeadline {
+		hop = c.Hop // this call's own timeout expired, whatever ran inside it
+		if need >= 0 && !s.optimistic {
+			s.cuts = append(s.cuts, Cut{Hop: c.Hop, Need: need, Censored: censored})
+		}
+	}
+	return end, ok, hop
 }
 
 // attempt replays one attempt starting at t with the given deadline. It

@@ -22,6 +22,17 @@ type Summary struct {
 	// AttemptsPerRequest is the load the policy puts on the hops: attempts
 	// (first tries and retries, every hop) per request.
 	AttemptsPerRequest Attempts `json:"attempts_per_request"`
+	// Hedges counts the hedged attempts the policy sent; absent when it
+	// hedges nowhere.
+	Hedges *Hedges `json:"hedges,omitempty"`
+}
+
+// Hedges is the hedged attempts a policy sent (also counted in
+// attempts_per_request): in all, per request, and per request by hop.
+type Hedges struct {
+	Fired      int                `json:"fired"`
+	PerRequest float64            `json:"per_request"`
+	ByHop      map[string]float64 `json:"by_hop"`
 }
 
 // Attempts is attempts per request: mean, p99 and max over requests, and
@@ -83,6 +94,16 @@ func (r *Result) Summary() Summary {
 		out.FailureMs = FailureTimes{Min: msPtr(float64(r.FailMin)), Max: msPtr(float64(r.FailMax)), Mean: msPtr(r.FailMean)}
 	}
 	out.AttemptsPerRequest = r.attemptsPerRequest()
+	if r.Hedges > 0 && len(r.Outcomes) > 0 {
+		n := float64(len(r.Outcomes))
+		h := &Hedges{Fired: r.Hedges, PerRequest: round4(float64(r.Hedges) / n), ByHop: map[string]float64{}}
+		for hop, c := range r.HedgesByHop {
+			if c > 0 {
+				h.ByHop[hop] = round4(float64(c) / n)
+			}
+		}
+		out.Hedges = h
+	}
 	return out
 }
 
