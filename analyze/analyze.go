@@ -41,6 +41,9 @@ type Options struct {
 	// which the recommended policy may turn into failures when replayed on
 	// the same logs (0: DefaultFalseTimeouts; negative: none at all).
 	FalseTimeouts float64
+	// HedgeLoad is the share of extra attempts the recommendation may
+	// spend on hedges (0.02: about p98 of time to success); 0: no hedges.
+	HedgeLoad float64
 
 	// full, set by Accum.Report, holds per-hop numbers over all spans when
 	// the spans given to Run are a sample (see accum.go).
@@ -244,6 +247,15 @@ type HopPolicy struct {
 	BackoffMaxMs float64 `json:"backoff_max_ms,omitempty"`
 	Jitter       string  `json:"jitter,omitempty"`
 	BudgetAware  bool    `json:"budget_aware"`
+	// Hedge is the hop's hedging, nil when none.
+	Hedge *HedgeDoc `json:"hedge,omitempty"`
+}
+
+// HedgeDoc is a hedge in JSON form: the delay after which another
+// attempt is sent, and how many at most beyond the first.
+type HedgeDoc struct {
+	DelayMs float64 `json:"delay_ms"`
+	Max     int     `json:"max"`
 }
 
 // DocOf converts a policy to its JSON form.
@@ -252,6 +264,9 @@ func DocOf(p *policy.Policy) *PolicyDoc {
 		out := HopPolicy{TimeoutMs: ms(int64(h.Timeout)), Retries: h.Retries, BackoffMs: ms(int64(h.Backoff.Base)), BudgetAware: h.BudgetAware}
 		if h.Backoff.Max != h.Backoff.Base || (h.Backoff.Jitter != "" && h.Backoff.Jitter != policy.JitterNone) {
 			out.BackoffMaxMs, out.Jitter = ms(int64(h.Backoff.Max)), h.Backoff.Jitter
+		}
+		if h.Hedge.Delay > 0 {
+			out.Hedge = &HedgeDoc{DelayMs: ms(int64(h.Hedge.Delay)), Max: h.Hedge.Max}
 		}
 		return out
 	}
