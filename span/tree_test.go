@@ -8,8 +8,7 @@ import (
 const ms = int64(1e6)
 
 // sp is a span of trace "t" for the table tests (its hop is its service):
-// id, parent, service,
-// kind, start and duration in ms.
+// id, parent, service, kind, start and duration in ms.
 func sp(id, parent, service, kind string, start, dur int64) Span {
 	return Span{TraceID: "t", SpanID: id, ParentID: parent, Service: service, Name: id, Kind: kind, Hop: service,
 		Start: 1e15 + start*ms, Duration: dur * ms}
