@@ -271,3 +271,34 @@ func TestSplitByTime(t *testing.T) {
 		t.Errorf("before %v after %v", b, a)
 	}
 }
+
+// A hop that starts failing fast ranks first in a comparison through its
+// failures (each failed request counted as one at the baseline's p99),
+// although it made no request slower.
+func TestCompareRanksNewFailures(t *testing.T) {
+	window := func(seed uint64, authFails bool) *Report {
+		r := rand.New(rand.NewPCG(seed, 11))
+		g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+		for i := range 600 {
+			search := callee{name: "search", server: rms(r, 100, 300), gap: rms(r, 1, 2)}
+			if r.IntN(100) < 5 {
+				search.server += rms(r, 1500, 2500)
+			}
+			auth := callee{name: "auth", server: rms(r, 5, 10), gap: rms(r, 1, 2)}
+			cs := []callee{auth, search}
+			if authFails && r.IntN(100) < 8 {
+				cs = []callee{{name: "auth", server: 3 * time.Millisecond, gap: time.Millisecond, failed: true}}
+			}
+			g.add(fmt.Sprintf("w%d-%04d", seed, i), false, cs)
+		}
+		return analyse(g.spans, Options{})
+	}
+	c := Compare(window(1, false), window(2, true), "before", "after")
+	for _, h := range c.Ranking[:3] {
+		t.Logf("%s %.1f %s", h.Hop, h.Score, h.Reason)
+	}
+	top := c.Ranking[0]
+	if top.Hop != "auth handle" || top.After == nil || top.After.FailedRequests == 0 || !strings.Contains(top.Reason, "requests failed in it 0 →") {
+		t.Errorf("first: %+v", top)
+	}
+}
