@@ -139,7 +139,11 @@ func runCommand(c command, e *env, args []string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			runCleanups()
-			ingest.TempFiles.Cleanup()
+			// The readers' spills too; not TempFiles.Cleanup, which
+			// refuses new files for good: that is for a process that ends.
+			for _, p := range ingest.TempFiles.Paths() {
+				ingest.TempFiles.Remove(p)
+			}
 			err = internalError{value: r, stack: debug.Stack()}
 		}
 	}()
