@@ -44,6 +44,7 @@ type analysisFlags struct {
 	margin        float64
 	maxBudget     string
 	falseTimeouts string
+	hedgeLoad     string
 }
 
 func (a *analysisFlags) register(fs interface {
@@ -55,6 +56,7 @@ func (a *analysisFlags) register(fs interface {
 	fs.Float64Var(&a.margin, "margin", 0.10, "margin added on top of the target percentile")
 	fs.StringVar(&a.maxBudget, "max-budget", "", "cap on the recommended end-to-end budget (e.g. 20s)")
 	fs.StringVar(&a.falseTimeouts, "false-timeouts", "0.1%", "request-level false-timeout target: the share of the requests that succeeded\nas logged that the recommended policy may fail when replayed on them\n(0.1% or 0.001; 0 for none); per-hop percentiles are raised to meet it")
+	fs.StringVar(&a.hedgeLoad, "hedge-load", "0", "extra attempts the recommendation may spend on hedges (2% hedges at about p98\nof time to success, where a hop's slow attempts are independent draws); 0: no hedges")
 }
 
 // parseRate reads a share given as a percentage ("0.1%") or a fraction
@@ -91,6 +93,12 @@ func (a *analysisFlags) options() (analyze.Options, error) {
 		return o, err
 	}
 	o.FalseTimeouts = rateOption(ft)
+	if o.HedgeLoad, err = parseRate("hedge-load", a.hedgeLoad); err != nil {
+		return o, err
+	}
+	if o.HedgeLoad >= 0.5 {
+		return o, usagef("--hedge-load %q: want a share below 50%%, e.g. 2%%", a.hedgeLoad)
+	}
 	if a.percentile <= 0 || a.percentile >= 100 {
 		return o, usagef("--percentile %g: want a value between 0 and 100, e.g. 99", a.percentile)
 	}
