@@ -71,9 +71,18 @@ func TestTailLinear(t *testing.T) {
 			}
 			return best
 		}
-		t1, t16 := run(10000), run(160000)
-		ratio := float64(t16) / float64(max(t1, time.Millisecond))
-		t.Logf("deep=%v: 10k spans %s, 160k %s (×%.1f)", deep, t1, t16, ratio)
+		// Measured up to three times: a busy machine (go test runs
+		// packages in parallel) slows one size more than the other; a
+		// quadratic part fails every time.
+		var ratio float64
+		for try := 0; try < 3; try++ {
+			t1, t16 := run(10000), run(160000)
+			ratio = float64(t16) / float64(max(t1, time.Millisecond))
+			t.Logf("deep=%v: 10k spans %s, 160k %s (×%.1f)", deep, t1, t16, ratio)
+			if ratio <= 40 {
+				break
+			}
+		}
 		if ratio > 40 {
 			t.Errorf("deep=%v: ×%.1f for 16× the spans", deep, ratio)
 		}
