@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The documented field names of what Envoy and gRPC read, by the path of
+// the object that holds them ("" the top). Envoy: config.route.v3 Route,
+// RouteMatch, RouteAction, RetryPolicy (RetryBackOff) and HedgePolicy;
+// gRPC: the service config (gRFC A2, A6): MethodConfig, its name,
+// retryPolicy, hedgingPolicy and retryThrottling.
+var (
+	envoyFields = map[string][]string{
+		"":                            {"routes"},
+		"routes[]":                    {"name", "match", "route"},
+		"routes[].match":              {"prefix", "path", "safe_regex"},
+		"routes[].route":              {"cluster", "timeout", "retry_policy", "hedge_policy"},
+		"routes[].route.retry_policy": {"retry_on", "num_retries", "per_try_timeout", "retry_back_off", "retriable_status_codes"},
+		"routes[].route.retry_policy.retry_back_off": {"base_interval", "max_interval"},
+		"routes[].route.hedge_policy":                {"initial_requests", "additional_request_chance", "hedge_on_per_try_timeout"},
+	}
+	grpcFields = map[string][]string{
+		"":                             {"methodConfig", "retryThrottling", "loadBalancingConfig"},
+		"methodConfig[]":               {"name", "timeout", "retryPolicy", "hedgingPolicy", "waitForReady"},
+		"methodConfig[].name[]":        {"service", "method"},
+		"methodConfig[].retryPolicy":   {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes"},
+		"methodConfig[].hedgingPolicy": {"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"},
+		"retryThrottling":              {"maxTokens", "tokenRatio"},
+	}
+)
+
+// schemaCheck walks a decoded document and reports every key that is not
+// a documented field of the object holding it, and every object whose
+// path the schema does not know.
+func schemaCheck(t *testing.T, what string, fields map[string][]string, v any, path string) {
+	t.Helper()
+	switch x := v.(type) {
+	case map[string]any:
+		known, ok := fields[path]
+		if !ok {
+			t.Errorf("%s: an object at %q, which the schema does not have", what, path)
+			return
+		}
+		for k, c := range x {
+			if !slices.Contains(known, k) {
+				t.Errorf("%s: %q is not a documented field of %q (want one of %v)", what, k, path, known)
+				continue
+			}
+			schemaCheck(t, what, fields, c, strings.TrimPrefix(path+"."+k, "."))
+		}
+	case []any:
+		for _, c := range x {
+			schemaCheck(t, what, fields, c, path+"[]")
+		}
+	}
+}
+
+func emitPolicy() *Policy {
+	return &Policy{Budget: 5 * time.Second, Default: Hop{Timeout: time.Second},
+		Hops: map[string]Hop{
+			"hedged":  {Timeout: 900 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 15 * time.Millisecond, Max: 60 * time.Millisecond, Jitter: JitterFull}, Hedge: Hedge{Delay: 40 * time.Millisecond, Max: 1}},
+			"hedge0":  {Timeout: 300 * time.Millisecond, Hedge: Hedge{Delay: 50 * time.Millisecond, Max: 2}},
+			"retried": {Timeout: 200 * time.Millisecond, Retries: 1, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}},
+			"plain":   {Timeout: 2 * time.Second},
+		}}
+}
+
+// TestEnvoyEmit: the Envoy routes parse as YAML, use only Envoy's
+// documented field names, and a hedged hop has a hedge_policy hedging on
+// the per-try timeout, which is its hedge delay, with a comment saying so.
+func TestEnvoyEmit(t *testing.T) {
+	p := emitPolicy()
+	out := Envoy(p, p.HopNames())
+	var doc any
+	if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	schemaCheck(t, "envoy", envoyFields, doc, "")
+	routes := map[string]map[string]any{}
+	for _, r := range doc.(map[string]any)["routes"].([]any) {
+		r := r.(map[string]any)
+		routes[r["name"].(string)] = r["route"].(map[string]any)
+	}
+	for _, n := range []string{"hedged", "hedge0"} {
+		rt := routes[n]
+		hp, ok := rt["hedge_policy"].(map[string]any)
+		if !ok || hp["hedge_on_per_try_timeout"] != true {
+			t.Errorf("%s: hedge_policy %v, want hedge_on_per_try_timeout: true", n, rt["hedge_policy"])
+		}
+		rp := rt["retry_policy"].(map[string]any)
+		h := p.Hops[n]
+		if rp["per_try_timeout"] != envoyDur(h.Hedge.Delay) || rp["num_retries"] != h.Retries+h.Hedge.Max {
+			t.Errorf("%s: retry_policy %v, want per_try_timeout %s (the delay) and num_retries %d", n, rp, envoyDur(h.Hedge.Delay), h.Retries+h.Hedge.Max)
+		}
+	}
+	for _, n := range []string{"retried", "plain"} {
+		if _, ok := routes[n]["hedge_policy"]; ok {
+			t.Errorf("%s: a hedge_policy without a hedge", n)
+		}
+	}
+	if rp := routes["retried"]["retry_policy"].(map[string]any); rp["per_try_timeout"] != "0.2s" {
+		t.Errorf("retried: per_try_timeout %v, want the hop's timeout", rp["per_try_timeout"])
+	}
+	if !strings.Contains(out, "Envoy hedges only on a per-try timeout") || !strings.Contains(out, "no attempt is cut at tailscope's 0.9s per-attempt timeout") {
+		t.Errorf("the output does not say what Envoy's hedging does not cover:\n%s", out)
+	}
+}
+
+// TestGRPCEmit: the service config is JSON with only gRPC's documented
+// field names; a hedged hop has a hedgingPolicy and no retryPolicy (gRPC
+// allows one), maxAttempts counting the first attempt, hedges and
+// retries; the notes say where hedging is not implemented.
+func TestGRPCEmit(t *testing.T) {
+	p := emitPolicy()
+	out, notes := GRPC(p, p.HopNames())
+	var doc any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	schemaCheck(t, "grpc", grpcFields, doc, "")
+	methods := map[string]map[string]any{}
+	for _, m := range doc.(map[string]any)["methodConfig"].([]any) {
+		m := m.(map[string]any)
+		methods[m["name"].([]any)[0].(map[string]any)["service"].(string)] = m
+	}
+	want := map[string][3]any{ // maxAttempts, hedgingDelay, nonFatalStatusCodes given
+		"hedged": {float64(4), "0.04s", true},
+		"hedge0": {float64(3), "0.05s", false},
+	}
+	for n, w := range want {
+		m := methods[n]
+		if _, ok := m["retryPolicy"]; ok {
+			t.Errorf("%s: both a retryPolicy and a hedgingPolicy", n)
+		}
+		hp, _ := m["hedgingPolicy"].(map[string]any)
+		_, codes := hp["nonFatalStatusCodes"]
+		if hp == nil || hp["maxAttempts"] != w[0] || hp["hedgingDelay"] != w[1] || codes != w[2] {
+			t.Errorf("%s: hedgingPolicy %v, want maxAttempts %v, hedgingDelay %v, nonFatalStatusCodes %v", n, hp, w[0], w[1], w[2])
+		}
+	}
+	if _, ok := methods["retried"]["retryPolicy"]; !ok {
+		t.Errorf("retried: no retryPolicy")
+	}
+	if !slices.Contains(notes, GRPCHedgingSupport) || !strings.Contains(GRPCHedgingSupport, "gRPC-Go") {
+		t.Errorf("notes do not say where hedging is not implemented: %q", notes)
+	}
+	joined := strings.Join(notes, "\n")
+	if !strings.Contains(joined, "hedged: a method has a retryPolicy or a hedgingPolicy, not both") {
+		t.Errorf("notes do not say the retries became hedged attempts: %s", joined)
+	}
+	// Without hedges, no word of them.
+	q := emitPolicy()
+	delete(q.Hops, "hedged")
+	delete(q.Hops, "hedge0")
+	out, notes = GRPC(q, q.HopNames())
+	if strings.Contains(out, "hedging") || slices.Contains(notes, GRPCHedgingSupport) {
+		t.Errorf("hedging without a hedge:\n%s\n%q", out, notes)
+	}
+	if e := Envoy(q, q.HopNames()); strings.Contains(e, "hedge") {
+		t.Errorf("envoy: hedge without a hedge:\n%s", e)
+	}
+}
+
+// The many-hedges cap: more attempts than gRPC allows are capped, with a
+// note.
+func TestGRPCHedgeCap(t *testing.T) {
+	p := &Policy{Default: Hop{}, Hops: map[string]Hop{"x": {Timeout: time.Second, Retries: 3, Hedge: Hedge{Delay: 10 * time.Millisecond, Max: 4}}}}
+	out, notes := GRPC(p, []string{"x"})
+	if !strings.Contains(out, fmt.Sprintf(`"maxAttempts": %d`, GRPCMaxAttempts)) || !strings.Contains(strings.Join(notes, "\n"), "exceed gRPC's cap") {
+		t.Errorf("no cap:\n%s\n%q", out, notes)
+	}
+}
