@@ -40,9 +40,12 @@ func render(t *testing.T, format string, name, file, inForce string, isCheck boo
 	return b.Bytes()
 }
 
+// TestGolden compares every format with its golden file, HTML included (the
+// page is deterministic: no times or random ids, so it needs no
+// normalising; the browser tests check how it renders).
 func TestGolden(t *testing.T) {
 	for _, c := range cases {
-		for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}} {
+		for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}, {"html", "html"}} {
 			t.Run(c.name+"."+f.ext, func(t *testing.T) {
 				got := render(t, f.format, c.name, c.file, c.inForce, c.check, Options{})
 				golden(t, c.name+"."+f.ext, got)
