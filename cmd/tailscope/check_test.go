@@ -87,7 +87,7 @@ func TestCheckExitCodes(t *testing.T) {
 			[]string{"verdict: fail"}, nil},
 		{"bad policy file", []string{"check", "--policy", "../../policy/testdata/bad/many.yaml", seedSpans}, exitError,
 			nil, []string{"tailscope: bad policy file:\n../../policy/testdata/bad/many.yaml:1:9: budget: negative duration -5s\n",
-				"../../policy/testdata/bad/many.yaml:13:10: hops.index: want a mapping with timeout, retries, backoff, budget_aware\n"}},
+				"../../policy/testdata/bad/many.yaml:13:10: hops.index: want a mapping with timeout, retries, backoff, budget_aware"}},
 		{"bad baseline file", []string{"check", "--policy", seedPolicy("C"), "--baseline", "../../policy/testdata/bad/syntax.yaml", seedSpans}, exitError,
 			nil, []string{"../../policy/testdata/bad/syntax.yaml:4: not valid YAML or JSON"}},
 		{"missing policy file", []string{"check", "--policy", "nope.yaml", seedSpans}, exitError,
