@@ -423,7 +423,7 @@ func (ps *parser) hop(key string, n *yaml.Node, base Hop) Hop {
 		if isNull(n) {
 			return h
 		}
-		ps.add(n, key, "want a mapping with timeout, retries, backoff, budget_aware")
+		ps.add(n, key, "want a mapping with timeout, retries, backoff, budget_aware, hedge")
 		return h
 	}
 	for _, e := range ps.entries(key, n) {
