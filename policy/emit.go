@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -65,7 +66,29 @@ func Envoy(p *Policy, hops []string) string {
 			b.WriteString("    # every hedge sent uses one of num_retries: a call that hedged has fewer retries left.\n")
 		}
 	}
+	envoyBudgets(&b, p, hops)
 	return b.String()
+}
+
+// envoyBudgets writes the recommended retry budgets as each hop's cluster
+// circuit_breakers retry_budget.
+func envoyBudgets(b *strings.Builder, p *Policy, hops []string) {
+	first := true
+	for _, name := range hops {
+		rb, ok := p.RetryBudgets[name]
+		if !ok {
+			continue
+		}
+		if first {
+			b.WriteString("# Retry budgets: merge each into the hop's cluster. Envoy counts retries and hedges in\n")
+			b.WriteString("# flight against budget_percent of the requests in flight, never fewer than min_retry_concurrency.\n")
+			b.WriteString("clusters:\n")
+			first = false
+		}
+		fmt.Fprintf(b, "- name: %s\n  circuit_breakers:\n    thresholds:\n    - priority: DEFAULT\n", quoteKey(name))
+		fmt.Fprintf(b, "      retry_budget: {budget_percent: {value: %s}, min_retry_concurrency: %d}\n",
+			strconv.FormatFloat(rb.Percent, 'f', -1, 64), rb.MinConcurrency)
+	}
 }
 
 func plural(n int, one, many string) string {
@@ -138,8 +161,13 @@ func GRPC(p *Policy, hops []string) (string, []string) {
 		HedgingPolicy *hedging `json:"hedgingPolicy,omitempty"`
 	}
 	var notes []string
+	type throttling struct {
+		MaxTokens  int     `json:"maxTokens"`
+		TokenRatio float64 `json:"tokenRatio"`
+	}
 	var cfg struct {
-		MethodConfig []method `json:"methodConfig"`
+		MethodConfig    []method    `json:"methodConfig"`
+		RetryThrottling *throttling `json:"retryThrottling,omitempty"`
 	}
 	retryable := []string{"UNAVAILABLE", "RESOURCE_EXHAUSTED"}
 	anyHedge := false
@@ -185,6 +213,25 @@ func GRPC(p *Policy, hops []string) (string, []string) {
 	}
 	if anyHedge {
 		notes = append(notes, GRPCHedgingSupport)
+	}
+	// retryThrottling is one per channel: with several hops, the most
+	// conservative of their budgets, and a note with each hop's own.
+	var each []string
+	for _, n := range hops {
+		rb, ok := p.RetryBudgets[n]
+		if !ok || rb.MaxTokens <= 0 {
+			continue
+		}
+		t := cfg.RetryThrottling
+		if t == nil {
+			t = &throttling{MaxTokens: rb.MaxTokens, TokenRatio: rb.TokenRatio}
+			cfg.RetryThrottling = t
+		}
+		t.MaxTokens, t.TokenRatio = min(t.MaxTokens, rb.MaxTokens), min(t.TokenRatio, rb.TokenRatio)
+		each = append(each, fmt.Sprintf("%s {maxTokens: %d, tokenRatio: %s}", n, rb.MaxTokens, strconv.FormatFloat(rb.TokenRatio, 'f', -1, 64)))
+	}
+	if len(each) > 1 {
+		notes = append(notes, "retryThrottling applies to a whole channel (one server): this config has the most conservative of the hops' budgets; for a channel per hop use its own: "+strings.Join(each, ", "))
 	}
 	out, _ := json.MarshalIndent(cfg, "", "  ")
 	return string(out) + "\n", notes

@@ -18,7 +18,12 @@ import (
 // retryPolicy, hedgingPolicy and retryThrottling.
 var (
 	envoyFields = map[string][]string{
-		"":                            {"routes"},
+		"":                            {"routes", "clusters"},
+		"clusters[]":                  {"name", "circuit_breakers"},
+		"clusters[].circuit_breakers": {"thresholds"},
+		"clusters[].circuit_breakers.thresholds[]":                             {"priority", "max_retries", "retry_budget"},
+		"clusters[].circuit_breakers.thresholds[].retry_budget":                {"budget_percent", "min_retry_concurrency"},
+		"clusters[].circuit_breakers.thresholds[].retry_budget.budget_percent": {"value"},
 		"routes[]":                    {"name", "match", "route"},
 		"routes[].match":              {"prefix", "path", "safe_regex"},
 		"routes[].route":              {"cluster", "timeout", "retry_policy", "hedge_policy"},
@@ -69,6 +74,10 @@ func emitPolicy() *Policy {
 			"hedge0":  {Timeout: 300 * time.Millisecond, Hedge: Hedge{Delay: 50 * time.Millisecond, Max: 2}},
 			"retried": {Timeout: 200 * time.Millisecond, Retries: 1, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}},
 			"plain":   {Timeout: 2 * time.Second},
+		},
+		RetryBudgets: map[string]RetryBudget{
+			"hedged":  {Percent: 20, MinConcurrency: 3, MaxTokens: 40, TokenRatio: 0.1},
+			"retried": {Percent: 5, MinConcurrency: 1, MaxTokens: 10, TokenRatio: 0.05},
 		}}
 }
 
@@ -163,7 +172,7 @@ func TestGRPCEmit(t *testing.T) {
 	if strings.Contains(out, "hedging") || slices.Contains(notes, GRPCHedgingSupport) {
 		t.Errorf("hedging without a hedge:\n%s\n%q", out, notes)
 	}
-	if e := Envoy(q, q.HopNames()); strings.Contains(e, "hedge") {
+	if e := Envoy(q, q.HopNames()); strings.Contains(e, "hedge_policy") || strings.Contains(e, "hedge after") {
 		t.Errorf("envoy: hedge without a hedge:\n%s", e)
 	}
 }
@@ -175,5 +184,49 @@ func TestGRPCHedgeCap(t *testing.T) {
 	out, notes := GRPC(p, []string{"x"})
 	if !strings.Contains(out, fmt.Sprintf(`"maxAttempts": %d`, GRPCMaxAttempts)) || !strings.Contains(strings.Join(notes, "\n"), "exceed gRPC's cap") {
 		t.Errorf("no cap:\n%s\n%q", out, notes)
+	}
+}
+
+// TestEmitRetryBudgets: budgets go to each hop's Envoy cluster
+// retry_budget and to gRPC's retryThrottling (one per channel: the most
+// conservative, with a note of each hop's own).
+func TestEmitRetryBudgets(t *testing.T) {
+	p := emitPolicy()
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(Envoy(p, p.HopNames())), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range doc["clusters"].([]any) {
+		c := c.(map[string]any)
+		th := c["circuit_breakers"].(map[string]any)["thresholds"].([]any)[0].(map[string]any)
+		rb := th["retry_budget"].(map[string]any)
+		got[c["name"].(string)] = fmt.Sprint(rb["budget_percent"].(map[string]any)["value"], "/", rb["min_retry_concurrency"])
+	}
+	if len(got) != 2 || got["hedged"] != "20/3" || got["retried"] != "5/1" {
+		t.Errorf("envoy retry budgets %v", got)
+	}
+	out, notes := GRPC(p, p.HopNames())
+	var g struct {
+		RetryThrottling *struct {
+			MaxTokens  int     `json:"maxTokens"`
+			TokenRatio float64 `json:"tokenRatio"`
+		} `json:"retryThrottling"`
+	}
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatal(err)
+	}
+	if g.RetryThrottling == nil || g.RetryThrottling.MaxTokens != 10 || g.RetryThrottling.TokenRatio != 0.05 {
+		t.Errorf("retryThrottling %+v, want the most conservative {10, 0.05}", g.RetryThrottling)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "hedged {maxTokens: 40, tokenRatio: 0.1}") {
+		t.Errorf("notes lack each hop's budget: %q", notes)
+	}
+	p.RetryBudgets = nil
+	if out, _ := GRPC(p, p.HopNames()); strings.Contains(out, "retryThrottling") {
+		t.Errorf("retryThrottling without a budget")
+	}
+	if strings.Contains(Envoy(p, p.HopNames()), "retry_budget") {
+		t.Errorf("retry_budget without a budget")
 	}
 }

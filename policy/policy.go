@@ -117,6 +117,28 @@ type Policy struct {
 	// Comments are written above each hop by Marshal (the recommendation's
 	// basis); ignored on read.
 	Comments map[string]string
+	// RetryBudgets are recommended retry budgets by hop, for the emitted
+	// Envoy and gRPC configs; not part of the policy file (the replay does
+	// not model them).
+	RetryBudgets map[string]RetryBudget
+}
+
+// RetryBudget caps a hop's retries (and hedges) in a storm, in the two
+// forms proxies and RPC libraries take: Envoy's retry_budget (retries in
+// flight at most Percent of the requests in flight, but always
+// MinConcurrency) and gRPC's retryThrottling (a token bucket of MaxTokens
+// that each failure drains by 1 and each success refills by TokenRatio;
+// retries stop below half).
+type RetryBudget struct {
+	Percent        float64
+	MinConcurrency int
+	MaxTokens      int
+	TokenRatio     float64
+	// What the budget was derived from, as logged: retries per call,
+	// failed attempts per attempt, attempts in flight on average and at
+	// the peak.
+	RetryRate, FailureRate, InFlightMean float64
+	InFlightPeak                         int
 }
 
 // For returns the policy of a hop: its own entry, or the default.
