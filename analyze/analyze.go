@@ -249,6 +249,28 @@ type HopPolicy struct {
 	BudgetAware  bool    `json:"budget_aware"`
 	// Hedge is the hop's hedging, nil when none.
 	Hedge *HedgeDoc `json:"hedge,omitempty"`
+	// RetryBudget is the recommended retry budget of a hop that retries
+	// or hedges (see budget.go); nil otherwise.
+	RetryBudget *RetryBudgetDoc `json:"retry_budget,omitempty"`
+}
+
+// RetryBudgetDoc is a retry budget in its Envoy (retry_budget) and gRPC
+// (retryThrottling) forms, and the logged figures it comes from.
+type RetryBudgetDoc struct {
+	Envoy struct {
+		BudgetPercent       float64 `json:"budget_percent"`
+		MinRetryConcurrency int     `json:"min_retry_concurrency"`
+	} `json:"envoy"`
+	GRPC struct {
+		MaxTokens  int     `json:"max_tokens"`
+		TokenRatio float64 `json:"token_ratio"`
+	} `json:"grpc"`
+	Observed struct {
+		RetriesPerCall float64 `json:"retries_per_call"`
+		FailureRate    float64 `json:"failure_rate"`
+		InFlightMean   float64 `json:"in_flight_mean"`
+		InFlightPeak   int     `json:"in_flight_peak"`
+	} `json:"observed"`
 }
 
 // HedgeDoc is a hedge in JSON form: the delay after which another
@@ -273,6 +295,11 @@ func DocOf(p *policy.Policy) *PolicyDoc {
 	d := &PolicyDoc{BudgetMs: ms(int64(p.Budget)), Default: hp(p.Default), Hops: map[string]HopPolicy{}}
 	for n, h := range p.Hops {
 		d.Hops[n] = hp(h)
+		if rb, ok := p.RetryBudgets[n]; ok {
+			doc := d.Hops[n]
+			doc.RetryBudget = budgetDoc(rb)
+			d.Hops[n] = doc
+		}
 	}
 	return d
 }

@@ -219,6 +219,7 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	}
 	chk.CallsPerRequest, chk.Percentile = round4(k), round4(q*100)
 	rep.RecommendationCheck = chk
+	recommendRetryBudgets(rep, reqs, p, opt) // budget.go: hops that retry or hedge
 	for i := range rep.Hops {
 		h := &rep.Hops[i]
 		if _, ok := p.Hops[h.Hop]; ok {
