@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"flag"
+	"github.com/tailscope/tailscope/logs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,37 +19,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// logs is a read input, as cmd/tailscope holds it.
-type logs struct {
-	spans []span.Span
-	stats *ingest.Stats
-	reqs  []*span.Request
-	probs span.Problems
-}
-
-// readLogs decodes one input the way cmd/tailscope's demo does.
-func readLogs(t *testing.T, name string, data []byte) *logs {
+// readLogs decodes one input the way cmd/tailscope's demo does (package
+// logs: the same path from spans to a report).
+func readLogs(t *testing.T, name string, data []byte) *logs.Logs {
 	t.Helper()
-	l := &logs{}
-	st, err := ingest.ReadStream(name, bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { l.spans = append(l.spans, *s) })
+	var spans []span.Span
+	st, err := ingest.ReadStream(name, bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.stats = st
-	l.reqs, l.probs = span.Assemble(l.spans)
-	return l
-}
-
-// fill copies read statistics into a report, as cmd/tailscope does.
-func (l *logs) fill(rep *analyze.Report) {
-	for _, f := range l.stats.Files {
-		rep.Inputs = append(rep.Inputs, analyze.Input{File: f, Format: l.stats.Formats[f]})
-	}
-	rep.Read, rep.Spans, rep.Skipped = l.stats.Read, l.stats.Used, l.stats.Skipped
-	rep.SkippedByReason = l.stats.SkippedByReason
-	for _, x := range l.stats.Errors[:min(len(l.stats.Errors), 5)] {
-		rep.SkipExamples = append(rep.SkipExamples, x.Error())
-	}
+	return logs.FromSpans(spans, st)
 }
 
 func seedFile(t *testing.T, name string) []byte {
@@ -73,16 +53,14 @@ func seedPolicy(t *testing.T, name string) *policy.Policy {
 
 // analysisOf analyses an embedded seed file; inForce is "" or a policy
 // name (A…E).
-func analysisOf(t *testing.T, file, inForce string) (*analyze.Report, *logs) {
+func analysisOf(t *testing.T, file, inForce string) (*analyze.Report, *logs.Logs) {
 	t.Helper()
 	l := readLogs(t, "seed-chain/"+file, seedFile(t, file))
 	var opt analyze.Options
 	if inForce != "" {
 		opt.PolicyInForce = seedPolicy(t, inForce)
 	}
-	rep := analyze.Run(l.spans, l.reqs, l.probs, opt)
-	l.fill(rep)
-	return rep, l
+	return l.Report(opt), l
 }
 
 // demoCheck builds the report `tailscope demo` prints: the true seed spans
@@ -94,7 +72,7 @@ func demoCheck(t *testing.T) *check.Report {
 	for _, n := range samples.Policies {
 		pols = append(pols, seedPolicy(t, n))
 	}
-	return check.Run(rep, l.reqs, pols, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}})
+	return check.Run(rep, l.Requests, pols, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}})
 }
 
 // golden compares got with testdata/name, or rewrites it with -update.

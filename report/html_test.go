@@ -379,8 +379,7 @@ func jsonString(s string) (string, error) {
 func hostileReports(t *testing.T) (*analyze.Report, *check.Report) {
 	t.Helper()
 	l := readLogs(t, hostile[0]+".jsonl", hostileLogs())
-	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
-	l.fill(rep)
+	rep := l.Report(analyze.Options{})
 	if len(rep.Hops) != len(hostile) {
 		t.Fatalf("hostile fixture gave %d hops, want %d", len(rep.Hops), len(hostile))
 	}
@@ -390,7 +389,7 @@ func hostileReports(t *testing.T) (*analyze.Report, *check.Report) {
 		t.Fatal(err)
 	}
 	p.Name = hostile[0]
-	cr := check.Run(rep, l.reqs, []*policy.Policy{p}, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}, Gates: check.Gates{MinSuccess: 0.999}})
+	cr := check.Run(rep, l.Requests, []*policy.Policy{p}, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}, Gates: check.Gates{MinSuccess: 0.999}})
 	return rep, cr
 }
 

@@ -49,8 +49,7 @@ func manyHopsLogs(n, few int) []byte {
 func manyHopsReport(t *testing.T, n, few int) *analyze.Report {
 	t.Helper()
 	l := readLogs(t, "many-hops.jsonl", manyHopsLogs(n, few))
-	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
-	l.fill(rep)
+	rep := l.Report(analyze.Options{})
 	if len(rep.Hops) != n {
 		t.Fatalf("fixture gave %d hops, want %d", len(rep.Hops), n)
 	}
@@ -163,14 +162,13 @@ func TestTooFewSamplesShortList(t *testing.T) {
 func TestSingularCounts(t *testing.T) {
 	in := `{"trace_id":"t1","span_id":"s1","hop":"lonely","start":1700000000000000000,"duration_ms":40,"status":"error","code":503}` + "\n"
 	l := readLogs(t, "one.jsonl", []byte(in))
-	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
-	l.fill(rep)
+	rep := l.Report(analyze.Options{})
 	p, err := policy.Parse("one.yaml", []byte("budget: 1s\ndefault:\n  timeout: 100ms\n  retries: 0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Name = "one"
-	cr := check.Run(rep, l.reqs, []*policy.Policy{p}, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}})
+	cr := check.Run(rep, l.Requests, []*policy.Policy{p}, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}})
 	var out strings.Builder
 	for _, format := range []string{"text", "markdown", "html"} {
 		var b bytes.Buffer

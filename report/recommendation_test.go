@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/tailscope/tailscope/logs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,16 +111,12 @@ func trainTicketReport(t *testing.T) *analyze.Report {
 	if err != nil {
 		t.Skipf("real export not present: %v", err)
 	}
-	l := &logs{}
-	st, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaMap}, func(s *span.Span) { l.spans = append(l.spans, *s) })
+	var spans []span.Span
+	st, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaMap}, func(s *span.Span) { spans = append(spans, *s) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.stats = st
-	l.reqs, l.probs = span.Assemble(l.spans)
-	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
-	l.fill(rep)
-	return rep
+	return logs.FromSpans(spans, st).Report(analyze.Options{})
 }
 
 // TestRecommendationOnlyTimedHops: on a real export whose hops are mostly

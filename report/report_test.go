@@ -307,8 +307,7 @@ func TestTextNoTerminalEscapes(t *testing.T) {
 			string(rune('1'+i)) + `,"status":"error"}` + "\n")
 	}
 	l := readLogs(t, "evil.jsonl", in.Bytes())
-	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
-	l.fill(rep)
+	rep := l.Report(analyze.Options{})
 	var b bytes.Buffer
 	if err := Analysis(&b, "text", rep, Options{}); err != nil {
 		t.Fatal(err)

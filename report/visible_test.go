@@ -103,8 +103,7 @@ func TestNoInvisibleInReports(t *testing.T) {
 		}
 	}
 	l := readLogs(t, "invisible.jsonl", in.Bytes())
-	rep := analyze.Run(l.spans, l.reqs, l.probs, analyze.Options{})
-	l.fill(rep)
+	rep := l.Report(analyze.Options{})
 	raw := 0
 	for _, h := range rep.Hops {
 		if hasInvisible(h.Hop) {

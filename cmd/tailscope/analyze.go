@@ -149,7 +149,7 @@ func runAnalyze(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := l.report(aopt)
+	rep := l.Report(aopt)
 	if err := tf.apply(e, rep, l, fs.Args(), &in, aopt); err != nil {
 		return err
 	}

@@ -184,12 +184,12 @@ func runCheck(e *env, args []string) error {
 	if copt.MaxFalseTimeouts == 0 {
 		copt.MaxFalseTimeouts = aopt.FalseTimeouts
 	}
-	rep := l.report(aopt)
-	if len(l.reqs) == 0 {
+	rep := l.Report(aopt)
+	if len(l.Requests) == 0 {
 		// Nothing to replay can prove nothing: never a pass.
-		return fmt.Errorf("no requests to replay in %s (%d spans used): check needs whole traces", strings.Join(fs.Args(), ", "), l.stats.Used)
+		return fmt.Errorf("no requests to replay in %s (%d spans used): check needs whole traces", strings.Join(fs.Args(), ", "), l.Stats.Used)
 	}
-	cr := check.Run(rep, l.reqs, pols, copt)
+	cr := check.Run(rep, l.Requests, pols, copt)
 	if err := out.write(e, func(w io.Writer) error {
 		return report.Check(w, out.format, cr, renderOptions(e, out.output))
 	}); err != nil {

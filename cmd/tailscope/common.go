@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/report"
-	"github.com/tailscope/tailscope/span"
 )
 
 // newFlags makes a command's flag set; --help prints usage to stdout.
@@ -158,38 +158,9 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	return o, nil
 }
 
-// logs is what a command works on: the spans and the requests built from
-// them.
-//
-// Spans stream from the reader into an analyze.Accum, never into one big
-// slice: per-hop statistics are kept over all spans in bounded memory, and
-// spans is every span while the logs fit in --sample-spans, a deterministic
-// sample of whole traces beyond (the report then says so). Replay and the
-// call trees work on spans.
-type logs struct {
-	spans []span.Span
-	stats *ingest.Stats
-	reqs  []*span.Request
-	probs span.Problems
-	acc   *analyze.Accum
-}
-
-// report analyses the logs: per-hop numbers over all spans, tree-based
-// parts over spans (see analyze.Accum).
-// report analyses the logs and records what was read (inputs, counts,
-// skips) in the report.
-func (l *logs) report(opt analyze.Options) *analyze.Report {
-	var rep *analyze.Report
-	if l.acc == nil {
-		rep = analyze.Run(l.spans, l.reqs, l.probs, opt)
-	} else {
-		rep = l.acc.ReportOn(l.reqs, l.probs, opt)
-	}
-	l.fill(rep)
-	return rep
-}
-
-func load(e *env, paths []string, f *inputFlags) (*logs, error) {
+// load reads the logs a command works on (package logs) as the input
+// flags say: progress on stderr, --strict, the reader's notes and skips.
+func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
 	if len(paths) == 0 {
 		return nil, usagef("no input: give one or more files, directories, globs, or - for stdin")
 	}
@@ -197,22 +168,17 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &logs{acc: analyze.NewAccum(f.sampleSpans)}
+	lo := logs.Options{Ingest: opt, SampleSpans: f.sampleSpans}
 	m := newMeter(e, f.quiet)
 	if m != nil {
-		opt.Progress = m.bytes
+		lo.Progress = m
 	}
-	// The accumulator copies what it keeps, so the reader may lend its
-	// buffers: no allocation per span on the JSON-lines path.
-	opt.Borrowed = true
-	// Readers that decode in parallel accumulate per goroutine (fork.go).
-	opt.Fork = accumFork{acc: l.acc, m: m}
-	st, err := ingest.Read(paths, opt, func(s *span.Span) { l.acc.Add(s); m.span() })
+	l, err := logs.Read(paths, lo)
 	m.done()
-	l.stats = st
 	if err != nil {
 		return nil, err
 	}
+	st := l.Stats
 	if f.strict && st.Skipped > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "--strict: %d of %d records skipped", st.Skipped, st.Read)
@@ -251,69 +217,13 @@ func load(e *env, paths []string, f *inputFlags) (*logs, error) {
 		}
 		fmt.Fprintln(e.stderr)
 	}
-	l.spans = l.acc.Spans()
-	if st.Used == 0 { // not len(l.spans): one trace over --sample-spans leaves an empty sample
+	if st.Used == 0 { // not len(l.Spans): one trace over --sample-spans leaves an empty sample
 		if st.Filtered > 0 {
 			return nil, fmt.Errorf("no usable spans in %s (read %d, filtered %d, skipped %d)", strings.Join(paths, ", "), st.Read, st.Filtered, st.Skipped)
 		}
 		return nil, fmt.Errorf("no usable spans in %s (read %d, skipped %d)", strings.Join(paths, ", "), st.Read, st.Skipped)
 	}
-	l.reqs, l.probs = span.Assemble(l.spans)
 	return l, nil
-}
-
-// fill copies the read statistics into a report.
-func (l *logs) fill(rep *analyze.Report) {
-	for _, f := range l.stats.Files {
-		name := f
-		if f == "-" {
-			name = "<stdin>"
-		}
-		rep.Inputs = append(rep.Inputs, analyze.Input{File: name, Format: l.stats.Formats[name]})
-	}
-	for _, p := range l.stats.Passed {
-		rep.Inputs = append(rep.Inputs, analyze.Input{File: p.File, SkippedReason: p.Reason})
-	}
-	rep.Read, rep.Spans, rep.Skipped = l.stats.Read, l.stats.Used, l.stats.Skipped
-	rep.SkippedByReason = l.stats.SkippedByReason
-	rep.Filtered, rep.FilteredByReason = l.stats.Filtered, l.stats.FilteredByReason
-	rep.Ignored, rep.IgnoredByField = l.stats.Ignored, l.stats.IgnoredByField
-	rep.Notes = l.stats.Notes
-	for _, x := range l.stats.Errors[:min(len(l.stats.Errors), 5)] {
-		rep.SkipExamples = append(rep.SkipExamples, x.Error())
-	}
-	l.filteredOrphans(rep)
-}
-
-// filteredOrphans keeps the orphan warning for orphans of bad data: a span
-// whose parent --since, --until, --hops or --exclude-hops left out is
-// reported as such, not as a sign that the logs are broken.
-func (l *logs) filteredOrphans(rep *analyze.Report) {
-	if l.stats.Filtered == 0 || l.probs.Orphans == 0 {
-		return
-	}
-	n, known := l.stats.FilteredParents(l.spans)
-	n = min(n, l.probs.Orphans)
-	rest := l.probs.Orphans - n
-	var out []analyze.Warning
-	for _, w := range rep.Warnings {
-		if w.Code != "orphan-span" {
-			out = append(out, w)
-			continue
-		}
-		if n > 0 {
-			out = append(out, analyze.Warning{Code: "filtered-parent", Message: fmt.Sprintf(
-				"%d spans have a parent that --since, --until, --hops or --exclude-hops left out; they were treated as top-level calls", n)})
-		}
-		if rest > 0 {
-			w.Message = fmt.Sprintf("%d spans name a parent that is not in the logs; they were treated as top-level calls", rest)
-			if !known {
-				w.Message += fmt.Sprintf(" (the filters left out %d spans, too many to tell whether their parents are among them)", l.stats.Filtered)
-			}
-			out = append(out, w)
-		}
-	}
-	rep.Warnings = out
 }
 
 // renderOptions decides colour: only on a terminal and never with NO_COLOR.

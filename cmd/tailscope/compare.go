@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/logs"
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -42,18 +43,18 @@ func (t *tailFlags) check() error {
 }
 
 // apply adds the comparison, if asked, and orders the hop table.
-func (t *tailFlags) apply(e *env, rep *analyze.Report, l *logs, paths []string, in *inputFlags, opt analyze.Options) error {
+func (t *tailFlags) apply(e *env, rep *analyze.Report, l *logs.Logs, paths []string, in *inputFlags, opt analyze.Options) error {
 	switch {
 	case len(t.compare) > 0:
 		lb, err := load(e, t.compare, in)
 		if err != nil {
 			return fmt.Errorf("--compare: %w", err)
 		}
-		base := lb.report(opt)
+		base := lb.Report(opt)
 		rep.Compare = analyze.Compare(base, rep, strings.Join(t.compare, ", "), strings.Join(paths, ", "))
 	case t.compareWindow != "":
 		d, _ := parseDur(t.compareWindow)
-		before, after, _, _, _ := analyze.SplitByTime(l.spans, d)
+		before, after, _, _, _ := analyze.SplitByTime(l.Spans, d)
 		if len(after) == 0 || len(before) == 0 {
 			return fmt.Errorf("--compare-window %s: the logs hold no request in the %s before their last %s (they cover less than twice the window)", t.compareWindow, t.compareWindow, t.compareWindow)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/report"
 	"github.com/tailscope/tailscope/samples"
@@ -71,10 +72,9 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l := &logs{spans: spans, stats: st}
-	l.reqs, l.probs = span.Assemble(spans)
-	rep := l.report(analyze.Options{})
-	cr := check.Run(rep, l.reqs, pols, copt)
+	l := logs.FromSpans(spans, st)
+	rep := l.Report(analyze.Options{})
+	cr := check.Run(rep, l.Requests, pols, copt)
 	return out.write(e, func(w io.Writer) error {
 		return report.Check(w, out.format, cr, renderOptions(e, out.output))
 	})

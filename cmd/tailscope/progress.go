@@ -84,6 +84,23 @@ func (m *meter) span() {
 	}
 }
 
+// Bytes is bytes for package logs' Progress.
+func (m *meter) Bytes(read, total int64) { m.bytes(read, total) }
+
+// Spans counts n spans at once (a reader's goroutine counts in batches, so
+// that the counter is not a point of contention) and gives the meter a
+// chance to redraw every few thousand spans.
+func (m *meter) Spans(n int64) {
+	if m == nil || n == 0 {
+		return
+	}
+	if after := m.spans.Add(n); after>>12 != (after-n)>>12 {
+		m.mu.Lock()
+		m.tick()
+		m.mu.Unlock()
+	}
+}
+
 // tick redraws when it is time to; m.mu is held.
 func (m *meter) tick() {
 	t := m.now()

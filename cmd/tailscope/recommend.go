@@ -68,7 +68,7 @@ func runRecommend(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := l.report(aopt)
+	rep := l.Report(aopt)
 	p := rep.Recommended()
 	// The hops whose timeout the policy sets: only remote calls get one
 	// (callee-side, in-process and root hops are bounded by the calls

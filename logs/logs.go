@@ -1,0 +1,193 @@
+// Package logs reads span logs into what every command works on: the
+// per-hop analysis state over all spans, the spans kept whole for call
+// trees and replay, the trees built from them, and what was read. It is
+// the one path from files to a report; cmd/tailscope only parses flags,
+// calls it and renders, and demo and tests take the same path.
+//
+// Spans stream from the reader into an analyze.Accum, never into one big
+// slice: per-hop statistics are kept over all spans in bounded memory, and
+// Spans is every span while the logs fit in the sample size, a
+// deterministic sample of whole traces beyond (the report then says so).
+package logs
+
+import (
+	"fmt"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/span"
+)
+
+// Progress is told what has been read, for a progress display.
+type Progress interface {
+	// Bytes reports the input consumed so far, of total (0 when unknown).
+	Bytes(read, total int64)
+	// Spans counts n spans read (in batches from the reader's goroutines,
+	// one at a time on the ordered path).
+	Spans(n int64)
+}
+
+// Options say how to read.
+type Options struct {
+	Ingest ingest.Options
+	// SampleSpans is how many spans are kept whole (see analyze.NewAccum).
+	SampleSpans int
+	// Progress, when not nil, is told what has been read.
+	Progress Progress
+}
+
+// Logs are what a command works on.
+type Logs struct {
+	// Spans are the spans kept whole (every span, or a sample of whole
+	// traces); Requests and Problems are the trees built from them.
+	Spans    []span.Span
+	Requests []*span.Request
+	Problems span.Problems
+	// Stats are what the reader saw: files, counts, skips by reason.
+	Stats *ingest.Stats
+	acc   *analyze.Accum
+}
+
+// Read reads paths. On a read error the Logs still carry the reader's
+// statistics so far.
+func Read(paths []string, opt Options) (*Logs, error) {
+	l := &Logs{acc: analyze.NewAccum(opt.SampleSpans)}
+	iopt := opt.Ingest
+	if opt.Progress != nil {
+		iopt.Progress = opt.Progress.Bytes
+	}
+	// The accumulator copies what it keeps, so the reader may lend its
+	// buffers: no allocation per span on the JSON-lines path.
+	iopt.Borrowed = true
+	// Readers that decode in parallel accumulate per goroutine.
+	iopt.Fork = accumFork{acc: l.acc, p: opt.Progress}
+	add := func(s *span.Span) { l.acc.Add(s) }
+	if p := opt.Progress; p != nil {
+		add = func(s *span.Span) { l.acc.Add(s); p.Spans(1) }
+	}
+	st, err := ingest.Read(paths, iopt, add)
+	l.Stats = st
+	if err != nil {
+		return l, err
+	}
+	l.Spans = l.acc.Spans()
+	l.Requests, l.Problems = span.Assemble(l.Spans)
+	return l, nil
+}
+
+// FromSpans makes Logs of spans already in memory, all kept whole (the
+// embedded sample, tests), with st what was read to get them.
+func FromSpans(spans []span.Span, st *ingest.Stats) *Logs {
+	l := &Logs{Spans: spans, Stats: st}
+	l.Requests, l.Problems = span.Assemble(spans)
+	return l
+}
+
+// Report analyses the logs — per-hop numbers over all spans, the parts
+// built on trees over Spans — and records in the report what was read.
+func (l *Logs) Report(opt analyze.Options) *analyze.Report {
+	var rep *analyze.Report
+	if l.acc == nil {
+		rep = analyze.Run(l.Spans, l.Requests, l.Problems, opt)
+	} else {
+		rep = l.acc.ReportOn(l.Requests, l.Problems, opt)
+	}
+	l.fill(rep)
+	return rep
+}
+
+// fill copies the read statistics into a report.
+func (l *Logs) fill(rep *analyze.Report) {
+	for _, f := range l.Stats.Files {
+		name := f
+		if f == "-" {
+			name = "<stdin>"
+		}
+		rep.Inputs = append(rep.Inputs, analyze.Input{File: name, Format: l.Stats.Formats[name]})
+	}
+	for _, p := range l.Stats.Passed {
+		rep.Inputs = append(rep.Inputs, analyze.Input{File: p.File, SkippedReason: p.Reason})
+	}
+	rep.Read, rep.Spans, rep.Skipped = l.Stats.Read, l.Stats.Used, l.Stats.Skipped
+	rep.SkippedByReason = l.Stats.SkippedByReason
+	rep.Filtered, rep.FilteredByReason = l.Stats.Filtered, l.Stats.FilteredByReason
+	rep.Ignored, rep.IgnoredByField = l.Stats.Ignored, l.Stats.IgnoredByField
+	rep.Notes = l.Stats.Notes
+	for _, x := range l.Stats.Errors[:min(len(l.Stats.Errors), 5)] {
+		rep.SkipExamples = append(rep.SkipExamples, x.Error())
+	}
+	l.filteredOrphans(rep)
+}
+
+// filteredOrphans keeps the orphan warning for orphans of bad data: a span
+// whose parent --since, --until, --hops or --exclude-hops left out is
+// reported as such, not as a sign that the logs are broken.
+func (l *Logs) filteredOrphans(rep *analyze.Report) {
+	if l.Stats.Filtered == 0 || l.Problems.Orphans == 0 {
+		return
+	}
+	n, known := l.Stats.FilteredParents(l.Spans)
+	n = min(n, l.Problems.Orphans)
+	rest := l.Problems.Orphans - n
+	var out []analyze.Warning
+	for _, w := range rep.Warnings {
+		if w.Code != "orphan-span" {
+			out = append(out, w)
+			continue
+		}
+		if n > 0 {
+			out = append(out, analyze.Warning{Code: "filtered-parent", Message: fmt.Sprintf(
+				"%d spans have a parent that --since, --until, --hops or --exclude-hops left out; they were treated as top-level calls", n)})
+		}
+		if rest > 0 {
+			w.Message = fmt.Sprintf("%d spans name a parent that is not in the logs; they were treated as top-level calls", rest)
+			if !known {
+				w.Message += fmt.Sprintf(" (the filters left out %d spans, too many to tell whether their parents are among them)", l.Stats.Filtered)
+			}
+			out = append(out, w)
+		}
+	}
+	rep.Warnings = out
+}
+
+// accumFork lets a reader that decodes on several goroutines (flat JSON
+// lines, Parquet) accumulate there: each goroutine counts its spans into
+// its own analyze.Part, and only the spans that may belong to the trace
+// sample come back, in input order, to the Accum. This keeps the one
+// ordered goroutine from being the bottleneck on large logs; the report is
+// the same as with Accum.Add on every span (see analyze.Part).
+type accumFork struct {
+	acc *analyze.Accum
+	p   Progress
+}
+
+func (f accumFork) Branch() ingest.Branch {
+	return &accumBranch{acc: f.acc, part: f.acc.Part(), p: f.p}
+}
+
+func (f accumFork) Ordered(sp *span.Span) { f.acc.Ordered(sp) }
+
+type accumBranch struct {
+	acc  *analyze.Accum
+	part *analyze.Part
+	p    Progress
+	n    int64 // spans not yet counted on the progress
+}
+
+func (b *accumBranch) Take(sp *span.Span) bool {
+	if b.p != nil {
+		if b.n++; b.n == 4096 {
+			b.p.Spans(b.n)
+			b.n = 0
+		}
+	}
+	return b.part.Add(sp)
+}
+
+func (b *accumBranch) Close() {
+	b.acc.Merge(b.part)
+	if b.p != nil && b.n > 0 {
+		b.p.Spans(b.n)
+	}
+	b.n = 0
+}
