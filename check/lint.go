@@ -541,6 +541,7 @@ func (l *linter) lintHop(name string, o *hopObs) {
 		l.configRules(name, hp, src)
 	}
 	l.deadRetries(name, hp, src, o)
+	l.hedgeRules(name, hp, src, l.hops[name]) // hedge.go
 	if h := l.hops[name]; h != nil {
 		l.persistent(name, hp, src, h)
 		l.tail(name, hp, src, h, o)
