@@ -81,6 +81,14 @@ type Options struct {
 	// needed: all the cuts of a request in one pass, where a real replay
 	// stops at the first (what the request did after it never runs).
 	Probe bool
+	// Throttle holds retry budgets by hop, replayed as gRPC's
+	// retryThrottling: a bucket per hop starting full at MaxTokens; each
+	// failed attempt takes 1, each success adds TokenRatio; retries and
+	// hedges are sent only while more than half is left. Requests are
+	// replayed in the order they started, and the bucket carries over
+	// from one to the next (the pessimistic run counts). Envoy's
+	// concurrency-based retry_budget is not modelled.
+	Throttle map[string]policy.RetryBudget
 }
 
 // Outcome is one request under the policy.
@@ -165,7 +173,13 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 	}
 	out := make([]Outcome, 0, len(reqs))
 	tally, hedges := map[string]int{}, map[string]int{}
+	if len(opt.Throttle) > 0 && !opt.Probe {
+		out = throttled(reqs, p, pool, tally, hedges, opt.Throttle)
+	}
 	for _, r := range reqs {
+		if len(out) == len(reqs) {
+			break
+		}
 		if opt.Probe {
 			out = append(out, probe(r, p, pool))
 			continue
@@ -300,6 +314,66 @@ func summarise(outcomes []Outcome) *Result {
 	return res
 }
 
+// throttled replays reqs in the order they started, with one retry
+// bucket per throttled hop carried from request to request (see
+// Options.Throttle); the outcomes are in the order of reqs.
+func throttled(reqs []*span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int, th map[string]policy.RetryBudget) []Outcome {
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Start < reqs[order[b]].Start })
+	out := make([]Outcome, len(reqs))
+	b := &bucket{budget: th, tokens: map[string]float64{}}
+	for _, i := range order {
+		out[i] = oneWith(reqs[i], p, pool, tally, hedges, b)
+	}
+	return out
+}
+
+// bucket is the retry-throttling state of a replay: tokens by hop.
+type bucket struct {
+	budget map[string]policy.RetryBudget
+	tokens map[string]float64
+}
+
+// allows reports whether hop may send a retry or a hedge now.
+func (b *bucket) allows(hop string) bool {
+	if b == nil {
+		return true
+	}
+	rb, ok := b.budget[hop]
+	if !ok || rb.MaxTokens <= 0 {
+		return true
+	}
+	t, seen := b.tokens[hop]
+	if !seen {
+		t = float64(rb.MaxTokens)
+	}
+	return t > float64(rb.MaxTokens)/2
+}
+
+// count adds an attempt's outcome to hop's bucket.
+func (b *bucket) count(hop string, ok bool) {
+	if b == nil {
+		return
+	}
+	rb, has := b.budget[hop]
+	if !has || rb.MaxTokens <= 0 {
+		return
+	}
+	t, seen := b.tokens[hop]
+	if !seen {
+		t = float64(rb.MaxTokens)
+	}
+	if ok {
+		t = min(float64(rb.MaxTokens), t+rb.TokenRatio)
+	} else {
+		t = max(0, t-1)
+	}
+	b.tokens[hop] = t
+}
+
 // One replays a single request. pool is nil for the same-wall model.
 func One(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Outcome {
 	return one(r, p, pool, nil, nil)
@@ -308,10 +382,27 @@ func One(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt) Out
 // one replays r, adding the attempts of its pessimistic run to tally by
 // hop when tally is not nil.
 func one(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int) Outcome {
-	lo := simulate(r, p, pool, false, tally, hedges)
+	return oneWith(r, p, pool, tally, hedges, nil)
+}
+
+// oneWith is one with a retry bucket (nil: none). The optimistic run
+// reads the bucket as the pessimistic one left it and does not change it.
+func oneWith(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int, b *bucket) Outcome {
+	var before map[string]float64
+	if b != nil {
+		before = make(map[string]float64, len(b.tokens))
+		for k, v := range b.tokens {
+			before[k] = v
+		}
+	}
+	lo := simulate(r, p, pool, false, tally, hedges, b)
 	hi := lo
 	if lo.touched {
-		hi = simulate(r, p, pool, true, nil, nil)
+		var ro *bucket
+		if b != nil {
+			ro = &bucket{budget: b.budget, tokens: before}
+		}
+		hi = simulate(r, p, pool, true, nil, nil, ro)
 	}
 	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted,
 		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short, Attempts: lo.attempts, Hedges: lo.hedges}
@@ -342,6 +433,7 @@ type run struct {
 	tally      map[string]int // attempts by hop, when counted
 	hedges     int            // hedged attempts sent
 	hedgeTally map[string]int // hedged attempts by hop, when counted
+	bucket     *bucket        // retry throttling, nil without
 	probe      bool           // see Options.Probe
 }
 
@@ -364,8 +456,8 @@ func add(a, b int64) int64 {
 	return a + b
 }
 
-func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally, hedges map[string]int) *run {
-	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally, hedgeTally: hedges}
+func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally, hedges map[string]int, b *bucket) *run {
+	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally, hedgeTally: hedges, bucket: b}
 	s.start(r)
 	return s
 }
@@ -521,6 +613,9 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 				// A probe runs the logged retries out, to find what comes
 				// after them.
 			}
+			if !s.bucket.allows(c.Hop) {
+				break // the retry budget is spent
+			}
 			if retryStart < 0 {
 				retryStart = t
 			}
@@ -590,7 +685,7 @@ func (s *run) hedged(c *span.Call, hp policy.Hop, next *int, t, deadline int64) 
 	last, lastHop := end, hop // the latest failure, when all fail
 	for j := 1; j <= h.Max; j++ {
 		hs := add(t, int64(h.Delay)*int64(j))
-		if hs >= deadline || win <= hs || win == never && last <= hs {
+		if hs >= deadline || win <= hs || win == never && last <= hs || !s.bucket.allows(c.Hop) {
 			// Past the deadline, answered, or every attempt failed
 			// before the hedge was due: none is sent.
 			break
@@ -664,6 +759,7 @@ func (s *run) single(c *span.Call, hp policy.Hop, a *span.Attempt, t, deadline i
 		attDeadline = t + int64(hp.Timeout)
 	}
 	end, ok, hop, need, censored := s.attempt(a, c.Hop, t, attDeadline)
+	s.bucket.count(c.Hop, ok)
 	if !ok && own && end >= attDeadline {
 		hop = c.Hop // this call's own timeout expired, whatever ran inside it
 		if need >= 0 && !s.optimistic {
