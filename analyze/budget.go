@@ -23,8 +23,9 @@ import (
 //     (within 10 and 1000), so that a storm stops retries after about one
 //     peak's worth of failed attempts.
 //
-// The replay does not model budgets: they change nothing in ordinary
-// operation by construction. They go to the report's
+// The recommendation's replay does not apply budgets: they change nothing
+// in ordinary operation by construction (replay.Options.Throttle replays
+// the gRPC form, for storms). They go to the report's
 // recommended_policy.hops[h].retry_budget, with what they rest on, and to
 // the emitted configs; the hop's basis is left as it was.
 func recommendRetryBudgets(rep *Report, reqs []*span.Request, p *policy.Policy, opt Options) {
