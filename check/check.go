@@ -179,6 +179,9 @@ func summarise(rep *analyze.Report, p *policy.Policy) (string, string) {
 	var tMin, tMax time.Duration = -1, -1
 	rMin, rMax := -1, -1
 	for _, h := range rep.Hops {
+		if h.Role != "" && h.Role != analyze.RoleCall && !p.Listed(h.Hop) {
+			continue // no call of its own: no timeout of its own to show
+		}
 		hp := analyze.PolicyFor(p, &h)
 		if tMin < 0 || hp.Timeout < tMin {
 			tMin = hp.Timeout
