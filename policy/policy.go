@@ -224,7 +224,7 @@ func (p *Policy) Marshal() []byte {
 		b.WriteString("budget: 0s\n")
 	}
 	b.WriteString("default:\n")
-	writeHop(&b, "  ", p.Default)
+	writeHop(&b, "  ", p.Default, false)
 	if len(p.Hops) > 0 {
 		b.WriteString("hops:\n")
 		for _, name := range p.HopNames() {
@@ -243,7 +243,9 @@ func (p *Policy) Marshal() []byte {
 				// a longer one is written as an explicit key.
 				fmt.Fprintf(&b, "  ? %s\n  :\n", k)
 			}
-			writeHop(&b, "    ", p.Hops[name])
+			// A hop without a hedge says so when the default has one:
+			// it would inherit it on read.
+			writeHop(&b, "    ", p.Hops[name], p.Default.Hedge.Delay > 0)
 		}
 	}
 	return b.Bytes()
@@ -278,7 +280,7 @@ func commentText(s string) string {
 	return b.String()
 }
 
-func writeHop(b *bytes.Buffer, ind string, h Hop) {
+func writeHop(b *bytes.Buffer, ind string, h Hop, hedgeNone bool) {
 	fmt.Fprintf(b, "%stimeout: %s\n", ind, fmtDur(h.Timeout))
 	fmt.Fprintf(b, "%sretries: %d\n", ind, h.Retries)
 	switch {
@@ -294,8 +296,11 @@ func writeHop(b *bytes.Buffer, ind string, h Hop) {
 		fmt.Fprintf(b, "%sbackoff: {base: %s, max: %s, jitter: %s}\n", ind, fmtDur(h.Backoff.Base), fmtDur(h.Backoff.Max), j)
 	}
 	fmt.Fprintf(b, "%sbudget_aware: %t\n", ind, h.BudgetAware)
-	if h.Hedge.Delay > 0 {
+	switch {
+	case h.Hedge.Delay > 0:
 		fmt.Fprintf(b, "%shedge: {delay: %s, max: %d}\n", ind, fmtDur(h.Hedge.Delay), h.Hedge.Max)
+	case hedgeNone:
+		fmt.Fprintf(b, "%shedge: none\n", ind)
 	}
 }
 

@@ -30,6 +30,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("budget: 30s\nhops: {a: {timeout: 1s, backoff: {base: 1ms, max: 2ms, jitter: equal}}}\n"))
 	f.Add([]byte("a: &x [*x, *x]\n"))
+	f.Add([]byte("default: {hedge: {delay: 50ms}}\nhops: {a: {timeout: 1s, hedge: {delay: 40ms, max: 2}}, b: {hedge: none}}\n"))
 	f.Add([]byte(`{"budget":"1h","default":{"retries":100},"hops":{"\u00e9 x":null}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("p.yaml", data)
@@ -54,6 +55,9 @@ func FuzzParse(f *testing.F) {
 		for name, h := range p.Hops {
 			if h.Timeout < 0 || h.Retries < 0 || h.Backoff.Max < h.Backoff.Base {
 				t.Fatalf("hop %q: bad values accepted: %+v", name, h)
+			}
+			if hg := h.Hedge; hg.Delay < 0 || hg.Delay == 0 && hg != (Hedge{}) || hg.Delay > 0 && (hg.Max < 1 || hg.Max > MaxHedges) {
+				t.Fatalf("hop %q: bad hedge accepted: %+v", name, hg)
 			}
 		}
 		// Hop names that are not valid UTF-8 cannot be written back as
