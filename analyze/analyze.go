@@ -254,8 +254,9 @@ type HopPolicy struct {
 	RetryBudget *RetryBudgetDoc `json:"retry_budget,omitempty"`
 }
 
-// RetryBudgetDoc is a retry budget in its Envoy (retry_budget) and gRPC
-// (retryThrottling) forms, and the logged figures it comes from.
+// RetryBudgetDoc is a retry budget in its Envoy (retry_budget), gRPC
+// (retryThrottling) and Linkerd (retryBudget) forms, and the logged figures
+// it comes from.
 type RetryBudgetDoc struct {
 	Envoy struct {
 		BudgetPercent       float64 `json:"budget_percent"`
@@ -265,11 +266,18 @@ type RetryBudgetDoc struct {
 		MaxTokens  int     `json:"max_tokens"`
 		TokenRatio float64 `json:"token_ratio"`
 	} `json:"grpc"`
+	// Linkerd is a ServiceProfile retryBudget.
+	Linkerd struct {
+		RetryRatio          float64 `json:"retry_ratio"`
+		MinRetriesPerSecond int     `json:"min_retries_per_second"`
+		TTL                 string  `json:"ttl"`
+	} `json:"linkerd"`
 	Observed struct {
-		RetriesPerCall float64 `json:"retries_per_call"`
-		FailureRate    float64 `json:"failure_rate"`
-		InFlightMean   float64 `json:"in_flight_mean"`
-		InFlightPeak   int     `json:"in_flight_peak"`
+		RetriesPerSecond float64 `json:"retries_per_second"`
+		RetriesPerCall   float64 `json:"retries_per_call"`
+		FailureRate      float64 `json:"failure_rate"`
+		InFlightMean     float64 `json:"in_flight_mean"`
+		InFlightPeak     int     `json:"in_flight_peak"`
 	} `json:"observed"`
 }
 

@@ -16,6 +16,8 @@ import (
 //     call (and twice the hedge load on a hedged hop), at least 5% and at
 //     most 100%; min_retry_concurrency is that share of the attempts the
 //     hop has in flight on average (span overlap in time), at least 1.
+//   - Linkerd retryBudget: retryRatio is Envoy's share, minRetriesPerSecond
+//     twice the logged retries per second (at least 1), ttl 10s.
 //   - gRPC retryThrottling: tokenRatio is three times the logged
 //     failure-to-success ratio of its attempts (within 0.05 and 1), so
 //     that ordinary failures never drain the bucket; maxTokens is twice
@@ -80,6 +82,21 @@ func recommendRetryBudgets(rep *Report, reqs []*span.Request, p *policy.Policy, 
 		}
 		rb.TokenRatio = math.Ceil(min(1, max(0.05, ratio))*1000) / 1000
 		rb.MaxTokens = min(1000, max(10, 2*rb.InFlightPeak*(1+hp.Retries+hp.Hedge.Max)))
+		// Linkerd: the same share as Envoy's, and a floor of twice the
+		// logged retries per second (at least 1) so that the rate seen in
+		// ordinary operation always passes.
+		rb.RetryRatio = rb.Percent / 100
+		var first, last int64
+		for i, x := range o.iv {
+			if i == 0 || x[0] < first {
+				first = x[0]
+			}
+			last = max(last, x[1])
+		}
+		if secs := float64(last-first) / 1e9; secs > 0 {
+			rb.RetriesPerSecond = round4(float64(o.attempts-o.calls) / secs)
+		}
+		rb.MinRetriesPerSecond = max(1, int(math.Ceil(2*rb.RetriesPerSecond)))
 		if p.RetryBudgets == nil {
 			p.RetryBudgets = map[string]policy.RetryBudget{}
 		}
@@ -135,5 +152,7 @@ func budgetDoc(rb policy.RetryBudget) *RetryBudgetDoc {
 	d.GRPC.MaxTokens, d.GRPC.TokenRatio = rb.MaxTokens, rb.TokenRatio
 	d.Observed.RetriesPerCall, d.Observed.FailureRate = rb.RetryRate, rb.FailureRate
 	d.Observed.InFlightMean, d.Observed.InFlightPeak = rb.InFlightMean, rb.InFlightPeak
+	d.Observed.RetriesPerSecond = rb.RetriesPerSecond
+	d.Linkerd.RetryRatio, d.Linkerd.MinRetriesPerSecond, d.Linkerd.TTL = rb.RetryRatio, rb.MinRetriesPerSecond, "10s"
 	return d
 }

@@ -67,6 +67,11 @@ func TestRecommendRetryBudgets(t *testing.T) {
 	if doc == nil || doc.Envoy.BudgetPercent != rb.Percent || doc.GRPC.MaxTokens != rb.MaxTokens || doc.Observed.InFlightPeak != rb.InFlightPeak {
 		t.Errorf("recommended_policy.hops.busy.retry_budget = %+v", doc)
 	}
+	// Linkerd: the same share, and a floor above the logged retry rate.
+	if doc.Linkerd.RetryRatio != rb.Percent/100 || doc.Linkerd.TTL != "10s" || rb.RetriesPerSecond <= 0 ||
+		float64(doc.Linkerd.MinRetriesPerSecond) < 2*rb.RetriesPerSecond || doc.Observed.RetriesPerSecond != rb.RetriesPerSecond {
+		t.Errorf("linkerd budget %+v from %g retries/s", doc.Linkerd, rb.RetriesPerSecond)
+	}
 	if rep.RecommendedPolicy.Hops["steady"].RetryBudget != nil {
 		t.Error("steady: retry_budget in the JSON")
 	}

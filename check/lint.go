@@ -35,6 +35,7 @@ const (
 	CodeUnconfiguredHop   = "unconfigured-hop"
 	CodeAmplification     = "retry-amplification"
 	CodeCalleeOutlives    = "callee-outlives-caller"
+	CodeRetriesOutlast    = "retries-outlast-caller"
 )
 
 // FarAboveFactor is k of timeout-far-above-tail: a timeout more than k times
@@ -132,7 +133,8 @@ type linter struct {
 	// amp and outlives collect the layered rules per inner hop.
 	amp      map[string]*ampObs
 	outlives map[string]*outlivesObs
-	timed    map[string]int // calls with a timeout, by hop
+	outlast  map[string]*outlivesObs // retries that need longer than the caller allows
+	timed    map[string]int          // calls with a timeout, by hop
 }
 
 // layer is a call on a path that a policy times out or retries, as seen
@@ -198,6 +200,21 @@ func (l *linter) layers(cs []*span.Call, outer []layer) {
 			l.timed[c.Hop]++
 			for i := len(outer) - 1; i >= 0; i-- {
 				if ct := outer[i].hp.Timeout; ct > 0 {
+					if hp.Retries > 0 && hp.Timeout <= ct && attemptsNeed(hp) > ct {
+						if l.outlast == nil {
+							l.outlast = map[string]*outlivesObs{}
+						}
+						o := l.outlast[c.Hop]
+						if o == nil || ct < o.ct {
+							n := 0
+							if o != nil {
+								n = o.calls
+							}
+							o = &outlivesObs{calls: n, caller: outer[i].hop, ct: ct}
+							l.outlast[c.Hop] = o
+						}
+						o.calls++
+					}
 					if hp.Timeout > ct {
 						if l.outlives == nil {
 							l.outlives = map[string]*outlivesObs{}
@@ -254,6 +271,23 @@ func (l *linter) lintLayers() {
 			"%s timeout %s is longer than its caller %s's %s on %d of its %s: there the caller gives up first",
 			l.source(hop), fd(l.forHop(hop).Timeout), o.caller, fd(o.ct), o.calls, plural(l.timed[hop], "call", "calls"))
 	}
+	for _, hop := range sortedKeys(l.outlast) {
+		o := l.outlast[hop]
+		hp := l.forHop(hop)
+		l.add(CodeRetriesOutlast, SevWarning, hop,
+			"%s: %d attempts of %s with their backoffs need up to %s, more than its caller %s's %s timeout (%s): the caller gives up before the last retries run; fewer retries, a shorter per-try timeout, or a longer caller timeout",
+			l.source(hop), hp.Retries+1, fd(hp.Timeout), fd(attemptsNeed(hp)), o.caller, fd(o.ct), plural(o.calls, "call", "calls"))
+	}
+}
+
+// attemptsNeed is how long a call may take when every attempt runs to its
+// timeout, with the longest backoffs between them.
+func attemptsNeed(hp policy.Hop) time.Duration {
+	d := hp.Timeout * time.Duration(hp.Retries+1)
+	for k := 1; k <= hp.Retries; k++ {
+		d += hp.Backoff.MaxDelay(k)
+	}
+	return d
 }
 
 // forHop is the policy of a hop's calls.

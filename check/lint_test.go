@@ -603,4 +603,8 @@ func TestLayeredRules(t *testing.T) {
 	fs = Lint(l.rep, l.reqs, parsePolicy(t, "budget: 30s\nhops:\n  outer: {timeout: 1s, retries: 0}\n  inner: {timeout: 500ms, retries: 2, budget_aware: true}"))
 	none(t, fs, CodeAmplification)
 	none(t, fs, CodeCalleeOutlives)
+	// 3 attempts of 500ms need 1.5s: the 1s caller cuts the last retry.
+	contains(t, one(t, fs, CodeRetriesOutlast, "inner", SevWarning), "3 attempts of 500ms", "need up to 1.5s", "outer's 1s timeout", "20 calls")
+	fs = Lint(l.rep, l.reqs, parsePolicy(t, "budget: 30s\nhops:\n  outer: {timeout: 2s, retries: 0}\n  inner: {timeout: 500ms, retries: 2, budget_aware: true}"))
+	none(t, fs, CodeRetriesOutlast)
 }

@@ -139,6 +139,12 @@ type RetryBudget struct {
 	// the peak.
 	RetryRate, FailureRate, InFlightMean float64
 	InFlightPeak                         int
+	// Linkerd's budget: retries may add RetryRatio of the requests, and
+	// MinRetriesPerSecond are always allowed (over a 10s window);
+	// RetriesPerSecond is the logged rate it rests on.
+	RetryRatio          float64
+	MinRetriesPerSecond int
+	RetriesPerSecond    float64
 }
 
 // For returns the policy of a hop: its own entry, or the default.
