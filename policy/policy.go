@@ -342,6 +342,10 @@ func quoteKey(k string) string {
 			b.WriteString(`\"`)
 		case r == '\\':
 			b.WriteString(`\\`)
+		case r == 0x2028 || r == 0x2029:
+			// Printable to YAML but line breaks: escaped, or the key
+			// would end there.
+			fmt.Fprintf(&b, `\u%04x`, r)
 		case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000 && r <= 0x10ffff:
 			b.WriteRune(r)
 		case r <= 0xffff:
