@@ -97,7 +97,11 @@ func runRecommend(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "wrote %s: %d hops, budget %s\n", output, len(hops), analyze.FormatDuration(p.Budget))
 		for _, name := range hops {
 			h := p.For(name)
-			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d\n", width(hops), visible(name), actionOf(rep, name), analyze.FormatDuration(h.Timeout), h.Retries)
+			hedge := ""
+			if h.Hedge.Delay > 0 {
+				hedge = fmt.Sprintf("  hedge after %s (at most %d)", analyze.FormatDuration(h.Hedge.Delay), h.Hedge.Max)
+			}
+			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d%s\n", width(hops), visible(name), actionOf(rep, name), analyze.FormatDuration(h.Timeout), h.Retries, hedge)
 		}
 	}
 	return nil
