@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/report"
 	"io"
 	"runtime/debug"
 	"strings"
-	"unicode/utf8"
 )
 
 // Exit codes (contract, docs/DESIGN.md §2). Besides these, a process ended by a
@@ -150,61 +150,19 @@ func runCommand(c command, e *env, args []string) (err error) {
 	return c.run(e, args)
 }
 
-// visible makes what could act on a terminal visible as escapes, for text
-// printed on stderr: control characters other than newline and tab (C0,
-// DEL, C1: ESC sequences, BEL, NUL, carriage returns that overwrite a
-// line), bytes that are not UTF-8, bidirectional overrides and isolates
-// (U+202A–U+202E, U+2066–U+2069, and the marks U+200E, U+200F, U+061C)
-// that reorder what is shown, zero-width characters (U+200B–U+200D,
-// U+2060, U+FEFF) that hide text, and the line separators U+2028 and
-// U+2029. Bytes are written \xHH, characters \uHHHH.
+// visible makes text for stderr safe to print: report.Visible (control,
+// bidirectional and zero-width characters, bytes that are not UTF-8, as
+// escapes) on each line, with the newlines and tabs of the message kept.
 func visible(s string) string {
-	i := 0
-	for i < len(s) {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if hidden(r, size) {
-			break
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		cells := strings.Split(l, "\t")
+		for j, c := range cells {
+			cells[j] = report.Visible(c)
 		}
-		i += size
+		lines[i] = strings.Join(cells, "\t")
 	}
-	if i == len(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	b.WriteString(s[:i])
-	for i < len(s) {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case !hidden(r, size):
-			b.WriteString(s[i : i+size])
-		case r == utf8.RuneError || r < 0x80:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-		i += size
-	}
-	return b.String()
-}
-
-// hidden reports a character visible escapes; size 1 with RuneError is a
-// byte that is not UTF-8.
-func hidden(r rune, size int) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f:
-		return true
-	case r == utf8.RuneError && size == 1:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
-		r == 0x200e, r == 0x200f, r == 0x061c,
-		r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff,
-		r == 0x2028, r == 0x2029:
-		return true
-	}
-	return false
+	return strings.Join(lines, "\n")
 }
 
 const version = "0.1.0"
