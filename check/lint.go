@@ -201,34 +201,10 @@ func (l *linter) layers(cs []*span.Call, outer []layer) {
 			for i := len(outer) - 1; i >= 0; i-- {
 				if ct := outer[i].hp.Timeout; ct > 0 {
 					if hp.Retries > 0 && hp.Timeout <= ct && attemptsNeed(hp) > ct {
-						if l.outlast == nil {
-							l.outlast = map[string]*outlivesObs{}
-						}
-						o := l.outlast[c.Hop]
-						if o == nil || ct < o.ct {
-							n := 0
-							if o != nil {
-								n = o.calls
-							}
-							o = &outlivesObs{calls: n, caller: outer[i].hop, ct: ct}
-							l.outlast[c.Hop] = o
-						}
-						o.calls++
+						l.outlast = noteCaller(l.outlast, c.Hop, outer[i].hop, ct)
 					}
 					if hp.Timeout > ct {
-						if l.outlives == nil {
-							l.outlives = map[string]*outlivesObs{}
-						}
-						o := l.outlives[c.Hop]
-						if o == nil || ct < o.ct {
-							n := 0
-							if o != nil {
-								n = o.calls
-							}
-							o = &outlivesObs{calls: n, caller: outer[i].hop, ct: ct}
-							l.outlives[c.Hop] = o
-						}
-						o.calls++
+						l.outlives = noteCaller(l.outlives, c.Hop, outer[i].hop, ct)
 					}
 					break
 				}
@@ -242,6 +218,24 @@ func (l *linter) layers(cs []*span.Call, outer []layer) {
 			l.layers(a.Calls, next)
 		}
 	}
+}
+
+// noteCaller counts one call of hop under a caller with timeout ct, in m
+// (made when nil), keeping the shortest caller seen.
+func noteCaller(m map[string]*outlivesObs, hop, caller string, ct time.Duration) map[string]*outlivesObs {
+	if m == nil {
+		m = map[string]*outlivesObs{}
+	}
+	o := m[hop]
+	if o == nil {
+		o = &outlivesObs{}
+		m[hop] = o
+	}
+	if o.caller == "" || ct < o.ct {
+		o.caller, o.ct = caller, ct
+	}
+	o.calls++
+	return m
 }
 
 // lintLayers reports what layers found.
