@@ -131,6 +131,8 @@ func (a *Accum) sample(sp *span.Span) {
 	}
 	c := *sp
 	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
+	// The trees do not use attributes, and a reader's may be borrowed.
+	c.Attrs = nil
 	if a.limit == 0 {
 		a.limit = a.SampleSpans
 	}

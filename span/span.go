@@ -78,6 +78,24 @@ type Span struct {
 	// Duplicate is set by Assemble on a later copy of a span id already
 	// seen in the same trace; statistics skip it.
 	Duplicate bool
+	// Attrs are the span's other attributes, resource attributes first
+	// (service.instance.id, k8s.pod.name, host.name, zone, version …), then
+	// the span's own (http.route, peer address …), and, in flat logs, the
+	// columns or fields that no span field took. Values are scalar values
+	// as text; arrays and maps are left out. They are what attribution
+	// compares slow and failed attempts over (where in the fleet the tail
+	// is), so a reader gives every scalar attribute it meets, and the
+	// analysis decides which are low-cardinality enough to use.
+	//
+	// Like the span's ids, Attrs and their strings may be borrowed from
+	// the reader's buffers: valid until the reader's next span. Whoever
+	// keeps a span copies them (or drops them).
+	Attrs []Attr
+}
+
+// Attr is one attribute of a span, its value as the log wrote it.
+type Attr struct {
+	Key, Value string
 }
 
 // CallerSide reports whether a span of this kind is the caller's record of
