@@ -87,9 +87,10 @@ type Span struct {
 	// is), so a reader gives every scalar attribute it meets, and the
 	// analysis decides which are low-cardinality enough to use.
 	//
-	// Like the span's ids, Attrs and their strings may be borrowed from
-	// the reader's buffers: valid until the reader's next span. Whoever
-	// keeps a span copies them (or drops them).
+	// Attrs follow the span's ids: when the reader was asked for borrowed
+	// spans (ingest.Options.Borrowed), the slice and its strings may alias
+	// the reader's buffers and are valid only until its next span; whoever
+	// keeps such a span copies them (or drops them).
 	Attrs []Attr
 }
 
