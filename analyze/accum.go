@@ -70,10 +70,10 @@ type Accum struct {
 type hopAcc struct {
 	name            string
 	n, failed, flag int
-	told            int    // attempts a Part has told its Accum of (publish)
-	succ            Digest // successful attempts
-	flagged         Digest // failed attempts the span marks as cut (timeout flag or code)
-	other           Digest // other failures
+	told            int             // attempts a Part has told its Accum of (publish)
+	succ            quantile.Digest // successful attempts
+	flagged         quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
+	other           quantile.Digest // other failures
 }
 
 // NewAccum returns an empty accumulator keeping at most sampleSpans spans
@@ -272,7 +272,7 @@ func (p *Part) publish() {
 	for name, h := range p.hops {
 		a.told[name] += h.n - h.told
 		h.told = h.n
-		if a.told[name] > ExactLimit && h.succ.Exact() {
+		if a.told[name] > quantile.ExactLimit && h.succ.Exact() {
 			over = append(over, h)
 		}
 	}
@@ -302,7 +302,7 @@ func (a *Accum) Merge(p *Part) {
 // merge adds o's attempts to h, in the form Add would have left them: a
 // hop past the exact range has all three digests sketched.
 func (h *hopAcc) merge(o *hopAcc) {
-	if h.n+o.n > ExactLimit {
+	if h.n+o.n > quantile.ExactLimit {
 		// Sketch first, so that o's exact values go straight into bins
 		// instead of being appended to h's and then binned.
 		h.succ.Sketch()
@@ -315,7 +315,7 @@ func (h *hopAcc) merge(o *hopAcc) {
 	h.succ.Merge(&o.succ)
 	h.flagged.Merge(&o.flagged)
 	h.other.Merge(&o.other)
-	if h.n > ExactLimit {
+	if h.n > quantile.ExactLimit {
 		h.succ.Sketch()
 		h.flagged.Sketch()
 		h.other.Sketch()
@@ -337,7 +337,7 @@ func (h *hopAcc) add(sp *span.Span) {
 	}
 	// A hop past the exact range turns all its digests into sketches
 	// together, so that merging them never mixes forms.
-	if h.n == ExactLimit+1 {
+	if h.n == quantile.ExactLimit+1 {
 		h.succ.Sketch()
 		h.flagged.Sketch()
 		h.other.Sketch()
@@ -483,7 +483,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	T := nsOf(h.TimeoutMs)
 	h.Attempts, h.FailedAttempts = acc.n, acc.failed
 	// Cut attempts: marked by the span, or failed and ended at T.
-	var nearT Digest
+	var nearT quantile.Digest
 	tol := int64(0)
 	if T > 0 {
 		tol = tolerance(T)
@@ -497,8 +497,8 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	}
 	cut := acc.flag + nearT.N()
 	h.TimeoutAttempts = cut
-	var all, tts, failed Digest
-	for _, d := range []*Digest{&acc.succ, &acc.flagged, &acc.other} {
+	var all, tts, failed quantile.Digest
+	for _, d := range []*quantile.Digest{&acc.succ, &acc.flagged, &acc.other} {
 		all.Merge(d)
 	}
 	failed.Merge(&acc.flagged)
@@ -513,10 +513,10 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	}
 	cutMin := int64(math.MaxInt64)
 	if acc.flagged.N() > 0 {
-		cutMin = acc.flagged.min
+		cutMin = acc.flagged.Min()
 	}
 	if nearT.N() > 0 {
-		cutMin = min(cutMin, nearT.min)
+		cutMin = min(cutMin, nearT.Min())
 	}
 	known, knownTTS := all.N(), tts.N()
 	if cut > 0 {
@@ -528,7 +528,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 		// The most frequent cut, to the ms (within SketchAlpha past the
 		// exact range).
 		cutCount := map[int64]int{}
-		for _, d := range []*Digest{&acc.flagged, &nearT} {
+		for _, d := range []*quantile.Digest{&acc.flagged, &nearT} {
 			d.Each(func(v int64, c int) { cutCount[roundMs(v)] += c })
 		}
 		h.Censored = &Censored{TimeoutMs: ms(modeKey(cutCount)), Attempts: cut, Fraction: round4(float64(cut) / float64(all.N())),
@@ -544,14 +544,14 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	}
 	if tts.N() > 0 && knownTTS > 0 {
 		h.p50TTS = tts.Quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.N()-1)))
-		h.maxTTS = int64(tts.at(knownTTS - 1))
+		h.maxTTS = int64(tts.At(knownTTS - 1))
 	}
 	h.ttsAt, h.ttsKnown = tts.Quantile, knownTTS
 	if failed.Exact() {
 		f := failed.Sorted()
 		h.FailureHistogram = quantile.Histogram(f, failureWidth(f))
 	} else {
-		h.FailureHistogram = digestHistogram(&failed, quantile.NiceWidth(failed.max, 100))
+		h.FailureHistogram = digestHistogram(&failed, quantile.NiceWidth(failed.Max(), 100))
 	}
 	h.LatencyHistogram = digestLogHistogram(&all)
 
@@ -581,7 +581,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 func optionsOf(rep *Report) Options { return rep.opt }
 
 // digestPercentiles is percentiles over a Digest.
-func digestPercentiles(d *Digest, known int) (Latency, []string) {
+func digestPercentiles(d *quantile.Digest, known int) (Latency, []string) {
 	if d.Exact() {
 		return percentiles(d.Sorted(), known)
 	}
@@ -589,7 +589,7 @@ func digestPercentiles(d *Digest, known int) (Latency, []string) {
 }
 
 // digestHistogram is quantile.Histogram over a Digest's values.
-func digestHistogram(d *Digest, width int64) []quantile.Bucket {
+func digestHistogram(d *quantile.Digest, width int64) []quantile.Bucket {
 	out := []quantile.Bucket{}
 	if d.N() == 0 || width <= 0 {
 		return out
@@ -606,7 +606,7 @@ func digestHistogram(d *Digest, width int64) []quantile.Bucket {
 }
 
 // digestLogHistogram is LogHistogram over a Digest's values.
-func digestLogHistogram(d *Digest) []quantile.Bucket {
+func digestLogHistogram(d *quantile.Digest) []quantile.Bucket {
 	if d.Exact() {
 		return LogHistogram(d.Sorted())
 	}

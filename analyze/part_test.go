@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -67,7 +68,7 @@ func TestPartsSameAsAdd(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(10, 11))
 	var wide []span.Span // one hop over ExactLimit, no Part over it alone
-	for i := range ExactLimit + ExactLimit/2 {
+	for i := range quantile.ExactLimit + quantile.ExactLimit/2 {
 		s := span.Span{TraceID: time.Duration(i / 3).String(), Hop: "wide", Duration: int64(300e6 * math.Exp(r.NormFloat64())), Status: span.OK, Weight: 1}
 		if i%50 == 0 {
 			s.Status, s.Timeout, s.Duration = span.Error, true, 3e9
@@ -115,7 +116,7 @@ func TestPartsSameAsAdd(t *testing.T) {
 func TestPartsConcurrent(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 13))
 	var ss []span.Span
-	for i := range 3 * ExactLimit / 2 {
+	for i := range 3 * quantile.ExactLimit / 2 {
 		hop := "wide"
 		if i%10 == 0 {
 			hop = "narrow"

@@ -4,7 +4,7 @@
 // It streams: a decoder hands each span to a callback as soon as it is
 // decoded, so no input is ever held whole in memory. Bad records never stop a
 // run: each is skipped with its position and a reason, and counted, so that a
-// report can reconcile read = used + skipped (DESIGN §10). Only I/O errors and
+// report can reconcile read = used + skipped (docs/DESIGN.md §10). Only I/O errors and
 // unreadable files end a run with an error.
 //
 // The package knows formats and nothing about statistics: it must not

@@ -1,12 +1,10 @@
-package analyze
+package quantile
 
 import (
 	"math"
 	"slices"
 	"sort"
 	"sync"
-
-	"github.com/tailscope/tailscope/quantile"
 )
 
 // ExactLimit is the number of values a Digest keeps exactly (docs/DESIGN.md §4:
@@ -261,6 +259,16 @@ func mergeSorted(a, b []int64) []int64 {
 	return append(out, b...)
 }
 
+// Min is the smallest value (0 when empty); exact in both forms.
+func (d *Digest) Min() int64 { return d.min }
+
+// Max is the largest value (0 when empty); exact in both forms.
+func (d *Digest) Max() int64 { return d.max }
+
+// At returns the value of 0-based rank r: exact within the exact range,
+// within SketchAlpha past it.
+func (d *Digest) At(r int) float64 { return d.at(r) }
+
 // at returns the value of 0-based rank r.
 func (d *Digest) at(r int) float64 {
 	if !d.sketch {
@@ -293,7 +301,7 @@ func (d *Digest) Quantile(q float64) float64 {
 		return math.NaN()
 	}
 	if !d.sketch {
-		return quantile.Int64(d.Sorted(), q)
+		return Int64(d.Sorted(), q)
 	}
 	if q <= 0 {
 		return float64(d.min)
