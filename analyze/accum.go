@@ -68,12 +68,14 @@ type Accum struct {
 
 // hopAcc is what an Accum keeps of one hop over all spans.
 type hopAcc struct {
-	name            string
-	n, failed, flag int
-	told            int             // attempts a Part has told its Accum of (publish)
-	succ            quantile.Digest // successful attempts
-	flagged         quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
-	other           quantile.Digest // other failures
+	name string
+	// n counts attempts, failed the failed ones, cut those of them the
+	// span marks as cut by a timeout (flagged's count).
+	n, failed, cut int
+	told           int             // attempts a Part has told its Accum of (publish)
+	succ           quantile.Digest // successful attempts
+	flagged        quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
+	other          quantile.Digest // other failures
 }
 
 // NewAccum returns an empty accumulator keeping at most sampleSpans spans
@@ -311,7 +313,7 @@ func (h *hopAcc) merge(o *hopAcc) {
 	}
 	h.n += o.n
 	h.failed += o.failed
-	h.flag += o.flag
+	h.cut += o.cut
 	h.succ.Merge(&o.succ)
 	h.flagged.Merge(&o.flagged)
 	h.other.Merge(&o.other)
@@ -329,7 +331,7 @@ func (h *hopAcc) add(sp *span.Span) {
 		h.succ.Add(sp.Duration)
 	case sp.Timeout || timeoutCode(sp.Code):
 		h.failed++
-		h.flag++
+		h.cut++
 		h.flagged.Add(sp.Duration)
 	default:
 		h.failed++
@@ -411,8 +413,7 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 	if !a.Sampled() {
 		return Run(a.spans, reqs, probs, opt)
 	}
-	opt.full = a
-	rep := Run(a.spans, reqs, probs, opt)
+	rep := run(a.spans, reqs, probs, opt, a.fill)
 	a.addUnsampledHops(rep)
 	traces := map[uint64]bool{}
 	for _, x := range a.hashes {
@@ -495,7 +496,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 			}
 		})
 	}
-	cut := acc.flag + nearT.N()
+	cut := acc.cut + nearT.N()
 	h.TimeoutAttempts = cut
 	var all, tts, failed quantile.Digest
 	for _, d := range []*quantile.Digest{&acc.succ, &acc.flagged, &acc.other} {

@@ -44,10 +44,6 @@ type Options struct {
 	// HedgeLoad is the share of extra attempts the recommendation may
 	// spend on hedges (0.02: about p98 of time to success); 0: no hedges.
 	HedgeLoad float64
-
-	// full, set by Accum.Report, holds per-hop numbers over all spans when
-	// the spans given to Run are a sample (see accum.go).
-	full *Accum
 }
 
 // Input describes one file read, or one found under a directory and
@@ -331,6 +327,18 @@ func fptr(x float64) *float64 {
 
 // Run analyses spans. reqs and probs come from span.Assemble(spans).
 func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
+	return run(spans, reqs, probs, opt, nil)
+}
+
+// hopFiller replaces the per-hop numbers that hopStats computed on spans
+// with better ones (Accum.fill: over all spans when spans are a sample).
+// from is the index of the hop's first warning in rep.Warnings.
+type hopFiller func(h *Hop, rep *Report, from int)
+
+// run is Run, with fill (when not nil) called on each hop before it is
+// added, so that everything computed after the hop table (recommendation,
+// replay, ranking) sees the filled numbers.
+func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, fill hopFiller) *Report {
 	if opt.Percentile == 0 {
 		opt.Percentile = 99
 	}
@@ -372,9 +380,9 @@ func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	for _, n := range names {
 		from := len(rep.Warnings)
 		h := hopStats(n, byHop[n], calls[n], roots[n], opt, rep)
-		if opt.full != nil {
+		if fill != nil {
 			rep.opt = opt
-			opt.full.fill(&h, rep, from)
+			fill(&h, rep, from)
 		}
 		rep.Hops = append(rep.Hops, h)
 	}

@@ -74,7 +74,7 @@ const (
 // sentence gives the counts, the width of the pile ("19 of 19 failures
 // within 0.3% of 3s"), the retry yield split by failure kind, and for
 // retried failed calls their k×T + backoff echo.
-func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (string, string) {
+func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (class, evidence string) {
 	n := h.FailedAttempts
 	if n == 0 {
 		return ClassNone, "no failed attempts"
@@ -103,7 +103,7 @@ func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (string, st
 			parts = append(parts, s)
 		}
 	}
-	evidence := func() string { return strings.Join(parts, "; ") }
+	joined := func() string { return strings.Join(parts, "; ") }
 	switch {
 	case share >= CutShareHigh:
 		add(f.cutSentence(T))
@@ -111,31 +111,31 @@ func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (string, st
 			add(fmt.Sprintf("but retries after a timeout recovered %d of %d: the slowness is jitter, not persistent", yt.Succeeded, yt.Retried))
 			add(f.otherSentence(T))
 			add(yieldSentence(h.RetryYield, false))
-			return ClassTransient, evidence()
+			return ClassTransient, joined()
 		}
 		if yt.Retried >= MinRetryEvidence && recovered > RecoverLow {
 			add(fmt.Sprintf("retries after a timeout recovered %d of %d: part of the slowness is persistent", yt.Succeeded, yt.Retried))
 			add(f.otherSentence(T))
 			add(yieldSentence(h.RetryYield, false))
-			return ClassMixed, evidence()
+			return ClassMixed, joined()
 		}
 		add(f.otherSentence(T))
 		add(yieldSentence(h.RetryYield, true))
 		add(echoSentence(cs, T, f.tol))
-		return ClassRanToTimeout, evidence()
+		return ClassRanToTimeout, joined()
 	case share <= CutShareLow:
 		add(f.otherSentence(T))
 		if f.cut > 0 || T <= 0 {
 			add(f.cutSentence(T))
 		}
 		add(yieldSentence(h.RetryYield, false))
-		return ClassTransient, evidence()
+		return ClassTransient, joined()
 	}
 	add(f.cutSentence(T))
 	add(f.otherSentence(T))
 	add(yieldSentence(h.RetryYield, false))
 	add(echoSentence(cs, T, f.tol))
-	return ClassMixed, evidence()
+	return ClassMixed, joined()
 }
 
 // shape is what Classify measures of a hop's failed attempts.

@@ -42,7 +42,7 @@ func md(s string) string {
 }
 
 // mdTable writes a GitHub table; right marks numeric columns.
-func mdTable(e *ew, head []string, right []bool, rows [][]string) {
+func mdTable(e *errWriter, head []string, right []bool, rows [][]string) {
 	e.printf("|")
 	for _, h := range head {
 		e.printf(" %s |", h)
@@ -65,7 +65,7 @@ func mdTable(e *ew, head []string, right []bool, rows [][]string) {
 	}
 }
 
-func mdWarnings(e *ew, ws []analyze.Warning) {
+func mdWarnings(e *errWriter, ws []analyze.Warning) {
 	if len(ws) == 0 {
 		return
 	}
@@ -79,7 +79,7 @@ func mdWarnings(e *ew, ws []analyze.Warning) {
 	}
 }
 
-func mdSkips(e *ew, read, skipped int64, by map[string]int64) {
+func mdSkips(e *errWriter, read, skipped int64, by map[string]int64) {
 	if skipped == 0 {
 		return
 	}
@@ -94,7 +94,7 @@ func mdSkips(e *ew, read, skipped int64, by map[string]int64) {
 }
 
 func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
-	e := &ew{w: w}
+	e := &errWriter{w: w}
 	rq := rep.Requests
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("### tailscope analyze\n\n")
@@ -200,7 +200,7 @@ func verdictMark(v string) string {
 }
 
 func checkMarkdown(w io.Writer, rep *check.Report) error {
-	e := &ew{w: w}
+	e := &errWriter{w: w}
 	e.printf("### tailscope check: %s\n\n", verdictMark(rep.Verdict))
 	failed := 0
 	for _, r := range rep.Results {

@@ -257,10 +257,10 @@ func TestNiceBounds(t *testing.T) {
 	}
 }
 
-// errWriter fails after n bytes, to check that write errors surface.
-type errWriter struct{ n int }
+// fullDisk fails after n bytes, to check that write errors surface.
+type fullDisk struct{ n int }
 
-func (w *errWriter) Write(p []byte) (int, error) {
+func (w *fullDisk) Write(p []byte) (int, error) {
 	if len(p) > w.n {
 		return 0, errors.New("disk full")
 	}
@@ -272,10 +272,10 @@ func TestWriteErrorsReturned(t *testing.T) {
 	rep, _ := analysisOf(t, "recorded-under-A.jsonl", "A")
 	cr := demoCheck(t)
 	for _, format := range Formats {
-		if err := Analysis(&errWriter{n: 100}, format, rep, Options{}); err == nil {
+		if err := Analysis(&fullDisk{n: 100}, format, rep, Options{}); err == nil {
 			t.Errorf("analysis %s: write error not returned", format)
 		}
-		if err := Check(&errWriter{n: 100}, format, cr, Options{}); err == nil {
+		if err := Check(&fullDisk{n: 100}, format, cr, Options{}); err == nil {
 			t.Errorf("check %s: write error not returned", format)
 		}
 	}

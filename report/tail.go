@@ -151,7 +151,7 @@ func compareCells(h analyze.HopChange) []string {
 var compareHead = []string{"HOP", "TAIL +", "P50", "P95", "P99", "FAILED", "CLASS"}
 
 // writeTailText writes the text report's opening sections.
-func writeTailText(e *ew, rep *analyze.Report) {
+func writeTailText(e *errWriter, rep *analyze.Report) {
 	if rows, more := tailRows(rep); len(rows) > 0 {
 		e.printf("%s: %s", e.paint(ansiBold, "where the tail comes from"), tailWhich(rep.TailRequests))
 		if tr := rep.TailRequests; tr != nil && len(tr.Examples) > 0 {
@@ -208,7 +208,7 @@ func writeTailText(e *ew, rep *analyze.Report) {
 }
 
 // writeTailMarkdown writes the Markdown report's opening sections.
-func writeTailMarkdown(e *ew, rep *analyze.Report) {
+func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 	rows, more := tailRows(rep)
 	gaps := gapHops(rep)
 	if len(rows) > 0 || len(gaps) > 0 {

@@ -14,15 +14,15 @@ import (
 	"github.com/tailscope/tailscope/quantile"
 )
 
-// ew is a writer that remembers its first error, so renderers can write
+// errWriter is a writer that remembers its first error, so renderers can write
 // freely and check once.
-type ew struct {
+type errWriter struct {
 	w     io.Writer
 	err   error
 	color bool
 }
 
-func (e *ew) printf(format string, a ...any) {
+func (e *errWriter) printf(format string, a ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, a...)
 	}
@@ -46,7 +46,7 @@ func (t *table) add(cells ...string) {
 	t.rows = append(t.rows, cells)
 }
 
-func (t *table) write(e *ew, indent string) {
+func (t *table) write(e *errWriter, indent string) {
 	width := make([]int, len(t.head))
 	for i, h := range t.head {
 		width[i] = utf8.RuneCountInString(h)
@@ -116,10 +116,10 @@ func (u unit) f(v *float64) string {
 	if v == nil {
 		return "–"
 	}
-	return u.fv(*v)
+	return u.text(*v)
 }
 
-func (u unit) fv(v float64) string {
+func (u unit) text(v float64) string {
 	x := v / u.div
 	if x > 0 && x < 0.5*math.Pow(10, -float64(u.prec)) {
 		// Too small to show at the column's precision: say so rather
@@ -150,7 +150,7 @@ func percentile(u unit, v *float64, name string, c *analyze.Censored) string {
 	if v == nil && c != nil {
 		for _, x := range c.Unknown {
 			if x == name {
-				return "≥" + u.fv(c.AtLeastMs)
+				return "≥" + u.text(c.AtLeastMs)
 			}
 		}
 	}
@@ -212,7 +212,7 @@ const (
 )
 
 // paint wraps s in an ANSI style when colour is on.
-func (e *ew) paint(style, s string) string {
+func (e *errWriter) paint(style, s string) string {
 	if !e.color || style == "" || s == "" {
 		return s
 	}
@@ -311,7 +311,7 @@ func readCounts(read, filtered, skipped int64) string {
 }
 
 func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
-	e := &ew{w: w, color: opt.Color}
+	e := &errWriter{w: w, color: opt.Color}
 	files := len(rep.Inputs)
 	e.printf("%s: %s in %s from %s (%s)\n\n", e.paint(ansiBold, "tailscope analyze"),
 		count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"), count(files, "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
@@ -474,7 +474,7 @@ func sortedKeys(m map[string]int64) []string {
 	return keys
 }
 
-func writeSkips(e *ew, by map[string]int64, examples []string) {
+func writeSkips(e *errWriter, by map[string]int64, examples []string) {
 	e.printf("skipped:")
 	for _, r := range sortedKeys(by) {
 		e.printf(" %s %d;", Visible(r), by[r])
@@ -488,7 +488,7 @@ func writeSkips(e *ew, by map[string]int64, examples []string) {
 
 // writeWarnings lists the caveats as footnotes; the table rows carry the
 // matching superscript marks.
-func writeWarnings(e *ew, ws []analyze.Warning) {
+func writeWarnings(e *errWriter, ws []analyze.Warning) {
 	if len(ws) == 0 {
 		return
 	}
@@ -575,7 +575,7 @@ func failText(r check.Replay) string {
 }
 
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
-	e := &ew{w: w, color: opt.Color}
+	e := &errWriter{w: w, color: opt.Color}
 	e.printf("%s: %s replayed from %s (%s)\n\n", e.paint(ansiBold, "tailscope check"),
 		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
