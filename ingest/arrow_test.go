@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -157,7 +158,7 @@ func TestArrow(t *testing.T) {
 				t.Errorf("error %s", got)
 			}
 			for i := range want {
-				if spans[i] != want[i] {
+				if !reflect.DeepEqual(spans[i], want[i]) {
 					t.Errorf("span %d:\n got %+v\nwant %+v", i, spans[i], want[i])
 				}
 			}

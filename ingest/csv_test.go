@@ -3,6 +3,7 @@ package ingest
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestCSVGenericHeader(t *testing.T) {
 		t.Fatalf("got %d spans, want %d", len(spans), len(want))
 	}
 	for i := range want {
-		if spans[i] != want[i] {
+		if !reflect.DeepEqual(spans[i], want[i]) {
 			t.Errorf("span %d:\n got %+v\nwant %+v", i, spans[i], want[i])
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestFlatFields(t *testing.T) {
 				t.Fatalf("skipped %d (%v), got %d spans", st.Skipped, st.Errors, len(got))
 			}
 			tc.want.Weight = 1
-			if got[0] != tc.want {
+			if !reflect.DeepEqual(got[0], tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got[0], tc.want)
 			}
 		})

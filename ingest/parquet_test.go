@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestParquetFlat(t *testing.T) {
 		t.Fatalf("got %d spans: %+v", len(spans), spans)
 	}
 	for i := range want {
-		if spans[i] != want[i] {
+		if !reflect.DeepEqual(spans[i], want[i]) {
 			t.Errorf("span %d:\n got %+v\nwant %+v", i, spans[i], want[i])
 		}
 	}
