@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -105,7 +106,7 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("%d spans back, want %d", len(back), len(orig))
 				}
 				for i := range orig {
-					if back[i] != orig[i] {
+					if !reflect.DeepEqual(back[i], orig[i]) {
 						t.Fatalf("span %d:\n got %+v\nwant %+v", i, back[i], orig[i])
 					}
 				}
@@ -143,7 +144,7 @@ func TestAllFields(t *testing.T) {
 			t.Fatalf("%s: %d spans", format, len(back))
 		}
 		for i := range spans {
-			if back[i] != spans[i] {
+			if !reflect.DeepEqual(back[i], spans[i]) {
 				t.Errorf("%s span %d:\n got %+v\nwant %+v", format, i, back[i], spans[i])
 			}
 		}
