@@ -54,9 +54,10 @@ type Input struct {
 	SkippedReason string `json:"skipped_reason,omitempty"`
 }
 
-// Report is the result of an analysis: the tailscope.report/v1 document.
-type Report struct {
-	Schema          string           `json:"schema"`
+// ReadStats is what reading the logs gave: the inputs, and the spans read,
+// used, skipped, filtered and kept with an ignored value (read = spans +
+// skipped + filtered). The analysis and the check report both open with it.
+type ReadStats struct {
 	Inputs          []Input          `json:"inputs"`
 	Read            int64            `json:"read"`
 	Spans           int64            `json:"spans"`
@@ -73,7 +74,13 @@ type Report struct {
 	IgnoredByField map[string]int64 `json:"ignored_by_field,omitempty"`
 	// Notes are the reader's remarks on the input: files passed over,
 	// units that look wrong, values ignored.
-	Notes             []string   `json:"notes,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Report is the result of an analysis: the tailscope.report/v1 document.
+type Report struct {
+	Schema string `json:"schema"`
+	ReadStats
 	Hops              []Hop      `json:"hops"`
 	Requests          Requests   `json:"requests"`
 	RecommendedPolicy *PolicyDoc `json:"recommended_policy"`
@@ -345,7 +352,7 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	if opt.Margin == 0 {
 		opt.Margin = 0.10
 	}
-	rep := &Report{Schema: Schema, SkippedByReason: map[string]int64{}, Hops: []Hop{}, Warnings: []Warning{}}
+	rep := &Report{Schema: Schema, ReadStats: ReadStats{SkippedByReason: map[string]int64{}}, Hops: []Hop{}, Warnings: []Warning{}}
 
 	byHop := map[string][]*span.Span{}
 	for i := range spans {

@@ -44,24 +44,14 @@ type Options struct {
 
 // Report is the tailscope.check/v1 document.
 type Report struct {
-	Schema          string           `json:"schema"`
-	Inputs          []analyze.Input  `json:"inputs"`
-	Read            int64            `json:"read"`
-	Spans           int64            `json:"spans"`
-	Skipped         int64            `json:"skipped"`
-	SkippedByReason map[string]int64 `json:"skipped_by_reason"`
-	// Filtered, Ignored and Notes are the analysis report's (see
-	// analyze.Report): read = spans + skipped + filtered.
-	Filtered         int64             `json:"filtered"`
-	FilteredByReason map[string]int64  `json:"filtered_by_reason,omitempty"`
-	Ignored          int64             `json:"ignored,omitempty"`
-	IgnoredByField   map[string]int64  `json:"ignored_by_field,omitempty"`
-	Notes            []string          `json:"notes,omitempty"`
-	Requests         int               `json:"requests"`
-	Baseline         *Result           `json:"baseline,omitempty"`
-	Results          []Result          `json:"results"`
-	Verdict          string            `json:"verdict"`
-	Warnings         []analyze.Warning `json:"warnings"`
+	Schema string `json:"schema"`
+	// ReadStats are the analysis report's (see analyze.ReadStats).
+	analyze.ReadStats
+	Requests int               `json:"requests"`
+	Baseline *Result           `json:"baseline,omitempty"`
+	Results  []Result          `json:"results"`
+	Verdict  string            `json:"verdict"`
+	Warnings []analyze.Warning `json:"warnings"`
 }
 
 // PolicyRef names a policy and gives its normalised content.
@@ -118,10 +108,7 @@ func ReplayOf(r *replay.Result) Replay { return r.Summary() }
 // same logs (for lint rules that need classes and percentiles).
 func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt Options) *Report {
 	out := &Report{
-		Schema: Schema, Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped,
-		SkippedByReason: rep.SkippedByReason, Requests: len(reqs), Results: []Result{}, Verdict: Pass,
-		Filtered: rep.Filtered, FilteredByReason: rep.FilteredByReason, Ignored: rep.Ignored, IgnoredByField: rep.IgnoredByField,
-		Notes:    rep.Notes,
+		Schema: Schema, ReadStats: rep.ReadStats, Requests: len(reqs), Results: []Result{}, Verdict: Pass,
 		Warnings: rep.Warnings,
 	}
 	var base *replay.Result

@@ -12,7 +12,7 @@ import (
 // The summary line reconciles read = used + filtered + skipped in every
 // format, and says nothing of filtering when nothing was filtered.
 func TestSummaryCountsFiltered(t *testing.T) {
-	rep := &analyze.Report{Schema: analyze.Schema, Read: 600, Spans: 200, Filtered: 400, Hops: []analyze.Hop{}, Warnings: []analyze.Warning{}}
+	rep := &analyze.Report{Schema: analyze.Schema, ReadStats: analyze.ReadStats{Read: 600, Spans: 200, Filtered: 400}, Hops: []analyze.Hop{}, Warnings: []analyze.Warning{}}
 	for format, want := range map[string]string{"text": "(read 600, filtered 400, skipped 0)", "markdown": "(read 600, filtered 400, skipped 0)", "html": "used 200, filtered 400, skipped 0"} {
 		var b bytes.Buffer
 		if err := Analysis(&b, format, rep, Options{}); err != nil {
@@ -23,7 +23,7 @@ func TestSummaryCountsFiltered(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := Check(&b, "text", &check.Report{Schema: check.Schema, Read: 600, Spans: 200, Filtered: 400, Results: []check.Result{}}, Options{}); err != nil {
+	if err := Check(&b, "text", &check.Report{Schema: check.Schema, ReadStats: analyze.ReadStats{Read: 600, Spans: 200, Filtered: 400}, Results: []check.Result{}}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "(read 600, filtered 400, skipped 0)") {

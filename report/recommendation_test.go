@@ -334,7 +334,7 @@ func TestRecommendationCheckMissed(t *testing.T) {
 // per hop; it skips the analysis so that rendering is all that is timed.
 func syntheticReport(n int) *analyze.Report {
 	f := func(x float64) *float64 { return &x }
-	rep := &analyze.Report{Schema: analyze.Schema, Spans: int64(n), Read: int64(n), SkippedByReason: map[string]int64{},
+	rep := &analyze.Report{Schema: analyze.Schema, ReadStats: analyze.ReadStats{Spans: int64(n), Read: int64(n), SkippedByReason: map[string]int64{}},
 		RecommendedPolicy:   &analyze.PolicyDoc{BudgetMs: 2000, Hops: map[string]analyze.HopPolicy{}},
 		RecommendationCheck: &analyze.RecommendationCheck{Target: 0.001, CallsPerRequest: 10, Percentile: 99.99, LoggedOK: n / 10, Met: true, RaisedHops: []string{}},
 		Requests:            analyze.Requests{Count: n / 10, Succeeded: n / 10, SuccessRate: 1, LatencyMs: analyze.Latency{P50: f(40), P95: f(80), P99: f(90)}}}
