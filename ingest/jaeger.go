@@ -15,6 +15,13 @@ package ingest
 // [{key,type,value}]; error=true (a bool or the string "true") or
 // otel.status_code=ERROR mark a failure; span.kind gives the kind.
 //
+// span.Span.Attrs are the process's tags, then the span's, in the order
+// written, every scalar one but those attrKept leaves to the span's fields
+// (span.kind, error, otel.status_*): a string as written, an int64, float64
+// or bool as its JSON literal. Binary tags (base64 text) are left out, like
+// OTLP's bytesValue; the process's serviceName is the span's Service, not
+// an attribute.
+//
 // The data array streams one trace at a time: a trace lists its spans
 // before the processes that name their services, so a trace is the unit
 // that must be held.
@@ -23,6 +30,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tailscope/tailscope/span"
 )
 
 func init() { register("jaeger", decodeJaeger) }
@@ -124,6 +133,7 @@ type jaegerProcess struct {
 	hop     string
 	hopSet  bool
 	bad     error // what could not be read of it
+	attrs   []span.Attr
 }
 
 // jaegerTraceValue reads one element of data[] or of a top-level array.
@@ -223,13 +233,21 @@ func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 				p.service = w.intern.get(v)
 			}
 		case "tags":
-			if k == kArray && w.hopAttr != "" {
-				return jaegerTags(v, func(tk string, str bool, tv []byte) error {
-					if tk == w.hopAttr {
+			if k == kArray {
+				err := jaegerTags(v, func(tk string, str, bin bool, tv []byte) error {
+					if w.hopAttr != "" && tk == w.hopAttr {
 						p.hop, p.hopSet = string(tv), true
+					}
+					if !bin && attrKept(tk) {
+						p.attrs = append(p.attrs, span.Attr{Key: w.attrIntern.get([]byte(tk)), Value: w.attrIntern.get(tv)})
 					}
 					return nil
 				})
+				// The tags were read for the hop only before they were
+				// attributes: a bad one counts where it did then.
+				if w.hopAttr != "" {
+					return err
+				}
 			}
 		}
 		return nil
@@ -237,11 +255,12 @@ func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 	return p, err
 }
 
-// jaegerTags walks [{key, type, value}], giving each scalar value's text.
+// jaegerTags walks [{key, type, value}], giving each scalar value's text;
+// bin says the type is "binary" (a base64 string, no attribute text).
 //
 // A tag that is not a well-formed {key, value} does not stop the walk: the
 // others are read, and the first such problem is returned at the end.
-func jaegerTags(raw []byte, f func(key string, str bool, v []byte) error) error {
+func jaegerTags(raw []byte, f func(key string, str, bin bool, v []byte) error) error {
 	var first error
 	err := arrayElems(raw, func(k kind, elem []byte, _ int) error {
 		if err := jaegerTag(k, elem, f); err != nil && first == nil {
@@ -255,7 +274,7 @@ func jaegerTags(raw []byte, f func(key string, str bool, v []byte) error) error 
 	return first
 }
 
-func jaegerTag(k kind, elem []byte, f func(key string, str bool, v []byte) error) error {
+func jaegerTag(k kind, elem []byte, f func(key string, str, bin bool, v []byte) error) error {
 	{
 		if k != kObject {
 			return fmt.Errorf("tag: want an object, got %s", kindName(k))
@@ -263,7 +282,7 @@ func jaegerTag(k kind, elem []byte, f func(key string, str bool, v []byte) error
 		var key string
 		var val []byte
 		var vk kind
-		has := false
+		has, bin := false, false
 		if err := objectMembers(elem, func(mk string, k kind, v []byte) error {
 			switch mk {
 			case "key":
@@ -273,6 +292,8 @@ func jaegerTag(k kind, elem []byte, f func(key string, str bool, v []byte) error
 				key = string(v)
 			case "value":
 				val, vk, has = append([]byte(nil), v...), k, true
+			case "type":
+				bin = k == kString && strings.EqualFold(string(v), "binary")
 			}
 			return nil
 		}); err != nil {
@@ -281,7 +302,7 @@ func jaegerTag(k kind, elem []byte, f func(key string, str bool, v []byte) error
 		if !has || key == "" || vk == kObject || vk == kArray || vk == kNull {
 			return nil
 		}
-		if err := f(key, vk == kString, val); err != nil {
+		if err := f(key, vk == kString, bin, val); err != nil {
 			return fmt.Errorf("tag %v", err)
 		}
 		return nil
@@ -353,7 +374,10 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 				err = fmt.Errorf("tags: want an array, got %s", kindName(k))
 				break
 			}
-			err = jaegerTags(v, func(tk string, str bool, tv []byte) error {
+			err = jaegerTags(v, func(tk string, str, bin bool, tv []byte) error {
+				if !bin {
+					rec.keepAttr(&w.attrIntern, tk, tv)
+				}
 				switch tk {
 				case "error":
 					if b, e := parseBool(tv); e == nil && b {
@@ -395,6 +419,11 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 			sp.ParentID = follows
 		}
 	}
+	var res []span.Attr
+	if proc != nil {
+		res = proc.attrs
+	}
+	w.setAttrs(sp, res, nil, rec.attrs)
 	if proc != nil {
 		sp.Service = proc.service
 		if !rec.hopSet && proc.hopSet {

@@ -24,6 +24,13 @@ package ingest
 // kvlistValue and bytesValue carry nothing tailscope uses and are passed
 // over.
 //
+// span.Span.Attrs are the resource's scalar attributes in the order
+// written, then otel.scope.name and otel.scope.version (see otlpScope),
+// then the span's: each value as its text (a string unescaped, an int64 as
+// its digits whether written as a string or a number, a double or bool as
+// its literal), but for those attrKept leaves to the span's fields
+// (service.name is the Service). Event attributes are not the span's.
+//
 // The walk streams: resource attributes stay in scope while the spans of
 // that resource are decoded one at a time. When a producer writes
 // "resource" after "scopeSpans" (protojson does not fix the order), the
@@ -138,11 +145,15 @@ type otlpResource struct {
 	hop     string // the --hop-by attr:KEY value, when the resource has it
 	hopSet  bool
 	bad     error // a resource that could not be read whole
+	// attrs are its scalar attributes, service.name included: they come
+	// first in each of its spans' Attrs.
+	attrs []span.Attr
 }
 
 // otlpPending is a span read before its resource.
 type otlpPending struct {
 	rec   traceRecord
+	scope []span.Attr
 	index int64
 	at    pos
 }
@@ -172,8 +183,22 @@ func (w *jsonWalker) otlpResourceSpans() error {
 			return nil
 		case "scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans":
 			return w.array(key, func() error {
+				var scope []span.Attr
 				return w.object(key+" element", func(k string) error {
-					if k != "spans" {
+					switch k {
+					case "scope", "instrumentationLibrary", "instrumentation_library":
+						raw, _, err := w.raw(w.sbuf)
+						w.sbuf = raw
+						switch {
+						case err == errTooLong:
+							return nil
+						case err != nil:
+							return err
+						}
+						scope = w.otlpScope(raw)
+						return nil
+					case "spans":
+					default:
 						return w.skipValue()
 					}
 					return w.array("spans", func() error {
@@ -183,10 +208,10 @@ func (w *jsonWalker) otlpResourceSpans() error {
 							return err
 						}
 						if !res.seen {
-							pending = append(pending, otlpPending{rec: rec, index: w.index, at: at})
+							pending = append(pending, otlpPending{rec: rec, scope: scope, index: w.index, at: at})
 							return nil
 						}
-						w.otlpEmit(&rec, &res, w.index, at)
+						w.otlpEmit(&rec, &res, scope, w.index, at)
 						return nil
 					})
 				})
@@ -195,12 +220,43 @@ func (w *jsonWalker) otlpResourceSpans() error {
 		return w.skipValue()
 	})
 	for i := range pending {
-		w.otlpEmit(&pending[i].rec, &res, pending[i].index, pending[i].at)
+		w.otlpEmit(&pending[i].rec, &res, pending[i].scope, pending[i].index, pending[i].at)
 	}
 	return err
 }
 
-func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64, at pos) {
+// otlpScope reads an InstrumentationScope (or the older
+// InstrumentationLibrary) into the attributes otel.scope.name and
+// otel.scope.version, which is how OpenTelemetry carries the scope into
+// formats that have none (the collector's Jaeger and Zipkin exporters
+// write these tags), so a span reads the same from OTLP and from their
+// output. A scope that is not an object, or that cannot be read, gives
+// none: it costs its spans nothing else. Its attributes describe the
+// library, not the span, and are left out.
+func (w *jsonWalker) otlpScope(raw []byte) []span.Attr {
+	var out []span.Attr
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	err := objectMembers(raw, func(key string, k kind, v []byte) error {
+		if k != kString || len(v) == 0 {
+			return nil
+		}
+		switch key {
+		case "name":
+			out = append(out, span.Attr{Key: "otel.scope.name", Value: w.attrIntern.get(v)})
+		case "version":
+			out = append(out, span.Attr{Key: "otel.scope.version", Value: w.attrIntern.get(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, scope []span.Attr, index int64, at pos) {
 	rec.sp.Service = res.service
 	if !rec.hopSet && res.hopSet {
 		rec.hop, rec.hopSet = res.hop, true
@@ -209,6 +265,7 @@ func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, index int64, 
 		rec.ignore("resource", res.bad)
 	}
 	rec.finish(&w.intern)
+	w.setAttrs(&rec.sp, res.attrs, scope, rec.attrs)
 	w.emit(rec, index, at)
 }
 
@@ -226,6 +283,9 @@ func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
 			}
 			if w.hopAttr != "" && ak == w.hopAttr {
 				res.hop, res.hopSet = string(av), true
+			}
+			if attrKept(ak) {
+				res.attrs = append(res.attrs, span.Attr{Key: w.attrIntern.get([]byte(ak)), Value: w.attrIntern.get(av)})
 			}
 			return nil
 		})
@@ -354,6 +414,7 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail stri
 				break
 			}
 			err = otlpAttributes(v, func(ak string, str bool, av []byte) error {
+				rec.keepAttr(&w.attrIntern, ak, av)
 				if ak == "error" {
 					// An OpenTracing-style boolean error attribute.
 					if b, e := parseBool(av); e == nil && b {

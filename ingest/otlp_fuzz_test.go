@@ -19,6 +19,11 @@ func tjFuzzProperty(t *testing.T, format string, data []byte) {
 		if sp.Duration < 0 || sp.Start < 0 || sp.Hop == "" || sp.Weight <= 0 {
 			t.Fatalf("invalid span emitted: %+v", *sp)
 		}
+		for _, a := range sp.Attrs {
+			if a.Key == "" {
+				t.Fatalf("attribute without a key: %+v", *sp)
+			}
+		}
 	})
 	if err != nil {
 		// A compressed stream that does not decompress is the one input

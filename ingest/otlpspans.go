@@ -37,7 +37,7 @@ func decodeOTLPSpans(src *Source) error {
 		}); err != nil {
 			res.bad = err // the span is kept; its service may be missing
 		}
-		w.otlpEmit(&rec, &res, w.index, at)
+		w.otlpEmit(&rec, &res, nil, w.index, at)
 		return nil
 	})
 }

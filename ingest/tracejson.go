@@ -62,6 +62,15 @@ type jsonWalker struct {
 	hopAttr string
 	buf     []byte // the record raw returned last
 	kbuf    []byte // scratch for keys
+	sbuf    []byte // scratch for an OTLP scope
+	// attrIntern holds attribute keys and values, apart from intern so
+	// that an attribute with a value per span (a URL, a user id) fills
+	// only its own table (an interner stops interning when full) and
+	// never costs the names their interning.
+	attrIntern interner
+	// attrBuf is the Attrs of the span emitted last, reused for the next
+	// when spans are borrowed (Options.Borrowed).
+	attrBuf []span.Attr
 	// resyncAt is where the last resync stopped: a resync that finds
 	// itself there again skips a line, so that it always moves on.
 	resyncAt int64
@@ -292,6 +301,30 @@ func (w *jsonWalker) tooLong(at pos) {
 	w.src.Skip(at.line, w.index, reasonTooLong, fmt.Sprintf("at byte %d: over %d bytes (raise with --max-record)", at.off, w.src.Options().MaxRecord))
 }
 
+// setAttrs makes sp.Attrs the resource's attributes res, the scope's
+// (OTLP) and the span's own, in that order: in a slice of the span's own,
+// or, when spans are borrowed (Options.Borrowed), in the walker's buffer,
+// valid until the next span. The strings are the walker's (interned),
+// never aliases of its buffers.
+func (w *jsonWalker) setAttrs(sp *span.Span, res, scope, own []span.Attr) {
+	n := len(res) + len(scope) + len(own)
+	if n == 0 {
+		sp.Attrs = nil
+		return
+	}
+	var out []span.Attr
+	if w.src.opt.Borrowed {
+		out = w.attrBuf[:0]
+	} else {
+		out = make([]span.Attr, 0, n)
+	}
+	out = append(append(append(out, res...), scope...), own...)
+	if w.src.opt.Borrowed {
+		w.attrBuf = out
+	}
+	sp.Attrs = out
+}
+
 // emit hands a finished span on, counting the values it lost when it is
 // used.
 func (w *jsonWalker) emit(rec *traceRecord, index int64, at pos) {
@@ -365,9 +398,39 @@ type traceRecord struct {
 	// soft are the values tailscope could not read: the span is kept
 	// without them (Stats.Ignored).
 	soft []softErr
+	// attrs are the span's own scalar attributes (tags), in input order;
+	// the emit puts its resource's (process, local endpoint) before them
+	// into sp.Attrs.
+	attrs []span.Attr
 }
 
-func (r *traceRecord) reset() { *r = traceRecord{soft: r.soft[:0]} }
+func (r *traceRecord) reset() { *r = traceRecord{soft: r.soft[:0], attrs: r.attrs[:0]} }
+
+// keepAttr records a scalar attribute for span.Span.Attrs (see attrKept).
+func (r *traceRecord) keepAttr(in *interner, key string, v []byte) {
+	if attrKept(key) {
+		r.attrs = append(r.attrs, span.Attr{Key: in.get([]byte(key)), Value: in.get(v)})
+	}
+}
+
+// attrKept says which attributes become span.Span.Attrs: every scalar one
+// a span or its resource carries, whether or not a field of the span took
+// it too (a status code is both the span's Code and something the tail may
+// concentrate on), except those that restate what one format writes as a
+// structural field and another as an attribute — the service (OTLP's
+// service.name; Jaeger's serviceName), the kind (Jaeger's span.kind tag;
+// OTLP's kind) and the outcome (error, otel.status_code and
+// otel.status_description tags; OTLP's status). So the same span gives the
+// same Attrs from OTLP, Jaeger or Zipkin, and attribution, which compares
+// failed attempts with the rest, is not handed the failure itself as an
+// attribute.
+func attrKept(key string) bool {
+	switch key {
+	case "", "service.name", "span.kind", "error", "otel.status_code", "otel.status_description":
+		return false
+	}
+	return true
+}
 
 // ignore records a value that could not be read; the span goes on.
 func (r *traceRecord) ignore(field string, err error) {

@@ -220,6 +220,8 @@ func TestSharedOTelProtoExample(t *testing.T) {
 		TraceID: "5b8efff798038103d269b633813fc60c", SpanID: "eee19b7ec3c1b174", ParentID: "eee19b7ec3c1b173",
 		Service: "my.service", Name: "I'm a server span", Kind: "server", Hop: "my.service I'm a server span",
 		Start: 1544712660000000000, Duration: 1e9, Status: span.Unset, Weight: 1,
+		// service.name is the Service; the scope comes before the span's own.
+		Attrs: []span.Attr{{Key: "otel.scope.name", Value: "my.library"}, {Key: "otel.scope.version", Value: "1.0.0"}, {Key: "my.span.attr", Value: "some value"}},
 	}
 	if len(spans) != 1 || !reflect.DeepEqual(spans[0], want) {
 		t.Errorf("got %+v\nwant %+v", spans, want)
@@ -448,6 +450,34 @@ func tjOTLP(spans []span.Span, style string) string {
 	return string(b)
 }
 
+// tjWantAttrs is the sorted key=value list of the attributes the renders
+// of format give sp (tjAttrs as text; OTLP adds its scope's name), and
+// tjAttrList the same of what a reader gave: the order is each format's
+// (Go's JSON sorts map keys), the set is the same.
+func tjWantAttrs(sp *span.Span, format string) string {
+	var out []span.Attr
+	for _, a := range tjAttrs(sp) {
+		v := fmt.Sprint(a.val)
+		if x, ok := a.val.(float64); ok {
+			v = strconv.FormatFloat(x, 'f', -1, 64)
+		}
+		out = append(out, span.Attr{Key: a.key, Value: v})
+	}
+	if format == "otlp" {
+		out = append(out, span.Attr{Key: "otel.scope.name", Value: "t"})
+	}
+	return tjAttrList(out)
+}
+
+func tjAttrList(attrs []span.Attr) string {
+	var s []string
+	for _, a := range attrs {
+		s = append(s, a.Key+"="+a.Value)
+	}
+	sort.Strings(s)
+	return strings.Join(s, " ")
+}
+
 func tjB64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // tjJaeger renders spans as a Jaeger /api/traces response.
@@ -619,6 +649,10 @@ func TestTraceFormatsRoundTrip(t *testing.T) {
 			}
 			got = tjSorted(got)
 			for i := range want {
+				if g, w := tjAttrList(got[i].Attrs), tjWantAttrs(&want[i], formats[name]); g != w {
+					t.Fatalf("span %d attributes:\n got %s\nwant %s", i, g, w)
+				}
+				got[i].Attrs = nil
 				if !reflect.DeepEqual(got[i], want[i]) {
 					t.Fatalf("span %d:\n got %+v\nwant %+v", i, got[i], want[i])
 				}
@@ -642,6 +676,9 @@ func TestZipkinSharedRoundTrip(t *testing.T) {
 		}
 	}
 	got, _ := tjRead(t, "zipkin", tjZipkin(want, true), ingest.Options{})
+	for i := range got {
+		got[i].Attrs = nil // TestTraceFormatsRoundTrip checks them
+	}
 	want, got = tjSorted(want), tjSorted(got)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("shared halves differ")

@@ -22,10 +22,20 @@ package ingest
 // still name the shared id as their parent and so hang under the client
 // half; both halves cover the same call, so the tree keeps its timing.
 //
+// span.Span.Attrs are the local endpoint's address first (net.host.ip,
+// net.host.port: where the span ran, the instance), then, in the order
+// written, the tags (every scalar one but error, as their text) and the
+// remote endpoint (peer.service, net.peer.ip, net.peer.port: whom it
+// called). See zipkinEndpointAttrs.
+//
 // The outer array streams element by element; an inner array (one trace)
 // is held while it is read.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tailscope/tailscope/span"
+)
 
 func init() { register("zipkin", decodeZipkin) }
 
@@ -111,6 +121,7 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 	sp := &rec.sp
 	var hasDur, shared bool
 	var badDur error
+	var local []span.Attr // the local endpoint's attributes
 	err := objectMembers(raw, func(key string, k kind, v []byte) error {
 		if k == kNull {
 			return nil
@@ -162,16 +173,33 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 				err = fmt.Errorf("%s: want an object, got %s", key, kindName(k))
 				break
 			}
+			var ip4, ip6, port []byte
 			err = objectMembers(v, func(ek string, k kind, ev []byte) error {
-				if ek == "serviceName" && k == kString && len(ev) > 0 {
+				switch {
+				case ek == "serviceName" && k == kString && len(ev) > 0:
 					if key == "localEndpoint" {
 						sp.Service = w.intern.get(ev)
 					} else {
 						rec.setPeer(string(ev), 0)
+						rec.keepAttr(&w.attrIntern, "peer.service", ev)
 					}
+				case ek == "ipv4" && k == kString && len(ev) > 0:
+					ip4 = append(ip4[:0], ev...)
+				case ek == "ipv6" && k == kString && len(ev) > 0:
+					ip6 = append(ip6[:0], ev...)
+				case ek == "port" && (k == kNumber || k == kString) && len(ev) > 0 && string(ev) != "0":
+					port = append(port[:0], ev...)
 				}
 				return nil
 			})
+			if ip4 == nil {
+				ip4 = ip6
+			}
+			if key == "localEndpoint" {
+				local = zipkinEndpointAttrs(local, &w.attrIntern, "net.host.", ip4, port)
+			} else {
+				rec.attrs = zipkinEndpointAttrs(rec.attrs, &w.attrIntern, "net.peer.", ip4, port)
+			}
 		case "tags":
 			if k != kObject {
 				err = fmt.Errorf("tags: want an object, got %s", kindName(k))
@@ -185,6 +213,7 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 					}
 					return nil
 				}
+				rec.keepAttr(&w.attrIntern, tk, tv)
 				if tk == "error" {
 					// Presence is failure: Brave writes the exception
 					// message, or "" when there is none.
@@ -224,5 +253,21 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 		sp.ParentID = sp.SpanID
 		sp.SpanID += zipkinSharedSuffix
 	}
+	w.setAttrs(sp, local, nil, rec.attrs)
 	return "", ""
+}
+
+// zipkinEndpointAttrs appends an endpoint's address as attributes: prefix
+// "net.host." for the local endpoint, "net.peer." for the remote one, each
+// with "ip" (ipv4, else ipv6) and "port" (left out when 0, Zipkin's
+// "unknown"). These are the names OpenTelemetry's semantic conventions used
+// for the two ends of a connection when Zipkin was mapped to them.
+func zipkinEndpointAttrs(dst []span.Attr, in *interner, prefix string, ip, port []byte) []span.Attr {
+	if len(ip) > 0 {
+		dst = append(dst, span.Attr{Key: in.get([]byte(prefix + "ip")), Value: in.get(ip)})
+	}
+	if len(port) > 0 {
+		dst = append(dst, span.Attr{Key: in.get([]byte(prefix + "port")), Value: in.get(port)})
+	}
+	return dst
 }
