@@ -76,6 +76,11 @@ type hopAcc struct {
 	succ           quantile.Digest // successful attempts
 	flagged        quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
 	other          quantile.Digest // other failures
+	// ex are the example traces behind the hop's figures; at is its
+	// attribution state, nil until a span with attributes comes (see
+	// attribution.go).
+	ex hopEx
+	at *hopAttr
 }
 
 // NewAccum returns an empty accumulator keeping at most sampleSpans spans
@@ -317,6 +322,14 @@ func (h *hopAcc) merge(o *hopAcc) {
 	h.succ.Merge(&o.succ)
 	h.flagged.Merge(&o.flagged)
 	h.other.Merge(&o.other)
+	h.ex.merge(&o.ex)
+	switch {
+	case o.at == nil:
+	case h.at == nil:
+		h.at, o.at = o.at, nil
+	default:
+		h.at.merge(o.at)
+	}
 	if h.n > quantile.ExactLimit {
 		h.succ.Sketch()
 		h.flagged.Sketch()
@@ -326,6 +339,7 @@ func (h *hopAcc) merge(o *hopAcc) {
 
 func (h *hopAcc) add(sp *span.Span) {
 	h.n++
+	flagged := false
 	switch {
 	case !sp.Failed():
 		h.succ.Add(sp.Duration)
@@ -333,9 +347,17 @@ func (h *hopAcc) add(sp *span.Span) {
 		h.failed++
 		h.cut++
 		h.flagged.Add(sp.Duration)
+		flagged = true
 	default:
 		h.failed++
 		h.other.Add(sp.Duration)
+	}
+	h.ex.add(sp, flagged)
+	if len(sp.Attrs) > 0 {
+		if h.at == nil {
+			h.at = &hopAttr{keys: map[string]*keyAttr{}}
+		}
+		h.at.add(sp, flagged)
 	}
 	// A hop past the exact range turns all its digests into sketches
 	// together, so that merging them never mixes forms.
@@ -371,6 +393,9 @@ func mix(x uint64) uint64 {
 	x ^= x >> 31
 	return x
 }
+
+// hopAcc is the state of a hop over every span (nil when none came).
+func (a *Accum) hopAcc(name string) *hopAcc { return a.hops[name] }
 
 // Total is the number of spans added.
 func (a *Accum) Total() int64 { return a.total }
@@ -410,10 +435,12 @@ func (a *Accum) Report(opt Options) *Report {
 // ReportOn is Report when the caller has already assembled Spans()
 // (reqs, probs = span.Assemble(a.Spans())) for other uses, such as replay.
 func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options) *Report {
+	// Attribution and examples come from the per-hop state over every
+	// span: the sample keeps no attributes.
 	if !a.Sampled() {
-		return Run(a.spans, reqs, probs, opt)
+		return run(a.spans, reqs, probs, opt, nil, a.hopAcc)
 	}
-	rep := run(a.spans, reqs, probs, opt, a.fill)
+	rep := run(a.spans, reqs, probs, opt, a.fill, a.hopAcc)
 	a.addUnsampledHops(rep)
 	traces := map[uint64]bool{}
 	for _, x := range a.hashes {
@@ -447,6 +474,7 @@ func (a *Accum) addUnsampledHops(rep *Report) {
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
 			FailureClass: ClassTooFew, Evidence: nWord(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
 		a.fill(&h, rep, len(rep.Warnings))
+		attribute(&h, acc)
 		// No tree shows its place: a call, as flat logs' spans are, which
 		// the policy's default covers.
 		h.Role = RoleCall

@@ -171,6 +171,10 @@ type Recommendation struct {
 	// RaisedFromMs is set when replaying the logs raised the timeout: the
 	// value before, which cut requests that succeeded as logged.
 	RaisedFromMs *float64 `json:"raised_from_ms,omitempty"`
+	// Eject is set when the hop's tail or failures concentrate on one
+	// instance (see attribution.go): outlier detection, not retries or a
+	// longer timeout, is the fix.
+	Eject *Eject `json:"eject,omitempty"`
 }
 
 // Hop is the analysis of one hop.
@@ -207,6 +211,11 @@ type Hop struct {
 	// policy sets its timeout), "callee" (the callee's own record), "in-process"
 	// (work inside one service) or "root" (the trace root: the request).
 	Role string `json:"role"`
+	// Attribution lists the attribute values over-represented in the
+	// hop's tail or failures (see attribution.go); Examples are trace ids
+	// behind its figures.
+	Attribution []Attribution `json:"attribution,omitempty"`
+	Examples    *HopExamples  `json:"examples,omitempty"`
 	// Gap is the time between this caller-side hop's spans and its
 	// callee's server spans (see gap.go); nil when no call pairs up.
 	Gap *Gap `json:"gap,omitempty"`
@@ -222,6 +231,9 @@ type Hop struct {
 	// its smallest samples that are certain (below any cut).
 	ttsAt    func(q float64) float64
 	ttsKnown int
+	// instances counts the values of each attribute key compared on
+	// the hop (for Eject.Instances).
+	instances map[string]int
 }
 
 // Requests summarises whole requests (traces).
@@ -334,7 +346,7 @@ func fptr(x float64) *float64 {
 
 // Run analyses spans. reqs and probs come from span.Assemble(spans).
 func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
-	return run(spans, reqs, probs, opt, nil)
+	return run(spans, reqs, probs, opt, nil, nil)
 }
 
 // hopFiller replaces the per-hop numbers that hopStats computed on spans
@@ -342,10 +354,15 @@ func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 // from is the index of the hop's first warning in rep.Warnings.
 type hopFiller func(h *Hop, rep *Report, from int)
 
+// hopState gives a hop's state accumulated over every span (Accum.hopAcc):
+// attribution and examples come from it, since the sample's spans carry no
+// attributes. When nil, run accumulates each hop's spans itself.
+type hopState func(name string) *hopAcc
+
 // run is Run, with fill (when not nil) called on each hop before it is
 // added, so that everything computed after the hop table (recommendation,
 // replay, ranking) sees the filled numbers.
-func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, fill hopFiller) *Report {
+func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, fill hopFiller, state hopState) *Report {
 	if opt.Percentile == 0 {
 		opt.Percentile = 99
 	}
@@ -391,6 +408,11 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 			rep.opt = opt
 			fill(&h, rep, from)
 		}
+		if state != nil {
+			attribute(&h, state(n))
+		} else {
+			attribute(&h, hopAccOf(n, byHop[n]))
+		}
 		rep.Hops = append(rep.Hops, h)
 	}
 	rep.Requests = requestStats(reqs)
@@ -403,6 +425,7 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	rep.RecommendedPolicy = DocOf(rec)
 	rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec)
 	whereTailComesFrom(rep, reqs)
+	recommendEjections(rep, rec)
 	return rep
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -66,29 +67,69 @@ func Envoy(p *Policy, hops []string) string {
 			b.WriteString("    # every hedge sent uses one of num_retries: a call that hedged has fewer retries left.\n")
 		}
 	}
-	envoyBudgets(&b, p, hops)
+	envoyClusters(&b, p, hops)
 	return b.String()
 }
 
-// envoyBudgets writes the recommended retry budgets as each hop's cluster
-// circuit_breakers retry_budget.
-func envoyBudgets(b *strings.Builder, p *Policy, hops []string) {
+// envoyClusters writes what goes on each hop's cluster: the recommended
+// retry budget (circuit_breakers retry_budget) and, for a hop whose tail
+// or failures concentrate on one instance, outlier_detection.
+func envoyClusters(b *strings.Builder, p *Policy, hops []string) {
 	first := true
 	for _, name := range hops {
-		rb, ok := p.RetryBudgets[name]
-		if !ok {
+		rb, budget := p.RetryBudgets[name]
+		ej, eject := p.Ejections[name]
+		if !budget && !eject {
 			continue
 		}
 		if first {
-			b.WriteString("# Retry budgets: merge each into the hop's cluster. Envoy counts retries and hedges in\n")
-			b.WriteString("# flight against budget_percent of the requests in flight, never fewer than min_retry_concurrency.\n")
+			b.WriteString("# Clusters: merge each entry into the hop's cluster.\n")
 			b.WriteString("clusters:\n")
 			first = false
 		}
-		fmt.Fprintf(b, "- name: %s\n  circuit_breakers:\n    thresholds:\n    - priority: DEFAULT\n", quoteKey(name))
-		fmt.Fprintf(b, "      retry_budget: {budget_percent: {value: %s}, min_retry_concurrency: %d}\n",
-			strconv.FormatFloat(rb.Percent, 'f', -1, 64), rb.MinConcurrency)
+		fmt.Fprintf(b, "- name: %s\n", quoteKey(name))
+		if budget {
+			b.WriteString("  # Envoy counts retries and hedges in flight against budget_percent of the requests in\n")
+			b.WriteString("  # flight, never fewer than min_retry_concurrency.\n")
+			b.WriteString("  circuit_breakers:\n    thresholds:\n    - priority: DEFAULT\n")
+			fmt.Fprintf(b, "      retry_budget: {budget_percent: {value: %s}, min_retry_concurrency: %d}\n",
+				strconv.FormatFloat(rb.Percent, 'f', -1, 64), rb.MinConcurrency)
+		}
+		if eject {
+			envoyOutlier(b, ej)
+		}
 	}
+}
+
+// envoyOutlier writes outlier_detection for a hop with one bad instance.
+// Envoy ejects a host on errors, not on latency: a slow host is ejected
+// when its attempts are cut by per_try_timeout (a 504, which
+// consecutive_gateway_failure counts; its enforcement defaults to 0%, so
+// it is set to 100). At most one of the hop's instances at a time
+// (max_ejection_percent, never below Envoy's default 10%), for 30 s at
+// first (Envoy multiplies it by the times the host was ejected).
+func envoyOutlier(b *strings.Builder, e Ejection) {
+	what := "slow attempts"
+	if e.Of == "failures" {
+		what = "failures"
+	}
+	// The key and value come from the logs: quoted like a key, so that
+	// no line break in them ends the comment.
+	fmt.Fprintf(b, "  # %s=%s holds %s of the hop's %s (lift %s×): eject it, neither retries nor a\n",
+		quoteKey(e.Key), quoteKey(e.Value), strconv.FormatFloat(math.Round(e.Share*100), 'f', -1, 64)+"%", what, strconv.FormatFloat(e.Lift, 'f', -1, 64))
+	b.WriteString("  # longer timeout will fix it. Envoy ejects on errors: a slow host's attempts count once\n")
+	b.WriteString("  # per_try_timeout cuts them (504, a gateway failure).\n")
+	pct := 10
+	if e.Instances > 0 {
+		pct = max(pct, int(math.Ceil(100/float64(e.Instances))))
+	}
+	b.WriteString("  outlier_detection:\n")
+	b.WriteString("    consecutive_5xx: 5\n")
+	b.WriteString("    consecutive_gateway_failure: 3\n")
+	b.WriteString("    enforcing_consecutive_gateway_failure: 100\n")
+	b.WriteString("    interval: 10s\n")
+	b.WriteString("    base_ejection_time: 30s\n")
+	fmt.Fprintf(b, "    max_ejection_percent: %d\n", min(pct, 100))
 }
 
 func plural(n int, one, many string) string {

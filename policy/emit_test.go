@@ -230,3 +230,56 @@ func TestEmitRetryBudgets(t *testing.T) {
 		t.Errorf("retry_budget without a budget")
 	}
 }
+
+// A hop whose tail concentrates on one instance gets Envoy
+// outlier_detection on its cluster (with Envoy's field names, gateway
+// failures enforced, and room to eject one of its instances), next to its
+// retry budget when it has one; a key or value with a line break stays in
+// its comment.
+func TestEnvoyOutlierDetection(t *testing.T) {
+	p := emitPolicy()
+	p.Ejections = map[string]Ejection{
+		"retried": {Key: "k8s.pod.name", Value: "cart-3\nevil: true", Of: "tail", Lift: 3.9, Share: 0.78, Instances: 5},
+		"plain":   {Key: "host", Value: "h1", Of: "failures", Lift: 12, Share: 0.9, Instances: 40},
+	}
+	p.Hops["plain"] = Hop{Timeout: time.Second}
+	out := Envoy(p, p.HopNames())
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, ok := doc["evil"]; ok || strings.Contains(out, "\nevil") {
+		t.Errorf("a value's line break escaped its comment:\n%s", out)
+	}
+	got := map[string]map[string]any{}
+	for _, c := range doc["clusters"].([]any) {
+		c := c.(map[string]any)
+		if od, ok := c["outlier_detection"].(map[string]any); ok {
+			got[c["name"].(string)] = od
+		}
+		if c["name"] == "retried" && c["circuit_breakers"] == nil {
+			t.Errorf("the retry budget was lost next to outlier_detection")
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("outlier_detection on %v:\n%s", got, out)
+	}
+	for name, want := range map[string]string{"retried": "20", "plain": "10"} {
+		od := got[name]
+		for _, f := range []string{"consecutive_5xx", "consecutive_gateway_failure", "enforcing_consecutive_gateway_failure", "interval", "base_ejection_time"} {
+			if od[f] == nil {
+				t.Errorf("%s: no %s", name, f)
+			}
+		}
+		if fmt.Sprint(od["max_ejection_percent"]) != want || fmt.Sprint(od["enforcing_consecutive_gateway_failure"]) != "100" {
+			t.Errorf("%s: %v", name, od)
+		}
+	}
+	if !strings.Contains(out, "holds 78% of the hop's slow attempts (lift 3.9×)") {
+		t.Errorf("no reason in the comment:\n%s", out)
+	}
+	p.Ejections = nil
+	if strings.Contains(Envoy(p, p.HopNames()), "outlier_detection") {
+		t.Error("outlier_detection without an ejection")
+	}
+}

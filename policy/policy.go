@@ -121,6 +121,20 @@ type Policy struct {
 	// Envoy and gRPC configs; not part of the policy file (the replay does
 	// not model them).
 	RetryBudgets map[string]RetryBudget
+	// Ejections are the hops whose tail or failures concentrate on one
+	// instance, for the emitted Envoy outlier_detection; not part of the
+	// policy file.
+	Ejections map[string]Ejection
+}
+
+// Ejection is an instance that outlier detection should eject from a
+// hop's cluster: the attribute and value that name it, what it is an
+// outlier in ("tail" or "failures"), its lift and share of them, and how
+// many instances the hop has.
+type Ejection struct {
+	Key, Value, Of string
+	Lift, Share    float64
+	Instances      int
 }
 
 // RetryBudget caps a hop's retries (and hedges) in a storm, in the two

@@ -1,0 +1,755 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/span"
+)
+
+// Attribution: where in the fleet a hop's tail and failures are
+// (docs/DESIGN.md §4, "Attribution").
+//
+// While spans stream, every hop keeps, per attribute key and value, the
+// attempts, failed attempts, attempts the span marks as cut by a timeout
+// (what hopAcc counts as flagged), and the durations of the other attempts
+// as a sparse histogram on the sketch's bins (relative width 2·SketchAlpha),
+// so that at the end, when the hop's p99 is known, the attempts at or
+// above it can be counted per value. The boundary is approximate: the bin
+// that holds the p99 counts as tail whole, so an attempt up to 0.8% below
+// the p99 may count as tail; the hop's own tail count, the baseline, is
+// counted by the same rule, so values are compared on equal terms.
+//
+// The state is bounded and merges exactly:
+//   - a value longer than AttrMaxValueLen bytes is ignored (ids, URLs with
+//     queries, timestamps with sub-second digits are mostly dropped by the
+//     next rule anyway);
+//   - a key with more than AttrMaxValues distinct values on a hop is dropped
+//     for that hop as high-cardinality (its values are freed; the key stays
+//     as a marker, so it is not counted again);
+//   - a hop keeps at most AttrMaxKeys keys, the first in a fixed order
+//     (instance-like keys, then the others, each by name): a key pushed out
+//     by an earlier one can never come back (the earlier ones stay), so the
+//     kept set is the first AttrMaxKeys of every key seen, whatever the
+//     order of the spans or of the Parts merged.
+//
+// Counts and bins add, and the examples are the top few by (duration
+// descending, trace id ascending) of the per-trace maxima, so a split into
+// Parts merged in any order gives the state adding every span in order
+// gives. The state is allocated at a hop's first span with attributes: a
+// hop whose spans carry none costs nothing.
+//
+// At report time, per hop, the tail is the attempts at or above the hop's
+// p99 (its lowest cut when the p99 is censored) and the attempts cut by a
+// timeout; for each value the share of its attempts in the tail is
+// compared with the rest of the hop's by a one-sided Fisher exact test
+// (hypergeometric upper tail), and likewise for failed attempts. A value is
+// reported when it holds at least AttrMinCount of them, its lift (its rate
+// over the hop's) is at least AttrMinLift, and the test's p-value is below
+// AttrAlpha over the number of pairs the hop tested (Bonferroni). Keys that
+// record the outcome itself (status codes, errors, exceptions) are not
+// compared: they would restate that the attempt failed or was cut.
+const (
+	AttrMaxKeys     = 64
+	AttrMaxValues   = 64
+	AttrMaxValueLen = 200
+	AttrMinCount    = 5
+	AttrMinLift     = 1.5
+	AttrAlpha       = 0.001
+	// AttrMaxPerHop bounds the attributions listed per hop.
+	AttrMaxPerHop = 10
+	// AttrExamples is how many example trace ids a value keeps, for its
+	// slowest attempts and for its failed ones.
+	AttrExamples = 3
+)
+
+// Attribution is one attribute value over-represented in a hop's tail or
+// failures (JSON hops[].attribution[]).
+type Attribution struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// Of is what the value is over-represented in: "tail" (attempts at or
+	// above the hop's p99, or cut by a timeout) or "failures".
+	Of string `json:"of"`
+	// Lift is the value's rate of Of over the hop's.
+	Lift float64 `json:"lift"`
+	// Tail and Failed count the value's attempts in the hop's tail and
+	// its failed attempts, of Total.
+	Tail   int `json:"tail"`
+	Failed int `json:"failed"`
+	Total  int `json:"total"`
+	// HopCount is the hop's attempts in Of (its tail or its failures);
+	// Share is the value's part of them.
+	HopCount int     `json:"hop_count"`
+	Share    float64 `json:"share"`
+	// PValue is the one-sided Fisher exact test's, before the Bonferroni
+	// correction (the value is reported only when it is below AttrAlpha
+	// over the pairs tested).
+	PValue float64 `json:"p_value"`
+	// Examples are trace ids of the value's slowest attempts (Of tail) or
+	// slowest failed attempts (Of failures), slowest first.
+	Examples []string `json:"examples,omitempty"`
+}
+
+// HopExamples are trace ids behind a hop's figures, to open in a trace
+// viewer (JSON hops[].examples).
+type HopExamples struct {
+	// SlowestTraceID is the trace of the hop's slowest attempt.
+	SlowestTraceID string  `json:"slowest_trace_id,omitempty"`
+	SlowestMs      float64 `json:"slowest_ms,omitempty"`
+	// TimeoutTraceID is a trace with an attempt cut by the timeout (marked
+	// so by its span, or failed at the timeout in force).
+	TimeoutTraceID string `json:"timeout_trace_id,omitempty"`
+	// FailedTraceID is a trace with a failed attempt that was not cut.
+	FailedTraceID string `json:"failed_trace_id,omitempty"`
+}
+
+// ex is an example attempt: its duration and trace id.
+type ex struct {
+	d     int64
+	trace string
+}
+
+// before orders examples: longer first, then by trace id.
+func (a ex) before(b ex) bool {
+	return a.d > b.d || (a.d == b.d && a.trace < b.trace)
+}
+
+// topEx keeps in xs the k best examples (see before) of distinct traces,
+// best first, adding x (its trace id may be borrowed: it is copied when
+// kept). A trace already there keeps its longer attempt, so xs is always
+// the best k of the per-trace longest attempts seen, whatever their order.
+func topEx(xs []ex, d int64, trace string, k int) []ex {
+	if trace == "" {
+		return xs
+	}
+	x := ex{d, trace}
+	if len(xs) == k && !x.before(xs[k-1]) {
+		return xs
+	}
+	for i := range xs {
+		if xs[i].trace == trace {
+			if !x.before(xs[i]) {
+				return xs
+			}
+			xs = slices.Delete(xs, i, i+1)
+			break
+		}
+	}
+	i := len(xs)
+	for i > 0 && x.before(xs[i-1]) {
+		i--
+	}
+	if i >= k {
+		return xs
+	}
+	x.trace = strings.Clone(trace)
+	xs = slices.Insert(xs, i, x)
+	if len(xs) > k {
+		xs = xs[:k]
+	}
+	return xs
+}
+
+// bottomEx is topEx for the shortest attempts (shortest first, then by
+// trace id).
+func bottomEx(xs []ex, d int64, trace string, k int) []ex {
+	neg := func(s []ex) {
+		for i := range s {
+			s[i].d = -s[i].d - 1
+		}
+	}
+	neg(xs)
+	xs = topEx(xs, -d-1, trace, k)
+	neg(xs)
+	return xs
+}
+
+// hopEx is what a hop keeps for HopExamples.
+type hopEx struct {
+	slowest, flagged, other []ex // the longest attempt, cut (flagged) attempt, other failure
+	fastFail                []ex // the shortest other failure
+}
+
+func (e *hopEx) add(sp *span.Span, flagged bool) {
+	if sp.TraceID == "" {
+		return
+	}
+	e.slowest = topEx(e.slowest, sp.Duration, sp.TraceID, 1)
+	switch {
+	case !sp.Failed():
+	case flagged:
+		e.flagged = topEx(e.flagged, sp.Duration, sp.TraceID, 1)
+	default:
+		e.other = topEx(e.other, sp.Duration, sp.TraceID, 1)
+		e.fastFail = bottomEx(e.fastFail, sp.Duration, sp.TraceID, 1)
+	}
+}
+
+func (e *hopEx) merge(o *hopEx) {
+	for _, x := range o.slowest {
+		e.slowest = topEx(e.slowest, x.d, x.trace, 1)
+	}
+	for _, x := range o.flagged {
+		e.flagged = topEx(e.flagged, x.d, x.trace, 1)
+	}
+	for _, x := range o.other {
+		e.other = topEx(e.other, x.d, x.trace, 1)
+	}
+	for _, x := range o.fastFail {
+		e.fastFail = bottomEx(e.fastFail, x.d, x.trace, 1)
+	}
+}
+
+// hopAttr is a hop's attribution state (see above).
+type hopAttr struct {
+	keys map[string]*keyAttr
+	// largest is the largest key name kept while keys is full ("" when
+	// not known): a new key above it is not kept.
+	largest string
+}
+
+type keyAttr struct {
+	dropped bool
+	vals    map[string]*valAttr
+}
+
+// valAttr is one value of one key on one hop.
+type valAttr struct {
+	n, failed, flag int
+	// bins counts the attempts that are not flagged by sketch bin: bins[i]
+	// is bin lo+i; zero counts durations of 0.
+	bins []uint32
+	lo   int
+	zero int
+	slow []ex // slowest attempts
+	fail []ex // slowest failed attempts
+}
+
+func (v *valAttr) addBin(i int, c uint32) {
+	switch {
+	case len(v.bins) == 0:
+		v.lo = i
+		v.bins = append(v.bins, 0)
+	case i < v.lo:
+		grow := v.lo - i
+		nb := make([]uint32, len(v.bins)+grow, len(v.bins)+grow+8)
+		copy(nb[grow:], v.bins)
+		v.bins, v.lo = nb, i
+	}
+	for i >= v.lo+len(v.bins) {
+		v.bins = append(v.bins, 0)
+	}
+	v.bins[i-v.lo] += c
+}
+
+func (v *valAttr) add(sp *span.Span, flagged bool) {
+	v.n++
+	if sp.Failed() {
+		v.failed++
+		v.fail = topEx(v.fail, sp.Duration, sp.TraceID, AttrExamples)
+	}
+	v.slow = topEx(v.slow, sp.Duration, sp.TraceID, AttrExamples)
+	if flagged {
+		v.flag++
+		return
+	}
+	if sp.Duration < 1 {
+		v.zero++
+		return
+	}
+	v.addBin(quantile.Bin(sp.Duration), 1)
+}
+
+func (v *valAttr) merge(o *valAttr) {
+	v.n += o.n
+	v.failed += o.failed
+	v.flag += o.flag
+	v.zero += o.zero
+	for i, c := range o.bins {
+		if c > 0 {
+			v.addBin(o.lo+i, c)
+		}
+	}
+	for _, x := range o.slow {
+		v.slow = topEx(v.slow, x.d, x.trace, AttrExamples)
+	}
+	for _, x := range o.fail {
+		v.fail = topEx(v.fail, x.d, x.trace, AttrExamples)
+	}
+}
+
+// atOrAbove counts the value's attempts in the tail: flagged, or not
+// flagged with a bin at or above b.
+func (v *valAttr) atOrAbove(b int) int {
+	n := v.flag
+	if b == math.MinInt {
+		return n + v.zero + v.sum(0)
+	}
+	return n + v.sum(b-v.lo)
+}
+
+func (v *valAttr) sum(from int) int {
+	n := 0
+	for _, c := range v.bins[max(0, min(from, len(v.bins))):] {
+		n += int(c)
+	}
+	return n
+}
+
+// add records sp's attributes.
+func (a *hopAttr) add(sp *span.Span, flagged bool) {
+	for i := range sp.Attrs {
+		at := &sp.Attrs[i]
+		if len(at.Value) > AttrMaxValueLen || at.Key == "" {
+			continue
+		}
+		k := a.keys[at.Key]
+		if k == nil {
+			if k = a.newKey(at.Key); k == nil {
+				continue
+			}
+		}
+		if k.dropped {
+			continue
+		}
+		v := k.vals[at.Value]
+		if v == nil {
+			if len(k.vals) == AttrMaxValues {
+				k.dropped, k.vals = true, nil
+				continue
+			}
+			v = &valAttr{}
+			k.vals[strings.Clone(at.Value)] = v
+		}
+		v.add(sp, flagged)
+	}
+}
+
+// keyLess orders attribute keys for the AttrMaxKeys bound: instance-like
+// keys first (so that many other keys never push them out), then by name.
+func keyLess(a, b string) bool {
+	if ia, ib := instanceKey(a), instanceKey(b); ia != ib {
+		return ia
+	}
+	return a < b
+}
+
+// newKey adds key when it is among the AttrMaxKeys first keys seen (by
+// keyLess), pushing out the last; nil when it is not.
+func (a *hopAttr) newKey(key string) *keyAttr {
+	if len(a.keys) >= AttrMaxKeys {
+		if a.largest == "" {
+			for name := range a.keys {
+				if a.largest == "" || keyLess(a.largest, name) {
+					a.largest = name
+				}
+			}
+		}
+		if !keyLess(key, a.largest) {
+			return nil
+		}
+		delete(a.keys, a.largest)
+		a.largest = ""
+	}
+	k := &keyAttr{vals: map[string]*valAttr{}}
+	a.keys[strings.Clone(key)] = k
+	return k
+}
+
+func (a *hopAttr) merge(o *hopAttr) {
+	names := make([]string, 0, len(o.keys))
+	for name := range o.keys {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(x, y string) int {
+		switch {
+		case keyLess(x, y):
+			return -1
+		case keyLess(y, x):
+			return 1
+		}
+		return 0
+	})
+	for _, name := range names {
+		ok := o.keys[name]
+		k := a.keys[name]
+		if k == nil {
+			if k = a.newKey(name); k == nil {
+				// Every later name is larger still.
+				break
+			}
+		}
+		if k.dropped {
+			continue
+		}
+		if ok.dropped {
+			k.dropped, k.vals = true, nil
+			continue
+		}
+		vs := make([]string, 0, len(ok.vals))
+		for v := range ok.vals {
+			vs = append(vs, v)
+		}
+		slices.Sort(vs)
+		for _, val := range vs {
+			v := k.vals[val]
+			if v == nil {
+				if len(k.vals) == AttrMaxValues {
+					k.dropped, k.vals = true, nil
+					break
+				}
+				v = &valAttr{}
+				k.vals[val] = v
+			}
+			v.merge(ok.vals[val])
+		}
+	}
+}
+
+// size is the number of values and bins the state holds (for tests of
+// its bound).
+func (a *hopAttr) size() (keys, vals, bins int) {
+	for _, k := range a.keys {
+		keys++
+		for _, v := range k.vals {
+			vals++
+			bins += len(v.bins)
+		}
+	}
+	return
+}
+
+// outcomeKey reports whether an attribute records the attempt's outcome
+// (a status code, an error, an exception): comparing the failures or the
+// cut attempts over it would only restate them.
+func outcomeKey(key string) bool {
+	k := strings.ToLower(key)
+	for _, w := range []string{"status", "error", "exception", "fault", "response_code", "response.code", "grpc.code", "outcome", "result"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// tailBin is the sketch bin whose attempts and above are a hop's tail,
+// given its p99 (or lowest cut) in ns; math.MinInt when every attempt is.
+func tailBin(t int64) int {
+	if t < 1 {
+		return math.MinInt
+	}
+	return quantile.Bin(t)
+}
+
+// digestAtOrAbove counts d's values whose bin is b or above (all of them
+// when b is math.MinInt).
+func digestAtOrAbove(d *quantile.Digest, b int) int {
+	if b == math.MinInt {
+		return d.N()
+	}
+	return d.AtOrAboveBin(b)
+}
+
+// attribute fills h.Attribution and h.Examples from acc (the hop's
+// accumulated state; nil: nothing).
+func attribute(h *Hop, acc *hopAcc) {
+	h.Attribution, h.Examples, h.instances = nil, nil, nil
+	if acc == nil {
+		return
+	}
+	h.Examples = hopExamples(h, &acc.ex)
+	if acc.at == nil || acc.n == 0 {
+		return
+	}
+	// The tail threshold: the p99 of all attempts, or the lowest cut when
+	// that p99 is censored.
+	var t float64
+	switch {
+	case h.LatencyMs.P99 != nil:
+		t = *h.LatencyMs.P99
+	case h.Censored != nil:
+		t = h.Censored.AtLeastMs
+	default:
+		return
+	}
+	b := tailBin(int64(math.Round(t * 1e6)))
+	hopTail := acc.cut + digestAtOrAbove(&acc.succ, b) + digestAtOrAbove(&acc.other, b)
+	N := acc.n
+	type cand struct {
+		a     Attribution
+		count int
+	}
+	var cands []cand
+	tested := 0
+	consider := func(key, val string, v *valAttr, of string, k, K int) {
+		if k < AttrMinCount || K == 0 || K == N {
+			return
+		}
+		tested++
+		lift := (float64(k) / float64(v.n)) / (float64(K) / float64(N))
+		if lift < AttrMinLift {
+			return
+		}
+		p := fisherUpper(N, K, v.n, k)
+		xs := v.slow
+		if of == "failures" {
+			xs = v.fail
+		}
+		a := Attribution{Key: key, Value: val, Of: of, Lift: round2(lift), Tail: v.atOrAbove(b), Failed: v.failed, Total: v.n,
+			HopCount: K, Share: round4(float64(k) / float64(K)), PValue: p}
+		for _, x := range xs {
+			a.Examples = append(a.Examples, x.trace)
+		}
+		cands = append(cands, cand{a, k})
+	}
+	keys := make([]string, 0, len(acc.at.keys))
+	for key, ka := range acc.at.keys {
+		if !ka.dropped && !outcomeKey(key) && len(ka.vals) > 0 {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	h.instances = map[string]int{}
+	for _, key := range keys {
+		ka := acc.at.keys[key]
+		h.instances[key] = len(ka.vals)
+		vals := make([]string, 0, len(ka.vals))
+		for val := range ka.vals {
+			vals = append(vals, val)
+		}
+		slices.Sort(vals)
+		for _, val := range vals {
+			v := ka.vals[val]
+			if v.n == N && len(ka.vals) == 1 {
+				continue // the same on every attempt: nothing to compare
+			}
+			consider(key, val, v, "tail", v.atOrAbove(b), hopTail)
+			consider(key, val, v, "failures", v.failed, acc.failed)
+		}
+	}
+	if tested == 0 {
+		return
+	}
+	limit := AttrAlpha / float64(tested)
+	var out []Attribution
+	for _, c := range cands {
+		if c.a.PValue < limit {
+			c.a.PValue = roundSig(c.a.PValue)
+			out = append(out, c.a)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Attribution) int {
+		if x.Of != y.Of {
+			return cmp.Compare(ofRank(x.Of), ofRank(y.Of))
+		}
+		if c := cmp.Compare(y.Share, x.Share); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(y.Lift, x.Lift); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.Key, y.Key); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Value, y.Value)
+	})
+	if len(out) > AttrMaxPerHop {
+		out = out[:AttrMaxPerHop]
+	}
+	h.Attribution = out
+}
+
+func ofRank(of string) int {
+	if of == "tail" {
+		return 0
+	}
+	return 1
+}
+
+// hopExamples picks the hop's example traces: its slowest attempt, an
+// attempt cut by the timeout (marked, or failed at the timeout in force),
+// and a failure that was not cut.
+func hopExamples(h *Hop, e *hopEx) *HopExamples {
+	var out HopExamples
+	if len(e.slowest) > 0 {
+		out.SlowestTraceID, out.SlowestMs = e.slowest[0].trace, ms(e.slowest[0].d)
+	}
+	T := nsOf(h.TimeoutMs)
+	if len(e.flagged) > 0 {
+		out.TimeoutTraceID = e.flagged[0].trace
+	} else if len(e.other) > 0 && near(e.other[0].d, T) {
+		out.TimeoutTraceID = e.other[0].trace
+	}
+	if len(e.fastFail) > 0 && !near(e.fastFail[0].d, T) {
+		out.FailedTraceID = e.fastFail[0].trace
+	}
+	if out == (HopExamples{}) {
+		return nil
+	}
+	return &out
+}
+
+// fisherUpper is the one-sided Fisher exact test's p-value: the
+// probability of k or more of n draws, without replacement, from N items of
+// which K are marked (hypergeometric upper tail).
+func fisherUpper(N, K, n, k int) float64 {
+	hi := min(n, K)
+	if k > hi {
+		return 0
+	}
+	lo := max(0, n-(N-K))
+	k = max(k, lo)
+	lnC := func(a, b int) float64 {
+		x, _ := math.Lgamma(float64(a + 1))
+		y, _ := math.Lgamma(float64(b + 1))
+		z, _ := math.Lgamma(float64(a - b + 1))
+		return x - y - z
+	}
+	base := lnC(N, n)
+	var p float64
+	for x := k; x <= hi; x++ {
+		term := math.Exp(lnC(K, x) + lnC(N-K, n-x) - base)
+		p += term
+		// Past the mode the terms only shrink: stop once they no longer
+		// count.
+		if float64(x) > float64(n)*float64(K)/float64(N) && term < p*1e-12 {
+			break
+		}
+	}
+	return math.Min(1, p)
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// roundSig keeps three significant digits of a p-value.
+func roundSig(p float64) float64 {
+	if p == 0 || math.IsNaN(p) {
+		return 0
+	}
+	e := math.Floor(math.Log10(p))
+	s := math.Pow(10, 2-e)
+	return math.Round(p*s) / s
+}
+
+// hopAccOf accumulates a hop's spans, as an Accum would (for Run on spans
+// in memory).
+func hopAccOf(name string, ss []*span.Span) *hopAcc {
+	h := &hopAcc{name: name}
+	for _, s := range ss {
+		h.add(s)
+	}
+	return h
+}
+
+// Eject is the outlier-detection advice of a hop whose tail or failures
+// concentrate on one instance (JSON hops[].recommendation.eject).
+type Eject struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// Of is "tail" or "failures"; Lift and Share are the attribution's.
+	Of    string  `json:"of"`
+	Lift  float64 `json:"lift"`
+	Share float64 `json:"share"`
+	// Instances is the number of values of Key on the hop.
+	Instances int `json:"instances"`
+	// From is the callee hop the instance was found on, when the advice
+	// is on the calling hop ("" when found on this hop).
+	From string `json:"from,omitempty"`
+}
+
+// EjectMinShare is the part of a hop's tail (or failures) one instance
+// must hold, with a significant lift, for the advice to eject it.
+const EjectMinShare = 0.5
+
+// instanceKey reports whether an attribute names one instance of a
+// service (a pod, host, container, process or peer address), the unit
+// outlier detection ejects. Separators are ignored ("pod_name", "pod-name"
+// and "pod.name" are one), so that flat logs' columns match too.
+func instanceKey(key string) bool {
+	k := strings.NewReplacer("_", ".", "-", ".").Replace(strings.ToLower(key))
+	switch k {
+	case "service.instance.id", "k8s.pod.name", "k8s.pod.uid", "pod", "pod.name", "podname", "pod.id",
+		"host", "host.name", "hostname", "host.id", "instance", "instance.id", "container", "container.id", "container.name",
+		"net.peer.ip", "net.peer.name", "net.sock.peer.addr", "net.sock.peer.name", "network.peer.address",
+		"server.address", "server.socket.address", "peer.address", "peer.ip", "upstream.host", "upstream.address", "endpoint", "node.id":
+		return true
+	}
+	for _, suf := range []string{".pod.name", ".instance.id", ".host.name", ".peer.ip", ".peer.addr", ".peer.address", ".container.id"} {
+		if strings.HasSuffix(k, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// ejectOf is the hop's own eject advice: the first attribution (tail
+// before failures, largest share first) to an instance-like key holding
+// at least EjectMinShare of them; nil when the tail is spread.
+func ejectOf(h *Hop, instances func(key string) int) *Eject {
+	for _, a := range h.Attribution {
+		if instanceKey(a.Key) && a.Share >= EjectMinShare {
+			return &Eject{Key: a.Key, Value: a.Value, Of: a.Of, Lift: a.Lift, Share: a.Share, Instances: instances(a.Key)}
+		}
+	}
+	return nil
+}
+
+// recommendEjections adds the eject advice to the hops whose tail or
+// failures concentrate on one instance, and to the calls into a callee hop
+// that does (through the client/server pairs, Hop.Gap), and records them in
+// the policy for --emit envoy. The numbers of the recommendation do not
+// change: the timeout and retries stay what the logs need until the
+// instance is ejected.
+func recommendEjections(rep *Report, p *policy.Policy) {
+	own := map[string]*Eject{}
+	for i := range rep.Hops {
+		h := &rep.Hops[i]
+		if e := ejectOf(h, func(key string) int { return h.instances[key] }); e != nil {
+			own[h.Hop] = e
+		}
+	}
+	if len(own) == 0 {
+		return
+	}
+	for i := range rep.Hops {
+		h := &rep.Hops[i]
+		e := own[h.Hop]
+		if e == nil && h.Gap != nil && own[h.Gap.ServerHop] != nil {
+			c := *own[h.Gap.ServerHop]
+			c.From = h.Gap.ServerHop
+			e = &c
+		}
+		if e == nil {
+			continue
+		}
+		h.Recommendation.Eject = e
+		h.Recommendation.Basis += "; " + e.Sentence()
+		if _, ok := p.Hops[h.Hop]; ok {
+			p.Comments[h.Hop] = h.Recommendation.Basis
+			if p.Ejections == nil {
+				p.Ejections = map[string]policy.Ejection{}
+			}
+			p.Ejections[h.Hop] = policy.Ejection{Key: e.Key, Value: e.Value, Of: e.Of, Lift: e.Lift, Share: e.Share, Instances: e.Instances}
+		}
+	}
+}
+
+// Sentence is the advice in words.
+func (e *Eject) Sentence() string {
+	what := "slow attempts"
+	if e.Of == "failures" {
+		what = "failures"
+	}
+	from := ""
+	if e.From != "" {
+		from = " (its callee " + e.From + ")"
+	}
+	return fmt.Sprintf("eject %s=%s%s (outlier detection): it holds %.0f%% of the %s (lift %s×): neither retries nor a longer timeout will fix it",
+		e.Key, e.Value, from, 100*e.Share, what, trimZeros(fmt.Sprintf("%.1f", e.Lift)))
+}

@@ -1,0 +1,346 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+// fleet generates calls to one hop served by five pods in two zones: every
+// attempt is lognormal around 120 ms, slowed by slow(pod, r) and failing
+// fast (503) when fail(pod, r); each span carries its pod, its zone, the
+// version (the same everywhere), a request id (one value per span: high
+// cardinality) and a 300-byte value (too long to count). A second hop,
+// "auth", is healthy and carries the same attributes.
+func fleet(seed uint64, calls int, slow func(pod int, r *rand.Rand) time.Duration, fail func(pod int, r *rand.Rand) bool) []span.Span {
+	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
+	long := strings.Repeat("x", 300)
+	var out []span.Span
+	for i := range calls {
+		trace := fmt.Sprintf("%016x", seed*1_000_003+uint64(i))
+		for _, hop := range []string{"cart", "auth"} {
+			pod := r.IntN(5)
+			d := lognormal(r, 120*time.Millisecond, 0.3)
+			failed := false
+			if hop == "cart" {
+				d += slow(pod, r)
+				failed = fail(pod, r)
+			}
+			s := span.Span{TraceID: trace, SpanID: trace + hop, Service: "gw", Name: hop, Hop: hop, Kind: "client",
+				Start: t0 + int64(i)*int64(time.Second), Duration: int64(d), Status: span.OK, Weight: 1,
+				Attrs: []span.Attr{
+					{Key: "k8s.pod.name", Value: fmt.Sprintf("%s-%d", hop, pod)},
+					{Key: "cloud.availability_zone", Value: fmt.Sprintf("z%d", pod%2)},
+					{Key: "service.version", Value: "1.4.2"},
+					{Key: "request.id", Value: fmt.Sprintf("req-%d", i)},
+					{Key: "blob", Value: long},
+				}}
+			if failed {
+				s.Status, s.Code, s.Duration = span.Error, 503, int64(uniform(r, 2*time.Millisecond, 20*time.Millisecond))
+				s.Attrs = append(s.Attrs, span.Attr{Key: "http.response.status_code", Value: "503"})
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func never(int, *rand.Rand) bool { return false }
+
+// badPod: pod 3 is slow (+400–900 ms) on 20% of its attempts.
+func badPod(pod int, r *rand.Rand) time.Duration {
+	if pod == 3 && r.Float64() < 0.2 {
+		return uniform(r, 400*time.Millisecond, 900*time.Millisecond)
+	}
+	return 0
+}
+
+// evenSlow: every pod is slow the same way on 4% of its attempts.
+func evenSlow(pod int, r *rand.Rand) time.Duration {
+	if r.Float64() < 0.04 {
+		return uniform(r, 400*time.Millisecond, 900*time.Millisecond)
+	}
+	return 0
+}
+
+func noSlow(int, *rand.Rand) time.Duration { return 0 }
+
+// One slow pod among five: attribution names it (and only it: not the
+// zone it shares with two healthy pods, not the version, not the request
+// ids or the long values), with a lift near what the generator implies,
+// counts that add up, and example traces of its slowest attempts; the
+// healthy hop names nothing; the recommendation says eject, with the pod
+// and its lift, and keeps its numeric timeout.
+func TestAttributionBadInstance(t *testing.T) {
+	spans := fleet(1, 4000, badPod, never)
+	rep := analyse(spans, Options{})
+	h := hopOf(rep, "cart")
+	if len(h.Attribution) == 0 {
+		t.Fatal("the slow pod is not named")
+	}
+	a := h.Attribution[0]
+	if a.Key != "k8s.pod.name" || a.Value != "cart-3" || a.Of != "tail" {
+		t.Fatalf("first attribution %+v, want k8s.pod.name=cart-3 of the tail", a)
+	}
+	// Pod 3 holds nearly all of the tail while serving a fifth of the
+	// attempts: a lift near 5.
+	if a.Lift < 3.5 || a.Lift > 5.5 || a.Share < 0.75 {
+		t.Errorf("lift %.2f share %.2f, want a lift of 3.5–5 and most of the tail", a.Lift, a.Share)
+	}
+	if a.Tail > a.Total || a.Tail > a.HopCount || math.Abs(a.Share-float64(a.Tail)/float64(a.HopCount)) > 1e-4 {
+		t.Errorf("counts do not add up: %+v", a)
+	}
+	if len(a.Examples) != AttrExamples || a.PValue > 1e-10 {
+		t.Errorf("examples %v, p %g", a.Examples, a.PValue)
+	}
+	for _, x := range h.Attribution {
+		if x.Key != "k8s.pod.name" && x.Key != "cloud.availability_zone" {
+			t.Errorf("attributed to %s=%s", x.Key, x.Value)
+		}
+		if x.Key == "k8s.pod.name" && x.Value != "cart-3" {
+			t.Errorf("a healthy pod is named: %+v", x)
+		}
+	}
+	// The slowest attempt's trace is the first example of the pod (it is
+	// the hop's slowest).
+	if h.Examples == nil || h.Examples.SlowestTraceID != a.Examples[0] {
+		t.Errorf("hop examples %+v, pod's %v", h.Examples, a.Examples)
+	}
+	if g := hopOf(rep, "auth"); len(g.Attribution) != 0 {
+		t.Errorf("the healthy hop names %+v", g.Attribution)
+	}
+	e := h.Recommendation.Eject
+	if e == nil || e.Key != "k8s.pod.name" || e.Value != "cart-3" || e.Lift != a.Lift {
+		t.Fatalf("recommendation.eject = %+v", e)
+	}
+	if !strings.Contains(h.Recommendation.Basis, "eject k8s.pod.name=cart-3") || !strings.Contains(h.Recommendation.Basis, "neither retries nor a longer timeout") {
+		t.Errorf("basis: %s", h.Recommendation.Basis)
+	}
+	if ej, ok := rep.Recommended().Ejections["cart"]; !ok || ej.Value != "cart-3" || ej.Instances != 5 {
+		t.Errorf("policy ejections %+v", rep.Recommended().Ejections)
+	}
+	if !strings.Contains(rep.Recommended().Comments["cart"], "eject k8s.pod.name=cart-3") {
+		t.Errorf("policy comment %q", rep.Recommended().Comments["cart"])
+	}
+	// The numbers are those of the same logs without attributes: eject
+	// is advice on top, never a lower timeout.
+	plain := append([]span.Span(nil), spans...)
+	for i := range plain {
+		plain[i].Attrs = nil
+	}
+	ph := hopOf(analyse(plain, Options{}), "cart")
+	if ph.Recommendation.TimeoutMs != h.Recommendation.TimeoutMs || ph.Recommendation.Retries != h.Recommendation.Retries {
+		t.Errorf("eject changed the numbers: %+v vs %+v", h.Recommendation, ph.Recommendation)
+	}
+	if ph.Attribution != nil || ph.Recommendation.Eject != nil {
+		t.Errorf("without attributes: %+v", ph.Attribution)
+	}
+}
+
+// An even tail (the same slowness on all five pods) names nothing, over
+// many seeds: the significance test keeps noise out. So does a hop with
+// no tail to speak of.
+func TestAttributionEvenTailNamesNothing(t *testing.T) {
+	seeds := 60
+	if testing.Short() {
+		seeds = 10
+	}
+	named := 0
+	for seed := range uint64(seeds) {
+		for _, slow := range []func(int, *rand.Rand) time.Duration{evenSlow, noSlow} {
+			rep := analyse(fleet(100+seed, 1500, slow, func(_ int, r *rand.Rand) bool { return r.Float64() < 0.03 }), Options{})
+			for _, h := range rep.Hops {
+				if len(h.Attribution) > 0 {
+					named++
+					t.Logf("seed %d %s: %+v", seed, h.Hop, h.Attribution)
+				}
+				if h.Recommendation.Eject != nil {
+					t.Errorf("seed %d %s: eject %+v", seed, h.Hop, h.Recommendation.Eject)
+				}
+			}
+		}
+	}
+	if named > 0 {
+		t.Errorf("%d of %d hops name a value on an even tail", named, 4*seeds)
+	}
+}
+
+// Failures concentrated on one pod (pod 1 fails 15% of its attempts, the
+// others 0.5%) name it, over the failures, with the eject advice; the
+// status code attribute that every failure carries is not reported.
+func TestAttributionFailures(t *testing.T) {
+	rep := analyse(fleet(7, 3000, noSlow, func(pod int, r *rand.Rand) bool {
+		if pod == 1 {
+			return r.Float64() < 0.15
+		}
+		return r.Float64() < 0.005
+	}), Options{})
+	h := hopOf(rep, "cart")
+	var got *Attribution
+	for i, a := range h.Attribution {
+		if strings.Contains(a.Key, "status") {
+			t.Errorf("outcome key reported: %+v", a)
+		}
+		if a.Of == "failures" && a.Key == "k8s.pod.name" {
+			got = &h.Attribution[i]
+		}
+	}
+	if got == nil || got.Value != "cart-1" || got.Lift < 3 || got.Failed != int(math.Round(got.Share*float64(got.HopCount))) {
+		t.Fatalf("failures attribution %+v in %+v", got, h.Attribution)
+	}
+	if len(got.Examples) == 0 {
+		t.Error("no example failures")
+	}
+	if e := h.Recommendation.Eject; e == nil || e.Value != "cart-1" || e.Of != "failures" {
+		t.Errorf("eject %+v", e)
+	}
+	if h.Examples == nil || h.Examples.FailedTraceID == "" {
+		t.Errorf("hop examples %+v", h.Examples)
+	}
+}
+
+// The streamed state gives the report Run gives on the spans in memory,
+// and the same split over Parts merged in any order: attribution and
+// examples are over every span, not the sample, and deterministic.
+func TestAttributionStreamedAndMerged(t *testing.T) {
+	spans := fleet(3, 3000, badPod, func(pod int, r *rand.Rand) bool { return pod == 2 && r.Float64() < 0.1 })
+	want := analyse(spans, Options{})
+	if len(hopOf(want, "cart").Attribution) < 2 {
+		t.Fatalf("the fixture should name the slow and the failing pod: %+v", hopOf(want, "cart").Attribution)
+	}
+	js := func(rep *Report) string {
+		var b bytes.Buffer
+		for _, h := range rep.Hops {
+			json.NewEncoder(&b).Encode(struct {
+				A []Attribution
+				E *HopExamples
+				R Recommendation
+			}{h.Attribution, h.Examples, h.Recommendation})
+		}
+		return b.String()
+	}
+	acc := NewAccum(0)
+	for i := range spans {
+		sp := spans[i]
+		acc.Add(&sp)
+	}
+	if got := js(acc.Report(Options{})); got != js(want) {
+		t.Errorf("Accum.Add differs from Run:\n%s\nvs\n%s", got, js(want))
+	}
+	for seed := range uint64(4) {
+		for _, parts := range []int{2, 3, 5} {
+			if got := js(forked(spans, 0, parts, 2, seed).Report(Options{})); got != js(want) {
+				t.Errorf("%d parts, seed %d: differs from Run:\n%s\nvs\n%s", parts, seed, got, js(want))
+			}
+		}
+	}
+	// Sampled: the trees rest on a sample without attributes, the
+	// attribution on every span.
+	sampled := forked(spans, 1000, 3, 2, 9)
+	if !sampled.Sampled() {
+		t.Fatal("not sampled")
+	}
+	srep := sampled.Report(Options{})
+	if a, w := hopOf(srep, "cart").Attribution, hopOf(want, "cart").Attribution; fmt.Sprint(a) != fmt.Sprint(w) {
+		t.Errorf("sampled: %+v, want %+v", a, w)
+	}
+}
+
+// A key with more values than AttrMaxValues on a hop is dropped there
+// (request ids), values longer than AttrMaxValueLen are ignored, and a hop
+// keeps at most AttrMaxKeys keys, instance-like ones first, then the
+// smallest names, whatever the order:
+// the state stays bounded over a long stream of spans with ever new keys
+// and values.
+func TestAttributionBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	acc := NewAccum(1000)
+	p1, p2 := acc.Part(), acc.Part()
+	solo := &hopAcc{name: "h"}
+	for i := range 200_000 {
+		s := span.Span{TraceID: fmt.Sprintf("t%d", i/4), Hop: "h", Duration: int64(lognormal(r, 50*time.Millisecond, 2)), Status: span.OK, Weight: 1,
+			Attrs: []span.Attr{
+				{Key: "pod", Value: fmt.Sprintf("p%d", r.IntN(8))},
+				{Key: "a.request.id", Value: fmt.Sprintf("%d", i)},
+				{Key: fmt.Sprintf("aaa.%06d", r.IntN(1000)), Value: "v"},
+				{Key: "url", Value: strings.Repeat("u", AttrMaxValueLen+1)},
+			}}
+		solo.add(&s)
+		if i%2 == 0 {
+			p1.Add(&s)
+		} else {
+			p2.Add(&s)
+		}
+	}
+	keys, vals, bins := solo.at.size()
+	if keys > AttrMaxKeys || vals > AttrMaxKeys*AttrMaxValues {
+		t.Errorf("%d keys, %d values", keys, vals)
+	}
+	// Every key a bounded number of bins: the sketch's range.
+	if bins > vals*6000 {
+		t.Errorf("%d bins for %d values", bins, vals)
+	}
+	if k := solo.at.keys["a.request.id"]; k == nil || !k.dropped || k.vals != nil {
+		t.Errorf("high-cardinality key kept: %+v", k)
+	}
+	if k := solo.at.keys["url"]; k != nil {
+		t.Errorf("too-long values counted: %+v", k)
+	}
+	if k := solo.at.keys["pod"]; k == nil || k.dropped || len(k.vals) != 8 {
+		t.Errorf("pod: %+v", k)
+	}
+	// The kept keys are the instance-like ones and the smallest names
+	// seen: pod, a.request.id and aaa.000000–aaa.000061.
+	var largest string
+	for name := range solo.at.keys {
+		if name != "pod" {
+			largest = max(largest, name)
+		}
+	}
+	if largest != "aaa.000061" || len(solo.at.keys) != AttrMaxKeys {
+		t.Errorf("largest kept key %q of %d", largest, len(solo.at.keys))
+	}
+	acc.Merge(p2)
+	acc.Merge(p1)
+	m := acc.hops["h"].at
+	if fmt.Sprint(m.size()) != fmt.Sprint(solo.at.size()) {
+		t.Errorf("merged size %v, alone %v", fmt.Sprint(m.size()), fmt.Sprint(solo.at.size()))
+	}
+	for name, k := range solo.at.keys {
+		mk := m.keys[name]
+		if mk == nil || mk.dropped != k.dropped || len(mk.vals) != len(k.vals) {
+			t.Errorf("key %s: merged %+v, alone %+v", name, mk, k)
+			continue
+		}
+		for v, x := range k.vals {
+			if y := mk.vals[v]; y == nil || fmt.Sprint(*y) != fmt.Sprint(*x) {
+				t.Errorf("%s=%s: merged %+v, alone %+v", name, v, y, x)
+			}
+		}
+	}
+}
+
+// The Fisher test against direct sums, and its extremes.
+func TestFisherUpper(t *testing.T) {
+	// N=10, K=4, n=5: P(X ≥ 3) = (C(4,3)C(6,2) + C(4,4)C(6,1)) / C(10,5) = (60+6)/252.
+	if p := fisherUpper(10, 4, 5, 3); math.Abs(p-66.0/252) > 1e-9 {
+		t.Errorf("p = %g, want %g", p, 66.0/252)
+	}
+	if p := fisherUpper(10, 4, 5, 0); math.Abs(p-1) > 1e-9 {
+		t.Errorf("P(X ≥ 0) = %g", p)
+	}
+	if p := fisherUpper(10, 4, 5, 5); p != 0 {
+		t.Errorf("impossible count: %g", p)
+	}
+	if p := fisherUpper(1_000_000, 10_000, 200_000, 9_000); p > 1e-100 {
+		t.Errorf("a huge effect: %g", p)
+	}
+}
