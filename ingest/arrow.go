@@ -99,7 +99,7 @@ func decodeArrow(src *Source) (err error) {
 		}
 	}
 	tab := newFieldTable(src.opt)
-	rec := &flatRecord{intern: &interner{}, units: &unitStats{}}
+	rec := &flatRecord{intern: &interner{}, units: &unitStats{}, at: attrSet{borrow: src.opt.Borrowed}}
 	defer func() { src.unitNotes(rec.units, true) }()
 	var row int64
 	var scratch []byte
@@ -123,6 +123,7 @@ type arrowCol struct {
 	name string
 	arr  arrow.Array
 	spec colSpec
+	attr bool // a column no span field takes: its cells are attributes
 }
 
 func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *flatRecord, row *int64, scratch *[]byte) error {
@@ -130,9 +131,14 @@ func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *f
 	have := map[field]bool{}
 	for i, f := range rb.Schema().Fields() {
 		spec := tab.column(f.Name)
-		if spec.used() {
+		// Cells stay in the batch until its last span is emitted.
+		spec.alias = true
+		switch {
+		case spec.used():
 			cols = append(cols, arrowCol{name: f.Name, arr: rb.Column(i), spec: spec})
 			have[spec.f] = true
+		case arrowScalar(f.Type):
+			cols = append(cols, arrowCol{name: f.Name, arr: rb.Column(i), spec: spec, attr: true})
 		}
 	}
 	if !hasDurationColumn(have) {
@@ -146,6 +152,10 @@ func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *f
 		for _, c := range cols {
 			if i >= c.arr.Len() {
 				return fmt.Errorf("row %d: column %s is shorter than its batch (corrupt file)", *row, c.name)
+			}
+			if c.attr {
+				rec.arrowAttr(&c, c.arr, i, scratch)
+				continue
 			}
 			if err := rec.setArrow(&c, c.arr, i, scratch); err != nil {
 				bad = fmt.Errorf("column %s: %v", c.name, err)
@@ -176,6 +186,10 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 		return nil
 	}
 	f := c.spec.f
+	// Text made in scratch is not the batch's: a pod cell read from it
+	// must not be kept as a view.
+	made := c.spec
+	made.alias = false
 	setInt := func(n int64, scale int64) error {
 		switch f {
 		case fStart, fEnd:
@@ -198,7 +212,7 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 			r.sp.Duration, r.hasDur, r.durField = n, true, f
 			return nil
 		}
-		return r.setText(c.spec, strconv.AppendInt((*scratch)[:0], n, 10))
+		return r.setText(made, strconv.AppendInt((*scratch)[:0], n, 10))
 	}
 	switch a := a.(type) {
 	case *array.String:
@@ -214,7 +228,7 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 	case *array.FixedSizeBinary:
 		return r.setBinary(c.spec, a.Value(i), scratch)
 	case *array.Boolean:
-		return r.setText(c.spec, strconv.AppendBool((*scratch)[:0], a.Value(i)))
+		return r.setText(made, strconv.AppendBool((*scratch)[:0], a.Value(i)))
 	case *array.Int64:
 		return setInt(a.Value(i), 1)
 	case *array.Int32:
@@ -246,13 +260,76 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 		}
 		return setInt(n, 1)
 	case *array.Float64:
-		return r.setFloat(c.spec, a.Value(i), scratch)
+		return r.setFloat(made, a.Value(i), scratch)
 	case *array.Float32:
-		return r.setFloat(c.spec, float64(a.Value(i)), scratch)
+		return r.setFloat(made, float64(a.Value(i)), scratch)
 	case *array.Dictionary:
 		return r.setArrow(c, a.Dictionary(), a.GetValueIndex(i), scratch)
 	}
 	return r.unsupported(c.spec, fmt.Errorf("unsupported Arrow type %s", a.DataType()))
+}
+
+// arrowScalar reports whether cells of type t are attribute values:
+// text, integers, floats, booleans, and dictionaries of them.
+func arrowScalar(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW, arrow.BOOL,
+		arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT32, arrow.FLOAT64:
+		return true
+	case arrow.DICTIONARY:
+		return arrowScalar(t.(*arrow.DictionaryType).ValueType)
+	}
+	return false
+}
+
+// arrowAttr stores cell i of a column no span field takes as an
+// attribute (text as it is, numbers in decimal, booleans true/false).
+func (r *flatRecord) arrowAttr(c *arrowCol, a arrow.Array, i int, scratch *[]byte) {
+	if i < 0 || i >= a.Len() || a.IsNull(i) {
+		return
+	}
+	b := (*scratch)[:0]
+	alias := false
+	switch a := a.(type) {
+	case *array.String:
+		b, alias = view(a.Value(i)), true
+	case *array.LargeString:
+		b, alias = view(a.Value(i)), true
+	case *array.StringView:
+		b, alias = view(a.Value(i)), true
+	case *array.Boolean:
+		b = strconv.AppendBool(b, a.Value(i))
+	case *array.Int64:
+		b = strconv.AppendInt(b, a.Value(i), 10)
+	case *array.Int32:
+		b = strconv.AppendInt(b, int64(a.Value(i)), 10)
+	case *array.Int16:
+		b = strconv.AppendInt(b, int64(a.Value(i)), 10)
+	case *array.Int8:
+		b = strconv.AppendInt(b, int64(a.Value(i)), 10)
+	case *array.Uint64:
+		b = strconv.AppendUint(b, a.Value(i), 10)
+	case *array.Uint32:
+		b = strconv.AppendUint(b, uint64(a.Value(i)), 10)
+	case *array.Uint16:
+		b = strconv.AppendUint(b, uint64(a.Value(i)), 10)
+	case *array.Uint8:
+		b = strconv.AppendUint(b, uint64(a.Value(i)), 10)
+	case *array.Float64:
+		b = strconv.AppendFloat(b, a.Value(i), 'g', -1, 64)
+	case *array.Float32:
+		b = strconv.AppendFloat(b, float64(a.Value(i)), 'g', -1, 32)
+	case *array.Dictionary:
+		r.arrowAttr(c, a.Dictionary(), a.GetValueIndex(i), scratch)
+		return
+	default:
+		return
+	}
+	if !alias {
+		*scratch = b
+	}
+	r.at.add(tierField, c.spec.name, b, alias)
 }
 
 func (r *flatRecord) setBinary(c colSpec, b []byte, scratch *[]byte) error {

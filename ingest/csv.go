@@ -36,6 +36,12 @@ type colSpec struct {
 	f       field
 	hopAttr bool // the column named by --hop-by attr:KEY
 	pod     bool // a service read from a pod-name column
+	// name is the column's name when its cells are attributes too: a
+	// column no span field takes, or a pod column (see setText).
+	name string
+	// alias: the reader keeps the cell's bytes until its next span, so a
+	// borrowing record may keep a view of them.
+	alias bool
 }
 
 func (c colSpec) used() bool { return c.f != fNone || c.hopAttr }
@@ -53,7 +59,18 @@ func (t *fieldTable) column(name string) colSpec {
 		c.f = fNone // nested attribute objects have no meaning in a table
 	}
 	c.pod = c.f == fService && strings.Contains(strings.ToLower(name), "pod")
+	if c.f == fNone || c.pod {
+		c.name = validText([]byte(name))
+	}
 	return c
+}
+
+// attr stores a cell of a column no span field takes: an attribute.
+// Empty cells are absent values.
+func (r *flatRecord) attr(c colSpec, v []byte) {
+	if c.name != "" {
+		r.at.add(tierField, c.name, bytes.TrimSpace(v), c.alias)
+	}
 }
 
 // k8sPodName matches a Deployment pod name: the workload name, the
@@ -97,6 +114,12 @@ func (r *flatRecord) setText(c colSpec, v []byte) error {
 		return nil
 	case c.pod:
 		r.sp.Service = r.intern.get([]byte(PodService(string(v))))
+		// The service took the workload; the pod is the instance,
+		// which attribution compares (an attribute under the column's
+		// name).
+		if c.name != "" {
+			r.at.add(tierField, c.name, v, c.alias)
+		}
 		return nil
 	case c.f == fError:
 		// A table cell cannot distinguish a bool from a message: "true",
@@ -284,13 +307,16 @@ func decodeCSV(src *Source) error {
 	for i, h := range hdr {
 		names[i] = strings.TrimSpace(string(h))
 		cols[i] = tab.column(names[i])
+		// A record's cells stay in the splitter's buffer until the next
+		// record is read, after its span is emitted.
+		cols[i].alias = true
 		have[cols[i].f] = true
 	}
 	if !hasDurationColumn(have) {
 		return fmt.Errorf("line %d: the CSV header (%s) has no duration column: name one with --map, e.g. --map duration_ms=COLUMN (fields: %s)",
 			cr.line, strings.Join(names, ","), strings.Join(FlatFields, ", "))
 	}
-	rec := &flatRecord{intern: &interner{}, units: &unitStats{}}
+	rec := &flatRecord{intern: &interner{}, units: &unitStats{}, at: attrSet{borrow: src.opt.Borrowed}}
 	defer func() { src.unitNotes(rec.units, false) }()
 	for {
 		fields, err := cr.next()
@@ -317,6 +343,7 @@ func decodeCSV(src *Source) error {
 		bad := false
 		for i, c := range cols {
 			if !c.used() {
+				rec.attr(c, fields[i])
 				continue
 			}
 			if err := rec.setText(c, fields[i]); err != nil {

@@ -52,6 +52,7 @@ const (
 	fNested    // an attributes object whose members are fields too
 	fPeer      // the remote side of a client span (--hop-by peer)
 	fCodeText  // an error kind kept as text (span.CodeText), as export writes it
+	fResource  // like fNested, and its attributes are the resource's
 )
 
 // FlatFields lists the canonical field names, for --help and --map checks.
@@ -84,7 +85,8 @@ var flatKeys = map[string]field{
 	"timeout_ms": fTimeoutMs,
 	"weight":     fWeight, "sampling.weight": fWeight, "adjusted_count": fWeight,
 	"error": fError, "error.type": fErrorType, "error_type": fErrorType,
-	"attributes": fNested, "attrs": fNested, "tags": fNested,
+	"attributes": fNested, "attrs": fNested, "tags": fNested, "labels": fNested,
+	"resource": fResource, "resource.attributes": fResource,
 	"peer": fPeer, "peer.service": fPeer, "server.address": fPeer,
 	"code_text": fCodeText,
 }
@@ -188,14 +190,35 @@ type flatRecord struct {
 	units    *unitStats
 	durKey   string
 	probe    bool
+	// at gathers the attributes (attrs.go): the fields no span field
+	// took, and the members of attribute objects.
+	at attrSet
+	// top marks the fields the line set itself (bit fieldGroup(f)):
+	// a member of an attribute object does not override them.
+	top uint64
 }
 
 // softErr is a value of an optional field that a reader could not read.
 type softErr struct{ field, detail string }
 
 func (r *flatRecord) reset() {
-	in, b, k, l, soft, u, p := r.intern, r.block, r.keys, r.lazy, r.soft[:0], r.units, r.probe
-	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft, units: u, probe: p}
+	in, b, k, l, soft, u, p, at := r.intern, r.block, r.keys, r.lazy, r.soft[:0], r.units, r.probe, r.at
+	at.reset()
+	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft, units: u, probe: p, at: at}
+}
+
+// fieldGroup is the bit of r.top that stands for f: the fields that fill
+// the same part of a span share one.
+func fieldGroup(f field) uint64 {
+	switch f {
+	case fStartMs, fStartUs, fStartS:
+		f = fStart
+	case fDurationMs, fDurationUs, fDurationNs, fDurationS:
+		f = fDuration
+	case fResendCount:
+		f = fAttempt
+	}
+	return 1 << (f & 63)
 }
 
 // ignore records a value of an optional field that could not be read.
@@ -208,7 +231,7 @@ func fieldName(f field) string {
 	switch f {
 	case fResendCount:
 		return "attempt"
-	case fNested:
+	case fNested, fResource:
 		return "attributes"
 	case fStartMs, fStartUs, fStartS:
 		return "start"
@@ -440,6 +463,7 @@ func (r *flatRecord) finish() (reason, detail string) {
 		// field says it failed.
 		sp.Status = span.Error
 	}
+	sp.Attrs = r.at.done()
 	if r.units != nil {
 		r.units.record(r)
 	}
@@ -810,22 +834,59 @@ type fieldError struct{ err error }
 
 func (e fieldError) Error() string { return e.err.Error() }
 
-func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error {
+// decodeObject decodes the members of a line's object (depth 0) or of an
+// attribute object in it (depth 1, tier the attributes' tier): members
+// that name fields set them; at depth 0 the others become attributes
+// under their own key, at depth 1 every scalar member does (the span's
+// attributes, even those that also fill a field), and an object member is
+// flattened into dotted keys. A field the line set itself wins over an
+// attribute object's member of the same field, wherever it comes.
+func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int, tier uint8) error {
 	pos := 0
 	return sc.object(func(key []byte, k kind, v []byte) error {
+		scalar := k != kObject && k != kArray && k != kNull
 		if t.hopAttr != "" && string(key) == t.hopAttr && (k == kString || k == kNumber) {
 			rec.sp.Hop = rec.intern.get(v)
+			if depth > 0 {
+				rec.at.add(tier, rec.at.keyOf(key), v, inBuf(v, rec.block))
+			}
 			return nil
 		}
 		f := t.lookup(rec, depth, pos, key)
 		pos++
-		if f == fNone {
-			return nil
-		}
-		if f == fNested {
+		if f == fNested || f == fResource {
 			if k == kObject && depth == 0 {
 				sub := scanner{buf: v}
-				return t.decodeObject(&sub, rec, depth+1)
+				tier := tierSpan
+				if f == fResource {
+					tier = tierResource
+				}
+				return t.decodeObject(&sub, rec, depth+1, tier)
+			}
+			if depth == 0 {
+				return nil
+			}
+			f = fNone // a nested "attributes" member is an attribute
+		}
+		if depth > 0 {
+			switch {
+			case scalar:
+				rec.at.add(tier, rec.at.keyOf(key), v, inBuf(v, rec.block))
+			case k == kObject && tier == tierResource && depth == 1 && (string(key) == "attributes" || string(key) == "attrs"):
+				// {"resource":{"attributes":{…}}}, as OTLP nests them.
+				sub := scanner{buf: v}
+				return t.decodeObject(&sub, rec, depth+1, tier)
+			case k == kObject:
+				rec.at.key = append(rec.at.key[:0], key...)
+				flattenAttrs(v, rec, tier, depth)
+			}
+			if rec.top&fieldGroup(f) != 0 {
+				return nil // the line's own field wins
+			}
+		}
+		if f == fNone {
+			if depth == 0 && scalar {
+				rec.at.add(tierField, rec.at.keyOf(key), v, inBuf(v, rec.block))
 			}
 			return nil
 		}
@@ -846,11 +907,41 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int) error
 		if err := rec.set(f, k == kString, v); err != nil {
 			return fieldError{err}
 		}
+		if depth == 0 {
+			rec.top |= fieldGroup(f)
+		}
 		if rec.probe && isDurationField(f) {
 			rec.durKey = string(key)
 		}
 		return nil
 	})
+}
+
+// maxAttrDepth bounds how deep objects inside an attribute object are
+// flattened into dotted keys; deeper ones are left out.
+const maxAttrDepth = 8
+
+// flattenAttrs adds the scalar members of the object raw as attributes
+// under rec.at.key (the dotted path so far) plus ".member". The object was
+// validated by the scanner that delimited it; an error here only ends the
+// flattening.
+func flattenAttrs(raw []byte, rec *flatRecord, tier uint8, depth int) {
+	if depth >= maxAttrDepth {
+		return
+	}
+	sc := scanner{buf: raw}
+	n := len(rec.at.key)
+	sc.object(func(key []byte, k kind, v []byte) error {
+		rec.at.key = append(append(rec.at.key[:n], '.'), key...)
+		switch k {
+		case kObject:
+			flattenAttrs(v, rec, tier, depth+1)
+		case kString, kNumber, kBool:
+			rec.at.add(tier, rec.at.keyOf(rec.at.key), v, inBuf(v, rec.block))
+		}
+		return nil
+	})
+	rec.at.key = rec.at.key[:n]
 }
 
 // keySlot remembers which field a key names. Lines of one log repeat the

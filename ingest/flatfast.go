@@ -29,6 +29,7 @@ type layout struct {
 
 type layoutEntry struct {
 	quoted []byte // the key with its quotes, as it is in the line
+	key    string // the key, for an attribute (f == fNone)
 	// w and m are quoted as two little-endian words and their masks (for
 	// keys of up to 16 bytes with quotes; m[0] == 0 for longer ones), so
 	// that checking a guess is two loads and compares.
@@ -128,7 +129,11 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			}
 			rec.sp.Hop = rec.intern.get(v)
 		case ent.f == fNone:
-		case ent.f == fNested:
+			// A field no span field takes: an attribute (null is none).
+			if str || num || v[0] != 'n' {
+				rec.at.add(tierField, ent.key, v, inBuf(v, rec.block))
+			}
+		case ent.f == fNested, ent.f == fResource:
 			return false
 		case num:
 			if !rec.setNumber(ent.f, &nt) {
@@ -170,7 +175,7 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 		return -1
 	}
 	key := string(quoted[1 : len(quoted)-1])
-	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.keys[key], hopAttr: t.hopAttr != "" && key == t.hopAttr}
+	e := layoutEntry{quoted: append([]byte(nil), quoted...), key: validText(quoted[1 : len(quoted)-1]), f: t.keys[key], hopAttr: t.hopAttr != "" && key == t.hopAttr}
 	if len(quoted) <= 16 {
 		var buf [16]byte
 		copy(buf[:], quoted)

@@ -268,13 +268,14 @@ func TestRecordReset(t *testing.T) {
 		switch f.Kind() {
 		case reflect.Struct:
 			for i := range f.NumField() {
-				fill(f.Field(i))
+				g := f.Field(i)
+				fill(reflect.NewAt(g.Type(), g.Addr().UnsafePointer()).Elem())
 			}
 		case reflect.String:
 			f.SetString("x")
 		case reflect.Bool:
 			f.SetBool(true)
-		case reflect.Int, reflect.Int64, reflect.Uint8:
+		case reflect.Int, reflect.Int64, reflect.Uint8, reflect.Uint64:
 			if f.CanInt() {
 				f.SetInt(1)
 			} else {
@@ -296,8 +297,12 @@ func TestRecordReset(t *testing.T) {
 		}
 	}
 	r.reset()
-	want := flatRecord{intern: r.intern, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft, units: r.units, probe: r.probe}
+	want := flatRecord{intern: r.intern, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft, units: r.units, probe: r.probe, at: r.at}
 	if !reflect.DeepEqual(r, want) || !r.lazy || r.intern == nil || len(r.soft) != 0 || cap(r.soft) == 0 {
 		t.Errorf("after reset: %+v", r)
+	}
+	// The attributes are emptied, their buffers and mode kept.
+	if a := r.at; len(a.list) != 0 || len(a.tier) != 0 || cap(a.list) == 0 || !a.borrow || a.in == nil || a.chunk == nil {
+		t.Errorf("attributes after reset: %+v", a)
 	}
 }

@@ -97,6 +97,7 @@ type block struct {
 	err     error // an I/O error after the lines of buf
 
 	spans  []span.Span
+	attrs  []span.Attr // the borrowed spans' attributes (their Attrs alias it)
 	lines  []int64
 	events []lineEvent
 	used   int64 // spans a Branch took (Fork only)
@@ -117,7 +118,7 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 	var branches []Branch
 	var decoders []*blockDecoder
 	for range workers {
-		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}, units: &unitStats{}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
+		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}, units: &unitStats{}, at: attrSet{borrow: src.opt.Borrowed}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
 		decoders = append(decoders, d)
 		if src.opt.Fork != nil {
 			d.src, d.branch = src, src.opt.Fork.Branch()
@@ -166,7 +167,7 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 			}
 		}
 		// Spans may alias buf (Options.Borrowed): recycle only now.
-		b.spans, b.lines, b.events = b.spans[:0], b.lines[:0], b.events[:0]
+		b.spans, b.attrs, b.lines, b.events = b.spans[:0], b.attrs[:0], b.lines[:0], b.events[:0]
 		b.err, b.tooLong, b.used = nil, 0, 0
 		if cap(b.buf) > 4*blockSize {
 			b.buf = nil // a long line's buffer: not kept in the pool
@@ -466,6 +467,14 @@ func (d *blockDecoder) decode(b *block) {
 			rec.materialize()
 		}
 		b.spans = append(b.spans, rec.sp)
+		if d.borrow && len(rec.sp.Attrs) > 0 {
+			// The record reuses its list on the next line, and the block's
+			// spans are handed on after the whole block: they keep theirs
+			// in the block (owned records gave each span its own).
+			s := len(b.attrs)
+			b.attrs = append(b.attrs, rec.sp.Attrs...)
+			b.spans[len(b.spans)-1].Attrs = b.attrs[s:len(b.attrs):len(b.attrs)]
+		}
 		b.lines = append(b.lines, ln)
 		if d.branch == nil && len(rec.soft) > 0 {
 			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, soft: slices.Clone(rec.soft)})
@@ -498,7 +507,7 @@ func isBlank(l []byte) bool {
 func (t *fieldTable) decodeLine(sc *scanner, rec *flatRecord, line []byte) (reason, detail string) {
 	rec.reset()
 	sc.buf, sc.pos = line, 0
-	if err := t.decodeObject(sc, rec, 0); err != nil {
+	if err := t.decodeObject(sc, rec, 0, tierField); err != nil {
 		reason := "bad JSON"
 		if errors.As(err, new(fieldError)) {
 			reason = "bad value"
