@@ -67,9 +67,12 @@ func (a *attrSet) keyOf(k []byte) string { return a.interner().get(k) }
 // add appends one attribute. v is the value's text; alias says whether
 // it may be kept as a view (the record borrows and v lies in a buffer that
 // outlives the span's emit). Empty keys and values say nothing and are
-// left out; text that is not valid UTF-8 is repaired (a copy).
+// left out, and so are the keys that restate the service, kind or outcome
+// (attrKept: the trace formats leave them out too, so the same span gives
+// the same Attrs in every format); text that is not valid UTF-8 is
+// repaired (a copy).
 func (a *attrSet) add(tier uint8, key string, v []byte, alias bool) {
-	if key == "" || len(v) == 0 || len(v) > maxAttrValue {
+	if len(v) == 0 || len(v) > maxAttrValue || !attrKept(key) {
 		return
 	}
 	var val string

@@ -196,15 +196,18 @@ type flatRecord struct {
 	// top marks the fields the line set itself (bit fieldGroup(f)):
 	// a member of an attribute object does not override them.
 	top uint64
+	// nested are the line's attribute objects, decoded after its own
+	// members (decodeObject).
+	nested []nestedObj
 }
 
 // softErr is a value of an optional field that a reader could not read.
 type softErr struct{ field, detail string }
 
 func (r *flatRecord) reset() {
-	in, b, k, l, soft, u, p, at := r.intern, r.block, r.keys, r.lazy, r.soft[:0], r.units, r.probe, r.at
+	in, b, k, l, soft, u, p, at, n := r.intern, r.block, r.keys, r.lazy, r.soft[:0], r.units, r.probe, r.at, r.nested[:0]
 	at.reset()
-	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft, units: u, probe: p, at: at}
+	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft, units: u, probe: p, at: at, nested: n}
 }
 
 // fieldGroup is the bit of r.top that stands for f: the fields that fill
@@ -842,6 +845,30 @@ func (e fieldError) Error() string { return e.err.Error() }
 // flattened into dotted keys. A field the line set itself wins over an
 // attribute object's member of the same field, wherever it comes.
 func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int, tier uint8) error {
+	if depth == 0 {
+		rec.nested = rec.nested[:0]
+		if err := t.decodeMembers(sc, rec, 0, tierField); err != nil {
+			return err
+		}
+		for _, n := range rec.nested {
+			sub := scanner{buf: n.raw}
+			if err := t.decodeMembers(&sub, rec, 1, n.tier); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return t.decodeMembers(sc, rec, depth, tier)
+}
+
+// nestedObj is an attribute object of a line, decoded after the line's
+// own members: its raw text and its attributes' tier.
+type nestedObj struct {
+	raw  []byte
+	tier uint8
+}
+
+func (t *fieldTable) decodeMembers(sc *scanner, rec *flatRecord, depth int, tier uint8) error {
 	pos := 0
 	return sc.object(func(key []byte, k kind, v []byte) error {
 		scalar := k != kObject && k != kArray && k != kNull
@@ -856,12 +883,13 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int, tier 
 		pos++
 		if f == fNested || f == fResource {
 			if k == kObject && depth == 0 {
-				sub := scanner{buf: v}
+				// After the line's own fields, which win.
 				tier := tierSpan
 				if f == fResource {
 					tier = tierResource
 				}
-				return t.decodeObject(&sub, rec, depth+1, tier)
+				rec.nested = append(rec.nested, nestedObj{v, tier})
+				return nil
 			}
 			if depth == 0 {
 				return nil
@@ -875,7 +903,7 @@ func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int, tier 
 			case k == kObject && tier == tierResource && depth == 1 && (string(key) == "attributes" || string(key) == "attrs"):
 				// {"resource":{"attributes":{…}}}, as OTLP nests them.
 				sub := scanner{buf: v}
-				return t.decodeObject(&sub, rec, depth+1, tier)
+				return t.decodeMembers(&sub, rec, depth+1, tier)
 			case k == kObject:
 				rec.at.key = append(rec.at.key[:0], key...)
 				flattenAttrs(v, rec, tier, depth)

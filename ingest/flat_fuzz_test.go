@@ -32,6 +32,7 @@ func checkRead(t *testing.T, data []byte, opt Options) *Stats {
 		if sp.Weight < 0 || sp.Weight != sp.Weight {
 			t.Fatalf("bad weight %v", sp.Weight)
 		}
+		checkAttrs(t, sp)
 	})
 	if st == nil {
 		t.Fatalf("nil stats (err %v)", err)
@@ -77,6 +78,8 @@ func FuzzFlat(f *testing.F) {
 		`{"hop":"h","duration":1} trailing`,
 		`[1,2,3]`,
 		`{"hop":{"a":[[[[[]]]]]},"duration":1}`,
+		// Attributes: extra fields, attribute and resource objects.
+		`{"hop":"h","duration_ms":1,"pod":"p","n":1.5,"ok":true,"attributes":{"a":{"b":{"c":"d"}},"code":500},"resource":{"attributes":{"host.name":"x"}}}`,
 		// Wild codes and attempt numbers, optional values not understood,
 		// a byte order mark.
 		"\xef\xbb\xbf" + `{"hop":"h","duration_ms":1,"code":"ECONNRESET","attempt":0,"status":"UNAVAILABLE"}` + "\n" +

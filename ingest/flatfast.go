@@ -175,7 +175,10 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 		return -1
 	}
 	key := string(quoted[1 : len(quoted)-1])
-	e := layoutEntry{quoted: append([]byte(nil), quoted...), key: validText(quoted[1 : len(quoted)-1]), f: t.keys[key], hopAttr: t.hopAttr != "" && key == t.hopAttr}
+	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.keys[key], hopAttr: t.hopAttr != "" && key == t.hopAttr}
+	if e.f == fNone && !e.hopAttr {
+		e.key = validText(quoted[1 : len(quoted)-1]) // an attribute's
+	}
 	if len(quoted) <= 16 {
 		var buf [16]byte
 		copy(buf[:], quoted)

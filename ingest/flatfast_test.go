@@ -39,6 +39,15 @@ func fastAgrees(t testing.TB, tab *fieldTable, ly *layout, line []byte) bool {
 	if fr != sr || fd != sd || !reflect.DeepEqual(fast.sp, slow.sp) {
 		t.Fatalf("%q:\nfast    %+v %q %q\ngeneral %+v %q %q", line, fast.sp, fr, fd, slow.sp, sr, sd)
 	}
+	// Borrowing (attributes as views of the line): the same span.
+	borrowed := &flatRecord{intern: &interner{}, block: line, at: attrSet{borrow: true}}
+	if !tab.fastLine(borrowed, ly, line) {
+		t.Fatalf("%q: not taken when borrowing", line)
+	}
+	borrowed.finish()
+	if !reflect.DeepEqual(fast.sp, borrowed.sp) {
+		t.Fatalf("%q:\nowned    %+v\nborrowed %+v", line, fast.sp, borrowed.sp)
+	}
 	return true
 }
 
@@ -63,12 +72,18 @@ func TestFastLineAgrees(t *testing.T) {
 		`{"hop":"né","duration_ms":1}`,
 		"{\"hop\":\"bad\xffutf8\",\"duration_ms\":1}",
 		"\t{\"hop\":\"ws\",\"duration_ms\":1}\t",
+		// Fields no span field takes: attributes, as the general path has them.
+		`{"hop":"a","duration_ms":1,"pod":"p-1","zone":"eu-1","n":12.5,"big":1e400,"ok":true,"off":false,"none":null,"empty":""}`,
+		"{\"hop\":\"a\",\"duration_ms\":1,\"bad\":\"x\xffy\",\"k\xfe\":2}",
+		`{"hop":"a","duration_ms":1,"otel.status_description":"gone"}`,
 	}
 	leave := []string{
 		`{}`,
 		`{"hop":"a\"b","duration_ms":1}`,
 		`{"h\u006fp":"x","duration_ms":1}`,
 		`{"hop":"x","duration_ms":1,"attributes":{"code":500}}`,
+		`{"hop":"x","duration_ms":1,"resource":{"k8s.pod.name":"p"}}`,
+		`{"hop":"x","duration_ms":1,"path":"a\/b"}`,
 		`{"hop":"x","duration_ms":[1]}`,
 		`{"hop":"x","duration_ms":"fast"}`,
 		`{"hop":"x","duration_ms":1,}`,
@@ -140,6 +155,7 @@ func FuzzFastLine(f *testing.F) {
 		f.Add(l)
 	}
 	f.Add([]byte(`{"hop":"x","duration":"1.5s","attempt":2,"error":"boom"}`))
+	f.Add([]byte(`{"hop":"x","duration_ms":1,"pod":"p-1","n":-2.5e3,"ok":true,"x":null}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		tab := newFieldTable(&Options{})
 		var ly layout
@@ -297,8 +313,8 @@ func TestRecordReset(t *testing.T) {
 		}
 	}
 	r.reset()
-	want := flatRecord{intern: r.intern, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft, units: r.units, probe: r.probe, at: r.at}
-	if !reflect.DeepEqual(r, want) || !r.lazy || r.intern == nil || len(r.soft) != 0 || cap(r.soft) == 0 {
+	want := flatRecord{intern: r.intern, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft, units: r.units, probe: r.probe, at: r.at, nested: r.nested}
+	if !reflect.DeepEqual(r, want) || !r.lazy || r.intern == nil || len(r.soft) != 0 || cap(r.soft) == 0 || len(r.nested) != 0 {
 		t.Errorf("after reset: %+v", r)
 	}
 	// The attributes are emptied, their buffers and mode kept.
