@@ -69,6 +69,10 @@ type Accum struct {
 // hopAcc is what an Accum keeps of one hop over all spans.
 type hopAcc struct {
 	name string
+	// first is what the hop's first span says besides its name (see
+	// cardinality.go): a copy, read only when the hop names look
+	// unbounded.
+	first hopFirst
 	// n counts attempts, failed the failed ones, cut those of them the
 	// span marks as cut by a timeout (flagged's count).
 	n, failed, cut int
@@ -96,7 +100,11 @@ func NewAccum(sampleSpans int) *Accum {
 // may be reused by the caller afterwards.
 func (a *Accum) Add(sp *span.Span) {
 	a.total++
-	a.hopOf(sp.Hop).add(sp)
+	h := a.hopOf(sp.Hop)
+	if h.n == 0 {
+		h.first = firstOf(sp)
+	}
+	h.add(sp)
 	a.sample(sp)
 }
 
@@ -204,6 +212,11 @@ type Part struct {
 	recent [65]*hopAcc // 2-way: a hop may sit in its slot or the next
 	n      int64
 	quiet  int // spans since the last publish
+	// dirty lists the hops that gained attempts since the last publish,
+	// so that publishing costs what the Part added, not what it holds
+	// (with hundreds of thousands of hops, a walk over all of them every
+	// publishEvery spans made the read quadratic).
+	dirty []*hopAcc
 	// lastID and lastHash are the previous span's trace id and its hash.
 	lastID   []byte
 	lastHash uint64
@@ -232,7 +245,7 @@ func (p *Part) Add(sp *span.Span) bool {
 		} else {
 			h = p.hops[hop]
 			if h == nil {
-				h = &hopAcc{name: hop}
+				h = &hopAcc{name: hop, first: firstOf(sp)}
 				p.hops[hop] = h
 			}
 			if p.recent[k] == nil {
@@ -241,6 +254,9 @@ func (p *Part) Add(sp *span.Span) bool {
 				p.recent[k+1] = h
 			}
 		}
+	}
+	if h.n == h.told {
+		p.dirty = append(p.dirty, h)
 	}
 	h.add(sp)
 	if p.quiet++; p.quiet >= publishEvery {
@@ -276,14 +292,17 @@ func (p *Part) publish() {
 	if a.told == nil {
 		a.told = map[string]int{}
 	}
-	for name, h := range p.hops {
-		a.told[name] += h.n - h.told
+	for _, h := range p.dirty {
+		t := a.told[h.name] + h.n - h.told
+		a.told[h.name] = t
 		h.told = h.n
-		if a.told[name] > quantile.ExactLimit && h.succ.Exact() {
+		if t > quantile.ExactLimit && h.succ.Exact() {
 			over = append(over, h)
 		}
 	}
 	a.mu.Unlock()
+	clear(p.dirty)
+	p.dirty = p.dirty[:0]
 	for _, h := range over {
 		h.succ.Sketch()
 		h.flagged.Sketch()
@@ -315,6 +334,9 @@ func (h *hopAcc) merge(o *hopAcc) {
 		h.succ.Sketch()
 		h.flagged.Sketch()
 		h.other.Sketch()
+	}
+	if h.n == 0 {
+		h.first = o.first
 	}
 	h.n += o.n
 	h.failed += o.failed
@@ -438,9 +460,9 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 	// Attribution and examples come from the per-hop state over every
 	// span: the sample keeps no attributes.
 	if !a.Sampled() {
-		return run(a.spans, reqs, probs, opt, nil, a.hopAcc)
+		return run(a.spans, reqs, probs, opt, nil, a.hopAcc, a.seen())
 	}
-	rep := run(a.spans, reqs, probs, opt, a.fill, a.hopAcc)
+	rep := run(a.spans, reqs, probs, opt, a.fill, a.hopAcc, a.seen())
 	a.addUnsampledHops(rep)
 	traces := map[uint64]bool{}
 	for _, x := range a.hashes {
@@ -462,10 +484,13 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 // spans, their class and retry yield are not, and the recommended policy
 // covers them with its default.
 func (a *Accum) addUnsampledHops(rep *Report) {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(rep.Hops))
 	for _, h := range rep.Hops {
 		seen[h.Hop] = true
 	}
+	// With unbounded hop names most hops are missing from the sample: grow
+	// once rather than by doubling a slice of large structs.
+	rep.Hops = slices.Grow(rep.Hops, len(a.hops)-len(seen))
 	added := false
 	for name, acc := range a.hops {
 		if seen[name] {
@@ -483,7 +508,7 @@ func (a *Accum) addUnsampledHops(rep *Report) {
 		added = true
 	}
 	if added {
-		sort.Slice(rep.Hops, func(i, j int) bool { return rep.Hops[i].Hop < rep.Hops[j].Hop })
+		slices.SortFunc(rep.Hops, func(x, y Hop) int { return strings.Compare(x.Hop, y.Hop) })
 	}
 }
 
@@ -660,5 +685,35 @@ func digestLogHistogram(d *quantile.Digest) []quantile.Bucket {
 		}
 		out = append(out, quantile.Bucket{FromMs: edge(i), ToMs: edge(i + 1), Count: c})
 	})
+	return out
+}
+
+// seen lists every hop for the cardinality rule (the sample's spans do
+// not carry attributes: each hop's first span was read as it was added).
+//
+// A reader may defer decoding a span's service and name until the span
+// joins the sample (the flat fast path does): a hop whose first span had
+// neither takes them from its first span in the sample, if any.
+func (a *Accum) seen() []hopSeen {
+	out := make([]hopSeen, 0, len(a.hops))
+	var inSample map[string]*span.Span
+	for name, h := range a.hops {
+		f := h.first
+		if f.service == "" && f.name == "" {
+			if inSample == nil {
+				inSample = map[string]*span.Span{}
+				for i := range a.spans {
+					if sp := &a.spans[i]; inSample[sp.Hop] == nil {
+						inSample[sp.Hop] = sp
+					}
+				}
+			}
+			if sp := inSample[name]; sp != nil {
+				f.service, f.name = sp.Service, sp.Name
+			}
+		}
+		out = append(out, hopSeen{name: name, attempts: h.n, first: f})
+	}
+	slices.SortFunc(out, func(x, y hopSeen) int { return strings.Compare(x.name, y.name) })
 	return out
 }

@@ -112,6 +112,8 @@ type Report struct {
 	// against another window of logs (see compare.go).
 	Compare *Comparison `json:"compare,omitempty"`
 	paths   *paths
+	// unbounded is set when the hop names look unbounded (cardinality.go).
+	unbounded *Unbounded
 }
 
 // Latency holds percentiles in ms. A nil value is unknown: censored, or no
@@ -346,7 +348,7 @@ func fptr(x float64) *float64 {
 
 // Run analyses spans. reqs and probs come from span.Assemble(spans).
 func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
-	return run(spans, reqs, probs, opt, nil, nil)
+	return run(spans, reqs, probs, opt, nil, nil, nil)
 }
 
 // hopFiller replaces the per-hop numbers that hopStats computed on spans
@@ -362,7 +364,10 @@ type hopState func(name string) *hopAcc
 // run is Run, with fill (when not nil) called on each hop before it is
 // added, so that everything computed after the hop table (recommendation,
 // replay, ranking) sees the filled numbers.
-func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, fill hopFiller, state hopState) *Report {
+//
+// seen lists every hop for the cardinality rule (cardinality.go); nil
+// takes them from spans.
+func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, fill hopFiller, state hopState, seen []hopSeen) *Report {
 	if opt.Percentile == 0 {
 		opt.Percentile = 99
 	}
@@ -401,6 +406,14 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	if seen == nil {
+		seen = make([]hopSeen, len(names))
+		for i, n := range names {
+			seen[i] = hopSeen{name: n, attempts: len(byHop[n]), first: firstOf(byHop[n][0])}
+		}
+	}
+	rep.unbounded = unboundedHops(seen)
+	rep.Hops = make([]Hop, 0, len(names))
 	for _, n := range names {
 		from := len(rep.Warnings)
 		h := hopStats(n, byHop[n], calls[n], roots[n], opt, rep)
@@ -421,6 +434,11 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	}
 	addProblemWarnings(rep, probs)
 	rec := Recommend(rep, reqs, opt)
+	if rep.unbounded != nil {
+		// After Recommend: the warning says how many hops it left to the
+		// policy's default.
+		rep.Warnings = append(rep.Warnings, rep.unbounded.warning())
+	}
 	rep.recommended = rec
 	rep.RecommendedPolicy = DocOf(rec)
 	rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec)

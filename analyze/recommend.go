@@ -205,6 +205,7 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		h.Recommendation.Retries = hp.Retries
 		h.Recommendation.Basis = strings.Replace(h.Recommendation.Basis, "the policy's default", "the policy's default, "+FormatDuration(hp.Timeout), 1)
 	}
+	collapseIDHops(rep, p)
 	recommendHedges(rep, reqs, p, opt) // hedge.go: only with Options.HedgeLoad
 	chk := raiseUntilSafe(rep, reqs, p, opt, target)
 	if nested := coverNestedRetries(rep, reqs, p, opt); len(nested) > 0 {
