@@ -138,6 +138,9 @@ type hopView struct {
 	Timed bool
 	// RaisedFrom is the timeout before replay raised it, or "".
 	RaisedFrom string
+	// Attrs are the hop's attributions; Examples its example traces.
+	Attrs    []attrView
+	Examples string
 	// Drawn is set when the hop has its own section with charts (the
 	// table links to it); Yield and the charts are only set then.
 	Drawn bool
@@ -245,7 +248,10 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 			Class: h.FailureClass, Evidence: h.Evidence,
 			Action: h.Recommendation.Action, RecTimeout: recTimeout(h.Recommendation),
 			RecRetries: h.Recommendation.Retries, Basis: h.Recommendation.Basis,
-			Timed: timed(h.Recommendation),
+			Timed: timed(h.Recommendation), Examples: hopExamplesText(h.Examples),
+		}
+		for _, a := range h.Attribution {
+			hv.Attrs = append(hv.Attrs, attrViewOf(h.Hop, a))
 		}
 		if r := h.Recommendation; hv.Timed && r.RaisedFromMs != nil {
 			hv.RecTimeout, hv.RaisedFrom = dur(r.TimeoutMs), dur(*r.RaisedFromMs)

@@ -165,6 +165,9 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 			if h.TimeoutMs != nil {
 				s += fmt.Sprintf("; timeout %s from %s", dur(*h.TimeoutMs), md(h.TimeoutSource))
 			}
+			if x := hopExamplesText(h.Examples); x != "" {
+				s += "; " + md(x)
+			}
 			evidence = append(evidence, s)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -152,7 +153,12 @@ var compareHead = []string{"HOP", "TAIL +", "P50", "P95", "P99", "FAILED", "CLAS
 
 // writeTailText writes the text report's opening sections.
 func writeTailText(e *errWriter, rep *analyze.Report) {
-	if rows, more := tailRows(rep); len(rows) > 0 {
+	attrs, attrMore := attrRows(rep)
+	rows, more := tailRows(rep)
+	if len(rows) == 0 && len(attrs) > 0 {
+		e.printf("%s\n", e.paint(ansiBold, "where the tail comes from"))
+	}
+	if len(rows) > 0 {
 		e.printf("%s: %s", e.paint(ansiBold, "where the tail comes from"), tailWhich(rep.TailRequests))
 		if tr := rep.TailRequests; tr != nil && len(tr.Examples) > 0 {
 			e.printf("; %s", Visible(examplesText(tr.Examples)))
@@ -167,6 +173,15 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		}
 		if more != "" {
 			e.printf("  %s\n", e.paint(ansiDim, more))
+		}
+	}
+	if len(attrs) > 0 {
+		e.printf("  %s\n", e.paint(ansiBold, "on one instance or attribute:"))
+		for _, r := range attrs {
+			e.printf("    %s\n", Visible(attrLine(r)))
+		}
+		if attrMore != "" {
+			e.printf("    %s\n", e.paint(ansiDim, attrMore))
 		}
 	}
 	for _, h := range gapHops(rep) {
@@ -202,7 +217,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 			}
 		}
 	}
-	if len(rep.TailRanking) > 0 || len(gapHops(rep)) > 0 || rep.Compare != nil {
+	if len(rep.TailRanking) > 0 || len(attrs) > 0 || len(gapHops(rep)) > 0 || rep.Compare != nil {
 		e.printf("\n")
 	}
 }
@@ -211,7 +226,8 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 	rows, more := tailRows(rep)
 	gaps := gapHops(rep)
-	if len(rows) > 0 || len(gaps) > 0 {
+	attrs, attrMore := attrRows(rep)
+	if len(rows) > 0 || len(gaps) > 0 || len(attrs) > 0 {
 		e.printf("#### Where the tail comes from\n\n")
 	}
 	if len(rows) > 0 {
@@ -229,6 +245,16 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		}
 		if more != "" {
 			e.printf("\n%s.\n", capFirst(more))
+		}
+		e.printf("\n")
+	}
+	if len(attrs) > 0 {
+		e.printf("On one instance or attribute:\n\n")
+		for _, r := range attrs {
+			e.printf("- %s\n", md(attrLine(r)))
+		}
+		if attrMore != "" {
+			e.printf("\n%s.\n", capFirst(attrMore))
 		}
 		e.printf("\n")
 	}
@@ -275,6 +301,14 @@ type tailView struct {
 	More            string
 	Gaps            []string
 	Compare         *compareView
+	// Attrs are the attributions shown (attrLine), AttrMore a note on the
+	// rest.
+	Attrs    []attrView
+	AttrMore string
+}
+
+type attrView struct {
+	Hop, Key, Value, Text, Examples string
 }
 
 type tailRowView struct {
@@ -312,6 +346,11 @@ func tailViewOf(rep *analyze.Report) *tailView {
 		}
 	}
 	v.More = capFirst(more)
+	attrs, attrMore := attrRows(rep)
+	for _, r := range attrs {
+		v.Attrs = append(v.Attrs, attrViewOf(r.Hop, r.A))
+	}
+	v.AttrMore = capFirst(attrMore)
 	for _, h := range gapHops(rep) {
 		v.Gaps = append(v.Gaps, gapLine(h))
 	}
@@ -323,16 +362,20 @@ func tailViewOf(rep *analyze.Report) *tailView {
 		}
 		v.Compare = cv
 	}
-	if len(v.Rows) == 0 && len(v.Gaps) == 0 && v.Compare == nil {
+	if len(v.Rows) == 0 && len(v.Gaps) == 0 && len(v.Attrs) == 0 && v.Compare == nil {
 		return nil
 	}
 	return v
 }
 
+func attrViewOf(hop string, a analyze.Attribution) attrView {
+	return attrView{Hop: hop, Key: a.Key, Value: a.Value, Text: attrText(a), Examples: examplesText(a.Examples)}
+}
+
 // tailTemplate draws tailView; html.tmpl calls it as {{template "tail"
 // .Tail}}. Every value from the logs goes through vis or name.
 const tailTemplate = `{{define "tail"}}{{with .}}
-{{- if or .Rows .Gaps}}
+{{- if or .Rows .Gaps .Attrs}}
 <h2 id="tail">Where the tail comes from</h2>
 <div class="panel tablewrap" data-section="tail">
 {{- if .Rows}}
@@ -347,6 +390,17 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 </table>
 {{- if .More}}
 <p class="muted">{{vis .More}}.</p>
+{{- end}}
+{{- end}}
+{{- if .Attrs}}
+<p><b>On one instance or attribute:</b></p>
+<ul id="attribution">
+{{- range .Attrs}}
+<li data-attr-hop="{{vis .Hop}}" data-attr="{{vis .Key}}={{vis .Value}}"><b>{{name .Hop}}</b>: {{vis .Text}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</li>
+{{- end}}
+</ul>
+{{- if .AttrMore}}
+<p class="muted">{{vis .AttrMore}}.</p>
 {{- end}}
 {{- end}}
 {{- range .Gaps}}
@@ -376,4 +430,91 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 
 func init() {
 	template.Must(htmlTemplate.New("tail").Parse(tailTemplate))
+}
+
+// AttrShown is how many attributions the opening section shows (the hop
+// details and JSON hold them all).
+const AttrShown = 5
+
+// attrRow is one attribution of one hop.
+type attrRow struct {
+	Hop string
+	A   analyze.Attribution
+}
+
+// attrRows are the attributions the opening section shows: the ranked
+// hops' first, in the ranking's order, then the other hops' in the hop
+// table's; and a note on the rest.
+func attrRows(rep *analyze.Report) (rows []attrRow, more string) {
+	byHop := map[string]*analyze.Hop{}
+	for i := range rep.Hops {
+		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
+	}
+	var order []string
+	seen := map[string]bool{}
+	for _, e := range rep.TailRanking {
+		if !seen[e.Hop] && byHop[e.Hop] != nil {
+			order, seen[e.Hop] = append(order, e.Hop), true
+		}
+	}
+	for _, h := range rep.Hops {
+		if !seen[h.Hop] {
+			order, seen[h.Hop] = append(order, h.Hop), true
+		}
+	}
+	total := 0
+	for _, name := range order {
+		for _, a := range byHop[name].Attribution {
+			total++
+			if len(rows) < AttrShown {
+				rows = append(rows, attrRow{name, a})
+			}
+		}
+	}
+	if n := total - len(rows); n > 0 {
+		more = fmt.Sprintf("%s in the hop details", count(n, "more attribution", "more attributions"))
+	}
+	return rows, more
+}
+
+// attrText is one attribution in words, without its hop: "78% of its slow
+// attempts on k8s.pod.name=cart-3 (lift 3.9×, 41 of 52)".
+func attrText(a analyze.Attribution) string {
+	what, n := "slow attempts", a.Tail
+	if a.Of == "failures" {
+		what, n = "failures", a.Failed
+	}
+	return fmt.Sprintf("%s of its %s on %s=%s (lift %s×, %d of %d)", pct(a.Share), what, a.Key, a.Value,
+		strconv.FormatFloat(a.Lift, 'f', -1, 64), n, a.HopCount)
+}
+
+// attrLine is attrText with its hop and first example trace.
+func attrLine(r attrRow) string {
+	s := r.Hop + ": " + attrText(r.A)
+	if len(r.A.Examples) > 0 {
+		s += ", " + examplesText(r.A.Examples[:1])
+	}
+	return s
+}
+
+// hopExamplesText names the traces behind a hop's figures: "traces:
+// slowest (10.9s) req-0022, cut at the timeout req-0022, failed req-0101".
+func hopExamplesText(x *analyze.HopExamples) string {
+	if x == nil {
+		return ""
+	}
+	var parts []string
+	if x.SlowestTraceID != "" {
+		parts = append(parts, fmt.Sprintf("slowest (%s) %s", dur(x.SlowestMs), x.SlowestTraceID))
+	}
+	if x.TimeoutTraceID != "" {
+		parts = append(parts, "cut at the timeout "+x.TimeoutTraceID)
+	}
+	if x.FailedTraceID != "" {
+		parts = append(parts, "failed "+x.FailedTraceID)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "traces: " + strings.Join(parts, ", ")
 }

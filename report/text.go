@@ -375,6 +375,9 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 			if h.TimeoutMs != nil {
 				e.printf(" (timeout %s: %s)", dur(*h.TimeoutMs), Visible(h.TimeoutSource))
 			}
+			if x := hopExamplesText(h.Examples); x != "" {
+				e.printf("; %s", Visible(x))
+			}
 			e.printf("\n")
 		}
 	}
