@@ -467,21 +467,27 @@ type tempoReader struct {
 	trID    *tcol
 	trText  bool
 	svc     *tcol
-	resCols []tattr // resource columns holding the --hop-by attribute
-	resKV   *tkv    // resource Attrs, read for the --hop-by attribute
+	resCols []tattr // resource columns holding attributes (Pod, K8sPodName, dedicated…)
+	resKV   *tkv    // resource Attrs, the generic list
 	spanCol []tattr // span columns holding attributes
 	spanKV  *tkv
 	evName  *tcol
 	evKV    *tkv
 	all     []*tcol
 
-	intern  interner
-	scratch []byte
-	evSplit [][]parquet.Value
-	evKeys  [][]parquet.Value
-	evVals  [tkCount][][]parquet.Value
-	evNameG []parquet.Value
-	evOne   [tkCount][]parquet.Value
+	intern interner
+	// attrIntern holds attribute keys and values, apart from intern (see
+	// jsonWalker.attrIntern); resAttrs are the attributes of the current
+	// resource slot, attrBuf the borrowed spans' Attrs (Options.Borrowed).
+	attrIntern interner
+	resAttrs   []span.Attr
+	attrBuf    []span.Attr
+	scratch    []byte
+	evSplit    [][]parquet.Value
+	evKeys     [][]parquet.Value
+	evVals     [tkCount][][]parquet.Value
+	evNameG    []parquet.Value
+	evOne      [tkCount][]parquet.Value
 }
 
 func decodeTempo(src *Source, pf *parquet.File, l *tempoLayout) error {
@@ -525,9 +531,10 @@ func decodeTempo(src *Source, pf *parquet.File, l *tempoLayout) error {
 			t.spanCol = append(t.spanCol, tattr{key: key, col: &tcol{path: path, leaf: leaf}})
 		}
 	}
-	spanScalar("http.status_code", l.span+"HttpStatusCode")
-	if c, ok := tempoSpanColumns[t.hopAttr]; ok && c != "HttpStatusCode" {
-		spanScalar(t.hopAttr, l.span+c)
+	// Every attribute column, for span.Span.Attrs (attribution) as well
+	// as for the rules and --hop-by attr:KEY.
+	for key, c := range tempoSpanColumns {
+		spanScalar(key, l.span+c)
 	}
 	meta := readTempoMeta(src)
 	for key, c := range meta.dedicatedColumns("span") {
@@ -545,18 +552,24 @@ func decodeTempo(src *Source, pf *parquet.File, l *tempoLayout) error {
 		t.svc = &tcol{path: l.resource + "ServiceName", leaf: leaf}
 		t.rr = leaf.MaxRepetitionLevel
 	}
-	if t.svc != nil && t.hopAttr != "" {
-		resScalar := func(path string) {
+	if t.svc != nil {
+		// The resource's attributes: the columns Tempo gives the
+		// well-known ones (the service is the span's Service), the
+		// dedicated ones, and the generic list.
+		resScalar := func(key, path string) {
 			if leaf, ok := lookupPath(s, path); ok && leaf.MaxRepetitionLevel == t.rr {
-				t.resCols = append(t.resCols, tattr{key: t.hopAttr, col: &tcol{path: path, leaf: leaf}})
+				t.resCols = append(t.resCols, tattr{key: key, col: &tcol{path: path, leaf: leaf}})
 			}
 		}
-		if c, ok := tempoResourceColumns[t.hopAttr]; ok {
-			resScalar(l.resource + c)
+		for key, c := range tempoResourceColumns {
+			if c != "ServiceName" {
+				resScalar(key, l.resource+c)
+			}
 		}
-		if c, ok := meta.dedicatedColumns("resource")[t.hopAttr]; ok {
-			resScalar(l.resource + c)
+		for key, c := range meta.dedicatedColumns("resource") {
+			resScalar(key, l.resource+c)
 		}
+		sortAttrs(t.resCols)
 		t.resKV = findKV(s, l.resource+"Attrs", t.rr)
 	}
 	// Trace id: one value per row, raw bytes preferred.
@@ -645,7 +658,7 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			if !v.IsNull() {
 				service = t.intern.get(v.ByteArray())
 			}
-			if resHop, resHopSet, err = t.resourceHop(); err != nil {
+			if resHop, resHopSet, err = t.resource(); err != nil {
 				return err
 			}
 		}
@@ -728,6 +741,7 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			rec.hop, rec.hopSet = resHop, true
 		}
 		rec.finish(&t.intern)
+		t.setAttrs(&rec)
 		t.src.emitSoft(&rec.sp, 0, *index, rec.soft)
 	}
 	for _, c := range t.all {
@@ -748,21 +762,59 @@ func (t *tempoReader) addAttr(rec *traceRecord, key string, text []byte, str boo
 		return nil
 	}
 	rec.addAttr(key, text, str, t.hopAttr)
+	rec.keepAttr(&t.attrIntern, key, text)
 	return nil
 }
 
-// resourceHop reads the resource columns of a new resource slot and
-// returns its --hop-by attr:KEY value, when it has one.
-func (t *tempoReader) resourceHop() (hop string, set bool, err error) {
+// setAttrs makes the span's Attrs its resource's attributes, then its
+// own: a slice of the span's own, or, when spans are borrowed, the
+// reader's buffer, valid until the next span. The strings are interned,
+// never views of Parquet pages.
+func (t *tempoReader) setAttrs(rec *traceRecord) {
+	n := len(t.resAttrs) + len(rec.attrs)
+	if n == 0 {
+		rec.sp.Attrs = nil
+		return
+	}
+	var out []span.Attr
+	if t.src.Options().Borrowed {
+		out = t.attrBuf[:0]
+	} else {
+		out = make([]span.Attr, 0, n)
+	}
+	out = append(append(out, t.resAttrs...), rec.attrs...)
+	if t.src.Options().Borrowed {
+		t.attrBuf = out
+	}
+	rec.sp.Attrs = out
+}
+
+// resource reads the resource columns of a new resource slot into
+// t.resAttrs and returns its --hop-by attr:KEY value, when it has one.
+func (t *tempoReader) resource() (hop string, set bool, err error) {
+	t.resAttrs = t.resAttrs[:0]
+	keep := func(key string, text []byte) {
+		if t.hopAttr != "" && !set && key == t.hopAttr {
+			hop, set = string(text), true
+		}
+		if len(text) > 0 && attrKept(key) {
+			t.resAttrs = append(t.resAttrs, span.Attr{Key: t.attrIntern.get([]byte(key)), Value: t.attrIntern.get(text)})
+		}
+	}
 	for _, a := range t.resCols {
 		v, err := a.col.take()
 		if err != nil {
 			return "", false, err
 		}
-		if !v.IsNull() && !set {
-			text, _, _ := tkvText(tkString, v, nil)
-			hop, set = string(text), true
+		if v.IsNull() {
+			continue
 		}
+		kind := tkString
+		if v.Kind() == parquet.Int32 || v.Kind() == parquet.Int64 {
+			kind = tkInt
+		}
+		text, _, _ := tkvText(kind, v, t.scratch)
+		keep(a.key, text)
 	}
 	if t.resKV == nil {
 		return hop, set, nil
@@ -771,10 +823,8 @@ func (t *tempoReader) resourceHop() (hop string, set bool, err error) {
 		return "", false, err
 	}
 	err = t.resKV.each(t.resKV.keyG, &t.resKV.valG, t.rr, func(key []byte, kind int, v parquet.Value) error {
-		if !set && string(key) == t.hopAttr {
-			if text, _, ok := tkvText(kind, v, t.scratch); ok {
-				hop, set = string(text), true
-			}
+		if text, _, ok := tkvText(kind, v, t.scratch); ok {
+			keep(string(key), text)
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -1065,6 +1066,65 @@ func TestTempoBlockDirectory(t *testing.T) {
 		}
 		if len(st.Notes) != wantNotes || !strings.Contains(notes, blk+": a Tempo block: read data.parquet, passed over 3 bookkeeping files") {
 			t.Errorf("%s: notes %q", root, notes)
+		}
+	}
+}
+
+// A block's spans carry the attributes OTLP JSON of the same traces
+// gives (resource ones first), wherever Tempo kept them: its own
+// resource and span columns, the dedicated columns, the generic lists;
+// arrays and maps are left out. vParquet4 and vParquet3 alike, borrowed or
+// not.
+func TestTempoAttrsMatchOTLP(t *testing.T) {
+	var doc strings.Builder
+	for _, tr := range tmTraces() {
+		doc.WriteString(tr.otlp() + "\n")
+	}
+	want, _ := readBytes(t, "in.json", []byte(doc.String()), Options{Format: "otlp"})
+	dir := t.TempDir()
+	b4 := writeBlock(t, filepath.Join(dir, "v4"), writeParquet(t, tempoTraces(), parquet.MaxRowsPerRowGroup(2)), tmMetaJSON)
+	b3 := writeBlock(t, filepath.Join(dir, "v3"), writeParquet(t, tempoTraces3(), parquet.MaxRowsPerRowGroup(1)),
+		strings.Replace(tmMetaJSON, "vParquet4", "vParquet3", 1))
+	// As a set per span: the order within the resource's attributes, and
+	// within the span's, is the order of Tempo's columns.
+	set := func(sp span.Span) string {
+		var own []string
+		for _, a := range sp.Attrs {
+			if strings.HasPrefix(a.Key, "otel.scope.") {
+				continue
+			}
+			own = append(own, a.Key+"="+a.Value)
+		}
+		slices.Sort(own)
+		return fmt.Sprint(own)
+	}
+	for _, blk := range []string{b4, b3} {
+		for _, borrow := range []bool{false, true} {
+			var got []span.Span
+			if _, err := Read([]string{filepath.Join(blk, "data.parquet")}, Options{Borrowed: borrow}, func(sp *span.Span) { got = append(got, cloneSpan(sp)) }); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d spans, OTLP %d", len(got), len(want))
+			}
+			for i := range want {
+				if g, w := set(got[i]), set(want[i]); g != w {
+					t.Errorf("%s span %d (borrowed %v):\n got %s\nwant %s", blk, i, borrow, g, w)
+				}
+			}
+			if testing.Verbose() && !borrow {
+				for _, sp := range got {
+					t.Logf("%s: %q", sp.Name, sp.Attrs)
+				}
+			}
+			// The resource's attributes come first.
+			if a := got[1].Attrs; len(a) == 0 || a[0].Key != "deployment.env" || a[0].Value != "prod" {
+				t.Errorf("span 1 attributes %q: the resource's first", a)
+			}
+			if a := got[0].Attrs; !slices.Contains(a, span.Attr{Key: "cluster", Value: "c1"}) || !slices.Contains(a, span.Attr{Key: "tier", Value: "edge"}) ||
+				!slices.Contains(a, span.Attr{Key: "http.method", Value: "GET"}) || slices.ContainsFunc(a, func(x span.Attr) bool { return x.Key == "service.name" }) {
+				t.Errorf("span 0 attributes %q", a)
+			}
 		}
 	}
 }
