@@ -29,7 +29,16 @@ var arrowSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "timeout_ms", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "weight", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "peer", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "attributes", Type: attrsType, Nullable: true},
 }, nil)
+
+// attrsType holds a span's attributes (span.Span.Attrs) in order, as
+// key/value pairs: a list rather than a map, which would promise unique
+// keys.
+var attrsType = arrow.ListOf(arrow.StructOf(
+	arrow.Field{Name: "key", Type: arrow.BinaryTypes.String},
+	arrow.Field{Name: "value", Type: arrow.BinaryTypes.String},
+))
 
 // ArrowBatch is the number of spans per record batch.
 const ArrowBatch = 64 << 10
@@ -100,6 +109,18 @@ func (a *Arrow) Write(sp *span.Span) error {
 	}
 	f[14].(*array.Float64Builder).Append(w)
 	optStr(15, sp.Peer)
+	if lb := f[16].(*array.ListBuilder); len(sp.Attrs) == 0 {
+		lb.AppendNull()
+	} else {
+		lb.Append(true)
+		sb := lb.ValueBuilder().(*array.StructBuilder)
+		keys, vals := sb.FieldBuilder(0).(*array.StringBuilder), sb.FieldBuilder(1).(*array.StringBuilder)
+		for _, at := range sp.Attrs {
+			sb.Append(true)
+			keys.Append(at.Key)
+			vals.Append(at.Value)
+		}
+	}
 	a.n++
 	if a.n == ArrowBatch {
 		return a.flush()

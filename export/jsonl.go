@@ -9,7 +9,9 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// JSONL writes one JSON object per line with the canonical keys. Empty
+// JSONL writes one JSON object per line with the canonical keys, and the
+// span's attributes (span.Span.Attrs) as an "attributes" object of string
+// values, last. Empty
 // fields are omitted (no ids, no code, weight 1…), except duration_ns and
 // status, which are always written: status "unset" is kept explicit because
 // a reader would otherwise infer an outcome from the code (5xx → error)
@@ -80,6 +82,22 @@ func (j *JSONL) Write(sp *span.Span) error {
 	}
 	str("peer", sp.Peer)
 	str("code_text", sp.CodeText)
+	if len(sp.Attrs) > 0 {
+		// Members in order, duplicates kept: the flat reader takes every
+		// member of "attributes" back as an attribute, and a member that
+		// names a field never overrides the line's own field.
+		key("attributes")
+		b = append(b, '{')
+		for i, a := range sp.Attrs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, a.Key)
+			b = append(b, ':')
+			b = appendJSONString(b, a.Value)
+		}
+		b = append(b, '}')
+	}
 	b = append(b, '}', '\n')
 	j.buf = b
 	_, err := j.w.Write(b)

@@ -137,7 +137,7 @@ func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *f
 		case spec.used():
 			cols = append(cols, arrowCol{name: f.Name, arr: rb.Column(i), spec: spec})
 			have[spec.f] = true
-		case arrowScalar(f.Type):
+		case arrowScalar(f.Type) || arrowPairs(f.Type):
 			cols = append(cols, arrowCol{name: f.Name, arr: rb.Column(i), spec: spec, attr: true})
 		}
 	}
@@ -323,6 +323,9 @@ func (r *flatRecord) arrowAttr(c *arrowCol, a arrow.Array, i int, scratch *[]byt
 	case *array.Dictionary:
 		r.arrowAttr(c, a.Dictionary(), a.GetValueIndex(i), scratch)
 		return
+	case array.ListLike:
+		r.arrowPairs(a, i)
+		return
 	default:
 		return
 	}
@@ -330,6 +333,52 @@ func (r *flatRecord) arrowAttr(c *arrowCol, a arrow.Array, i int, scratch *[]byt
 		*scratch = b
 	}
 	r.at.add(tierField, c.spec.name, b, alias)
+}
+
+// arrowPairs reports whether t is a list of key/value text pairs: the
+// attributes column export writes (list<struct<key, value>>), or a
+// map<string, string>.
+func arrowPairs(t arrow.DataType) bool {
+	var elem arrow.DataType
+	switch t := t.(type) {
+	case *arrow.MapType:
+		return t.KeyType().ID() == arrow.STRING && t.ItemType().ID() == arrow.STRING
+	case *arrow.ListType:
+		elem = t.Elem()
+	case *arrow.LargeListType:
+		elem = t.Elem()
+	default:
+		return false
+	}
+	st, ok := elem.(*arrow.StructType)
+	return ok && st.NumFields() == 2 && st.Field(0).Type.ID() == arrow.STRING && st.Field(1).Type.ID() == arrow.STRING
+}
+
+// arrowPairs stores the key/value pairs of list cell i as attributes of
+// the span, under their own keys.
+func (r *flatRecord) arrowPairs(a array.ListLike, i int) {
+	var keys, vals *array.String
+	switch l := a.(type) {
+	case *array.Map:
+		keys, _ = l.Keys().(*array.String)
+		vals, _ = l.Items().(*array.String)
+	default:
+		if st, ok := l.ListValues().(*array.Struct); ok && st.NumField() == 2 {
+			keys, _ = st.Field(0).(*array.String)
+			vals, _ = st.Field(1).(*array.String)
+		}
+	}
+	if keys == nil || vals == nil {
+		return
+	}
+	lo, hi := a.ValueOffsets(i)
+	hi = min(hi, int64(keys.Len()), int64(vals.Len())) // a corrupt offset reads nothing more
+	for j := max(int(lo), 0); j < int(hi); j++ {
+		if j < 0 || j >= keys.Len() || j >= vals.Len() || keys.IsNull(j) || vals.IsNull(j) {
+			continue
+		}
+		r.at.add(tierSpan, r.at.keyOf(view(keys.Value(j))), view(vals.Value(j)), true)
+	}
 }
 
 func (r *flatRecord) setBinary(c colSpec, b []byte, scratch *[]byte) error {

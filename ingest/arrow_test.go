@@ -186,6 +186,7 @@ func TestArrowTruncated(t *testing.T) {
 func FuzzArrow(f *testing.F) {
 	f.Add(arrowTable(f, true))
 	f.Add(arrowTable(f, false))
+	f.Add(arrowWithPairs(f))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) > 1<<20 {
 			return
@@ -195,4 +196,65 @@ func FuzzArrow(f *testing.F) {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}
 	})
+}
+
+// arrowWithPairs is a stream whose attributes column is a list of
+// key/value pairs, as export writes it.
+func arrowWithPairs(t testing.TB) []byte {
+	mem := memory.NewGoAllocator()
+	pairs := arrow.ListOf(arrow.StructOf(arrow.Field{Name: "key", Type: arrow.BinaryTypes.String}, arrow.Field{Name: "value", Type: arrow.BinaryTypes.String}))
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "hop", Type: arrow.BinaryTypes.String},
+		{Name: "duration_ns", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "attributes", Type: pairs, Nullable: true},
+		{Name: "labels", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String), Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	f := b.Fields()
+	for i := range 2 {
+		f[0].(*array.StringBuilder).Append("h")
+		f[1].(*array.Int64Builder).Append(int64(i + 1))
+		lb := f[2].(*array.ListBuilder)
+		mb := f[3].(*array.MapBuilder)
+		if i == 1 {
+			lb.AppendNull()
+			mb.AppendNull()
+			continue
+		}
+		lb.Append(true)
+		sb := lb.ValueBuilder().(*array.StructBuilder)
+		for _, kv := range [][2]string{{"k8s.pod.name", "p-1"}, {"zone", "eu"}, {"zone", "us"}} {
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.StringBuilder).Append(kv[0])
+			sb.FieldBuilder(1).(*array.StringBuilder).Append(kv[1])
+		}
+		mb.Append(true)
+		mb.KeyBuilder().(*array.StringBuilder).Append("team")
+		mb.ItemBuilder().(*array.StringBuilder).Append("core")
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return buf.Bytes()
+}
+
+// A list of key/value pairs (export's attributes column) and a map of
+// text are attributes under their own keys, in order, duplicates kept.
+func TestArrowPairs(t *testing.T) {
+	got := readAttrs(t, "in.arrow", string(arrowWithPairs(t)), Options{})
+	if len(got) != 2 {
+		t.Fatalf("%d spans", len(got))
+	}
+	if want := attrList("k8s.pod.name", "p-1", "zone", "eu", "zone", "us", "team", "core"); !reflect.DeepEqual(got[0].Attrs, want) {
+		t.Errorf("attrs %q, want %q", got[0].Attrs, want)
+	}
+	if got[1].Attrs != nil {
+		t.Errorf("null lists gave %q", got[1].Attrs)
+	}
 }
