@@ -26,6 +26,12 @@ the result back to the same analysis. The hop column holds the hop as
 derived by --hop-by. Records that cannot be read are skipped and counted,
 as in analyze; --since/--until/--hops filter what is written.
 
+--attributes also writes each span's attributes (resource and span
+attributes, a flat log's other fields and columns): an "attributes" object
+in JSON lines, a list of key/value pairs in Arrow (not in Parquet yet);
+tailscope reads them back as they were. They are off by default because
+attribute values can hold user data (URLs with tokens, user ids, SQL).
+
 The output format comes from the extension of -o (.jsonl, .ndjson, .json,
 .parquet, .pq, .arrow, .feather, .ipc) or from --to. The file is written
 atomically (a temporary file, then rename): a failed run leaves no half file.
@@ -41,6 +47,8 @@ func runConvert(e *env, args []string) error {
 	fs := newFlags(e, "convert", convertUsage)
 	var in inputFlags
 	var output, to string
+	var attrs bool
+	fs.BoolVar(&attrs, "attributes", false, "also write each span's attributes (JSON lines, Arrow); off by default: their values can hold user data")
 	fs.StringVarP(&output, "output", "o", "", "write to this file (atomically); its extension names the format unless --to does")
 	fs.StringVar(&to, "to", "", "output format: "+strings.Join(export.Formats, ", ")+" (default: from the -o extension)")
 	in.register(fs)
@@ -74,9 +82,15 @@ func runConvert(e *env, args []string) error {
 		}
 		var werr error
 		st, err = ingest.Read(paths, opt, func(sp *span.Span) {
-			if werr == nil {
-				werr = ew.Write(sp)
+			if werr != nil {
+				return
 			}
+			if !attrs && sp.Attrs != nil {
+				c := *sp
+				c.Attrs = nil
+				sp = &c
+			}
+			werr = ew.Write(sp)
 		})
 		if err != nil {
 			return err

@@ -133,3 +133,29 @@ func TestConvertStdoutAndStrict(t *testing.T) {
 		t.Errorf("temporary files left: %v", entries)
 	}
 }
+
+// Attributes are written only when asked (--attributes), and then read
+// back as they were; Parquet does not carry them.
+func TestConvertAttributes(t *testing.T) {
+	in := `{"hop":"a","duration_ms":1,"status":"ok","pod":"a-1","attributes":{"http.route":"/x"},"resource":{"k8s.pod.name":"a-7"}}` + "\n"
+	code, out, errs := convRun(t, in, "convert", "-", "--to", "jsonl")
+	if code != 0 || out != `{"hop":"a","duration_ns":1000000,"status":"ok"}`+"\n" {
+		t.Fatalf("default: exit %d, out %q, err %q", code, out, errs)
+	}
+	want := `{"hop":"a","duration_ns":1000000,"status":"ok","attributes":{"k8s.pod.name":"a-7","http.route":"/x","pod":"a-1"}}` + "\n"
+	code, out, errs = convRun(t, in, "convert", "--attributes", "-", "--to", "jsonl")
+	if code != 0 || out != want {
+		t.Fatalf("--attributes: exit %d, out %q, err %q", code, out, errs)
+	}
+	dir := t.TempDir()
+	for _, ext := range []string{"jsonl", "arrow"} {
+		dst := filepath.Join(dir, "o."+ext)
+		if code, _, errs := convRun(t, in, "convert", "--attributes", "-", "-o", dst); code != 0 {
+			t.Fatalf("%s: exit %d: %s", ext, code, errs)
+		}
+		code, out, errs := convRun(t, "", "convert", "--attributes", "-q", dst, "--to", "jsonl")
+		if code != 0 || out != want {
+			t.Errorf("%s read back: exit %d, out %q, err %q", ext, code, out, errs)
+		}
+	}
+}
