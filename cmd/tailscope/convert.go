@@ -30,7 +30,8 @@ as in analyze; --since/--until/--hops filter what is written.
 attributes, a flat log's other fields and columns): an "attributes" object
 in JSON lines, a list of key/value pairs in Arrow (not in Parquet yet);
 tailscope reads them back as they were. They are off by default because
-attribute values can hold user data (URLs with tokens, user ids, SQL).
+attribute values can hold user data (URLs with tokens, user ids, SQL), and
+the file would carry every one of them.
 
 The output format comes from the extension of -o (.jsonl, .ndjson, .json,
 .parquet, .pq, .arrow, .feather, .ipc) or from --to. The file is written
