@@ -255,3 +255,27 @@ func checkAttrs(t testing.TB, sp *span.Span) {
 		}
 	}
 }
+
+// BenchmarkJSONLAttrs reads lines of bench/'s shape with three fields no
+// span field takes (a pod, a zone, a version): what capturing attributes
+// costs, borrowed (no allocation per span) and owned.
+func BenchmarkJSONLAttrs(b *testing.B) {
+	base := bytes.Split(bytes.TrimSpace(benchLines(200_000)), []byte("\n"))
+	var data []byte
+	for i, l := range base {
+		data = append(data, l[:len(l)-1]...)
+		data = fmt.Appendf(data, `,"pod":"svc-%d","zone":"z%d","version":"v1.%d"}`+"\n", i%20, i%3, i%2)
+	}
+	for _, borrow := range []bool{false, true} {
+		b.Run(fmt.Sprintf("borrowed=%v", borrow), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if _, err := ReadStream("b", bytes.NewReader(data), Options{Borrowed: borrow}, func(sp *span.Span) { n += len(sp.Attrs) }); err != nil || n != 3*len(base) {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	}
+}
