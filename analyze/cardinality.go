@@ -264,13 +264,17 @@ func isSep(c byte) bool {
 
 // idSegment reports whether s (no separators, no - or _ unless a UUID's)
 // is an id: all digits; hex of 8 or more with a digit (object ids,
-// hashes); or 16 or more letters and digits with both (opaque tokens,
-// base62 and base64url ids). Words, versions (v2) and short codes are
-// not.
+// hashes); or 16 or more letters and digits that alternate at least three
+// times (opaque tokens, base62 and base64url ids: their digits fall
+// anywhere). Words, versions (v2), short codes and a word with a counter
+// (PlaceOrder07) are not.
 func idSegment(s string) bool {
-	digits, hex, alnum := 0, 0, 0
+	digits, hex, alnum, turns := 0, 0, 0, 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if i > 0 && isDigit(c) != isDigit(s[i-1]) {
+			turns++
+		}
 		switch {
 		case c >= '0' && c <= '9':
 			digits++
@@ -293,8 +297,10 @@ func idSegment(s string) bool {
 	case hex == len(s) && len(s) >= 8 && digits > 0:
 		return true
 	}
-	return alnum == len(s) && len(s) >= 16 && digits > 0 && digits < len(s)
+	return alnum == len(s) && len(s) >= 16 && turns >= 3
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // isUUID reports whether s is 8-4-4-4-12 hex digits.
 func isUUID(s string) bool {

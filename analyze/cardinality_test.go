@@ -29,6 +29,7 @@ func TestIDTemplate(t *testing.T) {
 		{"s3 PutObject", "s3 PutObject", false},
 		{"http2 deadbeef", "http2 deadbeef", false},
 		{"kafka.produce orders-v2", "kafka.produce orders-v2", false},
+		{"svc.local/com.example.v3.CheckoutService/PlaceOrderWithInventoryReservation07", "svc.local/com.example.v3.CheckoutService/PlaceOrderWithInventoryReservation07", false},
 		{"/api/v1/basicservice/basic/travel", "/api/v1/basicservice/basic/travel", false},
 	}
 	for _, c := range cases {
@@ -53,11 +54,13 @@ var idShapes = []struct {
 		return fmt.Sprintf("GET /blobs/%012x%012x/meta", r.Uint64()>>16, uint64(k))
 	}},
 	{"/sessions/{id}", func(r *rand.Rand, k int) string {
-		const a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-		b := []byte(fmt.Sprintf("%d", k%10))
-		for len(b) < 22 {
-			b = append(b, a[r.IntN(len(a))])
+		// Base62: digits anywhere (two placed, so that it alternates).
+		const a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+		b := make([]byte, 22)
+		for i := range b {
+			b[i] = a[r.IntN(len(a))]
 		}
+		b[3], b[4], b[9], b[10] = byte('0'+k%10), 'x', byte('0'+r.IntN(10)), 'Q'
 		return "POST /sessions/" + string(b)
 	}},
 	{"/carts/{id}/items", func(_ *rand.Rand, k int) string { return fmt.Sprintf("PUT /carts/cart_%d/items", 7000+k) }},

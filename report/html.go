@@ -116,6 +116,10 @@ type analysisView struct {
 	Drawn        []*hopView
 	NotDrawn     int
 	NotDrawnNote string
+	// NotShown counts the hops left out of Hops when the hop names look
+	// unbounded (bounded.go).
+	NotShown     int
+	NotShownNote string
 	Landing      *chart
 	MTTF         string
 	// Tail is where the tail comes from and what changed (tail.go).
@@ -194,6 +198,7 @@ func optDur(v *float64) string {
 }
 
 func analysisHTML(w io.Writer, rep *analyze.Report) error {
+	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	p := &page{
@@ -205,7 +210,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if rq.SuccessRate < 1 {
 		rateClass = "warn"
 	}
-	p.Summary = fmt.Sprintf("%s in %s over %s", count(rep.Spans, "span", "spans"), count(rq.Count, "request", "requests"), count(len(rep.Hops), "hop", "hops"))
+	p.Summary = fmt.Sprintf("%s in %s over %s", count(rep.Spans, "span", "spans"), count(rq.Count, "request", "requests"), count(len(rep.Hops)+hidden, "hop", "hops"))
 	p.Cards = []card{
 		{"Requests", fmt.Sprint(rq.Count), fmt.Sprintf("%d succeeded", rq.Succeeded), ""},
 		{"Success rate", pct(rq.SuccessRate), fmt.Sprintf("%d failed", rq.Count-rq.Succeeded), rateClass},
@@ -214,6 +219,9 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		{"p99", ru.f(rq.LatencyMs.P99), "request latency", ""},
 	}
 	av := &analysisView{Tail: tailViewOf(rep)}
+	if hidden > 0 {
+		av.NotShown, av.NotShownNote = hidden, notShownLine(len(rep.Hops), hidden)+"."
+	}
 	if rq.MeanTimeToFailureMs != nil {
 		av.MTTF = dur(*rq.MeanTimeToFailureMs)
 		p.Cards = append(p.Cards, card{"Mean time to failure", av.MTTF, "how long a failing request holds on", "bad"})

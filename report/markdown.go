@@ -95,6 +95,7 @@ func mdSkips(e *errWriter, read, skipped int64, by map[string]int64) {
 
 func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	e := &errWriter{w: w}
+	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("### tailscope analyze\n\n")
@@ -133,6 +134,9 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	}
 	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries"},
 		[]bool{false, true, true, true, true, true, true, true, true, false, false, true, true}, rows)
+	if hidden > 0 {
+		e.printf("\n%s.\n", md(notShownLine(len(rep.Hops), hidden)))
+	}
 
 	if rp := rep.RecommendedPolicy; rp != nil {
 		e.printf("\n#### Recommendation (budget %s)\n\n", dur(rp.BudgetMs))

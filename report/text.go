@@ -312,6 +312,7 @@ func readCounts(read, filtered, skipped int64) string {
 
 func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	e := &errWriter{w: w, color: opt.Color}
+	rep, hidden := boundedHops(rep)
 	files := len(rep.Inputs)
 	e.printf("%s: %s in %s from %s (%s)\n\n", e.paint(ansiBold, "tailscope analyze"),
 		count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"), count(files, "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
@@ -368,6 +369,9 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		return ""
 	}
 	t.write(e, "")
+	if hidden > 0 {
+		e.printf("%s\n", e.paint(ansiAmber, notShownLine(len(rep.Hops), hidden)))
+	}
 	e.printf("\n")
 	for _, h := range rep.Hops {
 		if h.FailedAttempts > 0 {
