@@ -48,7 +48,11 @@ type Accum struct {
 	last   *hopAcc
 	spans  []span.Span
 	hashes []uint64
-	level  uint // the sample keeps hash < 2^64 >> level
+	// files[i] is the input file spans[i] came from, as SetFile said (a
+	// merge of partial summaries orders the sample by file with it).
+	files []int32
+	file  int32
+	level uint // the sample keeps hash < 2^64 >> level
 	// shared is level for Parts on other goroutines, which read it for
 	// every span: on a cache line of its own, so that the sample's writes
 	// next to it do not make every read a miss.
@@ -156,9 +160,22 @@ func (a *Accum) sample(sp *span.Span) {
 		// rather than by doubling past it (fewer copies, less garbage).
 		a.spans = slices.Grow(a.spans, a.limit+1-len(a.spans))
 		a.hashes = slices.Grow(a.hashes, a.limit+1-len(a.hashes))
+		a.files = slices.Grow(a.files, a.limit+1-len(a.files))
 	}
 	a.spans = append(a.spans, c)
 	a.hashes = append(a.hashes, x)
+	a.files = append(a.files, a.file)
+	a.fit()
+}
+
+// SetFile says that the spans added from now on come from input file i
+// (0 until it is called; an index into the reader's list of files).
+// Readers that know file boundaries call it so that partial summaries can
+// merge their samples in input order (see Absorb).
+func (a *Accum) SetFile(i int) { a.file = int32(i) }
+
+// fit raises the sample's level until the kept spans fit in its limit.
+func (a *Accum) fit() {
 	for len(a.spans) > a.limit && a.level < 63 {
 		next := a.level + 1
 		keep := 0
@@ -179,12 +196,12 @@ func (a *Accum) sample(sp *span.Span) {
 		keep = 0
 		for i := range a.spans {
 			if a.hashes[i]>>(64-a.level) == 0 {
-				a.spans[keep], a.hashes[keep] = a.spans[i], a.hashes[i]
+				a.spans[keep], a.hashes[keep], a.files[keep] = a.spans[i], a.hashes[i], a.files[i]
 				keep++
 			}
 		}
 		clear(a.spans[keep:])
-		a.spans, a.hashes = a.spans[:keep], a.hashes[:keep]
+		a.spans, a.hashes, a.files = a.spans[:keep], a.hashes[:keep], a.files[:keep]
 	}
 }
 

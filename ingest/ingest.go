@@ -78,6 +78,10 @@ type Options struct {
 	// Fork, when set, lets a reader that decodes on several goroutines
 	// consume spans there instead of calling emit (see Fork in jsonl.go).
 	Fork Fork
+	// OnFile, when set, is called before the spans of each file are
+	// emitted, with its index in Stats.Files (a partial summary records
+	// which file each sampled span came from).
+	OnFile func(i int)
 }
 
 // HopAttr returns KEY when HopBy is attr:KEY.
@@ -295,7 +299,10 @@ func Read(paths []string, opt Options, emit func(*span.Span)) (*Stats, error) {
 	st := newStats(files)
 	st.Passed, st.Notes = passed, notes
 	opt.prog = newProgress(opt.Progress, files)
-	for _, f := range files {
+	for i, f := range files {
+		if opt.OnFile != nil {
+			opt.OnFile(i)
+		}
 		if err := readFile(f, &opt, st, emit); err != nil {
 			return st, err
 		}

@@ -12,10 +12,15 @@ package logs
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/summary"
 )
 
 // Progress is told what has been read, for a progress display.
@@ -48,9 +53,117 @@ type Logs struct {
 	acc   *analyze.Accum
 }
 
-// Read reads paths. On a read error the Logs still carry the reader's
-// statistics so far.
+// Read reads paths: logs, and partial summaries (see package summary),
+// which are recognised by their first bytes and merged with what the logs
+// give. On a read error the Logs still carry the reader's statistics so
+// far.
 func Read(paths []string, opt Options) (*Logs, error) {
+	l, err := read(paths, opt)
+	if err != nil {
+		return l, err
+	}
+	l.Spans = l.acc.Spans()
+	l.Requests, l.Problems = span.Assemble(l.Spans)
+	return l, nil
+}
+
+// Summarize reads paths (logs and summaries, as Read) into the summary of
+// all of them.
+func Summarize(paths []string, opt Options) (*summary.Summary, error) {
+	l, err := read(paths, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &summary.Summary{Accum: l.acc, Stats: l.Stats}, nil
+}
+
+// read reads paths into l.acc and l.Stats.
+func read(paths []string, opt Options) (*Logs, error) {
+	sums, rest, err := summaries(paths)
+	if err != nil {
+		return &Logs{Stats: &ingest.Stats{}}, err
+	}
+	if len(sums) == 0 {
+		return readLogs(rest, opt)
+	}
+	var s *summary.Summary
+	if len(rest) > 0 {
+		l, err := readLogs(rest, opt)
+		if err != nil {
+			return l, err
+		}
+		s = &summary.Summary{Accum: l.acc, Stats: l.Stats}
+	}
+	m, err := summary.MergeFiles(sums)
+	if err != nil {
+		return &Logs{Stats: &ingest.Stats{}}, err
+	}
+	if s != nil {
+		if m, err = summary.Merge(s, m); err != nil {
+			return &Logs{Stats: &ingest.Stats{}}, err
+		}
+	}
+	return &Logs{acc: m.Accum, Stats: m.Stats}, nil
+}
+
+// summaries picks out of paths the partial summaries, by their first
+// bytes: files named, and the matches of a glob that matches some (its
+// other matches are then read as logs). Directories and everything else go
+// to the log readers.
+func summaries(paths []string) (sums, rest []string, err error) {
+	for _, p := range paths {
+		if p == "-" {
+			rest = append(rest, p)
+			continue
+		}
+		if _, err := os.Stat(p); err != nil && strings.ContainsAny(p, "*?[") {
+			m, gerr := filepath.Glob(p)
+			var s, r []string
+			for _, x := range m {
+				if strings.HasPrefix(filepath.Base(x), ".") && !strings.HasPrefix(filepath.Base(p), ".") {
+					continue
+				}
+				if isSummary(x) {
+					s = append(s, x)
+				} else {
+					r = append(r, x)
+				}
+			}
+			if gerr != nil || len(s) == 0 {
+				rest = append(rest, p) // the log readers say what is wrong with it
+				continue
+			}
+			sums, rest = append(sums, s...), append(rest, r...)
+			continue
+		}
+		if isSummary(p) {
+			sums = append(sums, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return sums, rest, nil
+}
+
+// isSummary reports whether path is a regular file that starts as a
+// summary does.
+func isSummary(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(summary.Magic))
+	n, _ := io.ReadFull(f, head)
+	return summary.Is(head[:n])
+}
+
+// readLogs reads log files (no summaries) into an accumulator.
+func readLogs(paths []string, opt Options) (*Logs, error) {
 	l := &Logs{acc: analyze.NewAccum(opt.SampleSpans)}
 	iopt := opt.Ingest
 	if opt.Progress != nil {
@@ -61,18 +174,16 @@ func Read(paths []string, opt Options) (*Logs, error) {
 	iopt.Borrowed = true
 	// Readers that decode in parallel accumulate per goroutine.
 	iopt.Fork = accumFork{acc: l.acc, p: opt.Progress}
+	// The sample remembers each span's file, so that summaries of
+	// different files merge in input order.
+	iopt.OnFile = l.acc.SetFile
 	add := func(s *span.Span) { l.acc.Add(s) }
 	if p := opt.Progress; p != nil {
 		add = func(s *span.Span) { l.acc.Add(s); p.Spans(1) }
 	}
 	st, err := ingest.Read(paths, iopt, add)
 	l.Stats = st
-	if err != nil {
-		return l, err
-	}
-	l.Spans = l.acc.Spans()
-	l.Requests, l.Problems = span.Assemble(l.Spans)
-	return l, nil
+	return l, err
 }
 
 // FromSpans makes Logs of spans already in memory, all kept whole (the

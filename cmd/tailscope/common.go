@@ -158,6 +158,16 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	return o, nil
 }
 
+// strictError is --strict's error for skipped records.
+func strictError(st *ingest.Stats) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "--strict: %d of %d records skipped", st.Skipped, st.Read)
+	for _, x := range st.Errors[:min(len(st.Errors), 5)] {
+		fmt.Fprintf(&b, "\n  %s", x)
+	}
+	return errors.New(b.String())
+}
+
 // load reads the logs a command works on (package logs) as the input
 // flags say: progress on stderr, --strict, the reader's notes and skips.
 func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
@@ -180,12 +190,7 @@ func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
 	}
 	st := l.Stats
 	if f.strict && st.Skipped > 0 {
-		var b strings.Builder
-		fmt.Fprintf(&b, "--strict: %d of %d records skipped", st.Skipped, st.Read)
-		for _, x := range st.Errors[:min(len(st.Errors), 5)] {
-			fmt.Fprintf(&b, "\n  %s", x)
-		}
-		return nil, errors.New(b.String())
+		return nil, strictError(st)
 	}
 	if f.strict {
 		// Every file under a path is read or accounted for; --strict

@@ -56,6 +56,8 @@ func commands() []command {
 		{"check", "lint and replay proposed policies against the logs (CI gate)", runCheck},
 		{"recommend", "write the recommended policy file", runRecommend},
 		{"convert", "convert any supported input to tailscope's flat span schema", runConvert},
+		{"summarize", "write the analysis state of some logs to a partial summary (.tss)", runSummarize},
+		{"merge", "combine partial summaries into one", runMerge},
 		{"demo", "run check on the embedded seed sample with the article's configs A–E", runDemo},
 	}
 }

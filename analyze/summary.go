@@ -1,0 +1,281 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/span"
+)
+
+// State is an Accum's content in plain fields: what a partial summary
+// writes down (package summary) so that accumulators filled on different
+// machines can be merged into the one a single reader of all their inputs
+// would have filled. Each piece of per-hop state has its own field, so
+// that the summary can give each its own section.
+type State struct {
+	// SampleSpans and Limit are the sample's size bound (Limit is above
+	// SampleSpans when one trace alone outgrew it); Level is the sample's
+	// level (it keeps the traces whose hash is below 2^64 >> Level).
+	SampleSpans int
+	Limit       int
+	Level       uint
+	// Total counts the spans added, Loose those without a trace id.
+	Total int64
+	Loose uint64
+	// Hops is the per-hop state, by name.
+	Hops []HopState
+	// Sample is the trace sample in input order.
+	Sample []Sampled
+}
+
+// HopState is one hop's accumulated attempts.
+type HopState struct {
+	Name string
+	// Attempts counts every attempt, Failed the failed ones, Cut those the
+	// span marks as cut by a timeout.
+	Attempts, Failed, Cut int
+	// The durations of successful attempts, of failures marked as cut,
+	// and of other failures.
+	Succ, Flagged, Other quantile.State
+}
+
+// Sampled is one span of the trace sample.
+type Sampled struct {
+	Span span.Span
+	// Hash places the span's trace in the sample: TraceHash of its trace
+	// id, or, for a span without one, a number of its own.
+	Hash uint64
+	// File is the index of the input file the span came from (see
+	// Accum.SetFile).
+	File int
+}
+
+// TraceHash is the hash the trace sample keeps a trace by: fixed, so
+// that every machine keeps the same traces.
+func TraceHash(id string) uint64 { return hashID(id) }
+
+// State returns a's content. It shares the digests' slices with a: a
+// must not change while the State is in use.
+func (a *Accum) State() *State {
+	s := &State{SampleSpans: a.SampleSpans, Limit: a.limit, Level: a.level, Total: a.total, Loose: a.loose}
+	if s.Limit == 0 {
+		s.Limit = s.SampleSpans
+	}
+	names := make([]string, 0, len(a.hops))
+	for name := range a.hops {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		h := a.hops[name]
+		s.Hops = append(s.Hops, HopState{Name: name, Attempts: h.n, Failed: h.failed, Cut: h.cut,
+			Succ: h.succ.State(), Flagged: h.flagged.State(), Other: h.other.State()})
+	}
+	s.Sample = make([]Sampled, len(a.spans))
+	for i := range a.spans {
+		s.Sample[i] = Sampled{Span: a.spans[i], Hash: a.hashes[i], File: int(a.files[i])}
+	}
+	return s
+}
+
+// FromState rebuilds an Accum from s, checking that s is one an Accum can
+// have reached: per hop, counts that match the digests and digests in the
+// form their count implies; attempts that add up to Total; a sample whose
+// traces all fall under its level, hashed as TraceHash says. A summary
+// whose numbers were changed is refused here even when its checksum was
+// recomputed. It takes ownership of s's slices.
+func FromState(s *State) (*Accum, error) {
+	if s.SampleSpans <= 0 || s.Limit < s.SampleSpans {
+		return nil, fmt.Errorf("sample size %d (limit %d) out of range", s.SampleSpans, s.Limit)
+	}
+	if s.Level > 63 {
+		return nil, fmt.Errorf("sample level %d out of range", s.Level)
+	}
+	if s.Total < 0 || s.Loose > uint64(s.Total) || int64(len(s.Sample)) > s.Total {
+		return nil, fmt.Errorf("%d spans, %d without a trace id, %d sampled: counts do not add up", s.Total, s.Loose, len(s.Sample))
+	}
+	a := NewAccum(s.SampleSpans)
+	a.limit, a.level, a.total, a.loose = s.Limit, s.Level, s.Total, s.Loose
+	a.shared.Store(uint32(s.Level))
+	var sum int64
+	for i := range s.Hops {
+		hs := &s.Hops[i]
+		if i > 0 && hs.Name <= s.Hops[i-1].Name {
+			return nil, fmt.Errorf("hop %q: hops out of order or repeated", hs.Name)
+		}
+		h, err := hopFromState(hs)
+		if err != nil {
+			return nil, fmt.Errorf("hop %q: %v", hs.Name, err)
+		}
+		a.hops[hs.Name] = h
+		sum += int64(h.n)
+	}
+	if sum != s.Total {
+		return nil, fmt.Errorf("the hops' attempts add up to %d, not the %d spans read", sum, s.Total)
+	}
+	a.spans = make([]span.Span, len(s.Sample))
+	a.hashes = make([]uint64, len(s.Sample))
+	a.files = make([]int32, len(s.Sample))
+	for i := range s.Sample {
+		x := &s.Sample[i]
+		sp := &x.Span
+		if sp.TraceID != "" && x.Hash != hashID(sp.TraceID) {
+			return nil, fmt.Errorf("sampled span %d: hash %#x is not its trace id's", i+1, x.Hash)
+		}
+		if s.Level > 0 && x.Hash>>(64-s.Level) != 0 {
+			return nil, fmt.Errorf("sampled span %d: its trace is not under the sample's level %d", i+1, s.Level)
+		}
+		if x.File < 0 || x.File > 1<<31-1 {
+			return nil, fmt.Errorf("sampled span %d: file %d out of range", i+1, x.File)
+		}
+		if sp.Duration < 0 || a.hops[sp.Hop] == nil {
+			return nil, fmt.Errorf("sampled span %d: duration %d or hop %q not among the hops", i+1, sp.Duration, sp.Hop)
+		}
+		a.spans[i], a.hashes[i], a.files[i] = *sp, x.Hash, int32(x.File)
+	}
+	return a, nil
+}
+
+func hopFromState(s *HopState) (*hopAcc, error) {
+	h := &hopAcc{name: s.Name, n: s.Attempts, failed: s.Failed, cut: s.Cut}
+	var err error
+	for _, d := range []struct {
+		what string
+		dst  *quantile.Digest
+		src  quantile.State
+	}{{"successes", &h.succ, s.Succ}, {"cut failures", &h.flagged, s.Flagged}, {"other failures", &h.other, s.Other}} {
+		if *d.dst, err = quantile.FromState(d.src); err != nil {
+			return nil, fmt.Errorf("%s: %v", d.what, err)
+		}
+		if sketched := !d.dst.Exact(); sketched != (h.n > quantile.ExactLimit) {
+			return nil, fmt.Errorf("%s: %d attempts, but the digest is %s", d.what, h.n, map[bool]string{true: "a sketch", false: "exact"}[sketched])
+		}
+	}
+	if h.n != h.succ.N()+h.flagged.N()+h.other.N() || h.failed != h.flagged.N()+h.other.N() || h.cut != h.flagged.N() {
+		return nil, errors.New("attempt, failure and cut counts do not match the durations")
+	}
+	return h, nil
+}
+
+// Absorb adds o's content to a, as if a's reader had read o's inputs too:
+// per hop the attempts and digests are merged exactly (the order of merges
+// does not matter), and the trace samples are combined. Two samples may
+// have reached different levels: the merge keeps the traces under the
+// higher level (a trace hashes the same everywhere, so each side holds
+// every span of those traces it read) and raises the level further while
+// they do not fit, as Add does. The result is the sample a reader of all
+// the inputs keeps: the level at which all their traces fit is the same
+// whichever way they are split.
+//
+// aFile and oFile give, for each file index of a and of o, its index in
+// the merged list of files: the merged sample is in that order (a's
+// spans first within a file), which is input order when each file was
+// read on one side. The smaller SampleSpans of the two bounds the result.
+// o must not be used afterwards.
+func (a *Accum) Absorb(o *Accum, aFile, oFile []int) error {
+	for _, x := range []struct {
+		files []int32
+		to    []int
+	}{{a.files, aFile}, {o.files, oFile}} {
+		for i, f := range x.files {
+			if int(f) >= len(x.to) {
+				return fmt.Errorf("sampled span %d: file %d of %d", i+1, f, len(x.to))
+			}
+		}
+	}
+	a.total += o.total
+	a.loose += o.loose
+	names := make([]string, 0, len(o.hops))
+	for name := range o.hops {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		h := a.hops[name]
+		if h == nil {
+			a.hops[name] = o.hops[name]
+			continue
+		}
+		h.merge(o.hops[name])
+	}
+	a.last = nil
+
+	level := max(a.level, o.level)
+	// Both samples drop the traces above the new level, in place, and
+	// take their merged file numbers.
+	for side, x := range []*Accum{a, o} {
+		to := aFile
+		if side == 1 {
+			to = oFile
+		}
+		keep := 0
+		for i, h := range x.hashes {
+			if level == 0 || h>>(64-level) == 0 {
+				x.spans[keep], x.hashes[keep], x.files[keep] = x.spans[i], x.hashes[i], int32(to[x.files[i]])
+				keep++
+			}
+		}
+		clear(x.spans[keep:])
+		x.spans, x.hashes, x.files = x.spans[:keep], x.hashes[:keep], x.files[:keep]
+		x.sortByFile()
+	}
+	if len(a.files) == 0 || len(o.files) == 0 || a.files[len(a.files)-1] <= o.files[0] {
+		// o's files all come after a's (merging parts in file order):
+		// append, as reading o's files next would have.
+		a.spans = append(a.spans, o.spans...)
+		a.hashes = append(a.hashes, o.hashes...)
+		a.files = append(a.files, o.files...)
+	} else {
+		a.interleave(o)
+	}
+	a.level = level
+	a.SampleSpans = min(a.SampleSpans, o.SampleSpans)
+	a.limit = a.SampleSpans
+	a.fit()
+	a.shared.Store(uint32(a.level))
+	*o = Accum{}
+	return nil
+}
+
+// sortByFile puts the sample in file order, keeping the order within a
+// file (a reader given files out of name order read them so).
+func (a *Accum) sortByFile() {
+	if slices.IsSorted(a.files) {
+		return
+	}
+	idx := make([]int, len(a.files))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return a.files[idx[i]] < a.files[idx[j]] })
+	spans := make([]span.Span, len(idx))
+	hashes := make([]uint64, len(idx))
+	files := make([]int32, len(idx))
+	for k, i := range idx {
+		spans[k], hashes[k], files[k] = a.spans[i], a.hashes[i], a.files[i]
+	}
+	a.spans, a.hashes, a.files = spans, hashes, files
+}
+
+// interleave merges o's sample into a's by file (a's spans first within
+// a file); both are in file order.
+func (a *Accum) interleave(o *Accum) {
+	n := len(a.spans) + len(o.spans)
+	spans := make([]span.Span, 0, n)
+	hashes := make([]uint64, 0, n)
+	files := make([]int32, 0, n)
+	i, j := 0, 0
+	for i < len(a.spans) || j < len(o.spans) {
+		if j == len(o.spans) || i < len(a.spans) && a.files[i] <= o.files[j] {
+			spans, hashes, files = append(spans, a.spans[i]), append(hashes, a.hashes[i]), append(files, a.files[i])
+			i++
+		} else {
+			spans, hashes, files = append(spans, o.spans[j]), append(hashes, o.hashes[j]), append(files, o.files[j])
+			j++
+		}
+	}
+	a.spans, a.hashes, a.files = spans, hashes, files
+}
