@@ -40,6 +40,49 @@ type HopState struct {
 	// The durations of successful attempts, of failures marked as cut,
 	// and of other failures.
 	Succ, Flagged, Other quantile.State
+	// First is what the hop's first span said besides its name (for the
+	// unbounded-hops rule).
+	First HopFirst
+	// Examples are the traces behind the hop's figures.
+	Examples HopExampleState
+	// Attr is the hop's attribution by attribute key and value, by key;
+	// HasAttr is false when no span of the hop had attributes.
+	HasAttr bool
+	Attr    []AttrKey
+}
+
+// HopFirst is a hop's first span's service, name and route template
+// (RouteKey: the attribute it came from).
+type HopFirst struct{ Service, Name, Route, RouteKey string }
+
+// Example is one example attempt: its duration and trace id.
+type Example struct {
+	Duration int64
+	Trace    string
+}
+
+// HopExampleState is the longest attempt, cut attempt and other failure,
+// and the shortest other failure.
+type HopExampleState struct{ Slowest, Flagged, Other, FastFail []Example }
+
+// AttrKey is one attribute key of a hop: dropped when it had more than
+// AttrMaxValues values, else its values by value.
+type AttrKey struct {
+	Key     string
+	Dropped bool
+	Values  []AttrValue
+}
+
+// AttrValue is one value of a key on a hop: its attempts, failures and
+// flagged (cut) attempts, the durations of the others as counts by
+// sketch bin (Bins[i] is bin Lo+i; Zero counts durations of 0), and the
+// slowest attempts and failures.
+type AttrValue struct {
+	Value                     string
+	Attempts, Failed, Flagged int
+	Zero, Lo                  int
+	Bins                      []uint32
+	Slow, Fail                []Example
 }
 
 // Sampled is one span of the trace sample.
@@ -71,8 +114,14 @@ func (a *Accum) State() *State {
 	sort.Strings(names)
 	for _, name := range names {
 		h := a.hops[name]
-		s.Hops = append(s.Hops, HopState{Name: name, Attempts: h.n, Failed: h.failed, Cut: h.cut,
-			Succ: h.succ.State(), Flagged: h.flagged.State(), Other: h.other.State()})
+		hs := HopState{Name: name, Attempts: h.n, Failed: h.failed, Cut: h.cut,
+			Succ: h.succ.State(), Flagged: h.flagged.State(), Other: h.other.State(),
+			First:    HopFirst{h.first.service, h.first.name, h.first.route, h.first.routeKey},
+			Examples: HopExampleState{exOut(h.ex.slowest), exOut(h.ex.flagged), exOut(h.ex.other), exOut(h.ex.fastFail)}}
+		if h.at != nil {
+			hs.HasAttr, hs.Attr = true, attrOut(h.at)
+		}
+		s.Hops = append(s.Hops, hs)
 	}
 	s.Sample = make([]Sampled, len(a.spans))
 	for i := range a.spans {
@@ -139,8 +188,119 @@ func FromState(s *State) (*Accum, error) {
 	return a, nil
 }
 
+func exOut(xs []ex) []Example {
+	var out []Example
+	for _, x := range xs {
+		out = append(out, Example{x.d, x.trace})
+	}
+	return out
+}
+
+// exIn checks examples: at most k, with trace ids, in their order.
+func exIn(xs []Example, k int) ([]ex, error) {
+	if len(xs) > k {
+		return nil, fmt.Errorf("%d examples, over %d", len(xs), k)
+	}
+	var out []ex
+	for i, x := range xs {
+		e := ex{x.Duration, x.Trace}
+		if x.Trace == "" || x.Duration < 0 || i > 0 && !out[i-1].before(e) {
+			return nil, errors.New("examples out of order or without a trace")
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func attrOut(a *hopAttr) []AttrKey {
+	keys := make([]string, 0, len(a.keys))
+	for k := range a.keys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]AttrKey, 0, len(keys))
+	for _, k := range keys {
+		ka := a.keys[k]
+		ak := AttrKey{Key: k, Dropped: ka.dropped}
+		vals := make([]string, 0, len(ka.vals))
+		for v := range ka.vals {
+			vals = append(vals, v)
+		}
+		sort.Strings(vals)
+		for _, v := range vals {
+			va := ka.vals[v]
+			ak.Values = append(ak.Values, AttrValue{Value: v, Attempts: va.n, Failed: va.failed, Flagged: va.flag,
+				Zero: va.zero, Lo: va.lo, Bins: va.bins, Slow: exOut(va.slow), Fail: exOut(va.fail)})
+		}
+		out = append(out, ak)
+	}
+	return out
+}
+
+// attrIn rebuilds a hop's attribution, checking it against the bounds
+// and the hop's own counts.
+func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
+	if len(keys) > AttrMaxKeys {
+		return nil, fmt.Errorf("%d attribute keys, over %d", len(keys), AttrMaxKeys)
+	}
+	a := &hopAttr{keys: map[string]*keyAttr{}}
+	for i, k := range keys {
+		if k.Key == "" || i > 0 && k.Key <= keys[i-1].Key || len(k.Values) > AttrMaxValues || k.Dropped && len(k.Values) > 0 {
+			return nil, fmt.Errorf("attribute key %q: out of order, or too many values", k.Key)
+		}
+		ka := &keyAttr{dropped: k.Dropped}
+		if !k.Dropped {
+			ka.vals = map[string]*valAttr{}
+		}
+		for j, v := range k.Values {
+			if j > 0 && v.Value <= k.Values[j-1].Value || len(v.Value) > AttrMaxValueLen {
+				return nil, fmt.Errorf("attribute %s: values out of order or too long", k.Key)
+			}
+			sum := v.Flagged + v.Zero
+			for _, c := range v.Bins {
+				sum += int(c)
+			}
+			if v.Attempts > hopN || v.Failed > v.Attempts || v.Flagged < 0 || v.Zero < 0 || sum != v.Attempts ||
+				v.Lo < 0 || len(v.Bins) > quantile.MaxBin+1 || v.Lo > quantile.MaxBin+1-len(v.Bins) {
+				return nil, fmt.Errorf("attribute %s=%q: counts do not add up", k.Key, v.Value)
+			}
+			va := &valAttr{n: v.Attempts, failed: v.Failed, flag: v.Flagged, zero: v.Zero, lo: v.Lo, bins: v.Bins}
+			var err error
+			if va.slow, err = exIn(v.Slow, AttrExamples); err != nil {
+				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
+			}
+			if va.fail, err = exIn(v.Fail, AttrExamples); err != nil {
+				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
+			}
+			ka.vals[v.Value] = va
+		}
+		a.keys[k.Key] = ka
+	}
+	return a, nil
+}
+
 func hopFromState(s *HopState) (*hopAcc, error) {
-	h := &hopAcc{name: s.Name, n: s.Attempts, failed: s.Failed, cut: s.Cut}
+	h := &hopAcc{name: s.Name, n: s.Attempts, failed: s.Failed, cut: s.Cut,
+		first: hopFirst{service: s.First.Service, name: s.First.Name, route: s.First.Route, routeKey: s.First.RouteKey}}
+	for _, x := range []struct {
+		dst *[]ex
+		src []Example
+	}{{&h.ex.slowest, s.Examples.Slowest}, {&h.ex.flagged, s.Examples.Flagged}, {&h.ex.other, s.Examples.Other}, {&h.ex.fastFail, s.Examples.FastFail}} {
+		xs, err := exIn(x.src, 1)
+		if err != nil {
+			return nil, fmt.Errorf("examples: %v", err)
+		}
+		*x.dst = xs
+	}
+	if s.HasAttr {
+		at, err := attrIn(s.Attr, s.Attempts)
+		if err != nil {
+			return nil, err
+		}
+		h.at = at
+	} else if len(s.Attr) > 0 {
+		return nil, errors.New("attribution without its flag")
+	}
 	var err error
 	for _, d := range []struct {
 		what string
@@ -193,13 +353,20 @@ func (a *Accum) Absorb(o *Accum, aFile, oFile []int) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	// A hop's first span is taken from the side whose first file comes
+	// first (exact when the hop is in that file).
+	oFirst := len(oFile) > 0 && (len(aFile) == 0 || slices.Min(oFile) < slices.Min(aFile))
 	for _, name := range names {
-		h := a.hops[name]
+		h, oh := a.hops[name], o.hops[name]
 		if h == nil {
-			a.hops[name] = o.hops[name]
+			a.hops[name] = oh
 			continue
 		}
-		h.merge(o.hops[name])
+		first := oh.first
+		h.merge(oh)
+		if oFirst {
+			h.first = first
+		}
 	}
 	a.last = nil
 

@@ -44,10 +44,16 @@ func generate(seed uint64, o genOptions) []string {
 		at := start
 		var kids []string
 		d := lognorm(2e6, 0.5)
-		kids = append(kids, fmt.Sprintf(`{"trace_id":"%s","span_id":"%s-a","parent_id":"%s-r","hop":"auth","kind":"client","start":%d,"duration_ns":%d,"status":"ok"}`, tid, tid, tid, at, d))
+		// auth carries an attribute with too many values to keep (its key
+		// is dropped), db the pod that served it (one pod is slow).
+		kids = append(kids, fmt.Sprintf(`{"trace_id":"%s","span_id":"%s-a","parent_id":"%s-r","hop":"auth","kind":"client","start":%d,"duration_ns":%d,"status":"ok","user":"u%d"}`, tid, tid, tid, at, d, r.IntN(500)))
 		at += d
 		for k := 1; k <= o.dbAttempts; k++ {
+			pod := r.IntN(6)
 			d := lognorm(20e6, 0.8)
+			if pod == 0 {
+				d *= 3
+			}
 			status, extra := "ok", ""
 			switch u := r.Float64(); {
 			case d > 300e6:
@@ -59,7 +65,7 @@ func generate(seed uint64, o genOptions) []string {
 			case u < 0.06:
 				status, extra = "error", `,"code":503`
 			}
-			kids = append(kids, fmt.Sprintf(`{"trace_id":"%s","span_id":"%s-d%d","parent_id":"%s-r","hop":"db","kind":"client","start":%d,"duration_ns":%d,"status":"%s","attempt":%d%s}`, tid, tid, k, tid, at, d, status, k, extra))
+			kids = append(kids, fmt.Sprintf(`{"trace_id":"%s","span_id":"%s-d%d","parent_id":"%s-r","hop":"db","kind":"client","start":%d,"duration_ns":%d,"status":"%s","attempt":%d%s,"k8s.pod.name":"db-%d","zone":"z%d"}`, tid, tid, k, tid, at, d, status, k, extra, pod, pod%2))
 			at += d
 			if status == "ok" {
 				break
@@ -71,7 +77,7 @@ func generate(seed uint64, o genOptions) []string {
 			lines = append(lines, fmt.Sprintf(`{"hop":"cron","start":%d,"duration_ns":%d,"status":"ok"}`, start, lognorm(5e6, 1)))
 		}
 		if o.bad && r.IntN(40) == 0 {
-			lines = append(lines, `{"trace_id":"x","hop":"db","duration_ns":-5}`, `not json`)
+			lines = append(lines, `{"trace_id":"x","hop":"db","duration_ns":-5}`, `{"trace_id":"y","hop":"db","start":5,"duration_ns":"soon"}`)
 		}
 	}
 	return lines
@@ -212,6 +218,16 @@ func TestMergeEqualsWhole(t *testing.T) {
 			var rep analyze.Report
 			if err := json.Unmarshal(whole, &rep); err != nil {
 				t.Fatal(err)
+			}
+			// The per-hop state beyond the digests is in the report, so
+			// that the comparison covers it.
+			for _, field := range []string{`"attribution"`, `"examples"`, `"k8s.pod.name"`} {
+				if !bytes.Contains(whole, []byte(field)) {
+					t.Fatalf("the report has no %s", field)
+				}
+			}
+			if c.gen.bad && rep.Skipped == 0 {
+				t.Fatal("no line was skipped")
 			}
 			if (rep.Sample != nil) != c.sampled {
 				t.Fatalf("sampled: %v, want %v", rep.Sample != nil, c.sampled)

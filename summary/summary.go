@@ -63,12 +63,18 @@ type Summary struct {
 func Is(head []byte) bool { return bytes.HasPrefix(head, Magic) }
 
 const (
-	kindHead   = "HEAD"
-	kindStats  = "STAT"
-	kindHops   = "HOPS"
-	kindSample = "SMPL"
-	kindEnd    = "END."
+	kindHead     = "HEAD"
+	kindStats    = "STAT"
+	kindHops     = "HOPS"
+	kindFirst    = "FRST"
+	kindExamples = "EXPL"
+	kindAttr     = "ATTR"
+	kindSample   = "SMPL"
+	kindEnd      = "END."
 )
+
+// kinds are the sections in their order.
+var kinds = []string{kindHead, kindStats, kindHops, kindFirst, kindExamples, kindAttr, kindSample}
 
 // Encode returns s in the summary format.
 func Encode(s *Summary) []byte {
@@ -83,6 +89,9 @@ func Encode(s *Summary) []byte {
 	section(kindHead, encodeHead())
 	section(kindStats, encodeStats(s.Stats))
 	section(kindHops, encodeHops(st.Hops))
+	section(kindFirst, encodeFirst(st.Hops))
+	section(kindExamples, encodeExamples(st.Hops))
+	section(kindAttr, encodeAttr(st.Hops))
 	section(kindSample, encodeSample(st))
 	sum := sha256.Sum256(out)
 	out = append(out, kindEnd...)
@@ -142,8 +151,8 @@ func Decode(b []byte) (*Summary, error) {
 		return nil, errors.New("summary checksum mismatch: the file was changed or damaged after it was written")
 	}
 	rest := body[len(Magic)+2:]
-	var sections [4][]byte
-	for i, kind := range []string{kindHead, kindStats, kindHops, kindSample} {
+	sections := make([][]byte, len(kinds))
+	for i, kind := range kinds {
 		if len(rest) < 12 {
 			return nil, fmt.Errorf("summary has no %s section", kind)
 		}
@@ -170,7 +179,15 @@ func Decode(b []byte) (*Summary, error) {
 	if state.Hops, err = decodeHops(&dec{b: sections[2]}); err != nil {
 		return nil, fmt.Errorf("summary section %s: %w", kindHops, err)
 	}
-	if err := decodeSample(&dec{b: sections[3]}, state, len(st.Files)); err != nil {
+	for i, x := range []struct {
+		kind string
+		dec  func(*dec, []analyze.HopState) error
+	}{{kindFirst, decodeFirst}, {kindExamples, decodeExamples}, {kindAttr, decodeAttr}} {
+		if err := x.dec(&dec{b: sections[3+i]}, state.Hops); err != nil {
+			return nil, fmt.Errorf("summary section %s: %w", x.kind, err)
+		}
+	}
+	if err := decodeSample(&dec{b: sections[6]}, state, len(st.Files)); err != nil {
 		return nil, fmt.Errorf("summary section %s: %w", kindSample, err)
 	}
 	acc, err := analyze.FromState(state)
@@ -446,6 +463,149 @@ func decodeHops(d *dec) ([]analyze.HopState, error) {
 		hops = append(hops, h)
 	}
 	return hops, d.done()
+}
+
+// Each piece of per-hop state beyond the counts and digests has its own
+// section, listing hops by their index in HOPS.
+
+func encodeFirst(hops []analyze.HopState) *enc {
+	e := &enc{}
+	e.n(len(hops))
+	for i := range hops {
+		f := &hops[i].First
+		e.s(f.Service)
+		e.s(f.Name)
+		e.s(f.Route)
+		e.s(f.RouteKey)
+	}
+	return e
+}
+
+func decodeFirst(d *dec, hops []analyze.HopState) error {
+	if n := d.n(); n != len(hops) && d.err == nil {
+		return fmt.Errorf("%d hops, not the %d of %s", n, len(hops), kindHops)
+	}
+	for i := range hops {
+		hops[i].First = analyze.HopFirst{Service: d.s(), Name: d.s(), Route: d.s(), RouteKey: d.s()}
+	}
+	return d.done()
+}
+
+func encodeExampleList(e *enc, xs []analyze.Example) {
+	e.n(len(xs))
+	for _, x := range xs {
+		e.i(x.Duration)
+		e.s(x.Trace)
+	}
+}
+
+func decodeExampleList(d *dec) []analyze.Example {
+	n := d.count(2)
+	var xs []analyze.Example
+	for range n {
+		xs = append(xs, analyze.Example{Duration: d.i(), Trace: d.s()})
+	}
+	return xs
+}
+
+func encodeExamples(hops []analyze.HopState) *enc {
+	e := &enc{}
+	e.n(len(hops))
+	for i := range hops {
+		x := &hops[i].Examples
+		for _, l := range [][]analyze.Example{x.Slowest, x.Flagged, x.Other, x.FastFail} {
+			encodeExampleList(e, l)
+		}
+	}
+	return e
+}
+
+func decodeExamples(d *dec, hops []analyze.HopState) error {
+	if n := d.n(); n != len(hops) && d.err == nil {
+		return fmt.Errorf("%d hops, not the %d of %s", n, len(hops), kindHops)
+	}
+	for i := range hops {
+		x := &hops[i].Examples
+		x.Slowest, x.Flagged, x.Other, x.FastFail = decodeExampleList(d), decodeExampleList(d), decodeExampleList(d), decodeExampleList(d)
+	}
+	return d.done()
+}
+
+func encodeAttr(hops []analyze.HopState) *enc {
+	e := &enc{}
+	n := 0
+	for i := range hops {
+		if hops[i].HasAttr {
+			n++
+		}
+	}
+	e.n(n)
+	for i := range hops {
+		h := &hops[i]
+		if !h.HasAttr {
+			continue
+		}
+		e.n(i)
+		e.n(len(h.Attr))
+		for _, k := range h.Attr {
+			e.s(k.Key)
+			e.bool(k.Dropped)
+			e.n(len(k.Values))
+			for _, v := range k.Values {
+				e.s(v.Value)
+				e.n(v.Attempts)
+				e.n(v.Failed)
+				e.n(v.Flagged)
+				e.n(v.Zero)
+				e.n(v.Lo)
+				e.n(len(v.Bins))
+				for _, c := range v.Bins {
+					e.u(uint64(c))
+				}
+				encodeExampleList(e, v.Slow)
+				encodeExampleList(e, v.Fail)
+			}
+		}
+	}
+	return e
+}
+
+func decodeAttr(d *dec, hops []analyze.HopState) error {
+	n := d.count(2)
+	prev := -1
+	for range n {
+		i := d.n()
+		if d.err != nil {
+			return d.err
+		}
+		if i <= prev || i >= len(hops) {
+			return fmt.Errorf("hop %d out of order or not among the %d hops", i, len(hops))
+		}
+		prev = i
+		h := &hops[i]
+		h.HasAttr = true
+		nk := d.count(3)
+		for range nk {
+			k := analyze.AttrKey{Key: d.s(), Dropped: d.bool()}
+			nv := d.count(9)
+			for range nv {
+				v := analyze.AttrValue{Value: d.s(), Attempts: d.n(), Failed: d.n(), Flagged: d.n(), Zero: d.n(), Lo: d.n()}
+				nb := d.count(1)
+				v.Bins = make([]uint32, nb)
+				for j := range v.Bins {
+					c := d.u()
+					if c > 1<<32-1 {
+						d.fail(errors.New("bin count out of range"))
+					}
+					v.Bins[j] = uint32(c)
+				}
+				v.Slow, v.Fail = decodeExampleList(d), decodeExampleList(d)
+				k.Values = append(k.Values, v)
+			}
+			h.Attr = append(h.Attr, k)
+		}
+	}
+	return d.done()
 }
 
 // Span flags.
