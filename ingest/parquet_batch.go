@@ -118,6 +118,7 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 		if src.opt.Fork != nil {
 			w.src, w.branch = src, src.opt.Fork.Branch()
 			branches = append(branches, w.branch)
+			w.fastPlan(src)
 		}
 		wg.Add(1)
 		go func() {
@@ -226,6 +227,18 @@ type pqWorker struct {
 	held []parquet.Page
 	// units gathers what the unit checks need from the worker's records.
 	units *unitStats
+	// vals holds the page positions of the values apply sets.
+	vals []int32
+	// The fast rows' state (parquet_fast.go), when the file has them:
+	// each column's role, and per batch row what the first pass read,
+	// where each column's value is, the rows left for records and
+	// those the Branch took already; one is the span it takes.
+	roles []pqRole
+	lite  []pqLite
+	vidx  [][]int32
+	need  []int32
+	again []bool
+	one   span.Span
 }
 
 // idBuf is where the batch's id text goes: the chunk's buffer, or with a
@@ -255,7 +268,7 @@ func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
 	us := &unitStats{}
 	w := &pqWorker{units: us, cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.opt.Borrowed,
 		free: make(chan *pqChunk, pqChunksPerWorker), curs: make([]pqCursor, len(cols)),
-		sel: make([]int32, pqBatchRows), iota: make([]int32, pqBatchRows)}
+		sel: make([]int32, pqBatchRows), iota: make([]int32, pqBatchRows), vals: make([]int32, pqBatchRows)}
 	for i := range w.iota {
 		w.iota[i] = int32(i)
 	}
@@ -344,11 +357,11 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk,
 			end = n
 		}
 		for r < end && len(ch.spans)+pqBatchRows <= pqChunkRows && len(ch.events)+pqBatchRows <= pqChunkRows {
-			m := int(min(end-r, pqBatchRows))
-			if !w.batch(ch, first+r, m) {
+			k, ok := w.batch(ch, first+r, int(min(end-r, pqBatchRows)))
+			if !ok {
 				return send()
 			}
-			r += int64(m)
+			r += int64(k)
 		}
 		if !send() {
 			return false
@@ -365,16 +378,24 @@ const pqBatchRows = 256
 
 // batch decodes the m rows after row `base` (0-based) into ch, column by
 // column: each record sees its columns in the same order as on the row
-// path, so the spans, skips and details are the same. It returns false
-// after a read error (ch.err, naming the first row and column that failed
-// in row order; the rows before it are in ch).
-func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
+// path, so the spans, skips and details are the same. It returns the rows
+// it read (m, or fewer when fast rows cut the batch at a page's end) and
+// false after a read error (ch.err, naming the first row and column that
+// failed in row order; the rows before it are in ch).
+func (w *pqWorker) batch(ch *pqChunk, base int64, m int) (int, bool) {
+	if w.borrow && w.branch != nil {
+		w.ids = grow(w.ids, m*64)
+	}
+	if w.roles != nil {
+		n, ok, handled := w.fastBatch(ch, base, m)
+		if handled {
+			return n, ok
+		}
+		m = n
+	}
 	recs := w.recs[:m]
 	for i := range recs {
 		recs[i].reset()
-	}
-	if w.borrow && w.branch != nil {
-		w.ids = grow(w.ids, m*64)
 	}
 	clear(w.bad[:m])
 	limit, errCol := m, -1
@@ -387,52 +408,69 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) bool {
 		}
 	}
 	for i := range recs[:limit] {
-		row := base + int64(i) + 1
-		rec := &recs[i]
-		if bad := w.bad[i]; bad != nil {
-			ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: "bad value", detail: bad.Error()})
-			continue
+		w.row(ch, &recs[i], base+int64(i)+1, int32(i), false)
+	}
+	w.release()
+	if errCol >= 0 {
+		ch.err = pqRowError(base+int64(limit)+1, w.curs[errCol].col.name, rerr)
+		return m, false
+	}
+	return m, true
+}
+
+// pqRowError is a read error, positioned.
+func pqRowError(row int64, col string, err error) error {
+	return fmt.Errorf("row %d, column %s: %v", row, col, err)
+}
+
+// row turns the filled record of batch row i (row `row` of the file) into
+// a span or an event of ch. again says the Branch took the row already
+// (fastBatch) and asked to see it again: it goes on to the chunk.
+func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again bool) {
+	if bad := w.bad[i]; bad != nil {
+		ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: "bad value", detail: bad.Error()})
+		return
+	}
+	reason, detail := rec.finish()
+	if reason == "" && w.branch != nil {
+		reason, detail = w.src.accept(&rec.sp)
+	}
+	if reason != "" {
+		e := pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail}
+		if isFilter(reason) {
+			e.id, e.detail = filteredKey(&rec.sp), ""
 		}
-		reason, detail := rec.finish()
-		if reason == "" && w.branch != nil {
-			reason, detail = w.src.accept(&rec.sp)
-		}
-		if reason != "" {
-			e := pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail}
-			if isFilter(reason) {
-				e.id, e.detail = filteredKey(&rec.sp), ""
-			}
-			ch.events = append(ch.events, e)
-			continue
-		}
-		if w.branch != nil {
+		ch.events = append(ch.events, e)
+		return
+	}
+	if w.branch != nil {
+		if !again {
 			ch.used++
 			if len(rec.soft) > 0 {
 				ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft), taken: true})
 			}
 			if !w.branch.Take(&rec.sp) {
-				continue
-			}
-			if w.borrow {
-				w.keep(ch, &rec.sp)
+				return
 			}
 		}
-		ch.spans = append(ch.spans, rec.sp)
-		ch.rows = append(ch.rows, row)
-		if w.branch == nil && len(rec.soft) > 0 {
-			ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft)})
+		if w.borrow {
+			w.keep(ch, &rec.sp)
 		}
 	}
+	ch.spans = append(ch.spans, rec.sp)
+	ch.rows = append(ch.rows, row)
+	if w.branch == nil && len(rec.soft) > 0 {
+		ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft)})
+	}
+}
+
+// release gives back the pages the batch's ids aliased (see held).
+func (w *pqWorker) release() {
 	for i, p := range w.held {
 		parquet.Release(p)
 		w.held[i] = nil
 	}
 	w.held = w.held[:0]
-	if errCol >= 0 {
-		ch.err = fmt.Errorf("row %d, column %s: %v", base+int64(limit)+1, w.curs[errCol].col.name, rerr)
-		return false
-	}
-	return true
 }
 
 // fill applies column c to the first m records of the batch and returns
@@ -464,11 +502,14 @@ func (w *pqWorker) fill(c *pqCursor, m int, ch *pqChunk) (int, error) {
 		} else {
 			sel = w.iota[i : i+n]
 		}
-		vi := c.vi
+		vals := w.vals[:len(sel)]
+		for k := range vals {
+			vals[k] = int32(c.vi + k)
+		}
 		c.vi += len(sel)
 		c.di += n
 		i += n
-		w.apply(c, sel, vi, ch)
+		w.apply(c, sel, vals, ch)
 	}
 	return m, nil
 }
@@ -515,9 +556,9 @@ func fastOf(c *flatCol, kind parquet.Kind, borrow bool) int {
 	return fastNone
 }
 
-// apply sets the values vi, vi+1, … of c's page in the records at rows
-// sel of the batch.
-func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
+// apply sets the values vals of c's page in the records at rows sel of
+// the batch (value vals[k] in row sel[k]).
+func (w *pqWorker) apply(c *pqCursor, sel, vals []int32, ch *pqChunk) {
 	recs, bad := w.recs, w.bad
 	fast := c.fast
 	if c.dict != nil {
@@ -527,15 +568,15 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 			// the rare entry that needs one. The value is stored in a
 			// record already bad too: it cannot fail, and the record
 			// is dropped anyway.
-			idx, ops, strs, off := c.idx[vi:vi+len(sel)], c.ops, c.strs, c.toff
+			idx, ops, strs, off := c.idx, c.ops, c.strs, c.toff
 			for k, row := range sel {
-				switch x := idx[k]; ops[x] {
+				switch x := idx[vals[k]]; ops[x] {
 				case opString:
 					*(*string)(unsafe.Add(unsafe.Pointer(&recs[row]), off)) = strs[x]
 				case opNothing:
 				default:
 					if bad[row] == nil {
-						w.setOne(c, row, vi+k, ch)
+						w.setOne(c, row, int(vals[k]), ch)
 					}
 				}
 			}
@@ -544,7 +585,7 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 		// Other dictionary columns: the status, prepared once per
 		// entry, is set here; the rest through the setter.
 		for k, row := range sel {
-			e := &c.entries[c.idx[vi+k]]
+			e := &c.entries[c.idx[vals[k]]]
 			switch {
 			case bad[row] != nil || e.op == opNothing:
 			case e.op == opStatus:
@@ -555,7 +596,7 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 					r.sp.Code = e.code
 				}
 			default:
-				w.setOne(c, row, vi+k, ch)
+				w.setOne(c, row, int(vals[k]), ch)
 			}
 		}
 		return
@@ -565,47 +606,47 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 		f := c.col.spec.f
 		for k, row := range sel {
 			r := &recs[row]
-			r.sp.Duration, r.hasDur, r.durField = c.i64[vi+k], true, f
+			r.sp.Duration, r.hasDur, r.durField = c.i64[vals[k]], true, f
 		}
 	case fastStart:
 		for k, row := range sel {
 			r := &recs[row]
-			r.sp.Start, r.hasStart = c.i64[vi+k], true
+			r.sp.Start, r.hasStart = c.i64[vals[k]], true
 		}
 	case fastCode:
 		for k, row := range sel {
-			r, n := &recs[row], c.i32[vi+k]
+			r, n := &recs[row], c.i32[vals[k]]
 			r.sp.Code, r.codeSet, r.codeText, r.codeNamed = int(n), true, "", false
 			r.errTimeout = r.errTimeout || n == 408 || n == 504
 		}
 	case fastAttempt:
 		for k, row := range sel {
-			if n := c.i32[vi+k]; n >= 0 {
+			if n := c.i32[vals[k]]; n >= 0 {
 				r := &recs[row]
 				r.sp.Attempt, r.sp.AttemptSet = int(n), true
 			} else if bad[row] == nil {
-				w.setOne(c, row, vi+k, ch)
+				w.setOne(c, row, int(vals[k]), ch)
 			}
 		}
 	case fastTimeoutMs:
 		for k, row := range sel {
-			if x := c.f64[vi+k]; x >= 0 && x < 9e12 {
+			if x := c.f64[vals[k]]; x >= 0 && x < 9e12 {
 				recs[row].sp.TimeoutInForce = int64(math.Round(x * 1e6))
 			} else if bad[row] == nil {
-				w.setOne(c, row, vi+k, ch)
+				w.setOne(c, row, int(vals[k]), ch)
 			}
 		}
 	case fastWeight:
 		for k, row := range sel {
-			if x := c.f64[vi+k]; x >= 0 && x <= math.MaxFloat64 {
+			if x := c.f64[vals[k]]; x >= 0 && x <= math.MaxFloat64 {
 				recs[row].sp.Weight = x
 			} else if bad[row] == nil {
-				w.setOne(c, row, vi+k, ch)
+				w.setOne(c, row, int(vals[k]), ch)
 			}
 		}
 	case fastTimeout:
 		for k, row := range sel {
-			i := vi + k
+			i := vals[k]
 			if c.bits[i>>3]>>(i&7)&1 != 0 {
 				recs[row].timeout = true
 			}
@@ -619,7 +660,7 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 		parent := c.col.spec.f == fParentID
 		ids := &ch.ids
 		for k, row := range sel {
-			v := trimSpace(c.value(vi + k))
+			v := trimSpace(c.value(int(vals[k])))
 			if len(v) == 0 || (parent && isNoParent(v)) {
 				continue
 			}
@@ -644,7 +685,7 @@ func (w *pqWorker) apply(c *pqCursor, sel []int32, vi int, ch *pqChunk) {
 	default:
 		for k, row := range sel {
 			if bad[row] == nil {
-				w.setOne(c, row, vi+k, ch)
+				w.setOne(c, row, int(vals[k]), ch)
 			}
 		}
 	}

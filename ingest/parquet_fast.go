@@ -1,0 +1,418 @@
+package ingest
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/span"
+)
+
+// Fast rows: flat Parquet straight into the per-worker accumulators.
+//
+// With a Fork (the analysis), most spans stop at their Branch: it counts
+// the attempt into its hop's digests and needs only the hop, the duration,
+// the outcome and the trace id (to tell whether the trace is in the
+// sample). Building a whole record for each of them — every column's value
+// set, finish, accept — costs more than decompressing the pages. So when a
+// file's columns are all of the kinds the flat schema writes (what
+// `tailscope convert` and export produce), a batch is read in two passes:
+//
+//  1. the columns the Branch needs are read into a small struct per row,
+//     the row's outcome is settled exactly as finish and accept would
+//     settle it, and the Branch takes it; a row with anything unusual (a
+//     null or negative duration, a blank hop, a status or value a setter
+//     would keep as text or ignore) is left for the second pass untouched;
+//  2. only the rows the Branch hands back (the trace sample) and the
+//     unusual ones are built as records from every column, with the
+//     setters of the batch reader, in row order: their spans, skips and
+//     ignored values are exactly the batch reader's.
+//
+// The columns no fast row looks at (span and parent ids, service, name,
+// kind, peer) are still decompressed — a page holds some sampled row
+// almost always — but their values are only touched for the rows of the
+// second pass. A batch never crosses a page of any column, so every row's
+// value can be addressed directly in both passes.
+
+// pqRole is what the first pass does with a column.
+type pqRole uint8
+
+const (
+	roleNone      pqRole = iota // a column the first pass cannot read: no fast rows for the file
+	roleIgnore                  // no bearing on a fast row (ids, service, name, kind, peer)
+	roleHop                     // the hop column (dictionary strings)
+	roleDur                     // integer ns durations
+	roleStart                   // integer ns starts
+	roleStatus                  // status words (dictionary)
+	roleTimeout                 // the timeout flag
+	roleCode                    // integer codes
+	roleAttempt                 // integer attempt numbers
+	roleTimeoutMs               // the timeout in force, ms
+	roleWeight                  // adjusted counts
+	roleTrace                   // text trace ids
+)
+
+// roleOf is c's role, roleNone when its field or physical type is not one
+// the first pass reads.
+func roleOf(c *pqCursor) pqRole {
+	spec := c.col.spec
+	if spec.hopAttr {
+		return roleNone
+	}
+	switch spec.f {
+	case fSpanID, fParentID, fService, fName, fKind, fPeer:
+		// Their setters never skip a record nor ignore a value, and the
+		// hop is not named by them (see fastPlan).
+		return roleIgnore
+	case fHop:
+		if c.target != nil {
+			return roleHop
+		}
+		return roleNone
+	case fStatus:
+		if c.kind == parquet.ByteArray || c.kind == parquet.FixedLenByteArray {
+			return roleStatus
+		}
+		return roleNone
+	case fTraceID:
+		if c.fast == fastID {
+			return roleTrace
+		}
+		return roleNone
+	}
+	switch c.fast {
+	case fastDuration:
+		return roleDur
+	case fastStart:
+		return roleStart
+	case fastTimeout:
+		return roleTimeout
+	case fastCode:
+		return roleCode
+	case fastAttempt:
+		return roleAttempt
+	case fastTimeoutMs:
+		return roleTimeoutMs
+	case fastWeight:
+		return roleWeight
+	}
+	return roleNone
+}
+
+// fastPlan gives the worker its column roles when the file and the
+// options allow fast rows: a Fork with borrowed spans, hops named by the
+// hop column, no filter (a filtered row is an event of its own), and
+// every column one the first pass reads, with a hop and a duration among
+// them.
+func (w *pqWorker) fastPlan(src *Source) {
+	if w.branch == nil || !w.borrow || pqFastOff {
+		return
+	}
+	o := src.opt
+	hopBy := o.HopBy
+	if hopBy == "" {
+		hopBy = src.hopDefault
+	}
+	if hopBy != "hop" || o.Since != 0 || o.Until != 0 || o.Hops != nil || o.ExcludeHops != nil {
+		return
+	}
+	roles := make([]pqRole, len(w.curs))
+	var hop, dur bool
+	for j := range w.curs {
+		r := roleOf(&w.curs[j])
+		if r == roleNone {
+			return
+		}
+		hop, dur = hop || r == roleHop, dur || r == roleDur
+		roles[j] = r
+	}
+	if !hop || !dur {
+		return
+	}
+	w.roles = roles
+	w.lite = make([]pqLite, pqBatchRows)
+	w.need = make([]int32, 0, pqBatchRows)
+	w.again = make([]bool, pqBatchRows)
+	w.vidx = make([][]int32, len(w.curs))
+	for j := range w.vidx {
+		w.vidx[j] = make([]int32, pqBatchRows)
+	}
+}
+
+// pqFastOff turns fast rows off: tests set it to compare both ways of
+// reading the same file.
+var pqFastOff = false
+
+// pqLite is what the first pass reads of a row.
+type pqLite struct {
+	hop, trace         string
+	start, dur, tif    int64
+	weight             float64
+	code, statusCode   int
+	attempt            int
+	status             span.Status
+	hasStatus, timeout bool
+	errTimeout         bool
+	hasStart, hasDur   bool
+	codeSet, attSet    bool
+	odd                bool // something only the record path decides
+}
+
+// fastBatch reads up to m rows after row base (0-based) in two passes (see
+// above). It returns the rows read and, like batch, false after a read
+// error; handled is false when a page of this batch is in a form the
+// first pass does not read (a dictionary where values are plain, or the
+// reverse): batch then reads the n rows the usual way.
+func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled bool) {
+	in := w.recs[0].intern
+	// Every column at a page with rows left, and the batch cut where the
+	// first of them ends. A read error here is the error of the batch's
+	// first row, in the first column that fails: what the row-by-row
+	// order gives, as no column failed earlier in the file.
+	for j := range w.curs {
+		c := &w.curs[j]
+		for c.di >= c.dn {
+			if err := c.load(in); err != nil {
+				ch.err = pqRowError(base+1, c.col.name, err)
+				return 0, false, true
+			}
+		}
+		m = min(m, c.dn-c.di)
+	}
+	for j := range w.curs {
+		c := &w.curs[j]
+		switch w.roles[j] {
+		case roleHop, roleStatus:
+			if c.dict == nil {
+				return m, true, false
+			}
+		case roleIgnore:
+		default:
+			if c.dict != nil {
+				return m, true, false
+			}
+		}
+	}
+	// Where each row's value is in its page (-1: null), and the cursors
+	// moved past the batch; the pages stay until the next batch loads.
+	for j := range w.curs {
+		c := &w.curs[j]
+		vx := w.vidx[j][:m]
+		if c.defs == nil {
+			for i := range vx {
+				vx[i] = int32(c.vi + i)
+			}
+			c.vi += m
+		} else {
+			v := c.vi
+			for i, d := range c.defs[c.di : c.di+m] {
+				vx[i] = -1
+				if d == c.maxDef {
+					vx[i] = int32(v)
+					v++
+				}
+			}
+			c.vi = v
+		}
+		c.di += m
+	}
+	lite := w.lite[:m]
+	clear(lite)
+	for j := range w.curs {
+		w.liteColumn(&w.curs[j], w.roles[j], w.vidx[j][:m], lite)
+	}
+	// The rows the Branch takes here, and those left for the records.
+	need := w.need[:0]
+	again := w.again[:m]
+	sp := &w.one
+	for i := range lite {
+		l := &lite[i]
+		again[i] = false
+		if l.odd || !l.hasDur || l.dur < 0 || l.hop == "" ||
+			(l.hasStart && (l.start < 0 || (l.start > 0 && l.start+l.dur < l.start))) {
+			need = append(need, int32(i))
+			continue
+		}
+		l.fill(sp)
+		ch.used++
+		if w.branch.Take(sp) {
+			need, again[i] = append(need, int32(i)), true
+			continue
+		}
+		if l.hasStart {
+			w.units.starts[startClass(l.start)]++ // what finish records
+		}
+	}
+	w.need = need
+	if len(need) > 0 {
+		w.records(ch, base, need, again)
+	}
+	w.release()
+	return m, true, true
+}
+
+// liteColumn reads column c into the rows' lite structs. Each case does
+// what the setter does with a value of that kind, or marks the row odd
+// where the setter would do more (keep text, ignore a value, fail).
+func (w *pqWorker) liteColumn(c *pqCursor, role pqRole, vx []int32, lite []pqLite) {
+	switch role {
+	case roleHop:
+		ops, strs, idx := c.ops, c.strs, c.idx
+		for i, v := range vx {
+			if v < 0 {
+				continue
+			}
+			switch x := idx[v]; ops[x] {
+			case opString:
+				lite[i].hop = strs[x]
+			case opNothing:
+			default:
+				lite[i].odd = true
+			}
+		}
+	case roleStatus:
+		for i, v := range vx {
+			if v < 0 {
+				continue
+			}
+			l := &lite[i]
+			switch e := &c.entries[c.idx[v]]; e.op {
+			case opStatus:
+				l.status, l.hasStatus = e.st, true
+				l.timeout = l.timeout || e.to
+				if e.code != 0 {
+					l.statusCode = e.code
+				}
+			case opNothing:
+			default:
+				l.odd = true
+			}
+		}
+	case roleDur:
+		for i, v := range vx {
+			if v >= 0 {
+				lite[i].dur, lite[i].hasDur = c.i64[v], true
+			}
+		}
+	case roleStart:
+		for i, v := range vx {
+			if v >= 0 {
+				lite[i].start, lite[i].hasStart = c.i64[v], true
+			}
+		}
+	case roleTimeout:
+		for i, v := range vx {
+			if v >= 0 && c.bits[v>>3]>>(v&7)&1 != 0 {
+				lite[i].timeout = true
+			}
+		}
+	case roleCode:
+		for i, v := range vx {
+			if v >= 0 {
+				n := c.i32[v]
+				l := &lite[i]
+				l.code, l.codeSet = int(n), true
+				l.errTimeout = l.errTimeout || n == 408 || n == 504
+			}
+		}
+	case roleAttempt:
+		for i, v := range vx {
+			if v >= 0 {
+				if n := c.i32[v]; n >= 0 {
+					lite[i].attempt, lite[i].attSet = int(n), true
+				} else {
+					lite[i].odd = true
+				}
+			}
+		}
+	case roleTimeoutMs:
+		for i, v := range vx {
+			if v >= 0 {
+				if x := c.f64[v]; x >= 0 && x < 9e12 {
+					lite[i].tif = int64(math.Round(x * 1e6))
+				} else {
+					lite[i].odd = true
+				}
+			}
+		}
+	case roleWeight:
+		for i, v := range vx {
+			if v >= 0 {
+				if x := c.f64[v]; x >= 0 && x <= math.MaxFloat64 {
+					lite[i].weight = x
+				} else {
+					lite[i].odd = true
+				}
+			}
+		}
+	case roleTrace:
+		for i, v := range vx {
+			if v < 0 {
+				continue
+			}
+			if id := trimSpace(c.value(int(v))); len(id) > 0 {
+				lite[i].trace = unsafe.String(&id[0], len(id))
+			}
+		}
+	}
+}
+
+// fill sets sp to the span finish and accept make of the row: its
+// outcome, and the fields a Branch may look at (the ids other than the
+// trace's, service, name, kind and peer stay empty; see Branch.Take). sp
+// is the worker's own and only fill writes it, so the fields it never sets
+// are still zero: it sets the others one by one rather than clearing the
+// whole span per row.
+func (l *pqLite) fill(sp *span.Span) {
+	sp.TraceID, sp.Hop, sp.Duration, sp.Start = l.trace, l.hop, l.dur, l.start
+	sp.Attempt, sp.AttemptSet, sp.TimeoutInForce, sp.Weight = l.attempt, l.attSet, l.tif, l.weight
+	// A code column wins over the code a status word implies, whatever
+	// their order (the status sets it only while no code is set, and the
+	// code column sets it always).
+	code := l.statusCode
+	if l.codeSet {
+		code = l.code
+	}
+	timeout := l.timeout || l.errTimeout
+	st := span.Unset
+	switch {
+	case l.hasStatus:
+		st = l.status
+		if timeout {
+			st = span.Error
+		}
+	case timeout, code >= 500 || code == 429:
+		st = span.Error
+	}
+	if sp.Weight == 0 {
+		sp.Weight = 1
+	}
+	if st == span.Unset && (code == 429 || (code >= 500 && code < 600)) {
+		st = span.Error
+	}
+	sp.Code, sp.Timeout, sp.Status = code, timeout, st
+}
+
+// records builds the rows of need (in row order) as the batch reader
+// does, from every column; the rows of again were taken by the Branch
+// already and go on to the chunk.
+func (w *pqWorker) records(ch *pqChunk, base int64, need []int32, again []bool) {
+	for _, row := range need {
+		w.recs[row].reset()
+		w.bad[row] = nil
+	}
+	for j := range w.curs {
+		c := &w.curs[j]
+		vx := w.vidx[j]
+		sel, vals := w.sel[:0], w.vals[:0]
+		for _, row := range need {
+			if v := vx[row]; v >= 0 {
+				sel, vals = append(sel, row), append(vals, v)
+			}
+		}
+		w.apply(c, sel, vals, ch)
+	}
+	for _, row := range need {
+		w.row(ch, &w.recs[row], base+int64(row)+1, row, again[row])
+	}
+}

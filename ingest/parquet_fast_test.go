@@ -1,0 +1,236 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/span"
+)
+
+// exportRow is the flat schema as export writes it (the file fast rows
+// are for), every column optional so that nulls can fall anywhere.
+type exportRow struct {
+	TraceID   string   `parquet:"trace_id,optional"`
+	SpanID    string   `parquet:"span_id,optional"`
+	ParentID  string   `parquet:"parent_id,optional"`
+	Service   string   `parquet:"service,optional,dict"`
+	Name      string   `parquet:"name,optional,dict"`
+	Kind      string   `parquet:"kind,optional,dict"`
+	Hop       string   `parquet:"hop,optional,dict"`
+	Start     *int64   `parquet:"start,optional"`
+	Dur       *int64   `parquet:"duration_ns,optional"`
+	Status    string   `parquet:"status,optional,dict"`
+	Timeout   *bool    `parquet:"timeout,optional"`
+	Code      *int32   `parquet:"code,optional"`
+	Attempt   *int32   `parquet:"attempt,optional"`
+	TimeoutMs *float64 `parquet:"timeout_ms,optional"`
+	Weight    *float64 `parquet:"weight,optional"`
+	Peer      string   `parquet:"peer,optional,dict"`
+}
+
+// exportRows are mostly ordinary spans, with every value the first pass
+// must leave to the records somewhere: nulls, negative and overflowing
+// times, blank and padded strings, statuses kept as text, codes that
+// decide the outcome, attempts, timeouts and weights a setter ignores.
+func exportRows(n int, seed uint64) []exportRow {
+	r := rand.New(rand.NewPCG(seed, seed))
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	odd := func() bool { return r.IntN(12) == 0 }
+	rows := make([]exportRow, n)
+	for i := range rows {
+		w := &rows[i]
+		w.TraceID = fmt.Sprintf("%016x", uint64(i/6)*0x9E3779B97F4A7C15)
+		if odd() {
+			w.TraceID = pick("", " padded ", "t")
+		}
+		w.SpanID = fmt.Sprintf("%08x", r.Uint32())
+		w.ParentID = pick("", "0", fmt.Sprintf("%08x", r.Uint32()))
+		w.Service, w.Name, w.Kind, w.Peer = pick("cart", "", "db"), pick("GET /x", "q"), pick("client", "server", "", "3"), pick("", "svc-b")
+		w.Hop = pick("a", "b", "c d")
+		if odd() {
+			w.Hop = pick("", " ", " a ")
+		}
+		start, dur := int64(1_767_225_600_000_000_000+i*1000), int64(r.IntN(1e9))
+		w.Start, w.Dur = &start, &dur
+		if odd() {
+			w.Start = []*int64{nil, ptr(int64(0)), ptr(int64(-3)), ptr(int64(math.MaxInt64 - 10)), ptr(int64(1_700_000_000_000))}[r.IntN(5)]
+		}
+		if odd() {
+			w.Dur = []*int64{nil, ptr(int64(-1)), ptr(int64(0)), ptr(int64(math.MaxInt64))}[r.IntN(4)]
+		}
+		w.Status = pick("ok", "error", "unset", "")
+		if odd() {
+			w.Status = pick("timeout", "503", "bad", " ok ", "DEADLINE_EXCEEDED", "STATUS_CODE_ERROR", "ECONNRESET")
+		}
+		if r.IntN(3) == 0 {
+			w.Timeout = ptr(r.IntN(4) == 0)
+		}
+		if r.IntN(2) == 0 {
+			w.Code = ptr([]int32{0, 200, 408, 429, 503, 504, 600, -1}[r.IntN(8)])
+		}
+		if r.IntN(2) == 0 {
+			w.Attempt = ptr([]int32{0, 1, 2, -1}[r.IntN(4)])
+		}
+		if r.IntN(2) == 0 {
+			w.TimeoutMs = ptr([]float64{0, 3000, 250.5, -1, math.NaN(), 1e13}[r.IntN(6)])
+		}
+		if r.IntN(2) == 0 {
+			w.Weight = ptr([]float64{0, 1, 2.5, -1, math.NaN(), math.Inf(1)}[r.IntN(6)])
+		}
+	}
+	return rows
+}
+
+// briefFork records what its Branches take (the fields a Branch may look
+// at) and hands back the spans of every mod-th trace, in rows whose trace
+// id is known, and every span without one.
+type briefFork struct {
+	mu      sync.Mutex
+	mod     uint64
+	taken   []string
+	bare    int // spans taken without their span id (fast rows)
+	ordered []string
+}
+
+type briefBranch struct {
+	f     *briefFork
+	taken []string
+	bare  int
+}
+
+func (f *briefFork) Branch() Branch        { return &briefBranch{f: f} }
+func (f *briefFork) Ordered(sp *span.Span) { f.ordered = append(f.ordered, tBrief(*sp)) }
+
+func (b *briefBranch) Take(sp *span.Span) bool {
+	b.taken = append(b.taken, fmt.Sprintf("%s %s %d+%d %s to=%v code=%d att=%d/%v tif=%d w=%g",
+		sp.TraceID, sp.Hop, sp.Start, sp.Duration, sp.Status, sp.Timeout, sp.Code, sp.Attempt, sp.AttemptSet, sp.TimeoutInForce, sp.Weight))
+	if sp.SpanID == "" {
+		b.bare++
+	}
+	return sp.TraceID == "" || spanKey(sp.TraceID, "")%b.f.mod == 0
+}
+
+func (b *briefBranch) Close() {
+	b.f.mu.Lock()
+	b.f.taken = append(b.f.taken, b.taken...)
+	b.f.bare += b.bare
+	b.f.mu.Unlock()
+}
+
+// readFork reads data through a briefFork, with fast rows or without.
+func readFork(t testing.TB, data []byte, opt Options, mod uint64, fast bool) (string, int) {
+	pqFastOff = !fast
+	defer func() { pqFastOff = false }()
+	f := &briefFork{mod: mod}
+	opt.Fork, opt.Borrowed, opt.MaxErrors = f, true, 1000
+	st, err := ReadStream("x.parquet", bytes.NewReader(data), opt, func(*span.Span) { t.Fatal("emit called with a Fork") })
+	slices.Sort(f.taken)
+	var b strings.Builder
+	fmt.Fprintf(&b, "err: %v\nread %d used %d skipped %d %v filtered %d ignored %d %v\nnotes %v\n",
+		err, st.Read, st.Used, st.Skipped, st.SkippedByReason, st.Filtered, st.Ignored, st.IgnoredByField, st.Notes)
+	for _, e := range st.Errors {
+		fmt.Fprintln(&b, e)
+	}
+	fmt.Fprintf(&b, "ordered:\n%s\ntaken:\n%s\n", strings.Join(f.ordered, "\n"), strings.Join(f.taken, "\n"))
+	return b.String(), f.bare
+}
+
+// Fast rows change nothing: with and without them, the Branches take the
+// same spans (as far as a Branch may look), the same spans reach Ordered
+// in the same order, and the counts, skips, ignored values, positions and
+// notes are the same, whatever the page and row group layout; and the
+// first pass does take most rows.
+func TestParquetFastRows(t *testing.T) {
+	rows := exportRows(6000, 7)
+	layouts := map[string][]parquet.WriterOption{
+		"one group":        nil,
+		"small groups":     {parquet.MaxRowsPerRowGroup(700)},
+		"small pages":      {parquet.PageBufferSize(300), parquet.MaxRowsPerRowGroup(2000)},
+		"data page v1":     {parquet.DataPageVersion(1), parquet.PageBufferSize(900)},
+		"one row a group":  {parquet.MaxRowsPerRowGroup(1)},
+		"uneven last page": {parquet.MaxRowsPerRowGroup(1777), parquet.PageBufferSize(1000)},
+	}
+	for name, opts := range layouts {
+		data := writeParquet(t, rows, opts...)
+		for _, mod := range []uint64{1, 5, 1 << 40} {
+			for _, opt := range []Options{{}, {HopBy: "hop"}} {
+				fast, bare := readFork(t, data, opt, mod, true)
+				slow, bareSlow := readFork(t, data, opt, mod, false)
+				if fast != slow {
+					t.Errorf("%s, mod %d, %+v: fast rows change the read:\n%s", name, mod, opt, firstDiff(fast, slow))
+				}
+				if bare < len(rows)/3 || bareSlow > len(rows)/10 {
+					t.Errorf("%s, mod %d: %d rows taken by the first pass (%d without it), want most", name, mod, bare, bareSlow)
+				}
+			}
+		}
+	}
+}
+
+// Options and columns that rule fast rows out leave the read to the
+// records: the outputs match, and no row is taken bare.
+func TestParquetFastRowsOff(t *testing.T) {
+	data := writeParquet(t, exportRows(3000, 8), parquet.MaxRowsPerRowGroup(1000))
+	for _, opt := range []Options{{HopBy: "service"}, {Since: 1}, {HopBy: "attr:peer"}} {
+		fast, bare := readFork(t, data, opt, 3, true)
+		slow, _ := readFork(t, data, opt, 3, false)
+		if fast != slow {
+			t.Errorf("%+v: %s", opt, firstDiff(fast, slow))
+		}
+		if bare > 300 {
+			t.Errorf("%+v: %d rows taken bare", opt, bare)
+		}
+	}
+	// The wide table's columns (a timestamp start, dictionary durations,
+	// binary ids) are not the first pass's.
+	wide := writeParquet(t, wideRows(3000, 9), parquet.MaxRowsPerRowGroup(1000))
+	fast, _ := readFork(t, wide, Options{}, 3, true)
+	slow, _ := readFork(t, wide, Options{}, 3, false)
+	if fast != slow {
+		t.Errorf("wide table: %s", firstDiff(fast, slow))
+	}
+}
+
+// Corrupt files stop at the same row and column, with the same counts,
+// with fast rows or without. (What the workers decoded past the error —
+// the spans the Branches took, the unit notes — depends on timing either
+// way: a read that fails has no report.)
+func TestParquetFastRowsCorrupt(t *testing.T) {
+	data := writeParquet(t, exportRows(3000, 10), parquet.MaxRowsPerRowGroup(1000), parquet.PageBufferSize(2048))
+	r := rand.New(rand.NewPCG(11, 11))
+	for range 150 {
+		bad := bytes.Clone(data)
+		for range 1 + r.IntN(3) {
+			bad[4+r.IntN(len(bad)-12)] ^= byte(1 + r.IntN(255))
+		}
+		fast, _ := readFork(t, bad, Options{}, 4, true)
+		slow, _ := readFork(t, bad, Options{}, 4, false)
+		if !strings.HasPrefix(fast, "err: <nil>") {
+			fast, slow = stopped(fast), stopped(slow)
+		}
+		if fast != slow {
+			t.Fatalf("corrupt file read differently:\n%s", firstDiff(fast, slow))
+		}
+	}
+}
+
+// stopped is what readFork says of a read that failed, less what depends
+// on timing: the error and the counts, and the positioned skips.
+func stopped(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:2]
+	for _, l := range lines[3:] {
+		if l == "ordered:" {
+			break
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
