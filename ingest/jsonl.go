@@ -58,8 +58,10 @@ type Branch interface {
 	// derived, its weight and outcome are set) and reports whether
 	// Ordered must see it too. The span, and with Options.Borrowed its id
 	// strings, are valid only during the call. Its Service and Name may
-	// be empty when they do not name the hop (the reader fills them in
-	// only for the spans that go on to Ordered).
+	// be empty when they do not name the hop, and its SpanID, ParentID,
+	// Kind and Peer when the reader reads them only for the spans
+	// that go on to Ordered (Parquet's fast rows): a Branch decides from
+	// the hop, the times, the outcome and the trace id.
 	Take(sp *span.Span) (again bool)
 	// Close is called once after the branch's last Take, on the goroutine
 	// that called Read, before Read moves on to the next input.
