@@ -8,11 +8,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/tailscope/tailscope/span"
 )
 
 // Parquet files come in two shapes that tailscope reads:
@@ -184,6 +186,9 @@ type flatCol struct {
 	spec  colSpec
 	text  bool  // a byte array annotated as text (else ids may be binary)
 	scale int64 // ns per unit of an integer timestamp column (1 when plain)
+	// attr marks a column no span field takes: its values are the
+	// span's attributes (span.Span.Attrs), keyed by the column's name.
+	attr bool
 }
 
 func decodeFlatParquet(src *Source, pf *parquet.File) error {
@@ -200,11 +205,12 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 			continue
 		}
 		spec := tab.column(path[0])
-		if !spec.used() {
+		typ := leaf.Node.Type()
+		attr := !spec.used()
+		if attr && (leaf.MaxDefinitionLevel > 1 || !scalarKind(typ.Kind()) || !attrKept(path[0])) {
 			continue
 		}
-		c := flatCol{name: path[0], idx: leaf.ColumnIndex, spec: spec, scale: 1}
-		typ := leaf.Node.Type()
+		c := flatCol{name: path[0], idx: leaf.ColumnIndex, spec: spec, scale: 1, attr: attr}
 		if lt := typ.LogicalType(); lt != nil {
 			switch t := lt.Value.(type) {
 			case *format.TimestampType:
@@ -228,7 +234,9 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 				c.scale = 1e3
 			}
 		}
-		have[spec.f] = true
+		if !attr {
+			have[spec.f] = true
+		}
 		cols = append(cols, c)
 	}
 	if !hasDurationColumn(have) {
@@ -245,6 +253,7 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 	defer func() { src.unitNotes(rec.units, true) }()
 	var row int64
 	var scratch []byte
+	var attrs []span.Attr
 	for _, rg := range pf.RowGroups() {
 		chunks := rg.ColumnChunks()
 		curs := make([]*cursor, len(cols))
@@ -255,6 +264,7 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 		for r := int64(0); r < n; r++ {
 			row++
 			rec.reset()
+			attrs = attrs[:0]
 			var bad error
 			for i, c := range cols {
 				v, ok := curs[i].next()
@@ -268,6 +278,12 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 				if bad != nil || v.IsNull() {
 					continue
 				}
+				if c.attr {
+					if b := attrValue(&c, v, &scratch); len(b) > 0 && len(b) <= maxAttrValue {
+						attrs = append(attrs, span.Attr{Key: c.name, Value: attrString(rec.intern, b)})
+					}
+					continue
+				}
 				if err := rec.setParquet(&c, v, &scratch); err != nil {
 					bad = fmt.Errorf("column %s: %v", c.name, err)
 				}
@@ -279,6 +295,12 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 			if reason, detail := rec.finish(); reason != "" {
 				src.Skip(0, row, reason, detail)
 				continue
+			}
+			if len(attrs) > 0 {
+				rec.sp.Attrs = attrs
+				if !src.opt.Borrowed {
+					rec.sp.Attrs = slices.Clone(attrs) // the span keeps its own
+				}
 			}
 			src.emitSoft(&rec.sp, 0, row, rec.soft)
 		}
@@ -485,4 +507,48 @@ func checkParquetFooter(ra io.ReaderAt, size int64) error {
 		return fmt.Errorf("not a readable Parquet file: footer length %d exceeds the file (%d bytes; truncated or corrupt?)", n, size)
 	}
 	return nil
+}
+
+// scalarKind reports whether a column of physical type k holds values an
+// attribute can take: text, integers, floats and booleans.
+func scalarKind(k parquet.Kind) bool {
+	switch k {
+	case parquet.Boolean, parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.ByteArray, parquet.FixedLenByteArray:
+		return true
+	}
+	return false
+}
+
+// attrValue is the text of an attribute value: byte arrays as they are
+// (hex when binary, as ids are spelled), numbers in decimal, booleans as
+// true or false. It may be written in scratch.
+func attrValue(c *flatCol, v parquet.Value, scratch *[]byte) []byte {
+	b := (*scratch)[:0]
+	switch v.Kind() {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		b = c.idText(v.ByteArray(), b)
+	case parquet.Boolean:
+		b = strconv.AppendBool(b, v.Boolean())
+	case parquet.Int32:
+		b = strconv.AppendInt(b, int64(v.Int32()), 10)
+	case parquet.Int64:
+		b = strconv.AppendInt(b, v.Int64(), 10)
+	case parquet.Float:
+		b = strconv.AppendFloat(b, float64(v.Float()), 'g', -1, 32)
+	case parquet.Double:
+		b = strconv.AppendFloat(b, v.Double(), 'g', -1, 64)
+	default:
+		return nil
+	}
+	*scratch = b
+	return b
+}
+
+// attrString is an attribute value as a string of its own: interned when
+// short (values repeat), copied when long (see maxInternValue).
+func attrString(in *interner, b []byte) string {
+	if len(b) <= maxInternValue {
+		return in.get(b)
+	}
+	return validText(b)
 }

@@ -57,9 +57,10 @@ type pqChunk struct {
 	spans  []span.Span
 	rows   []int64 // 1-based row index in the file of each span
 	events []pqEvent
-	ids    []byte // the id text the spans' ids alias (Options.Borrowed)
-	err    error  // a read error after the rows of this chunk: the last chunk
-	used   int64  // spans a Branch took (Options.Fork)
+	ids    []byte      // the id text the spans' ids alias (Options.Borrowed)
+	attrs  []span.Attr // the spans' attributes (Options.Borrowed: their Attrs alias it)
+	err    error       // a read error after the rows of this chunk: the last chunk
+	used   int64       // spans a Branch took (Options.Fork)
 	owner  chan *pqChunk
 }
 
@@ -143,7 +144,7 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 			if err == nil {
 				err = deliverPQ(src, ch)
 			}
-			ch.spans, ch.rows, ch.events, ch.ids, ch.err, ch.used = ch.spans[:0], ch.rows[:0], ch.events[:0], ch.ids[:0], nil, 0
+			ch.spans, ch.rows, ch.events, ch.ids, ch.attrs, ch.err, ch.used = ch.spans[:0], ch.rows[:0], ch.events[:0], ch.ids[:0], ch.attrs[:0], nil, 0
 			ch.owner <- ch
 		}
 		if err != nil {
@@ -229,6 +230,11 @@ type pqWorker struct {
 	units *unitStats
 	// vals holds the page positions of the values apply sets.
 	vals []int32
+	// attrs are the attributes of each record of the batch, when the
+	// table has columns no span field takes (nil otherwise); owned is
+	// where spans that keep theirs (no Options.Borrowed) get them from.
+	attrs [][]span.Attr
+	owned []span.Attr
 	// The fast rows' state (parquet_fast.go), when the file has them:
 	// each column's role, and per batch row what the first pass read,
 	// where each column's value is, the rows left for records and
@@ -277,6 +283,12 @@ func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
 	}
 	for range pqChunksPerWorker {
 		w.free <- &pqChunk{owner: w.free}
+	}
+	for _, c := range cols {
+		if c.attr {
+			w.attrs = make([][]span.Attr, pqBatchRows)
+			break
+		}
 	}
 	for i, c := range cols {
 		leaf, _ := pf.Schema().Lookup(c.name)
@@ -397,6 +409,9 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) (int, bool) {
 	for i := range recs {
 		recs[i].reset()
 	}
+	for i := range w.attrs[:min(m, len(w.attrs))] {
+		w.attrs[i] = w.attrs[i][:0]
+	}
 	clear(w.bad[:m])
 	limit, errCol := m, -1
 	var rerr error
@@ -432,6 +447,9 @@ func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again b
 		return
 	}
 	reason, detail := rec.finish()
+	if w.attrs != nil && len(w.attrs[i]) > 0 {
+		rec.sp.Attrs = w.attrs[i] // valid for the batch: the chunk copies what it keeps
+	}
 	if reason == "" && w.branch != nil {
 		reason, detail = w.src.accept(&rec.sp)
 	}
@@ -456,6 +474,9 @@ func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again b
 		if w.borrow {
 			w.keep(ch, &rec.sp)
 		}
+	}
+	if len(rec.sp.Attrs) > 0 {
+		rec.sp.Attrs = w.keepAttrs(ch, rec.sp.Attrs)
 	}
 	ch.spans = append(ch.spans, rec.sp)
 	ch.rows = append(ch.rows, row)
@@ -559,6 +580,10 @@ func fastOf(c *flatCol, kind parquet.Kind, borrow bool) int {
 // apply sets the values vals of c's page in the records at rows sel of
 // the batch (value vals[k] in row sel[k]).
 func (w *pqWorker) apply(c *pqCursor, sel, vals []int32, ch *pqChunk) {
+	if c.col.attr {
+		w.applyAttr(c, sel, vals)
+		return
+	}
 	recs, bad := w.recs, w.bad
 	fast := c.fast
 	if c.dict != nil {
@@ -689,6 +714,72 @@ func (w *pqWorker) apply(c *pqCursor, sel, vals []int32, ch *pqChunk) {
 			}
 		}
 	}
+}
+
+// keepAttrs copies a span's attributes out of the batch: into the chunk
+// when spans are borrowed (they live until it is emitted), else into a
+// slice of the span's own.
+func (w *pqWorker) keepAttrs(ch *pqChunk, l []span.Attr) []span.Attr {
+	n := len(l)
+	if w.borrow {
+		at := len(ch.attrs)
+		ch.attrs = append(ch.attrs, l...)
+		return ch.attrs[at : at+n : at+n]
+	}
+	if cap(w.owned)-len(w.owned) < n {
+		w.owned = make([]span.Attr, 0, max(512, n))
+	}
+	at := len(w.owned)
+	w.owned = append(w.owned, l...)
+	return w.owned[at : at+n : at+n]
+}
+
+// applyAttr adds the values vals of an attribute column to the records
+// at rows sel of the batch, spelled as the row path's attrValue spells
+// them and bounded as every flat reader bounds them (maxAttrValue).
+func (w *pqWorker) applyAttr(c *pqCursor, sel, vals []int32) {
+	in := w.recs[0].intern
+	key := c.col.name
+	for k, row := range sel {
+		var b []byte
+		vi := int(vals[k])
+		switch {
+		case c.dict != nil:
+			e := &c.entries[c.idx[vi]]
+			switch e.op {
+			case opValue:
+				b = attrValue(c.col, e.v, &w.scratch)
+			default:
+				b = c.col.idText(e.raw, w.scratch[:0])
+				w.scratch = b
+			}
+		case c.kind == parquet.ByteArray || c.kind == parquet.FixedLenByteArray:
+			b = c.col.idText(c.value(vi), w.scratch[:0])
+			w.scratch = b
+		default:
+			b = attrValue(c.col, c.typed(vi), &w.scratch)
+		}
+		if len(b) > 0 && len(b) <= maxAttrValue {
+			w.attrs[row] = append(w.attrs[row], span.Attr{Key: key, Value: attrString(in, b)})
+		}
+	}
+}
+
+// typed is value i of a plain page of a numeric or boolean column.
+func (c *pqCursor) typed(i int) parquet.Value {
+	switch c.kind {
+	case parquet.Int64:
+		return parquet.Int64Value(c.i64[i])
+	case parquet.Int32:
+		return parquet.Int32Value(c.i32[i])
+	case parquet.Double:
+		return parquet.DoubleValue(c.f64[i])
+	case parquet.Float:
+		return parquet.FloatValue(c.f32[i])
+	case parquet.Boolean:
+		return parquet.BooleanValue(c.bits[i>>3]>>(i&7)&1 != 0)
+	}
+	return parquet.Value{}
 }
 
 // setOne sets one value with the row path's setter, keeping the first bad

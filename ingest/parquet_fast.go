@@ -400,6 +400,9 @@ func (w *pqWorker) records(ch *pqChunk, base int64, need []int32, again []bool) 
 	for _, row := range need {
 		w.recs[row].reset()
 		w.bad[row] = nil
+		if w.attrs != nil {
+			w.attrs[row] = w.attrs[row][:0]
+		}
 	}
 	for j := range w.curs {
 		c := &w.curs[j]

@@ -234,3 +234,97 @@ func stopped(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// attrRow is a flat table with columns no span field takes.
+type attrRow struct {
+	TraceID string  `parquet:"trace_id"`
+	Hop     string  `parquet:"hop,dict"`
+	Dur     int64   `parquet:"duration_ns"`
+	Pod     string  `parquet:"k8s.pod.name,optional,dict"` // a pod name is no field of the flat schema
+	Zone    string  `parquet:"zone,optional"`
+	Version int32   `parquet:"version,optional"`
+	Canary  bool    `parquet:"canary"`
+	Load    float64 `parquet:"load,optional"`
+	Build   []byte  `parquet:"build,optional"` // unannotated bytes: hex when not printable
+	Tags    []int64 `parquet:"tags,list"`      // not a scalar: no attribute
+}
+
+// Flat Parquet gives the columns no span field takes as attributes, in
+// column order, values as text; nulls and empty text give none; both the
+// batch reader (with and without a Fork, borrowed or owned) and the row
+// path give the same; and a table without such columns gives none.
+func TestParquetAttrs(t *testing.T) {
+	rows := []attrRow{
+		{TraceID: "t1", Hop: "a", Dur: 5, Pod: "cart-7d9f-abcde", Zone: "us-east-1a", Version: 12, Canary: true, Load: 0.25, Build: []byte("v1.2"), Tags: []int64{1}},
+		{TraceID: "t1", Hop: "b", Dur: 7, Build: []byte{0xde, 0xad}},
+		{TraceID: "t2", Hop: "a", Dur: 9, Zone: "", Version: -3, Load: 1e21},
+	}
+	want := []string{
+		"k8s.pod.name=cart-7d9f-abcde zone=us-east-1a version=12 canary=true load=0.25 build=v1.2",
+		"canary=false build=dead",
+		"version=-3 canary=false load=1e+21",
+	}
+	for _, opts := range [][]parquet.WriterOption{nil, {parquet.MaxRowsPerRowGroup(1)}} {
+		data := writeParquet(t, rows, opts...)
+		for _, mode := range []string{"batch", "borrowed", "rows", "fork"} {
+			var got []string
+			opt := Options{Borrowed: mode != "batch"}
+			rowPath = mode == "rows"
+			f := &attrFork{}
+			if mode == "fork" {
+				opt.Fork = f
+			}
+			_, err := ReadStream("a.parquet", bytes.NewReader(data), opt, func(sp *span.Span) { got = append(got, attrText(sp)) })
+			rowPath = false
+			if mode == "fork" {
+				got = f.ordered
+				slices.Sort(f.taken)
+				if w := slices.Sorted(slices.Values(want)); fmt.Sprint(f.taken) != fmt.Sprint(w) {
+					t.Errorf("fork: branches took %q, want %q", f.taken, w)
+				}
+			}
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s, %v: got %q, want %q (%v)", mode, opts, got, want, err)
+			}
+		}
+	}
+	// The export schema has no other column: no attributes.
+	data := writeParquet(t, exportRows(50, 1))
+	_, err := ReadStream("e.parquet", bytes.NewReader(data), Options{}, func(sp *span.Span) {
+		if sp.Attrs != nil {
+			t.Errorf("attributes from the flat schema's own columns: %v", sp.Attrs)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// attrFork records the attributes each Branch sees and hands every span
+// back, so that Ordered sees them after the batch is gone.
+type attrFork struct {
+	mu             sync.Mutex
+	taken, ordered []string
+}
+
+type attrBranch struct{ f *attrFork }
+
+func (f *attrFork) Branch() Branch { return attrBranch{f} }
+func (f *attrFork) Ordered(sp *span.Span) {
+	f.ordered = append(f.ordered, attrText(sp))
+}
+func (b attrBranch) Take(sp *span.Span) bool {
+	b.f.mu.Lock()
+	b.f.taken = append(b.f.taken, attrText(sp))
+	b.f.mu.Unlock()
+	return true
+}
+func (b attrBranch) Close() {}
+
+func attrText(sp *span.Span) string {
+	var b []string
+	for _, a := range sp.Attrs {
+		b = append(b, a.Key+"="+a.Value)
+	}
+	return strings.Join(b, " ")
+}
