@@ -328,3 +328,32 @@ func attrText(sp *span.Span) string {
 	}
 	return strings.Join(b, " ")
 }
+
+// BenchmarkParquetFastRows reads the flat schema as export writes it
+// (200k spans, 64k-row groups) through a Fork whose Branches take every
+// span and hand none back, as the analysis does with nearly all spans once
+// its sample has overflowed: with fast rows and with the records alone.
+func BenchmarkParquetFastRows(b *testing.B) {
+	rows := exportRows(200_000, 12)
+	for i := range rows { // ordinary spans: the benchmark measures the common row
+		r := &rows[i]
+		r.TraceID, r.Hop, r.Status = fmt.Sprintf("%032x", uint64(i/11)*0x9E3779B97F4A7C15), []string{"a", "b", "c", "d"}[i%4], "ok"
+		start, dur := int64(1_767_225_600_000_000_000+i*1000), int64(1000+i%1_000_000)
+		r.Start, r.Dur, r.Attempt, r.TimeoutMs, r.Weight = &start, &dur, ptr(int32(1)), ptr(3000.0), ptr(1.0)
+	}
+	data := writeParquet(b, rows, parquet.MaxRowsPerRowGroup(64<<10))
+	for _, fast := range []bool{true, false} {
+		b.Run(map[bool]string{true: "fast", false: "records"}[fast], func(b *testing.B) {
+			pqFastOff = !fast
+			defer func() { pqFastOff = false }()
+			b.ReportAllocs()
+			for b.Loop() {
+				f := &countFork{}
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != int64(len(rows)) {
+					b.Fatal(err, f.n.Load())
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(len(rows))/b.Elapsed().Seconds(), "spans/s")
+		})
+	}
+}
