@@ -157,6 +157,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if c.ratio {
 		contenders = append(contenders, contender{name: fmt.Sprintf("tailscope analyze, JSONL, %d spans", c.n/10), cmd: ts(small)})
 	}
+	otlp, err := otlpContenders(c, nj, logf, ts, duck, sql)
+	if err != nil {
+		return err
+	}
+	contenders = append(contenders, otlp...)
 	// A warm-up pass puts the files in the page cache for everyone.
 	for _, p := range []string{jsonl, pq} {
 		if err := warm(p); err != nil {
@@ -338,6 +343,7 @@ func summarize(c config, n int, ks []contender) string {
 		fmt.Fprintf(&b, "- Peak RSS at %d spans / at %d spans: %.0f / %.0f MB = %.2f× (target ≤ 1.5: %s)\n",
 			n, c.n/10, rssTS, rssSmall, rssTS/rssSmall, check(rssTS/rssSmall <= 1.5))
 	}
+	b.WriteString(otlpRatios(ks))
 	return b.String()
 }
 

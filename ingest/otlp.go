@@ -47,6 +47,9 @@ import (
 func init() { register("otlp", decodeOTLP) }
 
 func decodeOTLP(src *Source) error {
+	if otlpFastEnabled {
+		return decodeOTLPFast(src)
+	}
 	w := newWalker(src)
 	return w.run(w.otlpTop)
 }
@@ -688,6 +691,12 @@ func (w *jsonWalker) nextOTLPSpan(rec *traceRecord) (raw []byte, at pos, ok bool
 	if len(raw) == 0 || raw[0] != '{' {
 		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+shortValue(raw[:min(len(raw), 20)]))
 		return nil, at, false, nil
+	}
+	if otlpFastEnabled {
+		if e, ok := w.otlpFastSpan(raw, 0, rec, false); ok && e == len(raw) {
+			return raw, at, true, nil
+		}
+		rec.reset()
 	}
 	if reason, detail := w.otlpSpan(raw, rec); reason != "" {
 		w.skipSpan(w.index, at, reason, detail)

@@ -379,7 +379,7 @@ type traceRecord struct {
 	hasHTTP, hasGRPC   bool
 	timeout            bool // an attribute said so outright
 
-	peer     string
+	peer     []byte
 	peerRank int // lower wins: see addAttr
 
 	weightSet  bool
@@ -404,7 +404,9 @@ type traceRecord struct {
 	attrs []span.Attr
 }
 
-func (r *traceRecord) reset() { *r = traceRecord{soft: r.soft[:0], attrs: r.attrs[:0]} }
+func (r *traceRecord) reset() {
+	*r = traceRecord{soft: r.soft[:0], attrs: r.attrs[:0], peer: r.peer[:0]}
+}
 
 // keepAttr records a scalar attribute for span.Span.Attrs (see attrKept).
 func (r *traceRecord) keepAttr(in *interner, key string, v []byte) {
@@ -437,10 +439,11 @@ func (r *traceRecord) ignore(field string, err error) {
 	r.soft = append(r.soft, softErr{field, err.Error()})
 }
 
-// setPeer keeps the most specific peer name seen.
-func (r *traceRecord) setPeer(v string, rank int) {
-	if v != "" && (r.peer == "" || rank < r.peerRank) {
-		r.peer, r.peerRank = v, rank
+// setPeer keeps the most specific peer name seen, in the record's own
+// buffer (reused from span to span: no allocation per span).
+func (r *traceRecord) setPeer(v []byte, rank int) {
+	if len(v) > 0 && (len(r.peer) == 0 || rank < r.peerRank) {
+		r.peer, r.peerRank = append(r.peer[:0], v...), rank
 	}
 }
 
@@ -536,11 +539,11 @@ func (r *traceRecord) addAttr(key string, v []byte, str bool, hopAttr string) {
 		}
 		r.sp.Attempt, r.sp.AttemptSet = n, true
 	case "peer.service":
-		r.setPeer(string(v), 1)
+		r.setPeer(v, 1)
 	case "server.address":
-		r.setPeer(string(v), 2)
+		r.setPeer(v, 2)
 	case "net.peer.name":
-		r.setPeer(string(v), 3)
+		r.setPeer(v, 3)
 	case "timeout_ms", "rpc.timeout_ms":
 		x, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || x < 0 || !finiteNs(x*1e6) {
@@ -634,8 +637,8 @@ func (r *traceRecord) finish(in *interner) {
 		sp.Timeout = true
 		sp.Status = span.Error
 	}
-	if r.peer != "" {
-		sp.Peer = in.get([]byte(r.peer))
+	if len(r.peer) > 0 {
+		sp.Peer = in.get(r.peer)
 	}
 	if !r.weightSet && r.traceState != "" {
 		if wgt, ok := weightFromTraceState(r.traceState); ok {

@@ -180,7 +180,7 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 					if key == "localEndpoint" {
 						sp.Service = w.intern.get(ev)
 					} else {
-						rec.setPeer(string(ev), 0)
+						rec.setPeer(ev, 0)
 						rec.keepAttr(&w.attrIntern, "peer.service", ev)
 					}
 				case ek == "ipv4" && k == kString && len(ev) > 0:
