@@ -156,71 +156,86 @@ func topEx(xs []ex, d int64, trace string, k int) []ex {
 	return xs
 }
 
-// bottomEx is topEx for the shortest attempts (shortest first, then by
-// trace id).
-func bottomEx(xs []ex, d int64, trace string, k int) []ex {
-	neg := func(s []ex) {
-		for i := range s {
-			s[i].d = -s[i].d - 1
-		}
-	}
-	neg(xs)
-	xs = topEx(xs, -d-1, trace, k)
-	neg(xs)
-	return xs
+// hopEx is what a hop keeps for HopExamples: one example each, in place
+// (no allocation but the trace id's copy: hops may number in the
+// hundreds of thousands). An empty trace is none.
+type hopEx struct {
+	slowest, flagged, other ex // the longest attempt, cut (flagged) attempt, other failure
+	fastFail                ex // the shortest other failure
 }
 
-// hopEx is what a hop keeps for HopExamples.
-type hopEx struct {
-	slowest, flagged, other []ex // the longest attempt, cut (flagged) attempt, other failure
-	fastFail                []ex // the shortest other failure
+// list is x as a list of at most one (none when its trace is empty).
+func (x ex) list() []ex {
+	if x.trace == "" {
+		return nil
+	}
+	return []ex{x}
+}
+
+// top1 keeps in x the better of x and (d, trace) by before; bottom1 the
+// shorter (ties by trace id).
+func top1(x *ex, d int64, trace string) {
+	if trace != "" && (x.trace == "" || (ex{d, trace}).before(*x)) {
+		*x = ex{d, strings.Clone(trace)}
+	}
+}
+
+func bottom1(x *ex, d int64, trace string) {
+	if trace != "" && (x.trace == "" || d < x.d || (d == x.d && trace < x.trace)) {
+		*x = ex{d, strings.Clone(trace)}
+	}
 }
 
 func (e *hopEx) add(sp *span.Span, flagged bool) {
 	if sp.TraceID == "" {
 		return
 	}
-	e.slowest = topEx(e.slowest, sp.Duration, sp.TraceID, 1)
+	top1(&e.slowest, sp.Duration, sp.TraceID)
 	switch {
 	case !sp.Failed():
 	case flagged:
-		e.flagged = topEx(e.flagged, sp.Duration, sp.TraceID, 1)
+		top1(&e.flagged, sp.Duration, sp.TraceID)
 	default:
-		e.other = topEx(e.other, sp.Duration, sp.TraceID, 1)
-		e.fastFail = bottomEx(e.fastFail, sp.Duration, sp.TraceID, 1)
+		top1(&e.other, sp.Duration, sp.TraceID)
+		bottom1(&e.fastFail, sp.Duration, sp.TraceID)
 	}
 }
 
 func (e *hopEx) merge(o *hopEx) {
-	for _, x := range o.slowest {
-		e.slowest = topEx(e.slowest, x.d, x.trace, 1)
-	}
-	for _, x := range o.flagged {
-		e.flagged = topEx(e.flagged, x.d, x.trace, 1)
-	}
-	for _, x := range o.other {
-		e.other = topEx(e.other, x.d, x.trace, 1)
-	}
-	for _, x := range o.fastFail {
-		e.fastFail = bottomEx(e.fastFail, x.d, x.trace, 1)
-	}
+	top1(&e.slowest, o.slowest.d, o.slowest.trace)
+	top1(&e.flagged, o.flagged.d, o.flagged.trace)
+	top1(&e.other, o.other.d, o.other.trace)
+	bottom1(&e.fastFail, o.fastFail.d, o.fastFail.trace)
 }
 
 // hopAttr is a hop's attribution state (see above).
 type hopAttr struct {
 	keys map[string]*keyAttr
-	// largest is the largest key name kept while keys is full ("" when
-	// not known): a new key above it is not kept.
+	// largest is the last key kept (by keyLess) while keys is full (""
+	// when not known): a new key after it is not kept.
 	largest string
+	// pos remembers the key met at each position of the previous span's
+	// attributes: a reader writes a hop's attributes in the same order
+	// span after span, so most lookups are a string comparison, not a
+	// hash.
+	pos []*keyAttr
 }
 
 type keyAttr struct {
+	name    string // owned
 	dropped bool
 	vals    map[string]*valAttr
+	// last is the value met last, with its owned text (most spans of a
+	// hop repeat their neighbour's).
+	lastVal string
+	last    *valAttr
+	// list holds vals' values in the order met, for a short scan.
+	list []*valAttr
 }
 
 // valAttr is one value of one key on one hop.
 type valAttr struct {
+	name            string // owned
 	n, failed, flag int
 	// bins counts the attempts that are not flagged by sketch bin: bins[i]
 	// is bin lo+i; zero counts durations of 0.
@@ -248,22 +263,23 @@ func (v *valAttr) addBin(i int, c uint32) {
 	v.bins[i-v.lo] += c
 }
 
-func (v *valAttr) add(sp *span.Span, flagged bool) {
+// add records sp; bin is its duration's sketch bin (math.MinInt when
+// flagged or 0).
+func (v *valAttr) add(sp *span.Span, flagged bool, bin int) {
 	v.n++
 	if sp.Failed() {
 		v.failed++
 		v.fail = topEx(v.fail, sp.Duration, sp.TraceID, AttrExamples)
 	}
 	v.slow = topEx(v.slow, sp.Duration, sp.TraceID, AttrExamples)
-	if flagged {
+	switch {
+	case flagged:
 		v.flag++
-		return
-	}
-	if sp.Duration < 1 {
+	case bin == math.MinInt:
 		v.zero++
-		return
+	default:
+		v.addBin(bin, 1)
 	}
-	v.addBin(quantile.Bin(sp.Duration), 1)
 }
 
 func (v *valAttr) merge(o *valAttr) {
@@ -304,31 +320,68 @@ func (v *valAttr) sum(from int) int {
 
 // add records sp's attributes.
 func (a *hopAttr) add(sp *span.Span, flagged bool) {
+	bin := math.MinInt // the duration's bin, computed once for all keys
+	if !flagged && sp.Duration >= 1 {
+		bin = quantile.Bin(sp.Duration)
+	}
 	for i := range sp.Attrs {
 		at := &sp.Attrs[i]
 		if len(at.Value) > AttrMaxValueLen || at.Key == "" {
 			continue
 		}
-		k := a.keys[at.Key]
-		if k == nil {
-			if k = a.newKey(at.Key); k == nil {
-				continue
+		var k *keyAttr
+		if i < len(a.pos) && a.pos[i] != nil && a.pos[i].name == at.Key {
+			k = a.pos[i]
+		} else {
+			if k = a.keys[at.Key]; k == nil {
+				if k = a.newKey(at.Key); k == nil {
+					continue
+				}
+			}
+			for len(a.pos) <= i && len(a.pos) < AttrMaxKeys {
+				a.pos = append(a.pos, nil)
+			}
+			if i < len(a.pos) {
+				a.pos[i] = k
 			}
 		}
 		if k.dropped {
 			continue
 		}
-		v := k.vals[at.Value]
-		if v == nil {
-			if len(k.vals) == AttrMaxValues {
-				k.dropped, k.vals = true, nil
-				continue
+		v := k.last
+		if v == nil || k.lastVal != at.Value {
+			v = nil
+			if len(k.vals) <= 8 {
+				// A few values (instances, zones): comparing is cheaper
+				// than hashing.
+				for _, x := range k.list {
+					if x.name == at.Value {
+						v = x
+						break
+					}
+				}
+			} else {
+				v = k.vals[at.Value]
 			}
-			v = &valAttr{}
-			k.vals[strings.Clone(at.Value)] = v
+			if v == nil {
+				if len(k.vals) == AttrMaxValues {
+					k.drop()
+					continue
+				}
+				v = &valAttr{name: strings.Clone(at.Value)}
+				k.vals[v.name] = v
+				k.list = append(k.list, v)
+			}
+			k.last, k.lastVal = v, v.name
 		}
-		v.add(sp, flagged)
+		v.add(sp, flagged, bin)
 	}
+}
+
+// drop frees a high-cardinality (or pushed out) key's values; it stays a
+// marker, so that it is not counted again.
+func (k *keyAttr) drop() {
+	k.dropped, k.vals, k.last, k.lastVal, k.list = true, nil, nil, "", nil
 }
 
 // keyLess orders attribute keys for the AttrMaxKeys bound: instance-like
@@ -354,11 +407,15 @@ func (a *hopAttr) newKey(key string) *keyAttr {
 		if !keyLess(key, a.largest) {
 			return nil
 		}
+		// A cached position may still point at it: dropped, it counts
+		// nothing more.
+		a.keys[a.largest].drop()
 		delete(a.keys, a.largest)
 		a.largest = ""
 	}
-	k := &keyAttr{vals: map[string]*valAttr{}}
-	a.keys[strings.Clone(key)] = k
+	name := strings.Clone(key)
+	k := &keyAttr{name: name, vals: map[string]*valAttr{}}
+	a.keys[name] = k
 	return k
 }
 
@@ -389,7 +446,7 @@ func (a *hopAttr) merge(o *hopAttr) {
 			continue
 		}
 		if ok.dropped {
-			k.dropped, k.vals = true, nil
+			k.drop()
 			continue
 		}
 		vs := make([]string, 0, len(ok.vals))
@@ -401,11 +458,12 @@ func (a *hopAttr) merge(o *hopAttr) {
 			v := k.vals[val]
 			if v == nil {
 				if len(k.vals) == AttrMaxValues {
-					k.dropped, k.vals = true, nil
+					k.drop()
 					break
 				}
-				v = &valAttr{}
+				v = &valAttr{name: val}
 				k.vals[val] = v
+				k.list = append(k.list, v)
 			}
 			v.merge(ok.vals[val])
 		}
@@ -577,17 +635,17 @@ func ofRank(of string) int {
 // and a failure that was not cut.
 func hopExamples(h *Hop, e *hopEx) *HopExamples {
 	var out HopExamples
-	if len(e.slowest) > 0 {
-		out.SlowestTraceID, out.SlowestMs = e.slowest[0].trace, ms(e.slowest[0].d)
+	if e.slowest.trace != "" {
+		out.SlowestTraceID, out.SlowestMs = e.slowest.trace, ms(e.slowest.d)
 	}
 	T := nsOf(h.TimeoutMs)
-	if len(e.flagged) > 0 {
-		out.TimeoutTraceID = e.flagged[0].trace
-	} else if len(e.other) > 0 && near(e.other[0].d, T) {
-		out.TimeoutTraceID = e.other[0].trace
+	if e.flagged.trace != "" {
+		out.TimeoutTraceID = e.flagged.trace
+	} else if e.other.trace != "" && near(e.other.d, T) {
+		out.TimeoutTraceID = e.other.trace
 	}
-	if len(e.fastFail) > 0 && !near(e.fastFail[0].d, T) {
-		out.FailedTraceID = e.fastFail[0].trace
+	if e.fastFail.trace != "" && !near(e.fastFail.d, T) {
+		out.FailedTraceID = e.fastFail.trace
 	}
 	if out == (HopExamples{}) {
 		return nil

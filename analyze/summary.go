@@ -117,7 +117,7 @@ func (a *Accum) State() *State {
 		hs := HopState{Name: name, Attempts: h.n, Failed: h.failed, Cut: h.cut,
 			Succ: h.succ.State(), Flagged: h.flagged.State(), Other: h.other.State(),
 			First:    HopFirst{h.first.service, h.first.name, h.first.route, h.first.routeKey},
-			Examples: HopExampleState{exOut(h.ex.slowest), exOut(h.ex.flagged), exOut(h.ex.other), exOut(h.ex.fastFail)}}
+			Examples: HopExampleState{exOut(h.ex.slowest.list()), exOut(h.ex.flagged.list()), exOut(h.ex.other.list()), exOut(h.ex.fastFail.list())}}
 		if h.at != nil {
 			hs.HasAttr, hs.Attr = true, attrOut(h.at)
 		}
@@ -248,7 +248,7 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 		if k.Key == "" || i > 0 && k.Key <= keys[i-1].Key || len(k.Values) > AttrMaxValues || k.Dropped && len(k.Values) > 0 {
 			return nil, fmt.Errorf("attribute key %q: out of order, or too many values", k.Key)
 		}
-		ka := &keyAttr{dropped: k.Dropped}
+		ka := &keyAttr{name: k.Key, dropped: k.Dropped}
 		if !k.Dropped {
 			ka.vals = map[string]*valAttr{}
 		}
@@ -264,7 +264,7 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 				v.Lo < 0 || len(v.Bins) > quantile.MaxBin+1 || v.Lo > quantile.MaxBin+1-len(v.Bins) {
 				return nil, fmt.Errorf("attribute %s=%q: counts do not add up", k.Key, v.Value)
 			}
-			va := &valAttr{n: v.Attempts, failed: v.Failed, flag: v.Flagged, zero: v.Zero, lo: v.Lo, bins: v.Bins}
+			va := &valAttr{name: v.Value, n: v.Attempts, failed: v.Failed, flag: v.Flagged, zero: v.Zero, lo: v.Lo, bins: v.Bins}
 			var err error
 			if va.slow, err = exIn(v.Slow, AttrExamples); err != nil {
 				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
@@ -273,6 +273,7 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
 			}
 			ka.vals[v.Value] = va
+			ka.list = append(ka.list, va)
 		}
 		a.keys[k.Key] = ka
 	}
@@ -283,14 +284,16 @@ func hopFromState(s *HopState) (*hopAcc, error) {
 	h := &hopAcc{name: s.Name, n: s.Attempts, failed: s.Failed, cut: s.Cut,
 		first: hopFirst{service: s.First.Service, name: s.First.Name, route: s.First.Route, routeKey: s.First.RouteKey}}
 	for _, x := range []struct {
-		dst *[]ex
+		dst *ex
 		src []Example
 	}{{&h.ex.slowest, s.Examples.Slowest}, {&h.ex.flagged, s.Examples.Flagged}, {&h.ex.other, s.Examples.Other}, {&h.ex.fastFail, s.Examples.FastFail}} {
 		xs, err := exIn(x.src, 1)
 		if err != nil {
 			return nil, fmt.Errorf("examples: %v", err)
 		}
-		*x.dst = xs
+		if len(xs) == 1 {
+			*x.dst = xs[0]
+		}
 	}
 	if s.HasAttr {
 		at, err := attrIn(s.Attr, s.Attempts)
