@@ -103,7 +103,7 @@ func envoyClusters(b *strings.Builder, p *Policy, hops []string) {
 
 // envoyOutlier writes outlier_detection for a hop with one bad instance.
 // Envoy ejects a host on errors, not on latency: a slow host is ejected
-// when its attempts are cut by per_try_timeout (a 504, which
+// when its attempts are cut by a timeout (a 504, which
 // consecutive_gateway_failure counts; its enforcement defaults to 0%, so
 // it is set to 100). At most one of the hop's instances at a time
 // (max_ejection_percent, never below Envoy's default 10%), for 30 s at
@@ -117,8 +117,8 @@ func envoyOutlier(b *strings.Builder, e Ejection) {
 	// no line break in them ends the comment.
 	fmt.Fprintf(b, "  # %s=%s holds %s of the hop's %s (lift %s×): eject it, neither retries nor a\n",
 		quoteKey(e.Key), quoteKey(e.Value), strconv.FormatFloat(math.Round(e.Share*100), 'f', -1, 64)+"%", what, strconv.FormatFloat(e.Lift, 'f', -1, 64))
-	b.WriteString("  # longer timeout will fix it. Envoy ejects on errors: a slow host's attempts count once\n")
-	b.WriteString("  # per_try_timeout cuts them (504, a gateway failure).\n")
+	b.WriteString("  # longer timeout will fix it. Envoy ejects on errors: a slow host's attempts count once a\n")
+	b.WriteString("  # timeout cuts them (504, a gateway failure).\n")
 	pct := 10
 	if e.Instances > 0 {
 		pct = max(pct, int(math.Ceil(100/float64(e.Instances))))
