@@ -234,6 +234,9 @@ type Part struct {
 	// (with hundreds of thousands of hops, a walk over all of them every
 	// publishEvery spans made the read quadratic).
 	dirty []*hopAcc
+	// published counts the hop entries publish has visited: at most the
+	// spans added, which the scaling test holds it to.
+	published int64
 	// lastID and lastHash are the previous span's trace id and its hash.
 	lastID   []byte
 	lastHash uint64
@@ -309,6 +312,7 @@ func (p *Part) publish() {
 	if a.told == nil {
 		a.told = map[string]int{}
 	}
+	p.published += int64(len(p.dirty))
 	for _, h := range p.dirty {
 		t := a.told[h.name] + h.n - h.told
 		a.told[h.name] = t

@@ -19,6 +19,14 @@
 // With -ratio (default) it also runs tailscope on N/10 spans, to show that
 // peak memory does not grow with the input.
 //
+// With -cardinality (default) it also measures hop names that carry ids
+// (GET /users/12345): -card-n spans (1M) at each of -card-hops distinct
+// hops (1k and 200k), analyze to JSON and to text and recommend, and the
+// ratios between the largest and the smallest hop count.
+// -cardinality-only runs just that (no DuckDB, no npm):
+//
+//	go run ./bench -cardinality-only -runs 1
+//
 // The benchmark is a tool, not a test: it needs node, npm and the network
 // once, and minutes of machine time. Nothing else in the repository uses
 // it.
@@ -69,6 +77,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&c.ratio, "ratio", true, "also run tailscope on n/10 spans to compare peak RSS")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work folder")
 	fs.StringVar(&c.results, "results", "", "write a Markdown table of the results to this file")
+	card := registerCardinality(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,6 +103,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	logf("building %s", bin)
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/tailscope").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if card.only {
+		res, err := card.run(bin, c.dir, c.runs, logf)
+		fmt.Fprint(stdout, res)
+		return err
 	}
 	if err := installDuckDB(c.duckDir, logf); err != nil {
 		return err
@@ -180,6 +194,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	res := summarize(c, nj, contenders)
+	if card.on {
+		cr, err := card.run(bin, c.dir, c.runs, logf)
+		if err != nil {
+			return err
+		}
+		res += cr
+	}
 	fmt.Fprint(stdout, res)
 	if c.results != "" {
 		return os.WriteFile(c.results, []byte(res), 0o644)

@@ -71,7 +71,7 @@ const P99 = 0.99
 // which the replay bounds by the budget only, so its hop's per-attempt
 // policy is never used and not linted.
 func Lint(rep *analyze.Report, reqs []*span.Request, p *policy.Policy) []Finding {
-	l := &linter{p: p, hops: map[string]*analyze.Hop{}, obs: map[string]*hopObs{}}
+	l := &linter{p: p, hops: map[string]*analyze.Hop{}, obs: map[string]*hopObs{}, unbounded: rep.UnboundedHops()}
 	for i := range rep.Hops {
 		l.hops[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
@@ -126,10 +126,12 @@ func sevRank(s string) int {
 const never = int64(math.MaxInt64 / 4)
 
 type linter struct {
-	p    *policy.Policy
-	hops map[string]*analyze.Hop
-	obs  map[string]*hopObs
-	out  []Finding
+	// unbounded says which hops' names differ only in ids (nil: none).
+	unbounded *analyze.Unbounded
+	p         *policy.Policy
+	hops      map[string]*analyze.Hop
+	obs       map[string]*hopObs
+	out       []Finding
 	// amp and outlives collect the layered rules per inner hop.
 	amp      map[string]*ampObs
 	outlives map[string]*outlivesObs
@@ -839,9 +841,21 @@ func (l *linter) lintUnconfigured(seen []string) {
 		l.add(CodeUnconfiguredHop, SevInfo, "", "the policy lists no hops: all %d hops seen use default (%s)", len(missing), def)
 		return
 	}
+	// Hops whose names differ only in ids (analyze's unbounded-hops) are
+	// not new or misspelt: a policy cannot list every id, and the default
+	// is meant for them. They are one finding, not one per id.
+	ids := 0
 	for _, n := range missing {
+		if l.unbounded.IDLaden(n) {
+			ids++
+			continue
+		}
 		l.add(CodeUnconfiguredHop, SevWarning, n, "hop %q is in the logs (%d calls) but not in the policy: it falls back to default (%s)",
 			n, l.obs[n].calls, def)
+	}
+	if ids > 0 {
+		l.add(CodeUnconfiguredHop, SevInfo, "", "%d hops whose names differ only in ids (%s) are not in the policy: they use default (%s)",
+			ids, analyze.WarnUnboundedHops, def)
 	}
 }
 
