@@ -1,26 +1,13 @@
-//go:build unix
-
 package analyze
 
 import (
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tailscope/tailscope/span"
 )
-
-// cpuTime is the process's user and system CPU time: unlike wall time it
-// does not grow when other processes share the machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // The whole analysis — two Parts and their publishes, the sample, the
 // per-hop tables, the trees' critical paths and ranking, the
