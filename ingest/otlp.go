@@ -48,6 +48,9 @@ func init() { register("otlp", decodeOTLP) }
 
 func decodeOTLP(src *Source) error {
 	if otlpFastEnabled {
+		if n := otlpWorkers(); n > 1 {
+			return decodeOTLPParallel(src, n)
+		}
 		return decodeOTLPFast(src)
 	}
 	w := newWalker(src)

@@ -51,15 +51,26 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// otlpFastEnabled turns both fast paths on; the differential tests turn
+// otlpFastEnabled turns the fast paths on; the differential tests turn
 // it off to read the same input with the general path alone.
 var otlpFastEnabled = true
+
+// otlpWorkers is the number of goroutines that parse lines
+// (otlpparallel.go): all cores, or what a test sets in otlpWorkersSet.
+func otlpWorkers() int {
+	if otlpWorkersSet > 0 {
+		return otlpWorkersSet
+	}
+	return jsonlWorkers()
+}
+
+var otlpWorkersSet int
 
 // otlpLineBuffer is the read buffer of the OTLP reader: a line up to this
 // size can be read in place by the fast path (a collector batch of a few
 // thousand spans is one to four MB); a longer one is read by the general
 // walker, which streams.
-const otlpLineBuffer = 8 << 20
+var otlpLineBuffer = 8 << 20
 
 // otlpFastDepth bounds the nesting of a value the fast path skips; deeper
 // values are left to the general path (its scanner stops at maxDepth).
@@ -743,11 +754,27 @@ func (w *jsonWalker) otlpFastLine(st *otlpFastState) bool {
 	if !ok {
 		return false
 	}
-	n := 0 // records used
-	st.res = st.res[:0]
+	st.recs, st.res = st.recs[:0], st.res[:0]
+	n, ok := w.otlpFastDecode(st, line, w.here())
+	if !ok {
+		return false
+	}
+	w.otlpFastCommit(st, 0, n)
+	w.consumeLine(st, line)
+	return true
+}
+
+// otlpFastDecode reads line, which starts at base, into records appended to
+// st.recs (from its length; their resources to st.res) and reports how
+// many, or false when the general path must read the line (st is then as
+// it was, but for the contents of unused records).
+func (w *jsonWalker) otlpFastDecode(st *otlpFastState, line []byte, base pos) (int, bool) {
+	n0, r0 := len(st.recs), len(st.res)
+	n := n0
+	st.recs = st.recs[:cap(st.recs)]
+	defer func() { st.recs = st.recs[:n] }()
 	borrow := w.src.opt.Borrowed
 	maxRec := w.src.opt.MaxRecord
-	base := w.here()
 	found := false
 	e, ok := fastObject(line, 0, func(key []byte, at int) int {
 		switch bstr(key) {
@@ -845,27 +872,31 @@ func (w *jsonWalker) otlpFastLine(st *otlpFastState) bool {
 		return end
 	})
 	if !ok || !found || fastWS(line, e) != len(line) {
-		return false
+		n = n0
+		st.res = st.res[:r0]
+		return 0, false
 	}
-	// The whole line was read: emit in the general path's order (the
-	// spans a resource's "resource" follows come after its other spans),
-	// each with the index it was read at, and consume the line.
-	for i := 0; i < n; {
+	return n - n0, true
+}
+
+// otlpFastCommit emits the n records of a line from st.recs[from:] in the
+// general path's order (the spans a resource's "resource" follows come
+// after its other spans), each with the index it was read at.
+func (w *jsonWalker) otlpFastCommit(st *otlpFastState, from, n int) {
+	for i := from; i < from+n; {
 		r := st.recs[i].res
 		j := i
-		for j < n && st.recs[j].res == r {
+		for j < from+n && st.recs[j].res == r {
 			j++
 		}
 		for _, late := range [2]bool{false, true} {
 			for k := i; k < j; k++ {
 				if fr := &st.recs[k]; fr.late == late {
-					w.otlpEmit(&fr.rec, &st.res[r], fr.scope, w.index+int64(k)+1, fr.at)
+					w.otlpEmit(&fr.rec, &st.res[r], fr.scope, w.index+int64(k-from)+1, fr.at)
 				}
 			}
 		}
 		i = j
 	}
 	w.index += int64(n)
-	w.consumeLine(st, line)
-	return true
 }

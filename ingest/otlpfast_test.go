@@ -14,12 +14,29 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// otlpRead reads input as OTLP with the fast paths on or off and returns
-// the spans (deep copies: borrowed strings die with the call) and stats.
-func otlpRead(t testing.TB, input []byte, opt Options, fast bool) ([]span.Span, *Stats, error) {
+// The ways the OTLP reader can read: the general path alone, the fast
+// paths on one goroutine, and with parallel workers (over small blocks, so
+// that an input is many blocks).
+const (
+	otlpGeneral = iota
+	otlpFastSeq
+	otlpFastPar
+)
+
+// otlpRead reads input as OTLP one of those ways and returns the spans
+// (deep copies: borrowed strings die with the call) and stats.
+func otlpRead(t testing.TB, input []byte, opt Options, mode int) ([]span.Span, *Stats, error) {
 	t.Helper()
-	defer func(was bool) { otlpFastEnabled = was }(otlpFastEnabled)
-	otlpFastEnabled = fast
+	defer func(was bool, workers, bs, lb int) {
+		otlpFastEnabled, otlpWorkersSet, blockSize, otlpLineBuffer = was, workers, bs, lb
+	}(otlpFastEnabled, otlpWorkersSet, blockSize, otlpLineBuffer)
+	otlpFastEnabled = mode != otlpGeneral
+	otlpWorkersSet = 1
+	if mode == otlpFastPar {
+		// Lines over the limit end the parallel reading (some generated
+		// lines are longer, most shorter).
+		otlpWorkersSet, blockSize, otlpLineBuffer = 2, 512, 6000
+	}
 	if opt.Format == "" {
 		opt.Format = "otlp"
 	}
@@ -53,26 +70,29 @@ func otlpStatsText(st *Stats) string {
 	return b.String()
 }
 
-// otlpSame reads input both ways, with and without borrowed spans, and
-// fails on any difference in spans, attributes, skips, positions or counts.
+// otlpSame reads input every way, with and without borrowed spans, and
+// fails on any difference in spans, attributes, skips, positions or counts
+// between the general path and the fast ones.
 func otlpSame(t testing.TB, input []byte, opt Options) (spans int) {
 	t.Helper()
 	for _, borrowed := range []bool{false, true} {
 		opt.Borrowed = borrowed
-		gs, gst, gerr := otlpRead(t, input, opt, false)
-		fs, fst, ferr := otlpRead(t, input, opt, true)
-		if fmt.Sprint(gerr) != fmt.Sprint(ferr) {
-			t.Fatalf("borrowed=%v: errors differ: general %v, fast %v\ninput %q", borrowed, gerr, ferr, input)
-		}
-		if a, b := otlpStatsText(gst), otlpStatsText(fst); a != b {
-			t.Fatalf("borrowed=%v: stats differ:\ngeneral %s\nfast    %s\ninput %.2000q", borrowed, a, b, input)
-		}
-		if len(gs) != len(fs) {
-			t.Fatalf("borrowed=%v: %d spans general, %d fast", borrowed, len(gs), len(fs))
-		}
-		for i := range gs {
-			if !reflect.DeepEqual(gs[i], fs[i]) {
-				t.Fatalf("borrowed=%v: span %d differs:\ngeneral %+v\nfast    %+v\ninput %.2000q", borrowed, i, gs[i], fs[i], input)
+		gs, gst, gerr := otlpRead(t, input, opt, otlpGeneral)
+		for _, mode := range []int{otlpFastSeq, otlpFastPar} {
+			fs, fst, ferr := otlpRead(t, input, opt, mode)
+			if fmt.Sprint(gerr) != fmt.Sprint(ferr) {
+				t.Fatalf("mode %d borrowed=%v: errors differ: general %v, fast %v\ninput %q", mode, borrowed, gerr, ferr, input)
+			}
+			if a, b := otlpStatsText(gst), otlpStatsText(fst); a != b {
+				t.Fatalf("mode %d borrowed=%v: stats differ:\ngeneral %s\nfast    %s\ninput %.3000q", mode, borrowed, a, b, input)
+			}
+			if len(gs) != len(fs) {
+				t.Fatalf("mode %d borrowed=%v: %d spans general, %d fast", mode, borrowed, len(gs), len(fs))
+			}
+			for i := range gs {
+				if !reflect.DeepEqual(gs[i], fs[i]) {
+					t.Fatalf("mode %d borrowed=%v: span %d differs:\ngeneral %+v\nfast    %+v\ninput %.3000q", mode, borrowed, i, gs[i], fs[i], input)
+				}
 			}
 		}
 		spans = len(gs)
