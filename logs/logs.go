@@ -77,6 +77,22 @@ func Summarize(paths []string, opt Options) (*summary.Summary, error) {
 	return &summary.Summary{Accum: l.acc, Stats: l.Stats}, nil
 }
 
+// SummarizeStream reads one already-open input named name (sniffed and
+// decompressed as a file is) into its summary: for readers of files that
+// are not on a local disk, such as a Beam pipeline reading from object
+// storage. It is Summarize of a file of that name with that content.
+func SummarizeStream(name string, r io.Reader, opt Options) (*summary.Summary, error) {
+	acc := analyze.NewAccum(opt.SampleSpans)
+	iopt := opt.Ingest
+	iopt.Borrowed = true
+	iopt.Fork = accumFork{acc: acc}
+	st, err := ingest.ReadStream(name, r, iopt, func(s *span.Span) { acc.Add(s) })
+	if err != nil {
+		return nil, err
+	}
+	return &summary.Summary{Accum: acc, Stats: st}, nil
+}
+
 // read reads paths into l.acc and l.Stats.
 func read(paths []string, opt Options) (*Logs, error) {
 	sums, rest, err := summaries(paths)

@@ -17,7 +17,9 @@
 // The sections come once each, in this order: HEAD (the sketch
 // parameters and trace hash the state was made with: a reader with other
 // ones refuses the file rather than mix incompatible digests), STAT (read
-// statistics), HOPS (per hop: counts and its three digests) and SMPL (the
+// statistics), HOPS (per hop: counts and its three digests), FRST (each
+// hop's first span), EXPL (each hop's example traces), ATTR (attribution
+// by attribute key and value, for the hops that have it) and SMPL (the
 // trace sample). Numbers are unsigned or zigzag varints, floats IEEE 754
 // little-endian, strings a varint length and UTF-8 bytes. A file with a
 // newer version is refused with a message saying so; the checksum catches
