@@ -184,45 +184,13 @@ func fastSkipNested(b []byte, i int) (int, bool) {
 // bytes of b and at the index of its value; end is the index after the
 // object. f returns false to give up.
 func fastMembers(b []byte, i int, f func(key []byte, k kind, v []byte, at int) bool) (end int, ok bool) {
-	if i >= len(b) || b[i] != '{' {
-		return 0, false
-	}
-	i = fastWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, false
-		}
-		j, ok := plainString(b, i+1)
-		if !ok {
-			return 0, false
-		}
-		key := b[i+1 : j]
-		i = fastWS(b, j+1)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i = fastWS(b, i+1)
-		at := i
-		k, v, e, ok := fastValue(b, i)
+	return fastObject(b, i, func(key []byte, at int) int {
+		k, v, e, ok := fastValue(b, at)
 		if !ok || !f(key, k, v, at) {
-			return 0, false
+			return -1
 		}
-		i = fastWS(b, e)
-		if i >= len(b) {
-			return 0, false
-		}
-		switch b[i] {
-		case ',':
-			i = fastWS(b, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+		return e
+	})
 }
 
 // fastObject is fastMembers for a caller that reads each value itself: f
