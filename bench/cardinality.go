@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math"
@@ -135,61 +134,9 @@ func generateCardinality(n, hops int, emit func(*genSpan, string) error) (int, e
 // lines; each carries its route template as http.route, the attribute
 // that --hop-by attr:http.route bounds the hops by.
 func writeCardinalityJSONL(path string, n, hops int) (int, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var b []byte
-	hex := func(b []byte, x uint64) []byte {
-		const digits = "0123456789abcdef"
-		for sh := 60; sh >= 0; sh -= 4 {
-			b = append(b, digits[(x>>uint(sh))&15])
-		}
-		return b
-	}
-	count, err := generateCardinality(n, hops, func(s *genSpan, route string) error {
-		b = append(b[:0], `{"trace_id":"`...)
-		b = hex(b, s.trace[0])
-		b = hex(b, s.trace[1])
-		b = append(b, `","span_id":"`...)
-		b = hex(b, s.id)
-		if s.parent != 0 {
-			b = append(b, `","parent_id":"`...)
-			b = hex(b, s.parent)
-		}
-		b = append(b, `","service":"`...)
-		b = append(b, s.service...)
-		b = append(b, `","name":"`...)
-		b = append(b, s.hop...)
-		b = append(b, `","kind":"`...)
-		b = append(b, s.kind...)
-		b = append(b, `","hop":"`...)
-		b = append(b, s.hop...)
-		b = append(b, `","http.route":"`...)
-		b = append(b, route...)
-		b = append(b, `","start":`...)
-		b = strconv.AppendInt(b, s.start, 10)
-		b = append(b, `,"duration_ms":`...)
-		b = strconv.AppendFloat(b, float64(s.durNs)/1e6, 'f', -1, 64)
-		if s.failed {
-			b = append(b, `,"status":"error"`...)
-		} else {
-			b = append(b, `,"status":"ok"`...)
-		}
-		b = append(b, `,"code":`...)
-		b = strconv.AppendInt(b, int64(s.code), 10)
-		b = append(b, "}\n"...)
-		_, err := w.Write(b)
-		return err
+	return writeFlatJSONL(path, func(emit func(*genSpan, string) error) (int, error) {
+		return generateCardinality(n, hops, emit)
 	})
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return count, err
 }
 
 // cardinalityCase measures tailscope as the hop names go unbounded: the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -139,63 +138,24 @@ func generate(n int, emit func(*genSpan) error) (int, error) {
 	return count, nil
 }
 
-// writeJSONL writes the spans as flat JSON lines, appending bytes by hand:
-// fmt would make generation slower than the thing being measured.
+// writeJSONL writes the spans as flat JSON lines.
 func writeJSONL(path string, n int) (int, error) {
+	return writeFlatJSONL(path, func(emit func(*genSpan, string) error) (int, error) {
+		return generate(n, func(s *genSpan) error { return emit(s, "") })
+	})
+}
+
+// writeFlatJSONL writes the spans a generator emits as flat JSON lines,
+// each with its route template as http.route when it has one.
+func writeFlatJSONL(path string, gen func(emit func(s *genSpan, route string) error) (int, error)) (int, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var b []byte
-	hex := func(b []byte, x uint64) []byte {
-		const digits = "0123456789abcdef"
-		for sh := 60; sh >= 0; sh -= 4 {
-			b = append(b, digits[(x>>uint(sh))&15])
-		}
-		return b
-	}
-	count, err := generate(n, func(s *genSpan) error {
-		b = append(b[:0], `{"trace_id":"`...)
-		b = hex(b, s.trace[0])
-		b = hex(b, s.trace[1])
-		b = append(b, `","span_id":"`...)
-		b = hex(b, s.id)
-		if s.parent != 0 {
-			b = append(b, `","parent_id":"`...)
-			b = hex(b, s.parent)
-		}
-		b = append(b, `","service":"`...)
-		b = append(b, s.service...)
-		b = append(b, `","name":"`...)
-		b = append(b, s.hop...)
-		b = append(b, `","kind":"`...)
-		b = append(b, s.kind...)
-		b = append(b, `","hop":"`...)
-		b = append(b, s.hop...)
-		b = append(b, `","start":`...)
-		b = strconv.AppendInt(b, s.start, 10)
-		b = append(b, `,"duration_ms":`...)
-		b = strconv.AppendFloat(b, float64(s.durNs)/1e6, 'f', -1, 64)
-		if s.failed {
-			b = append(b, `,"status":"error"`...)
-		} else {
-			b = append(b, `,"status":"ok"`...)
-		}
-		if s.timeout {
-			b = append(b, `,"timeout":true`...)
-		}
-		b = append(b, `,"code":`...)
-		b = strconv.AppendInt(b, int64(s.code), 10)
-		if s.attempt > 0 {
-			b = append(b, `,"attempt":`...)
-			b = strconv.AppendInt(b, int64(s.attempt), 10)
-		}
-		if s.timeoutInForceNs > 0 {
-			b = append(b, `,"timeout_ms":`...)
-			b = strconv.AppendInt(b, s.timeoutInForceNs/1e6, 10)
-		}
-		b = append(b, "}\n"...)
+	count, err := gen(func(s *genSpan, route string) error {
+		b = appendFlatJSON(b[:0], s, route)
 		_, err := w.Write(b)
 		return err
 	})
@@ -208,6 +168,66 @@ func writeJSONL(path string, n int) (int, error) {
 	return count, err
 }
 
+// appendFlatJSON appends one span as a flat JSON line, byte by byte: fmt
+// or encoding/json would make generation slower than the thing being
+// measured. Fields a span does not have (no parent, attempt, timeout in
+// force, route) are left out.
+func appendFlatJSON(b []byte, s *genSpan, route string) []byte {
+	b = append(b, `{"trace_id":"`...)
+	b = appendHex(b, s.trace[0])
+	b = appendHex(b, s.trace[1])
+	b = append(b, `","span_id":"`...)
+	b = appendHex(b, s.id)
+	if s.parent != 0 {
+		b = append(b, `","parent_id":"`...)
+		b = appendHex(b, s.parent)
+	}
+	b = append(b, `","service":"`...)
+	b = append(b, s.service...)
+	b = append(b, `","name":"`...)
+	b = append(b, s.hop...)
+	b = append(b, `","kind":"`...)
+	b = append(b, s.kind...)
+	b = append(b, `","hop":"`...)
+	b = append(b, s.hop...)
+	if route != "" {
+		b = append(b, `","http.route":"`...)
+		b = append(b, route...)
+	}
+	b = append(b, `","start":`...)
+	b = strconv.AppendInt(b, s.start, 10)
+	b = append(b, `,"duration_ms":`...)
+	b = strconv.AppendFloat(b, float64(s.durNs)/1e6, 'f', -1, 64)
+	if s.failed {
+		b = append(b, `,"status":"error"`...)
+	} else {
+		b = append(b, `,"status":"ok"`...)
+	}
+	if s.timeout {
+		b = append(b, `,"timeout":true`...)
+	}
+	b = append(b, `,"code":`...)
+	b = strconv.AppendInt(b, int64(s.code), 10)
+	if s.attempt > 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(s.attempt), 10)
+	}
+	if s.timeoutInForceNs > 0 {
+		b = append(b, `,"timeout_ms":`...)
+		b = strconv.AppendInt(b, s.timeoutInForceNs/1e6, 10)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendHex appends x as 16 lowercase hex digits.
+func appendHex(b []byte, x uint64) []byte {
+	const digits = "0123456789abcdef"
+	for sh := 60; sh >= 0; sh -= 4 {
+		b = append(b, digits[(x>>uint(sh))&15])
+	}
+	return b
+}
+
 // writeParquet writes the same spans with tailscope's own flat-schema
 // Parquet writer (package export), so both files hold the same numbers.
 func writeParquet(path string, n int) (int, error) {
@@ -217,12 +237,13 @@ func writeParquet(path string, n int) (int, error) {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	pw := export.NewParquet(w)
+	var idb []byte
 	hex := func(x ...uint64) string {
-		s := ""
+		idb = idb[:0]
 		for _, v := range x {
-			s += fmt.Sprintf("%016x", v)
+			idb = appendHex(idb, v)
 		}
-		return s
+		return string(idb)
 	}
 	count, err := generate(n, func(s *genSpan) error {
 		sp := span.Span{TraceID: hex(s.trace[0], s.trace[1]), SpanID: hex(s.id), Service: s.service, Name: s.hop,

@@ -124,21 +124,14 @@ func otlpStrAttr(b []byte, k, v string) []byte {
 // otlpSpanJSON writes one span as the collector does: hex ids, string
 // nanosecond times, numeric kind, int64 attribute values as strings.
 func otlpSpanJSON(b []byte, s *genSpan) []byte {
-	hex := func(b []byte, x uint64) []byte {
-		const digits = "0123456789abcdef"
-		for sh := 60; sh >= 0; sh -= 4 {
-			b = append(b, digits[(x>>uint(sh))&15])
-		}
-		return b
-	}
 	b = append(b, `{"traceId":"`...)
-	b = hex(b, s.trace[0])
-	b = hex(b, s.trace[1])
+	b = appendHex(b, s.trace[0])
+	b = appendHex(b, s.trace[1])
 	b = append(b, `","spanId":"`...)
-	b = hex(b, s.id)
+	b = appendHex(b, s.id)
 	if s.parent != 0 {
 		b = append(b, `","parentSpanId":"`...)
-		b = hex(b, s.parent)
+		b = appendHex(b, s.parent)
 	}
 	b = append(b, `","flags":257,"name":"`...)
 	b = append(b, s.hop...)
