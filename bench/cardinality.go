@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // idRoute is one route of the cardinality logs: its span names carry an
@@ -160,32 +161,40 @@ func registerCardinality(fs *flag.FlagSet) *cardinalityCase {
 	return k
 }
 
-// run generates the files, measures, and returns a Markdown section.
-func (k *cardinalityCase) run(bin, dir string, runs int, logf func(string, ...any)) (string, error) {
+// cardResult is what the cardinality case measured: per hop count, the
+// three commands' runs.
+type cardResult struct {
+	n, runs int
+	rows    []cardRow
+}
+
+type cardRow struct {
+	hops int
+	ks   []contender
+}
+
+// run generates the files and measures.
+func (k *cardinalityCase) run(bin, dir string, runs int, logf func(string, ...any)) (*cardResult, error) {
 	var counts []int
 	for _, f := range strings.Split(k.hops, ",") {
 		h, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || h < 1 {
-			return "", fmt.Errorf("-card-hops %q: want counts like 1000,200000", k.hops)
+			return nil, fmt.Errorf("-card-hops %q: want counts like 1000,200000", k.hops)
 		}
 		counts = append(counts, h)
 	}
-	type row struct {
-		hops int
-		ks   []contender
-	}
-	var rows []row
+	res := &cardResult{n: k.n, runs: runs}
 	for _, h := range counts {
 		path := filepath.Join(dir, fmt.Sprintf("ids-%d.jsonl", h))
-		n, err := cachedGen(path, k.n, func(p string, n int) (int, error) { return writeCardinalityJSONL(p, n, h) })
+		n, err := cachedGen(path, k.n, fmt.Sprintf("ids:%d", h))
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		logf("cardinality: %d spans over ~%d distinct hops in %s (%s)", n, h, path, size(path))
 		if err := warm(path); err != nil {
-			return "", err
+			return nil, err
 		}
-		r := row{hops: h, ks: []contender{
+		r := cardRow{hops: h, ks: []contender{
 			{name: "analyze, JSON", cmd: []string{bin, "analyze", "-q", "-f", "json", "-o", os.DevNull, path}},
 			{name: "analyze, text", cmd: []string{bin, "analyze", "-q", "-f", "text", "-o", os.DevNull, path}},
 			{name: "recommend", cmd: []string{bin, "recommend", "-q", "-o", os.DevNull, path}},
@@ -194,31 +203,81 @@ func (k *cardinalityCase) run(bin, dir string, runs int, logf func(string, ...an
 			for i := range r.ks {
 				m, err := measure(r.ks[i].cmd)
 				if err != nil {
-					return "", fmt.Errorf("cardinality %d hops, %s: %v", h, r.ks[i].name, err)
+					return nil, fmt.Errorf("cardinality %d hops, %s: %v", h, r.ks[i].name, err)
 				}
 				logf("cardinality run %d/%d, %d hops, %-14s %8.3fs %6.0f MB", run+1, runs, h, r.ks[i].name, m.wall.Seconds(), m.rssMB)
 				r.ks[i].m = append(r.ks[i].m, m)
 			}
 		}
-		rows = append(rows, r)
+		res.rows = append(res.rows, r)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nCardinality: %d spans, hop names carrying ids (digits, UUIDs, hex, tokens); median of %d runs\n\n", k.n, runs)
-	fmt.Fprintf(&b, "| distinct hops | command | median s | peak RSS MB |\n|---:|---|---:|---:|\n")
-	for _, r := range rows {
-		for i := range r.ks {
-			w, rss := r.ks[i].medians()
-			fmt.Fprintf(&b, "| %d | %s | %.3f | %.0f |\n", r.hops, r.ks[i].name, w, rss)
+	return res, nil
+}
+
+// cpu is the CPU time of every run.
+func (r *cardResult) cpu() time.Duration {
+	var t time.Duration
+	for _, row := range r.rows {
+		for _, k := range row.ks {
+			for _, m := range k.m {
+				t += m.cpu
+			}
 		}
 	}
-	if len(rows) > 1 {
-		lo, hi := rows[0], rows[len(rows)-1]
+	return t
+}
+
+// String is the case's Markdown section: the table and the ratios between
+// the largest and the smallest hop count.
+func (r *cardResult) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nCardinality: %d spans, hop names carrying ids (digits, UUIDs, hex, tokens); median of %d runs\n\n", r.n, r.runs)
+	fmt.Fprintf(&b, "| distinct hops | command | median s | CPU s | peak RSS MB |\n|---:|---|---:|---:|---:|\n")
+	for _, row := range r.rows {
+		for i := range row.ks {
+			w, rss := row.ks[i].medians()
+			fmt.Fprintf(&b, "| %d | %s | %.3f | %.2f | %.0f |\n", row.hops, row.ks[i].name, w, row.ks[i].medianCPU(), rss)
+		}
+	}
+	if len(r.rows) > 1 {
+		lo, hi := r.rows[0], r.rows[len(r.rows)-1]
 		fmt.Fprintf(&b, "\nRatios, %d hops / %d hops (same spans; %.0f× the hops):\n\n", hi.hops, lo.hops, float64(hi.hops)/float64(lo.hops))
 		for i := range lo.ks {
 			wl, rl := lo.ks[i].medians()
 			wh, rh := hi.ks[i].medians()
-			fmt.Fprintf(&b, "- %s: time %.2f×, peak RSS %.2f× (%.1f KB more per extra hop)\n", lo.ks[i].name, wh/wl, rh/rl, (rh-rl)*1000/float64(hi.hops-lo.hops))
+			cl, ch := lo.ks[i].medianCPU(), hi.ks[i].medianCPU()
+			extra := float64(hi.hops - lo.hops)
+			fmt.Fprintf(&b, "- %s: time %.2f×, CPU %.2f× (%.1f µs more per extra hop), peak RSS %.2f× (%.1f KB more per extra hop)\n",
+				lo.ks[i].name, wh/wl, ch/cl, (ch-cl)*1e6/extra, rh/rl, (rh-rl)*1000/extra)
 		}
 	}
-	return b.String(), nil
+	return b.String()
+}
+
+// target is the "cost linear in hop cardinality" line. The spans
+// are the same at every hop count, so a cost linear in the hops is a
+// fixed cost plus a share per hop, and its ratio between two hop counts
+// cannot exceed theirs: the line checks CPU time and peak RSS of every
+// command against the hop ratio between the smallest and the largest
+// count. (Two counts bound the growth from above only; the per-hop costs
+// printed with the ratios, and analyze's scaling test, say more.)
+func (r *cardResult) target() string {
+	if len(r.rows) < 2 {
+		return "- Cost linear in hop cardinality: needs two hop counts (-card-hops)\n"
+	}
+	lo, hi := r.rows[0], r.rows[len(r.rows)-1]
+	hopRatio := float64(hi.hops) / float64(lo.hops)
+	worstCPU, worstRSS := 0.0, 0.0
+	for i := range lo.ks {
+		_, rl := lo.ks[i].medians()
+		_, rh := hi.ks[i].medians()
+		worstCPU = max(worstCPU, hi.ks[i].medianCPU()/lo.ks[i].medianCPU())
+		worstRSS = max(worstRSS, rh/rl)
+	}
+	verdict := "NOT met"
+	if worstCPU <= hopRatio && worstRSS <= hopRatio {
+		verdict = "met"
+	}
+	return fmt.Sprintf("- Cost linear in hop cardinality, %d → %d hops (%.0f×), same spans: CPU time up to %.2f×, peak RSS up to %.2f× (target: at most the hop ratio: %s)\n",
+		lo.hops, hi.hops, hopRatio, worstCPU, worstRSS, verdict)
 }

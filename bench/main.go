@@ -19,11 +19,22 @@
 // With -ratio (default) it also runs tailscope on N/10 spans, to show that
 // peak memory does not grow with the input.
 //
+// It also writes the same spans as OTLP JSON lines (the collector's file
+// exporter) and as a Grafana Tempo vParquet4 block, and times tailscope on
+// each against DuckDB unnesting the same nesting (otlp.go, tempo.go).
+//
 // With -cardinality (default) it also measures hop names that carry ids
 // (GET /users/12345): -card-n spans (1M) at each of -card-hops distinct
 // hops (1k and 200k), analyze to JSON and to text and recommend, and the
 // ratios between the largest and the smallest hop count.
-// -cardinality-only runs just that (no DuckDB, no npm):
+//
+// The summary starts with the machine's state: CPU model and count, the
+// Go and DuckDB versions, the load averages at the start, before the
+// timed runs and after them, and the CPU time the timed runs' processes
+// did not spend (other work on the machine); it ends with issue 18's
+// targets, each met or NOT met.
+//
+// -cardinality-only runs just the cardinality case (no DuckDB, no npm):
 //
 //	go run ./bench -cardinality-only -runs 1
 //
@@ -41,14 +52,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
 func main() {
+	if spec := os.Getenv(genEnv); spec != "" {
+		if err := genChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: generator:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -98,6 +116,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		c.duckDir = filepath.Join(c.dir, "duckdb")
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
+	start := readMachineState()
 
 	bin := filepath.Join(c.dir, "tailscope")
 	logf("building %s", bin)
@@ -105,9 +124,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	if card.only {
-		res, err := card.run(bin, c.dir, c.runs, logf)
+		before := readMachineState()
+		cr, err := card.run(bin, c.dir, c.runs, logf)
+		if err != nil {
+			return err
+		}
+		after := readMachineState()
+		res := machineLines(0, versions(""), start, before, after, cr.cpu()) + cr.String() + "\nTargets (issue 18):\n\n" + cr.target()
 		fmt.Fprint(stdout, res)
-		return err
+		return writeResults(c.results, res)
 	}
 	if err := installDuckDB(c.duckDir, logf); err != nil {
 		return err
@@ -120,11 +145,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	jsonl := filepath.Join(c.dir, "spans.jsonl")
 	pq := filepath.Join(c.dir, "spans.parquet")
 	t := time.Now()
-	nj, err := cachedGen(jsonl, c.n, writeJSONL)
+	nj, err := cachedGen(jsonl, c.n, "jsonl")
 	if err != nil {
 		return err
 	}
-	np, err := cachedGen(pq, c.n, writeParquet)
+	np, err := cachedGen(pq, c.n, "parquet")
 	if err != nil {
 		return err
 	}
@@ -136,7 +161,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var small string
 	if c.ratio {
 		small = filepath.Join(c.dir, "spans-small.jsonl")
-		if _, err := cachedGen(small, c.n/10, writeJSONL); err != nil {
+		if _, err := cachedGen(small, c.n/10, "jsonl"); err != nil {
 			return err
 		}
 	}
@@ -161,27 +186,34 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return []string{"node", script, file, fmt.Sprint(c.threads)}
 	}
 	contenders := []contender{
-		{name: "tailscope analyze, JSONL", cmd: ts(jsonl)},
-		{name: "DuckDB quantile query, JSONL", cmd: duck(qj)},
-		{name: "DuckDB full-analysis SQL, JSONL", cmd: duck(fj)},
-		{name: "tailscope analyze, Parquet", cmd: ts(pq)},
-		{name: "DuckDB quantile query, Parquet", cmd: duck(qp)},
-		{name: "DuckDB full-analysis SQL, Parquet", cmd: duck(fp)},
+		{name: tsJSONL, cmd: ts(jsonl)},
+		{name: dqJSONL, cmd: duck(qj)},
+		{name: dfJSONL, cmd: duck(fj)},
+		{name: tsParquet, cmd: ts(pq)},
+		{name: dqParquet, cmd: duck(qp)},
+		{name: dfParquet, cmd: duck(fp)},
 	}
 	if c.ratio {
-		contenders = append(contenders, contender{name: fmt.Sprintf("tailscope analyze, JSONL, %d spans", c.n/10), cmd: ts(small)})
+		contenders = append(contenders, contender{name: smallName(c), cmd: ts(small)})
 	}
 	otlp, err := otlpContenders(c, nj, logf, ts, duck, sql)
 	if err != nil {
 		return err
 	}
 	contenders = append(contenders, otlp...)
+	tempo, err := tempoContenders(c, nj, logf, ts, duck, sql)
+	if err != nil {
+		return err
+	}
+	contenders = append(contenders, tempo...)
 	// A warm-up pass puts the files in the page cache for everyone.
 	for _, p := range []string{jsonl, pq} {
 		if err := warm(p); err != nil {
 			return err
 		}
 	}
+	vers := versions(c.duckDir)
+	before := readMachineState()
 	for r := 0; r < c.runs; r++ {
 		for i := range contenders {
 			k := &contenders[i]
@@ -193,24 +225,42 @@ func run(args []string, stdout, stderr io.Writer) error {
 			k.m = append(k.m, m)
 		}
 	}
-	res := summarize(c, nj, contenders)
+	var cr *cardResult
 	if card.on {
-		cr, err := card.run(bin, c.dir, c.runs, logf)
-		if err != nil {
+		if cr, err = card.run(bin, c.dir, c.runs, logf); err != nil {
 			return err
 		}
-		res += cr
 	}
+	after := readMachineState()
+	var ours time.Duration
+	for _, k := range contenders {
+		for _, m := range k.m {
+			ours += m.cpu
+		}
+	}
+	if cr != nil {
+		ours += cr.cpu()
+	}
+	res := machineLines(c.threads, vers, start, before, after, ours) + summarize(c, nj, contenders, cr)
 	fmt.Fprint(stdout, res)
-	if c.results != "" {
-		return os.WriteFile(c.results, []byte(res), 0o644)
+	return writeResults(c.results, res)
+}
+
+func writeResults(path, res string) error {
+	if path == "" {
+		return nil
 	}
-	return nil
+	return os.WriteFile(path, []byte(res), 0o644)
 }
 
 // cachedGen generates a file unless a previous run left one for the same n
-// (the first line of a .n file beside it records the count).
-func cachedGen(path string, n int, gen func(string, int) (int, error)) (int, error) {
+// (the first line of a .n file beside it records the count). The file is
+// written by a child process (the bench run again with $TAILSCOPE_BENCH_GEN
+// set, see genChild), so that the bench's own memory stays small: on Linux
+// a process os/exec starts inherits its parent's peak RSS as the floor of
+// its own ru_maxrss (the child runs on the parent's memory until exec), and
+// writing a Tempo block takes 200 MB.
+func cachedGen(path string, n int, kind string) (int, error) {
 	stamp := path + ".n"
 	if b, err := os.ReadFile(stamp); err == nil {
 		var want, got int
@@ -220,11 +270,72 @@ func cachedGen(path string, n int, gen func(string, int) (int, error)) (int, err
 			}
 		}
 	}
-	got, err := gen(path, n)
+	if _, err := generator(kind); err != nil {
+		return 0, err
+	}
+	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s", genEnv, kind, n, path))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("generating %s: %v", path, err)
+	}
+	var got int
+	if _, err := fmt.Sscanf(string(out), "%d", &got); err != nil {
+		return 0, fmt.Errorf("generating %s: the generator said %q", path, out)
+	}
 	return got, os.WriteFile(stamp, []byte(fmt.Sprintf("%d %d\n", n, got)), 0o644)
+}
+
+// genEnv names the variable that makes the bench a generator: "KIND N PATH".
+const genEnv = "TAILSCOPE_BENCH_GEN"
+
+// generator is the writer of a kind of file: jsonl, parquet, otlp, tempo,
+// or ids:HOPS (the cardinality case's logs over about HOPS hops).
+func generator(kind string) (func(path string, n int) (int, error), error) {
+	switch kind {
+	case "jsonl":
+		return writeJSONL, nil
+	case "parquet":
+		return writeParquet, nil
+	case "otlp":
+		return writeOTLP, nil
+	case "tempo":
+		return writeTempo, nil
+	}
+	if h, ok := strings.CutPrefix(kind, "ids:"); ok {
+		if hops, err := strconv.Atoi(h); err == nil && hops > 0 {
+			return func(path string, n int) (int, error) { return writeCardinalityJSONL(path, n, hops) }, nil
+		}
+	}
+	return nil, fmt.Errorf("no generator for %q", kind)
+}
+
+// genChild is the bench as a generator: it writes one file as spec
+// ("KIND N PATH") says and prints the number of spans written.
+func genChild(spec string) error {
+	f := strings.SplitN(spec, " ", 3)
+	if len(f) != 3 {
+		return fmt.Errorf("%s=%q: want KIND N PATH", genEnv, spec)
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil {
+		return fmt.Errorf("%s=%q: %v", genEnv, spec, err)
+	}
+	gen, err := generator(f[0])
+	if err != nil {
+		return err
+	}
+	got, err := gen(f[2], n)
+	if err != nil {
+		return err
+	}
+	fmt.Println(got)
+	return nil
 }
 
 func installDuckDB(dir string, logf func(string, ...any)) error {
@@ -268,11 +379,14 @@ type contender struct {
 
 type measurement struct {
 	wall  time.Duration
+	cpu   time.Duration // user + system
 	rssMB float64
 }
 
-// measure runs one process to completion: wall time from start to exit
-// and its peak resident set (ru_maxrss, which Linux gives in KiB).
+// measure runs one process to completion: wall time from start to exit,
+// its CPU time (user + system, its children's included: Node's threads
+// are its own) and its peak resident set (ru_maxrss, which Linux gives in
+// KiB).
 func measure(argv []string) (measurement, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var errb bytes.Buffer
@@ -288,7 +402,8 @@ func measure(argv []string) (measurement, error) {
 	if !ok {
 		return measurement{}, errors.New("no rusage on this platform")
 	}
-	return measurement{wall: wall, rssMB: float64(ru.Maxrss) * 1024 / 1e6}, nil
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return measurement{wall: wall, cpu: cpu, rssMB: float64(ru.Maxrss) * 1024 / 1e6}, nil
 }
 
 func tail(s string, n int) string {
@@ -316,81 +431,117 @@ func (k *contender) medians() (wall, rss float64) {
 	return median(w), median(r)
 }
 
-func summarize(c config, n int, ks []contender) string {
+func (k *contender) medianCPU() float64 {
+	var c []float64
+	for _, m := range k.m {
+		c = append(c, m.cpu.Seconds())
+	}
+	return median(c)
+}
+
+// The contenders' names, by which the summary finds them.
+const (
+	tsJSONL   = "tailscope analyze, JSONL"
+	dqJSONL   = "DuckDB quantile query, JSONL"
+	dfJSONL   = "DuckDB full-analysis SQL, JSONL"
+	tsParquet = "tailscope analyze, Parquet"
+	dqParquet = "DuckDB quantile query, Parquet"
+	dfParquet = "DuckDB full-analysis SQL, Parquet"
+)
+
+func smallName(c config) string { return fmt.Sprintf("tailscope analyze, JSONL, %d spans", c.n/10) }
+
+// summarize is the results after the machine's lines: the table of
+// contenders, the cardinality case's, every ratio, and issue 18's targets.
+func summarize(c config, n int, ks []contender, cr *cardResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %s, %d CPUs (GOMAXPROCS %d), %s; %s; DuckDB threads %d\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotal(), runtime.Version(), c.threads)
-	fmt.Fprintf(&b, "Data: %d spans, %d runs each, alternating; median wall time (process start to exit) and median peak RSS\n\n", n, c.runs)
-	fmt.Fprintf(&b, "| contender | median s | runs (s) | peak RSS MB |\n|---|---:|---|---:|\n")
+	fmt.Fprintf(&b, "Data: %d spans, %d runs each, alternating; median wall time (process start to exit), median CPU time (user + system) and median peak RSS\n\n", n, c.runs)
+	fmt.Fprintf(&b, "| contender | median s | runs (s) | CPU s | peak RSS MB |\n|---|---:|---|---:|---:|\n")
 	for i := range ks {
 		w, r := ks[i].medians()
 		var runs []string
 		for _, m := range ks[i].m {
 			runs = append(runs, fmt.Sprintf("%.2f", m.wall.Seconds()))
 		}
-		fmt.Fprintf(&b, "| %s | %.3f | %s | %.0f |\n", ks[i].name, w, strings.Join(runs, " "), r)
+		fmt.Fprintf(&b, "| %s | %.3f | %s | %.2f | %.0f |\n", ks[i].name, w, strings.Join(runs, " "), ks[i].medianCPU(), r)
 	}
-	tsJ, _ := ks[0].medians()
-	dqJ, _ := ks[1].medians()
-	dfJ, _ := ks[2].medians()
-	tsP, _ := ks[3].medians()
-	dqP, _ := ks[4].medians()
-	dfP, _ := ks[5].medians()
-	maxRSS := func(idx ...int) float64 {
-		m := 0.0
-		for _, i := range idx {
-			_, r := ks[i].medians()
-			m = max(m, r)
+	if cr != nil {
+		b.WriteString(cr.String())
+	}
+	// med is a contender's median wall time and peak RSS; ok is false when
+	// it was not run.
+	med := func(name string) (wall, rss float64, ok bool) {
+		for i := range ks {
+			if ks[i].name == name && len(ks[i].m) > 0 {
+				w, r := ks[i].medians()
+				return w, r, true
+			}
 		}
-		return m
+		return 0, 0, false
 	}
-	_, rssTS := ks[0].medians()
-	_, rssTSP := ks[3].medians()
-	duckMin := min(maxRSS(1), maxRSS(2), maxRSS(4), maxRSS(5))
+	// ratio is DuckDB's median time over tailscope's.
+	ratio := func(duck, ts string) (float64, bool) {
+		d, _, ok1 := med(duck)
+		t, _, ok2 := med(ts)
+		return d / t, ok1 && ok2 && t > 0
+	}
 	check := func(ok bool) string {
 		if ok {
 			return "met"
 		}
 		return "NOT met"
 	}
+
 	fmt.Fprintf(&b, "\nRatios (DuckDB time / tailscope time; above 1 means tailscope is faster):\n\n")
-	fmt.Fprintf(&b, "- JSONL: tailscope full analysis vs DuckDB quantile query: %.2f× (target > 1: %s)\n", dqJ/tsJ, check(dqJ/tsJ > 1))
-	fmt.Fprintf(&b, "- JSONL: vs DuckDB full-analysis SQL: %.2f×\n", dfJ/tsJ)
-	fmt.Fprintf(&b, "- Parquet: tailscope full analysis vs DuckDB quantile query: %.2f× (target ≥ 0.5: %s)\n", dqP/tsP, check(dqP/tsP >= 0.5))
-	fmt.Fprintf(&b, "- Parquet: vs DuckDB full-analysis SQL: %.2f× (target > 1: %s)\n", dfP/tsP, check(dfP/tsP > 1))
-	fmt.Fprintf(&b, "- Peak RSS: tailscope %.0f MB (JSONL), %.0f MB (Parquet); smallest DuckDB peak %.0f MB (target: not above DuckDB's: %s)\n",
-		rssTS, rssTSP, duckMin, check(max(rssTS, rssTSP) <= duckMin))
-	if c.ratio && len(ks) > 6 {
-		_, rssSmall := ks[6].medians()
-		fmt.Fprintf(&b, "- Peak RSS at %d spans / at %d spans: %.0f / %.0f MB = %.2f× (target ≤ 1.5: %s)\n",
-			n, c.n/10, rssTS, rssSmall, rssTS/rssSmall, check(rssTS/rssSmall <= 1.5))
+	line := func(what, duck, ts string) {
+		if r, ok := ratio(duck, ts); ok {
+			fmt.Fprintf(&b, "- %s: %.2f×\n", what, r)
+		}
 	}
-	b.WriteString(otlpRatios(ks))
+	line("JSONL: tailscope full analysis vs DuckDB quantile query", dqJSONL, tsJSONL)
+	line("JSONL: vs DuckDB full-analysis SQL", dfJSONL, tsJSONL)
+	line("Parquet: tailscope full analysis vs DuckDB quantile query", dqParquet, tsParquet)
+	line("Parquet: vs DuckDB full-analysis SQL", dfParquet, tsParquet)
+	line("OTLP JSON lines: tailscope full analysis vs DuckDB read_json + unnest quantile query", otlpDuck, otlpTS)
+	line("Tempo vParquet4 block: tailscope full analysis vs DuckDB read_parquet + unnest quantile query", tempoDuck, tempoTS)
+	var duckMin, tsMax float64
+	for i := range ks {
+		_, r := ks[i].medians()
+		switch {
+		case strings.HasPrefix(ks[i].name, "DuckDB") && (duckMin == 0 || r < duckMin):
+			duckMin = r
+		case strings.HasPrefix(ks[i].name, "tailscope") && r > tsMax:
+			tsMax = r
+		}
+	}
+	fmt.Fprintf(&b, "- Peak RSS: tailscope at most %.0f MB, DuckDB at least %.0f MB\n", tsMax, duckMin)
+
+	fmt.Fprintf(&b, "\nTargets (issue 18):\n\n")
+	target := func(what, duck, ts string, want float64) {
+		if r, ok := ratio(duck, ts); ok {
+			fmt.Fprintf(&b, "- %s: %.2f× (target ≥ %.1f: %s)\n", what, r, want, check(r >= want))
+		} else {
+			fmt.Fprintf(&b, "- %s: not run\n", what)
+		}
+	}
+	target("Parquet: tailscope full analysis vs DuckDB quantile query", dqParquet, tsParquet, 1.0)
+	target("JSONL: tailscope full analysis vs DuckDB quantile query", dqJSONL, tsJSONL, 1.3)
+	target("OTLP JSON lines: tailscope full analysis vs DuckDB read_json + unnest quantile query", otlpDuck, otlpTS, 5)
+	_, big, ok1 := med(tsJSONL)
+	_, small, ok2 := med(smallName(c))
+	if ok1 && ok2 {
+		fmt.Fprintf(&b, "- Peak RSS at %d spans / at %d spans (JSONL): %.0f / %.0f MB = %.2f× (target ≤ 1.5: %s)\n",
+			n, c.n/10, big, small, big/small, check(big/small <= 1.5))
+	} else {
+		fmt.Fprintf(&b, "- Peak RSS at n / at n/10 spans: not run (-ratio=false)\n")
+	}
+	if cr != nil {
+		b.WriteString(cr.target())
+	} else {
+		fmt.Fprintf(&b, "- Cost linear in hop cardinality: not run (-cardinality=false)\n")
+	}
+	if r, ok := ratio(tempoDuck, tempoTS); ok {
+		fmt.Fprintf(&b, "- Tempo vParquet4 block: tailscope full analysis vs DuckDB read_parquet + unnest quantile query: %.2f× (no target in the issue: reported)\n", r)
+	}
 	return b.String()
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return runtime.GOARCH
-}
-
-func memTotal() string {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return "memory unknown"
-	}
-	var kb int64
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "MemTotal:") {
-			fmt.Sscanf(strings.TrimPrefix(l, "MemTotal:"), "%d", &kb)
-		}
-	}
-	return fmt.Sprintf("%.0f GB RAM", float64(kb)/1e6)
 }

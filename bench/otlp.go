@@ -194,7 +194,7 @@ GROUP BY hop ORDER BY hop;
 func otlpContenders(c config, n int, logf func(string, ...any), ts, duck func(string) []string, sql func(name, q string) (string, error)) ([]contender, error) {
 	path := filepath.Join(c.dir, "spans-otlp.json")
 	t := time.Now()
-	got, err := cachedGen(path, c.n, writeOTLP)
+	got, err := cachedGen(path, c.n, "otlp")
 	if err != nil {
 		return nil, err
 	}
@@ -219,27 +219,3 @@ const (
 	otlpTS   = "tailscope analyze, OTLP JSON lines"
 	otlpDuck = "DuckDB read_json + unnest quantile query, OTLP JSON lines"
 )
-
-// otlpRatios is the OTLP line of the summary: DuckDB's time over
-// tailscope's (issue 18's target: at least 5), and the peak RSS of both.
-func otlpRatios(ks []contender) string {
-	var ts, duck *contender
-	for i := range ks {
-		switch ks[i].name {
-		case otlpTS:
-			ts = &ks[i]
-		case otlpDuck:
-			duck = &ks[i]
-		}
-	}
-	if ts == nil || duck == nil || len(ts.m) == 0 || len(duck.m) == 0 {
-		return ""
-	}
-	tw, tr := ts.medians()
-	dw, dr := duck.medians()
-	verdict := "NOT met"
-	if dw/tw >= 5 {
-		verdict = "met"
-	}
-	return fmt.Sprintf("- OTLP JSON lines: tailscope full analysis vs DuckDB read_json + unnest quantile query: %.2f× (target ≥ 5: %s); peak RSS %.0f MB vs %.0f MB\n", dw/tw, verdict, tr, dr)
-}
