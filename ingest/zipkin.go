@@ -44,6 +44,10 @@ const zipkinSharedSuffix = ":server"
 
 func decodeZipkin(src *Source) error {
 	w := newWalker(src)
+	if zipkinFastEnabled {
+		z := &zipkinFast{w: w}
+		return w.run(z.top) // zipkinfast.go
+	}
 	return w.run(w.zipkinTop)
 }
 
