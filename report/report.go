@@ -9,7 +9,6 @@ package report
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -79,11 +78,4 @@ func Check(w io.Writer, format string, rep *check.Report, opt Options) error {
 		return err
 	}
 	return bw.Flush()
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
