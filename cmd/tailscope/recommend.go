@@ -1,13 +1,13 @@
+// recommend.go: the recommend command: its flags and usage; writes the recommended policy (or its Envoy or gRPC form).
+
 package main
 
 import (
 	"fmt"
 	"io"
-	"strings"
-	"unicode/utf8"
 
-	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/report"
 )
 
 const recommendUsage = `Usage: tailscope recommend [flags] PATH... [-o policy.yaml]
@@ -77,7 +77,7 @@ func runRecommend(e *env, args []string) error {
 	var body []byte
 	switch emit {
 	case "policy":
-		body = append([]byte(header(rep)), p.Marshal()...)
+		body = append([]byte(report.PolicyHeader(rep)), p.Marshal()...)
 	case "envoy":
 		body = []byte(policy.Envoy(p, hops))
 	case "grpc":
@@ -94,51 +94,7 @@ func runRecommend(e *env, args []string) error {
 		return err
 	}
 	if output != "" && output != "-" && !in.quiet {
-		fmt.Fprintf(e.stdout, "wrote %s: %d hops, budget %s\n", output, len(hops), analyze.FormatDuration(p.Budget))
-		for _, name := range hops {
-			h := p.For(name)
-			hedge := ""
-			if h.Hedge.Delay > 0 {
-				hedge = fmt.Sprintf("  hedge after %s (at most %d)", analyze.FormatDuration(h.Hedge.Delay), h.Hedge.Max)
-			}
-			fmt.Fprintf(e.stdout, "  %-*s %-13s %8s  retries %d%s\n", width(hops), visible(name), actionOf(rep, name), analyze.FormatDuration(h.Timeout), h.Retries, hedge)
-		}
+		return report.PolicyWritten(e.stdout, output, rep)
 	}
 	return nil
-}
-
-// header is the comment at the top of a written policy: what it came from.
-func header(rep *analyze.Report) string {
-	var b strings.Builder
-	b.WriteString("# Recommended by tailscope from ")
-	files := make([]string, 0, len(rep.Inputs))
-	for _, in := range rep.Inputs {
-		files = append(files, in.File)
-	}
-	fmt.Fprintf(&b, "%s (%d spans, %d requests).\n", strings.Join(files, ", "), rep.Spans, rep.Requests.Count)
-	for _, h := range rep.Hops {
-		if h.Recommendation.Action == analyze.ActionObserveFirst {
-			b.WriteString("# Some hops are observe-first: their timeouts are canaries to learn the tail, not measurements.\n")
-			break
-		}
-	}
-	return b.String()
-}
-
-func width(names []string) int {
-	w := 0
-	for _, n := range names {
-		w = max(w, utf8.RuneCountInString(visible(n)))
-	}
-	return w
-}
-
-// actionOf is the recommendation's action for a hop.
-func actionOf(rep *analyze.Report, hop string) string {
-	for _, h := range rep.Hops {
-		if h.Hop == hop {
-			return h.Recommendation.Action
-		}
-	}
-	return ""
 }

@@ -152,19 +152,7 @@ func runCommand(c command, e *env, args []string) (err error) {
 	return c.run(e, args)
 }
 
-// visible makes text for stderr safe to print: report.Visible (control,
-// bidirectional and zero-width characters, bytes that are not UTF-8, as
-// escapes) on each line, with the newlines and tabs of the message kept.
-func visible(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		cells := strings.Split(l, "\t")
-		for j, c := range cells {
-			cells[j] = report.Visible(c)
-		}
-		lines[i] = strings.Join(cells, "\t")
-	}
-	return strings.Join(lines, "\n")
-}
+// visible makes text for stderr safe to print (report.VisibleLines).
+func visible(s string) string { return report.VisibleLines(s) }
 
 const version = "0.1.0"

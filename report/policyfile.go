@@ -1,0 +1,80 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tailscope/tailscope/analyze"
+)
+
+// PolicyHeader is the comment at the top of a written policy file: the
+// logs it came from, and a warning when some of its timeouts are canaries
+// (observe-first hops), so that a reader of the file alone knows both.
+func PolicyHeader(rep *analyze.Report) string {
+	var b strings.Builder
+	b.WriteString("# Recommended by tailscope from ")
+	files := make([]string, 0, len(rep.Inputs))
+	for _, in := range rep.Inputs {
+		files = append(files, in.File)
+	}
+	fmt.Fprintf(&b, "%s (%d spans, %d requests).\n", strings.Join(files, ", "), rep.Spans, rep.Requests.Count)
+	for _, h := range rep.Hops {
+		if h.Recommendation.Action == analyze.ActionObserveFirst {
+			b.WriteString("# Some hops are observe-first: their timeouts are canaries to learn the tail, not measurements.\n")
+			break
+		}
+	}
+	return b.String()
+}
+
+// PolicyWritten writes what recommend prints once the policy is in file:
+// the hops it sets and its budget, then a line per hop with its action,
+// timeout, retries and hedge, so that the terminal shows what the file
+// holds without opening it.
+func PolicyWritten(w io.Writer, file string, rep *analyze.Report) error {
+	p := rep.Recommended()
+	hops := p.HopNames()
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "wrote %s: %d hops, budget %s\n", file, len(hops), analyze.FormatDuration(p.Budget))
+	action := make(map[string]string, len(hops))
+	for _, h := range rep.Hops {
+		if _, ok := action[h.Hop]; !ok {
+			action[h.Hop] = h.Recommendation.Action
+		}
+	}
+	width := 0
+	for _, n := range hops {
+		width = max(width, utf8.RuneCountInString(VisibleLines(n)))
+	}
+	for _, name := range hops {
+		h := p.For(name)
+		hedge := ""
+		if h.Hedge.Delay > 0 {
+			hedge = fmt.Sprintf("  hedge after %s (at most %d)", analyze.FormatDuration(h.Hedge.Delay), h.Hedge.Max)
+		}
+		fmt.Fprintf(bw, "  %-*s %-13s %8s  retries %d%s\n", width, VisibleLines(name), action[name], analyze.FormatDuration(h.Timeout), h.Retries, hedge)
+	}
+	return bw.Flush()
+}
+
+// VisibleLines is Visible on each line of a message, and on each cell
+// between its tabs, with the newlines and tabs themselves kept: for text
+// that is laid out in lines (a message on stderr) and whose parts come
+// from the input.
+func VisibleLines(s string) string {
+	if !strings.ContainsAny(s, "\n\t") {
+		return Visible(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		cells := strings.Split(l, "\t")
+		for j, c := range cells {
+			cells[j] = Visible(c)
+		}
+		lines[i] = strings.Join(cells, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
