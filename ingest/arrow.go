@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"io"
 	"math"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // Arrow IPC holds the flat span schema as record batches, with the same
@@ -37,8 +38,8 @@ var arrowMagic = []byte("ARROW1")
 // make the reader allocate more than this.
 const maxArrowBody = 1 << 30
 
-func decodeArrow(src *Source) (err error) {
-	defer noPanic("Arrow", &err)
+func decodeArrow(src *record.Source) (err error) {
+	defer record.NoPanic("Arrow", &err)
 	src.SetDefaultHopBy("hop")
 	head, _ := src.R.Peek(8)
 	var next func() (arrow.RecordBatch, error)
@@ -75,12 +76,12 @@ func decodeArrow(src *Source) (err error) {
 				return fmt.Errorf("truncated Arrow file: %v", err)
 			}
 		}
-		in, err := checkArrowStream(src.R, src.opt.MaxRecord)
+		in, err := checkArrowStream(src.R, src.Options().MaxRecord)
 		if err != nil {
 			return err
 		}
-		in = &arrowFrames{r: bufio.NewReader(in), maxMeta: int64(src.opt.MaxRecord), maxBody: maxArrowBody}
-		rr, err := ipc.NewReader(in, ipc.WithBodySizeLimit(maxArrowBody), ipc.WithMetadataSizeLimit(int64(src.opt.MaxRecord)),
+		in = &arrowFrames{r: bufio.NewReader(in), maxMeta: int64(src.Options().MaxRecord), maxBody: maxArrowBody}
+		rr, err := ipc.NewReader(in, ipc.WithBodySizeLimit(maxArrowBody), ipc.WithMetadataSizeLimit(int64(src.Options().MaxRecord)),
 			ipc.WithAllocator(&arrowAllocator{mem: memory.NewGoAllocator()}))
 		if err != nil {
 			return fmt.Errorf("not a readable Arrow stream (truncated or corrupt?): %v", err)
@@ -98,9 +99,9 @@ func decodeArrow(src *Source) (err error) {
 			return rec, nil
 		}
 	}
-	tab := newFieldTable(src.opt)
-	rec := &flatRecord{intern: &interner{}, units: &unitStats{}, at: attrSet{borrow: src.opt.Borrowed}}
-	defer func() { src.unitNotes(rec.units, true) }()
+	tab := newFieldTable(src.Options())
+	rec := &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}
+	defer func() { unitNotes(src, rec.units, true) }()
 	var row int64
 	var scratch []byte
 	for batch := 1; ; batch++ {
@@ -126,7 +127,7 @@ type arrowCol struct {
 	attr bool // a column no span field takes: its cells are attributes
 }
 
-func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *flatRecord, row *int64, scratch *[]byte) error {
+func decodeArrowBatch(src *record.Source, tab *fieldTable, rb arrow.RecordBatch, rec *flatRecord, row *int64, scratch *[]byte) error {
 	var cols []arrowCol
 	have := map[field]bool{}
 	for i, f := range rb.Schema().Fields() {
@@ -170,7 +171,7 @@ func decodeArrowBatch(src *Source, tab *fieldTable, rb arrow.RecordBatch, rec *f
 			src.Skip(0, *row, reason, detail)
 			continue
 		}
-		src.emitSoft(&rec.sp, 0, *row, rec.soft)
+		src.EmitSoft(&rec.sp, 0, *row, rec.soft)
 	}
 	return nil
 }
@@ -332,7 +333,7 @@ func (r *flatRecord) arrowAttr(c *arrowCol, a arrow.Array, i int, scratch *[]byt
 	if !alias {
 		*scratch = b
 	}
-	r.at.add(tierField, c.spec.name, b, alias)
+	r.at.Add(record.TierField, c.spec.name, b, alias)
 }
 
 // arrowPairs reports whether t is a list of key/value text pairs: the
@@ -377,7 +378,7 @@ func (r *flatRecord) arrowPairs(a array.ListLike, i int) {
 		if j < 0 || j >= keys.Len() || j >= vals.Len() || keys.IsNull(j) || vals.IsNull(j) {
 			continue
 		}
-		r.at.add(tierSpan, r.at.keyOf(view(keys.Value(j))), view(vals.Value(j)), true)
+		r.at.Add(record.TierSpan, r.at.KeyOf(view(keys.Value(j))), view(vals.Value(j)), true)
 	}
 }
 

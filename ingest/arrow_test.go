@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -131,7 +132,7 @@ func TestArrow(t *testing.T) {
 				data = gz.Bytes()
 			}
 			var spans []span.Span
-			var st *Stats
+			var st *record.Stats
 			var err error
 			emit := func(s *span.Span) { spans = append(spans, *s) }
 			if c.onDisk {
@@ -139,9 +140,9 @@ func TestArrow(t *testing.T) {
 				if err := os.WriteFile(path, data, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				st, err = Read([]string{path}, Options{}, emit)
+				st, err = Read([]string{path}, record.Options{}, emit)
 			} else {
-				st, err = ReadStream("<stdin>", bytes.NewReader(data), Options{}, emit)
+				st, err = ReadStream("<stdin>", bytes.NewReader(data), record.Options{}, emit)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -175,7 +176,7 @@ func TestArrowTruncated(t *testing.T) {
 			if err := os.WriteFile(path, data[:n], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Read([]string{path}, Options{Format: "arrow"}, func(*span.Span) {})
+			_, err := Read([]string{path}, record.Options{Format: "arrow"}, func(*span.Span) {})
 			if err == nil || !strings.HasPrefix(err.Error(), path+": ") {
 				t.Errorf("file=%v cut at %d of %d: got %v, want an error naming the file", file, n, len(data), err)
 			}
@@ -191,7 +192,7 @@ func FuzzArrow(f *testing.F) {
 		if len(in) > 1<<20 {
 			return
 		}
-		st, err := ReadStream("f.arrow", bytes.NewReader(in), Options{Format: "arrow"}, func(*span.Span) {})
+		st, err := ReadStream("f.arrow", bytes.NewReader(in), record.Options{Format: "arrow"}, func(*span.Span) {})
 		if err == nil && st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}
@@ -247,7 +248,7 @@ func arrowWithPairs(t testing.TB) []byte {
 // A list of key/value pairs (export's attributes column) and a map of
 // text are attributes under their own keys, in order, duplicates kept.
 func TestArrowPairs(t *testing.T) {
-	got := readAttrs(t, "in.arrow", string(arrowWithPairs(t)), Options{})
+	got := readAttrs(t, "in.arrow", string(arrowWithPairs(t)), record.Options{})
 	if len(got) != 2 {
 		t.Fatalf("%d spans", len(got))
 	}

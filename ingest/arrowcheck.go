@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"io"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 

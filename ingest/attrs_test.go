@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -19,7 +20,7 @@ import (
 // span as the reader gave it, its Attrs kept past the next span) and
 // borrowed (copied during the emit, as a consumer that keeps spans must),
 // fails unless both give the same spans, and returns them.
-func readAttrs(t *testing.T, name, in string, opt Options) []span.Span {
+func readAttrs(t *testing.T, name, in string, opt record.Options) []span.Span {
 	t.Helper()
 	var owned, borrowed []span.Span
 	if _, err := ReadStream(name, strings.NewReader(in), opt, func(s *span.Span) { owned = append(owned, *s) }); err != nil {
@@ -56,44 +57,44 @@ func attrList(kv ...string) []span.Attr {
 
 // Which fields of a flat JSON line become attributes, in which order.
 func TestFlatAttrs(t *testing.T) {
-	long := strings.Repeat("x", maxAttrValue+1)
+	long := strings.Repeat("x", record.MaxAttrValue+1)
 	for _, tc := range []struct {
 		name, line string
-		opt        Options
+		opt        record.Options
 		want       []span.Attr
 		check      func(*span.Span) bool
 	}{
 		{"fields no span field takes, scalars only",
 			`{"hop":"a","duration_ms":1,"pod":"p-1","zone":"eu","retries":3,"ratio":-1.5e3,"canary":true,"off":false,"note":null,"arr":[1],"obj":{"x":1},"empty":""}`,
-			Options{}, attrList("pod", "p-1", "zone", "eu", "retries", "3", "ratio", "-1.5e3", "canary", "true", "off", "false"), nil},
+			record.Options{}, attrList("pod", "p-1", "zone", "eu", "retries", "3", "ratio", "-1.5e3", "canary", "true", "off", "false"), nil},
 		{"resource, then span attributes, then fields",
 			`{"pod":"p","attributes":{"http.route":"/x","code":500},"resource":{"service.name":"api","k8s.pod.name":"api-1","attributes":{"host.name":"h1"}},"hop":"a","duration_ms":1}`,
-			Options{}, attrList("k8s.pod.name", "api-1", "host.name", "h1", "http.route", "/x", "code", "500", "pod", "p"),
+			record.Options{}, attrList("k8s.pod.name", "api-1", "host.name", "h1", "http.route", "/x", "code", "500", "pod", "p"),
 			func(s *span.Span) bool { return s.Service == "api" && s.Code == 500 }},
 		{"resource.attributes, labels and tags; nested objects as dotted keys",
 			`{"hop":"a","duration_ms":1,"labels":{"zone":"z1"},"tags":{"http":{"method":"GET","status":{"text":"ok"}},"list":[1,2],"n":null},"resource.attributes":{"host.name":"h"}}`,
-			Options{}, attrList("host.name", "h", "zone", "z1", "http.method", "GET", "http.status.text", "ok"), nil},
+			record.Options{}, attrList("host.name", "h", "zone", "z1", "http.method", "GET", "http.status.text", "ok"), nil},
 		{"the line's own field wins over an attribute's",
 			`{"code":200,"attributes":{"code":500,"duration_ms":"x"},"hop":"a","duration_ms":1}`,
-			Options{}, attrList("code", "500", "duration_ms", "x"),
+			record.Options{}, attrList("code", "500", "duration_ms", "x"),
 			func(s *span.Span) bool { return s.Code == 200 && s.Duration == 1e6 }},
 		{"service, kind and outcome attributes are their fields only",
 			`{"hop":"a","duration_ms":1,"attributes":{"error":true,"otel.status_code":"ERROR","span.kind":"client","otel.status_description":"boom","peer":"db"}}`,
-			Options{}, attrList("peer", "db"),
+			record.Options{}, attrList("peer", "db"),
 			func(s *span.Span) bool { return s.Status == span.Error && s.Kind == "client" && s.Peer == "db" }},
 		{"escapes, invalid UTF-8, values too long",
 			"{\"hop\":\"a\",\"duration_ms\":1,\"path\":\"a\\\"b\",\"bad\":\"x\xffy\",\"big\":\"" + long + "\",\"k\\u00e9y\":1}",
-			Options{}, attrList("path", `a"b`, "bad", "x\uFFFDy", "kéy", "1"), nil},
+			record.Options{}, attrList("path", `a"b`, "bad", "x\uFFFDy", "kéy", "1"), nil},
 		{"--hop-by attr:KEY takes its key",
 			`{"duration_ms":1,"pod":"p-1","zone":"eu"}`,
-			Options{HopBy: "attr:pod"}, attrList("zone", "eu"),
+			record.Options{HopBy: "attr:pod"}, attrList("zone", "eu"),
 			func(s *span.Span) bool { return s.Hop == "p-1" }},
 		{"--map takes the mapped key, and frees the alias",
 			`{"route":"r","duration_ms":1,"hop":"h2"}`,
-			Options{Map: map[string]string{"hop": "route"}}, attrList("hop", "h2"),
+			record.Options{Map: map[string]string{"hop": "route"}}, attrList("hop", "h2"),
 			func(s *span.Span) bool { return s.Hop == "r" }},
 		{"no attributes: nil",
-			`{"hop":"a","duration_ms":1,"status":"ok"}`, Options{}, nil, nil},
+			`{"hop":"a","duration_ms":1,"status":"ok"}`, record.Options{}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := readAttrs(t, "in.jsonl", tc.line+"\n", tc.opt)
@@ -114,8 +115,8 @@ func TestFlatAttrs(t *testing.T) {
 // block keep their own attributes, borrowed or not, on both paths (a line
 // with an escape takes the general one).
 func TestFlatAttrsAcrossSpans(t *testing.T) {
-	defer func(n int) { blockSize = n }(blockSize)
-	blockSize = 256
+	defer func(n int) { record.BlockSize = n }(record.BlockSize)
+	record.BlockSize = 256
 	var in strings.Builder
 	var want [][]span.Attr
 	for i := range 500 {
@@ -131,7 +132,7 @@ func TestFlatAttrsAcrossSpans(t *testing.T) {
 			want = append(want, nil)
 		}
 	}
-	got := readAttrs(t, "in.jsonl", in.String(), Options{})
+	got := readAttrs(t, "in.jsonl", in.String(), record.Options{})
 	if len(got) != len(want) {
 		t.Fatalf("%d spans", len(got))
 	}
@@ -145,7 +146,7 @@ func TestFlatAttrsAcrossSpans(t *testing.T) {
 // A line without extra fields costs no allocation on the fast path, and a
 // borrowing record captures extra fields without one either.
 func TestFastLineAttrAllocs(t *testing.T) {
-	tab := newFieldTable(&Options{})
+	tab := newFieldTable(&record.Options{})
 	for _, tc := range []struct {
 		line   string
 		borrow bool
@@ -155,7 +156,7 @@ func TestFastLineAttrAllocs(t *testing.T) {
 		{`{"trace_id":"t1","span_id":"s1","hop":"auth","duration_ms":12.5,"pod":"auth-7","zone":"eu","n":3}`, true},
 	} {
 		line := []byte(tc.line)
-		rec := &flatRecord{intern: &interner{}, at: attrSet{borrow: tc.borrow}}
+		rec := &flatRecord{intern: &record.Interner{}, at: record.AttrSet{Borrow: tc.borrow}}
 		if tc.borrow {
 			rec.block = line
 		}
@@ -179,7 +180,7 @@ func TestCSVAttrs(t *testing.T) {
 	in := "TraceID,SpanID,PodName,OperationName,Duration,Zone,Version\n" +
 		"t1,s1,ts-basic-service-5d8f6b7c9d-x7k2p,GET /a,10,eu-1,v2\n" +
 		"t1,s2,ts-order-service-6c9f8d7b5f-q4w8z,GET /b,20,,v3\n"
-	got := readAttrs(t, "in.csv", in, Options{Map: map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "service": "PodName", "name": "OperationName", "duration_us": "Duration"}})
+	got := readAttrs(t, "in.csv", in, record.Options{Map: map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "service": "PodName", "name": "OperationName", "duration_us": "Duration"}})
 	want := [][]span.Attr{
 		attrList("PodName", "ts-basic-service-5d8f6b7c9d-x7k2p", "Zone", "eu-1", "Version", "v2"),
 		attrList("PodName", "ts-order-service-6c9f8d7b5f-q4w8z", "Version", "v3"),
@@ -234,7 +235,7 @@ func TestArrowAttrs(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	got := readAttrs(t, "in.arrow", buf.String(), Options{})
+	got := readAttrs(t, "in.arrow", buf.String(), record.Options{})
 	if len(got) != 2 {
 		t.Fatalf("%d spans", len(got))
 	}
@@ -250,7 +251,7 @@ func TestArrowAttrs(t *testing.T) {
 // values non-empty valid text, values bounded.
 func checkAttrs(t testing.TB, sp *span.Span) {
 	for _, a := range sp.Attrs {
-		if a.Key == "" || a.Value == "" || len(a.Value) > maxAttrValue || !utf8.ValidString(a.Key) || !utf8.ValidString(a.Value) {
+		if a.Key == "" || a.Value == "" || len(a.Value) > record.MaxAttrValue || !utf8.ValidString(a.Key) || !utf8.ValidString(a.Value) {
 			t.Fatalf("bad attribute %q", a)
 		}
 	}
@@ -272,7 +273,7 @@ func BenchmarkJSONLAttrs(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				if _, err := ReadStream("b", bytes.NewReader(data), Options{Borrowed: borrow}, func(sp *span.Span) { n += len(sp.Attrs) }); err != nil || n != 3*len(base) {
+				if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: borrow}, func(sp *span.Span) { n += len(sp.Attrs) }); err != nil || n != 3*len(base) {
 					b.Fatal(n, err)
 				}
 			}

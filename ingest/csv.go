@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // CSV is the flat span schema as a table with a header row. Columns are
@@ -60,7 +62,7 @@ func (t *fieldTable) column(name string) colSpec {
 	}
 	c.pod = c.f == fService && strings.Contains(strings.ToLower(name), "pod")
 	if c.f == fNone || c.pod {
-		c.name = validText([]byte(name))
+		c.name = record.ValidText([]byte(name))
 	}
 	return c
 }
@@ -69,7 +71,7 @@ func (t *fieldTable) column(name string) colSpec {
 // Empty cells are absent values.
 func (r *flatRecord) attr(c colSpec, v []byte) {
 	if c.name != "" {
-		r.at.add(tierField, c.name, bytes.TrimSpace(v), c.alias)
+		r.at.Add(record.TierField, c.name, bytes.TrimSpace(v), c.alias)
 	}
 }
 
@@ -108,23 +110,23 @@ func (r *flatRecord) setText(c colSpec, v []byte) error {
 	}
 	switch {
 	case c.hopAttr:
-		r.sp.Hop = r.intern.get(v)
+		r.sp.Hop = r.intern.Get(v)
 		return nil
 	case c.f == fParentID && isNoParent(v):
 		return nil
 	case c.pod:
-		r.sp.Service = r.intern.get([]byte(PodService(string(v))))
+		r.sp.Service = r.intern.Get([]byte(PodService(string(v))))
 		// The service took the workload; the pod is the instance,
 		// which attribution compares (an attribute under the column's
 		// name).
 		if c.name != "" {
-			r.at.add(tierField, c.name, v, c.alias)
+			r.at.Add(record.TierField, c.name, v, c.alias)
 		}
 		return nil
 	case c.f == fError:
 		// A table cell cannot distinguish a bool from a message: "true",
 		// "1", "yes" and any text other than false/0/no mean failed.
-		b, err := parseBool(v)
+		b, err := record.ParseBool(v)
 		if err != nil {
 			b = true
 		}
@@ -280,11 +282,11 @@ func csvDelim(head []byte) byte {
 	return ','
 }
 
-func decodeCSV(src *Source) error {
+func decodeCSV(src *record.Source) error {
 	src.SetDefaultHopBy("hop")
-	tab := newFieldTable(src.opt)
-	cr := &csvReader{lr: &lineReader{src: src, max: src.opt.MaxRecord}}
-	head, _ := src.R.Peek(sniffWindow)
+	tab := newFieldTable(src.Options())
+	cr := &csvReader{lr: &lineReader{src: src, max: src.Options().MaxRecord}}
+	head, _ := src.R.Peek(record.SniffWindow)
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		head = head[:i]
@@ -316,15 +318,15 @@ func decodeCSV(src *Source) error {
 		return fmt.Errorf("line %d: the CSV header (%s) has no duration column: name one with --map, e.g. --map duration_ms=COLUMN (fields: %s)",
 			cr.line, strings.Join(names, ","), strings.Join(FlatFields, ", "))
 	}
-	rec := &flatRecord{intern: &interner{}, units: &unitStats{}, at: attrSet{borrow: src.opt.Borrowed}}
-	defer func() { src.unitNotes(rec.units, false) }()
+	rec := &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}
+	defer func() { unitNotes(src, rec.units, false) }()
 	for {
 		fields, err := cr.next()
 		switch {
 		case err == io.EOF:
 			return nil
 		case err == errLineTooLong:
-			src.Skip(cr.line, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.opt.MaxRecord))
+			src.Skip(cr.line, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.Options().MaxRecord))
 			continue
 		case err == errCSVUnterminated:
 			src.Skip(cr.line, 0, "bad CSV", err.Error())
@@ -359,6 +361,6 @@ func decodeCSV(src *Source) error {
 			src.Skip(cr.line, 0, reason, detail)
 			continue
 		}
-		src.emitSoft(&rec.sp, cr.line, 0, rec.soft)
+		src.EmitSoft(&rec.sp, cr.line, 0, rec.soft)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -16,7 +17,7 @@ func TestCSVGenericHeader(t *testing.T) {
 		"t1,retrieve,3000,timeout\n" +
 		"\n" +
 		"t2,forward,7,error\n"
-	spans, st := readString(t, in, Options{})
+	spans, st := readString(t, in, record.Options{})
 	if st.Formats["in.jsonl"] != "csv" {
 		t.Fatalf("sniffed %q, want csv", st.Formats["in.jsonl"])
 	}
@@ -44,7 +45,7 @@ func TestCSVQuotingAndErrors(t *testing.T) {
 		"t1,x,svc,abc,,\n" + // 7: bad duration
 		`t1,"bad"x,svc,1,,` + "\n" + // 8: junk after a closing quote
 		"t1,ok,svc,5,1,-\n" // 9: error=1 and "-" parent
-	spans, st := readString(t, in, Options{Format: "csv"})
+	spans, st := readString(t, in, record.Options{Format: "csv"})
 	if len(spans) != 4 {
 		t.Fatalf("got %d spans, want 4: %+v", len(spans), spans)
 	}
@@ -77,7 +78,7 @@ func TestCSVQuotingAndErrors(t *testing.T) {
 
 func TestCSVUnterminatedQuote(t *testing.T) {
 	in := "hop,duration_ms\na,1\n\"b,2\nc,3\n"
-	spans, st := readString(t, in, Options{Format: "csv"})
+	spans, st := readString(t, in, record.Options{Format: "csv"})
 	if len(spans) != 1 || st.SkippedByReason["bad CSV"] != 1 {
 		t.Fatalf("spans %d, skipped %v", len(spans), st.SkippedByReason)
 	}
@@ -87,7 +88,7 @@ func TestCSVUnterminatedQuote(t *testing.T) {
 }
 
 func TestCSVNoDuration(t *testing.T) {
-	_, err := ReadStream("x.csv", strings.NewReader("trace_id,hop\nt,a\n"), Options{Format: "csv"}, func(*span.Span) {})
+	_, err := ReadStream("x.csv", strings.NewReader("trace_id,hop\nt,a\n"), record.Options{Format: "csv"}, func(*span.Span) {})
 	if err == nil || !strings.Contains(err.Error(), "x.csv: line 1: the CSV header (trace_id,hop) has no duration column") {
 		t.Fatalf("got %v", err)
 	}
@@ -96,7 +97,7 @@ func TestCSVNoDuration(t *testing.T) {
 func TestCSVDelimiters(t *testing.T) {
 	for _, d := range []string{"\t", ";"} {
 		in := strings.ReplaceAll("hop,duration_ms\na,1\nb,2\n", ",", d)
-		spans, _ := readString(t, in, Options{Format: "csv"})
+		spans, _ := readString(t, in, record.Options{Format: "csv"})
 		if len(spans) != 2 || spans[1].Hop != "b" || spans[1].Duration != 2e6 {
 			t.Errorf("delimiter %q: %+v", d, spans)
 		}
@@ -123,11 +124,11 @@ func TestPodService(t *testing.T) {
 // The pod rule applies only to a service read from a pod column.
 func TestCSVPodColumn(t *testing.T) {
 	in := "pod_name,svc,hop,duration_ms\ncart-5c95b49cff-mxdsg,cart-5c95b49cff-mxdsg,a,1\n"
-	spans, _ := readString(t, in, Options{Format: "csv", Map: map[string]string{"service": "pod_name"}})
+	spans, _ := readString(t, in, record.Options{Format: "csv", Map: map[string]string{"service": "pod_name"}})
 	if spans[0].Service != "cart" {
 		t.Errorf("from a pod column: %q", spans[0].Service)
 	}
-	spans, _ = readString(t, in, Options{Format: "csv", Map: map[string]string{"service": "svc"}})
+	spans, _ = readString(t, in, record.Options{Format: "csv", Map: map[string]string{"service": "svc"}})
 	if spans[0].Service != "cart-5c95b49cff-mxdsg" {
 		t.Errorf("from a plain column: %q", spans[0].Service)
 	}
@@ -155,7 +156,7 @@ func TestCSVNezha(t *testing.T) {
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			var spans []span.Span
-			st, err := Read([]string{filepath.Join(dir, c.file)}, Options{Map: m}, func(s *span.Span) { spans = append(spans, *s) })
+			st, err := Read([]string{filepath.Join(dir, c.file)}, record.Options{Map: m}, func(s *span.Span) { spans = append(spans, *s) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +198,7 @@ func TestCSVNezhaDurationColumn(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out []span.Span
-		if _, err := Read([]string{path}, Options{Map: m}, func(s *span.Span) { out = append(out, *s) }); err != nil {
+		if _, err := Read([]string{path}, record.Options{Map: m}, func(s *span.Span) { out = append(out, *s) }); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -221,7 +222,7 @@ func FuzzCSV(f *testing.F) {
 	f.Add("TraceID,PodName,StartTimeUnixNano,EndTimeUnixNano\nt,p-5c95b49cff-mxdsg,10,5\n")
 	f.Add("\xef\xbb\xbfhop\tduration_ms\tcode\tattempt\na\t1\tECONNRESET\t0\nb\t2\tunavailable\tx\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		opt := Options{Format: "csv", MaxRecord: 256, Map: map[string]string{"service": "PodName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}}
+		opt := record.Options{Format: "csv", MaxRecord: 256, Map: map[string]string{"service": "PodName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}}
 		st, err := ReadStream("f.csv", strings.NewReader(in), opt, func(*span.Span) {})
 		if err == nil && st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)

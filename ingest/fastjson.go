@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -43,38 +44,38 @@ func fastWS(b []byte, i int) int {
 // path might judge otherwise: an escaped or malformed string, a scalar
 // not followed by a delimiter, a literal other than true/false/null,
 // brackets that do not match, nesting past fastDepth.
-func fastValue(b []byte, i int) (k kind, v []byte, end int, ok bool) {
+func fastValue(b []byte, i int) (k record.JSONKind, v []byte, end int, ok bool) {
 	if i >= len(b) {
 		return 0, nil, 0, false
 	}
 	switch c := b[i]; {
 	case c == '"':
-		j, ok := plainString(b, i+1)
+		j, ok := record.PlainString(b, i+1)
 		if !ok {
 			return 0, nil, 0, false
 		}
-		return kString, b[i+1 : j], j + 1, true
+		return record.KString, b[i+1 : j], j + 1, true
 	case c == '{' || c == '[':
 		e, ok := fastSkipNested(b, i)
 		if !ok {
 			return 0, nil, 0, false
 		}
 		if c == '{' {
-			return kObject, b[i:e], e, true
+			return record.KObject, b[i:e], e, true
 		}
-		return kArray, b[i:e], e, true
+		return record.KArray, b[i:e], e, true
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := i + 1
 		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
 			j++
 		}
-		k, v, end = kNumber, b[i:j], j
-	case c == 't' && hasLit(b, i, "true"):
-		k, v, end = kBool, b[i:i+4], i+4
-	case c == 'f' && hasLit(b, i, "false"):
-		k, v, end = kBool, b[i:i+5], i+5
-	case c == 'n' && hasLit(b, i, "null"):
-		k, v, end = kNull, b[i:i+4], i+4
+		k, v, end = record.KNumber, b[i:j], j
+	case c == 't' && record.HasLit(b, i, "true"):
+		k, v, end = record.KBool, b[i:i+4], i+4
+	case c == 'f' && record.HasLit(b, i, "false"):
+		k, v, end = record.KBool, b[i:i+5], i+5
+	case c == 'n' && record.HasLit(b, i, "null"):
+		k, v, end = record.KNull, b[i:i+4], i+4
 	default:
 		return 0, nil, 0, false
 	}
@@ -114,7 +115,7 @@ func fastSkipNested(b []byte, i int) (int, bool) {
 				return i, true
 			}
 		case '"':
-			j, ok := plainString(b, i+1)
+			j, ok := record.PlainString(b, i+1)
 			if !ok {
 				return 0, false
 			}
@@ -129,7 +130,7 @@ func fastSkipNested(b []byte, i int) (int, bool) {
 // fastMembers calls f for each member of the object at b[i], its key as
 // bytes of b and at the index of its value; end is the index after the
 // object. f returns false to give up.
-func fastMembers(b []byte, i int, f func(key []byte, k kind, v []byte, at int) bool) (end int, ok bool) {
+func fastMembers(b []byte, i int, f func(key []byte, k record.JSONKind, v []byte, at int) bool) (end int, ok bool) {
 	return fastObject(b, i, func(key []byte, at int) int {
 		k, v, e, ok := fastValue(b, at)
 		if !ok || !f(key, k, v, at) {
@@ -155,7 +156,7 @@ func fastObject(b []byte, i int, f func(key []byte, at int) int) (end int, ok bo
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		j, ok := plainString(b, i+1)
+		j, ok := record.PlainString(b, i+1)
 		if !ok {
 			return 0, false
 		}
@@ -227,7 +228,7 @@ func fastElems(b []byte, i int, f func(at int) int) (end int, ok bool) {
 // not all zero: aliasing v with borrow, a copy otherwise.
 func fastHexID(v []byte, width int, borrow bool) string {
 	if len(v) != width {
-		return normID(v, width)
+		return record.NormID(v, width)
 	}
 	var bad, nonzero byte
 	for _, c := range v {
@@ -235,7 +236,7 @@ func fastHexID(v []byte, width int, borrow bool) string {
 		nonzero |= c ^ '0'
 	}
 	if bad != 0 {
-		return normID(v, width)
+		return record.NormID(v, width)
 	}
 	if nonzero == 0 {
 		return ""
@@ -276,15 +277,15 @@ func fastNanos(v []byte) (int64, bool) {
 
 // fastKeepAttr is keepAttr, aliasing the key and value with borrow (when
 // they are valid UTF-8, as the interner would return them).
-func (w *jsonWalker) fastKeepAttr(rec *traceRecord, key, v []byte, borrow bool) {
-	if !attrKept(bstr(key)) {
+func (w *jsonWalker) fastKeepAttr(rec *record.TraceRecord, key, v []byte, borrow bool) {
+	if !record.AttrKept(bstr(key)) {
 		return
 	}
 	if borrow && utf8.Valid(key) && utf8.Valid(v) {
-		rec.attrs = append(rec.attrs, span.Attr{Key: w.attrIntern.get(key), Value: bstr(v)})
+		rec.Attrs = append(rec.Attrs, span.Attr{Key: w.attrIntern.Get(key), Value: bstr(v)})
 		return
 	}
-	rec.keepAttr(&w.attrIntern, bstr(key), v)
+	rec.KeepAttr(&w.attrIntern, bstr(key), v)
 }
 
 // fastElemBuffer is what the read buffer grows to when a value a fast path

@@ -2,7 +2,9 @@
 
 package ingest
 
-import "io/fs"
+import (
+	"io/fs"
+)
 
 // fileID is a file's identity: the same file or directory reached by two
 // paths (a symbolic link, a loop) has one. Here it is the path with every

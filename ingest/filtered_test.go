@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -31,17 +32,17 @@ func TestFilteredNotSkipped(t *testing.T) {
 	in := b.String()
 	cases := []struct {
 		name          string
-		opt           Options
+		opt           record.Options
 		used, filter  int64
 		reason        string
 		filteredPar   int
 		orphansBadOne int
 	}{
-		{"hops", Options{Hops: regexp.MustCompile("^db$")}, 110, 100, ReasonHopFiltered, 100, 10},
-		{"exclude-hops", Options{ExcludeHops: regexp.MustCompile("gateway")}, 110, 100, ReasonHopFiltered, 100, 10},
+		{"hops", record.Options{Hops: regexp.MustCompile("^db$")}, 110, 100, record.ReasonHopFiltered, 100, 10},
+		{"exclude-hops", record.Options{ExcludeHops: regexp.MustCompile("gateway")}, 110, 100, record.ReasonHopFiltered, 100, 10},
 		// The window starts inside every request, after its root.
-		{"since", Options{Since: t0 + 400_000_000}, 209, 1, ReasonOutsideWindow, 1, 10},
-		{"until", Options{Until: t0 + 50_300_000_000}, 106, 104, ReasonOutsideWindow, 0, 5},
+		{"since", record.Options{Since: t0 + 400_000_000}, 209, 1, record.ReasonOutsideWindow, 1, 10},
+		{"until", record.Options{Until: t0 + 50_300_000_000}, 106, 104, record.ReasonOutsideWindow, 0, 5},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,20 +76,6 @@ func TestFilteredNotSkipped(t *testing.T) {
 	}
 }
 
-// The filtered ids are bounded: past the bound the answer says so.
-func TestFilteredIDsBounded(t *testing.T) {
-	var s idSet
-	for i := range maxFilteredIDs + 10 {
-		s.add(uint64(i) + 1)
-	}
-	if !s.full || len(s.ids) != maxFilteredIDs || !s.has(5) || s.has(maxFilteredIDs+5) {
-		t.Errorf("full %v, %d ids", s.full, len(s.ids))
-	}
-	if spanKey("a", "bc") == spanKey("ab", "c") {
-		t.Error("the key does not separate trace and span id")
-	}
-}
-
 // The Parquet batch reader counts filtered spans the same way, with and
 // without a Fork.
 func TestFilteredParquet(t *testing.T) {
@@ -112,7 +99,7 @@ func TestFilteredParquet(t *testing.T) {
 	}
 	data := writeParquet(t, rows)
 	for _, fork := range []bool{false, true} {
-		opt := Options{Hops: regexp.MustCompile("^db$")}
+		opt := record.Options{Hops: regexp.MustCompile("^db$")}
 		if fork {
 			opt.Fork = &recFork{all: true}
 		}
@@ -120,7 +107,7 @@ func TestFilteredParquet(t *testing.T) {
 		if fork {
 			spans = opt.Fork.(*recFork).ordered
 		}
-		if st.Used != 3000 || st.Filtered != 3000 || st.FilteredByReason[ReasonHopFiltered] != 3000 || st.Skipped != 30 || len(st.Errors) != 20 {
+		if st.Used != 3000 || st.Filtered != 3000 || st.FilteredByReason[record.ReasonHopFiltered] != 3000 || st.Skipped != 30 || len(st.Errors) != 20 {
 			t.Fatalf("fork %v: used %d filtered %d %v skipped %d", fork, st.Used, st.Filtered, st.FilteredByReason, st.Skipped)
 		}
 		if n, known := st.FilteredParents(spans); n != 3000 || !known {

@@ -3,7 +3,6 @@ package ingest
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -125,7 +125,7 @@ func ParseMap(pairs []string) (map[string]string, error) {
 	return m, nil
 }
 
-func newFieldTable(opt *Options) *fieldTable {
+func newFieldTable(opt *record.Options) *fieldTable {
 	t := &fieldTable{keys: flatKeys, hopAttr: opt.HopAttr()}
 	if len(opt.Map) > 0 {
 		t.keys = make(map[string]field, len(flatKeys)+len(opt.Map))
@@ -164,7 +164,7 @@ type flatRecord struct {
 	// lazy lets the fast path defer service and name: when hops are not
 	// named by them, only the spans that go on need them.
 	lazy   bool
-	intern *interner
+	intern *record.Interner
 	// block is the buffer the record's text lies in when ids may alias
 	// it (Options.Borrowed; see idString).
 	block []byte
@@ -181,7 +181,7 @@ type flatRecord struct {
 	badTime error
 	// soft are the values of optional fields that could not be read: the
 	// span is kept without them, and they are counted (Stats.Ignored).
-	soft []softErr
+	soft []record.SoftErr
 	// durField is the field the duration came from in a unit it names
 	// (fNone for a Go duration string, which names its own), for the
 	// unit checks (units.go), which units gathers when it is set; durKey
@@ -192,7 +192,7 @@ type flatRecord struct {
 	probe    bool
 	// at gathers the attributes (attrs.go): the fields no span field
 	// took, and the members of attribute objects.
-	at attrSet
+	at record.AttrSet
 	// top marks the fields the line set itself (bit fieldGroup(f)):
 	// a member of an attribute object does not override them.
 	top uint64
@@ -201,12 +201,9 @@ type flatRecord struct {
 	nested []nestedObj
 }
 
-// softErr is a value of an optional field that a reader could not read.
-type softErr struct{ field, detail string }
-
 func (r *flatRecord) reset() {
 	in, b, k, l, soft, u, p, at, n := r.intern, r.block, r.keys, r.lazy, r.soft[:0], r.units, r.probe, r.at, r.nested[:0]
-	at.reset()
+	at.Reset()
 	*r = flatRecord{intern: in, block: b, keys: k, lazy: l, soft: soft, units: u, probe: p, at: at, nested: n}
 }
 
@@ -226,7 +223,7 @@ func fieldGroup(f field) uint64 {
 
 // ignore records a value of an optional field that could not be read.
 func (r *flatRecord) ignore(f field, err error) {
-	r.soft = append(r.soft, softErr{fieldName(f), err.Error()})
+	r.soft = append(r.soft, record.SoftErr{Field: fieldName(f), Detail: err.Error()})
 }
 
 // fieldName is the canonical name of a field, for messages and counts.
@@ -261,10 +258,10 @@ func required(f field) bool {
 // materialize interns the service and name the fast path deferred.
 func (r *flatRecord) materialize() {
 	if r.lazySvc != nil {
-		r.sp.Service, r.lazySvc = r.intern.get(r.lazySvc), nil
+		r.sp.Service, r.lazySvc = r.intern.Get(r.lazySvc), nil
 	}
 	if r.lazyName != nil {
-		r.sp.Name, r.lazyName = r.intern.get(r.lazyName), nil
+		r.sp.Name, r.lazyName = r.intern.Get(r.lazyName), nil
 	}
 }
 
@@ -283,15 +280,15 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	case fParentID:
 		sp.ParentID = r.idString(v)
 	case fService:
-		sp.Service, r.lazySvc = r.intern.get(v), nil
+		sp.Service, r.lazySvc = r.intern.Get(v), nil
 	case fName:
-		sp.Name, r.lazyName = r.intern.get(v), nil
+		sp.Name, r.lazyName = r.intern.Get(v), nil
 	case fKind:
-		sp.Kind = normKind(v)
+		sp.Kind = record.NormKind(v)
 	case fHop:
-		sp.Hop = r.intern.get(v)
+		sp.Hop = r.intern.Get(v)
 	case fPeer:
-		sp.Peer = r.intern.get(v)
+		sp.Peer = r.intern.Get(v)
 	case fStart, fStartMs, fStartUs, fStartS, fEnd:
 		t, err := parseTime(f, str, v)
 		if err != nil {
@@ -318,9 +315,9 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 			r.durField = fNone // a Go duration names its unit
 		}
 	case fStatus:
-		st, to, code, text, ok := parseStatus(v)
+		st, to, code, text, ok := record.ParseStatus(v)
 		if !ok {
-			r.ignore(f, fmt.Errorf("status %q: want ok, error, unset, an HTTP or gRPC status or an error kind", shortValue(v)))
+			r.ignore(f, fmt.Errorf("status %q: want ok, error, unset, an HTTP or gRPC status or an error kind", record.ShortValue(v)))
 			return nil
 		}
 		r.status, r.hasStatus = st, true
@@ -329,21 +326,21 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 			sp.Code = code
 		}
 		if text != nil && !r.codeSet && r.codeText == "" {
-			r.codeText = r.intern.get(text)
+			r.codeText = r.intern.Get(text)
 		}
 	case fTimeout:
-		b, err := parseBool(v)
+		b, err := record.ParseBool(v)
 		if err != nil {
 			r.ignore(f, fmt.Errorf("timeout: %v", err))
 			return nil
 		}
 		r.timeout = r.timeout || b
 	case fCode:
-		c, to, text, named := parseCodeNamed(v)
+		c, to, text, named := record.ParseCodeNamed(v)
 		r.codeNamed = named && c != 0
 		if text != nil {
 			// Not a number tailscope knows: an error kind, kept as text.
-			r.codeText, r.codeSet = r.intern.get(text), true
+			r.codeText, r.codeSet = r.intern.Get(text), true
 			sp.Code = 0
 		} else if len(v) > 0 {
 			sp.Code, r.codeSet = c, true
@@ -353,7 +350,7 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	case fAttempt, fResendCount:
 		n, err := atoiAlloc(v)
 		if err != nil || n < 0 || n > math.MaxInt32 {
-			r.ignore(f, fmt.Errorf("attempt: want a non-negative integer, got %q", shortValue(v)))
+			r.ignore(f, fmt.Errorf("attempt: want a non-negative integer, got %q", record.ShortValue(v)))
 			return nil
 		}
 		if f == fResendCount {
@@ -362,15 +359,15 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 		sp.Attempt, sp.AttemptSet = n, true
 	case fTimeoutMs:
 		x, err := atofAlloc(v)
-		if err != nil || !finiteNs(x*1e6) || x < 0 {
-			r.ignore(f, fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %q", shortValue(v)))
+		if err != nil || !record.FiniteNs(x*1e6) || x < 0 {
+			r.ignore(f, fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %q", record.ShortValue(v)))
 			return nil
 		}
 		sp.TimeoutInForce = int64(math.Round(x * 1e6))
 	case fWeight:
 		x, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			r.ignore(f, fmt.Errorf("weight: want a number ≥ 0, got %q", shortValue(v)))
+			r.ignore(f, fmt.Errorf("weight: want a number ≥ 0, got %q", record.ShortValue(v)))
 			return nil
 		}
 		sp.Weight = x
@@ -381,44 +378,23 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 			if !strings.EqualFold(string(v), "false") {
 				r.errFlag = true
 			}
-		} else if b, err := parseBool(v); err == nil {
+		} else if b, err := record.ParseBool(v); err == nil {
 			r.errFlag = r.errFlag || b
 		}
 	case fCodeText:
-		if t := codeTextOf(v); len(t) > 0 {
-			r.codeText = r.intern.get(t)
+		if t := record.CodeTextOf(v); len(t) > 0 {
+			r.codeText = r.intern.Get(t)
 		}
 	case fErrorType:
 		if len(v) > 0 {
 			r.errFlag = true
-			if t := codeTextOf(v); len(t) > 0 && r.errType == "" {
-				r.errType = r.intern.get(t)
+			if t := record.CodeTextOf(v); len(t) > 0 && r.errType == "" {
+				r.errType = r.intern.Get(t)
 			}
 		}
-		if isTimeoutWord(v) {
+		if record.IsTimeoutWord(v) {
 			r.errTimeout = true
 		}
-	}
-	return nil
-}
-
-// shortValue is a value for a message: at most 64 bytes of it.
-func shortValue(v []byte) string {
-	if len(v) > 64 {
-		return string(codeTextOf(v[:64])) + "…"
-	}
-	return string(v)
-}
-
-// startProblem says what is wrong with a start that a span with a
-// duration of its own can do without: negative, or too late for its end
-// to be a time.
-func startProblem(sp *span.Span) error {
-	switch {
-	case sp.Start < 0:
-		return fmt.Errorf("negative start %d ns", sp.Start)
-	case sp.Start > 0 && sp.Duration >= 0 && sp.Start+sp.Duration < sp.Start:
-		return fmt.Errorf("start %d ns: the end overflows", sp.Start)
 	}
 	return nil
 }
@@ -440,10 +416,10 @@ func (r *flatRecord) finish() (reason, detail string) {
 		}
 	}
 	if r.badTime != nil {
-		r.soft = append(r.soft, softErr{"start", r.badTime.Error()})
-	} else if err := startProblem(sp); err != nil {
+		r.soft = append(r.soft, record.SoftErr{Field: "start", Detail: r.badTime.Error()})
+	} else if err := record.StartProblem(sp); err != nil {
 		// The duration stands on its own: the start is what is lost.
-		r.soft = append(r.soft, softErr{"start", err.Error()})
+		r.soft = append(r.soft, record.SoftErr{Field: "start", Detail: err.Error()})
 		sp.Start = 0
 	}
 	sp.Timeout = r.timeout || r.errTimeout
@@ -461,52 +437,16 @@ func (r *flatRecord) finish() (reason, detail string) {
 		sp.Status = span.Error
 	case sp.Code >= 500 || sp.Code == 429:
 		sp.Status = span.Error
-	case r.codeText != "" && !okWord([]byte(r.codeText)), r.codeNamed:
+	case r.codeText != "" && !record.OkWord([]byte(r.codeText)), r.codeNamed:
 		// No status: an error kind or a gRPC error name in the code
 		// field says it failed.
 		sp.Status = span.Error
 	}
-	sp.Attrs = r.at.done()
+	sp.Attrs = r.at.Done()
 	if r.units != nil {
 		r.units.record(r)
 	}
 	return "", ""
-}
-
-func normKind(v []byte) string {
-	switch string(v) { // the canonical spellings, without allocating
-	case "client":
-		return "client"
-	case "server":
-		return "server"
-	case "internal":
-		return "internal"
-	case "producer":
-		return "producer"
-	case "consumer":
-		return "consumer"
-	case "":
-		return ""
-	}
-	s := strings.ToLower(string(v))
-	s = strings.TrimPrefix(s, "span_kind_")
-	switch s {
-	case "1":
-		return "internal"
-	case "2":
-		return "server"
-	case "3":
-		return "client"
-	case "4":
-		return "producer"
-	case "5":
-		return "consumer"
-	case "internal", "server", "client", "producer", "consumer":
-		return s
-	case "", "0", "unspecified":
-		return ""
-	}
-	return s
 }
 
 // hasDurationColumn reports whether a table's columns give a duration:
@@ -518,14 +458,9 @@ func hasDurationColumn(have map[field]bool) bool {
 
 // plainInt reports whether v is an integer with no unit.
 func plainInt(v []byte) bool {
-	_, ok := atoiBytes(v)
+	_, ok := record.AtoiBytes(v)
 	return ok
 }
-
-// finiteNs reports whether x is a number of ns an int64 holds: not NaN
-// (every comparison with NaN is false), not infinite, below 9e18 either
-// way — two comparisons.
-func finiteNs(x float64) bool { return x < 9e18 && x > -9e18 }
 
 // parseDuration reads a duration into ns. Numbers are in the unit the field
 // names; "duration" takes a Go duration string or an integer of ns.
@@ -546,16 +481,16 @@ func parseDuration(f field, str bool, v []byte) (int64, error) {
 	}
 	if f != fDuration {
 		// Fast path, no allocation: plain decimals (what loggers write).
-		if n, ok := atoiBytes(v); ok {
+		if n, ok := record.AtoiBytes(v); ok {
 			x := float64(n) * scale
-			if finiteNs(x) {
+			if record.FiniteNs(x) {
 				if scale == 1 {
 					return n, nil
 				}
 				return int64(math.Round(x)), nil
 			}
 		} else if x, ok := atofBytes(v); ok {
-			if x *= scale; finiteNs(x) {
+			if x *= scale; record.FiniteNs(x) {
 				return int64(math.Round(x)), nil
 			}
 		}
@@ -572,7 +507,7 @@ func parseDuration(f field, str bool, v []byte) (int64, error) {
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		x := float64(n) * scale
-		if !finiteNs(x) {
+		if !record.FiniteNs(x) {
 			return 0, fmt.Errorf("bad %s %q: out of range", name, s)
 		}
 		if scale == 1 {
@@ -585,37 +520,10 @@ func parseDuration(f field, str bool, v []byte) (int64, error) {
 		return 0, fmt.Errorf("bad %s %q: want a number", name, s)
 	}
 	x *= scale
-	if !finiteNs(x) {
+	if !record.FiniteNs(x) {
 		return 0, fmt.Errorf("bad %s %q: not a finite duration", name, s)
 	}
 	return int64(math.Round(x)), nil
-}
-
-// atoiBytes parses a plain decimal integer ([-]digits, at most 19 digits,
-// overflow checked: unix ns timestamps have 19) without allocating; ok is
-// false for anything else, which then takes the strconv path.
-func atoiBytes(v []byte) (int64, bool) {
-	neg := len(v) > 0 && v[0] == '-'
-	if neg {
-		v = v[1:]
-	}
-	if len(v) == 0 || len(v) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if n > math.MaxInt64 { // 19 digits fit in uint64, not always in int64
-		return 0, false
-	}
-	if neg {
-		return -int64(n), true
-	}
-	return int64(n), true
 }
 
 // pow10 are the powers of ten that float64 holds exactly.
@@ -672,7 +580,7 @@ func parseTime(f field, str bool, v []byte) (int64, error) {
 	case fStartS:
 		scale = 1_000_000_000
 	}
-	if n, ok := atoiBytes(v); ok && scale == 1 {
+	if n, ok := record.AtoiBytes(v); ok && scale == 1 {
 		return n, nil
 	}
 	s := string(v)
@@ -684,7 +592,7 @@ func parseTime(f field, str bool, v []byte) (int64, error) {
 	}
 	if x, err := strconv.ParseFloat(s, 64); err == nil {
 		x *= float64(scale)
-		if !finiteNs(x) {
+		if !record.FiniteNs(x) {
 			return 0, fmt.Errorf("bad time %q: out of range", s)
 		}
 		return int64(x), nil
@@ -696,89 +604,10 @@ func parseTime(f field, str bool, v []byte) (int64, error) {
 	return t.UnixNano(), nil
 }
 
-func parseBool(v []byte) (bool, error) {
-	switch strings.ToLower(string(v)) {
-	case "true", "1", "yes":
-		return true, nil
-	case "false", "0", "no", "":
-		return false, nil
-	}
-	return false, fmt.Errorf("want true or false, got %q", v)
-}
-
-// interner keeps one copy of each hop, service and name string: logs
-// repeat a handful of them millions of times.
-//
-// A small direct-mapped cache in front of the map answers most lookups
-// (a log has a few dozen such strings): a slot holds a string whose text
-// is the input bytes themselves with its first eight bytes as a word, so
-// a name of up to eight bytes (most hop names) is one length and one word
-// comparison, a longer one a comparison of the rest.
-type interner struct {
-	m map[string]string
-	// front is 2-way: a string may sit in its slot or the next one, so
-	// two strings of one slot do not evict each other on every line.
-	front [frontSlots + 1]frontSlot
-}
-
-type frontSlot struct {
-	w uint64 // the first 8 bytes of s, zero-padded
-	s string
-}
-
-const frontSlots = 128
-
-// head8 is the first min(8, len(b)) bytes of b as a little-endian word,
-// zero-padded.
-func head8(b []byte) uint64 {
-	n := len(b)
-	if n >= 8 {
-		return binary.LittleEndian.Uint64(b)
-	}
-	if cap(b) >= 8 { // one load, the bytes past len masked off
-		return binary.LittleEndian.Uint64(b[:8]) & (1<<(8*n) - 1)
-	}
-	var w uint64
-	for i := n - 1; i >= 0; i-- {
-		w = w<<8 | uint64(b[i])
-	}
-	return w
-}
-
-func (in *interner) get(b []byte) string {
-	n := len(b)
-	w := head8(b)
-	k := uint(((w^uint64(n))*0x9E3779B97F4A7C15)>>57) & (frontSlots - 1)
-	for _, f := range in.front[k : k+2] {
-		if len(f.s) == n && f.w == w && (n <= 8 || f.s[8:] == string(b[8:])) {
-			return f.s
-		}
-	}
-	if in.m == nil {
-		in.m = map[string]string{}
-	}
-	if s, ok := in.m[string(b)]; ok {
-		if s == string(b) {
-			if in.front[k].s == "" {
-				in.front[k] = frontSlot{w, s}
-			} else {
-				in.front[k+1] = frontSlot{w, s}
-			}
-		}
-		return s
-	}
-	if len(in.m) > 1<<16 {
-		return validText(b) // a runaway cardinality: stop interning
-	}
-	s := validText(b) // invalid UTF-8 becomes U+FFFD (sanitize.go)
-	in.m[string(b)] = s
-	return s
-}
-
 // lineReader yields lines of at most max bytes; longer lines are reported
 // and skipped whole, never buffered whole.
 type lineReader struct {
-	src  *Source
+	src  *record.Source
 	max  int
 	line int64
 	buf  []byte
@@ -825,9 +654,9 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
-func decodeJSONL(src *Source) error {
+func decodeJSONL(src *record.Source) error {
 	src.SetDefaultHopBy("hop")
-	tab := newFieldTable(src.opt)
+	tab := newFieldTable(src.Options())
 	probeUnits(src, tab, false)
 	return decodeJSONLParallel(src, tab)
 }
@@ -844,14 +673,14 @@ func (e fieldError) Error() string { return e.err.Error() }
 // attributes, even those that also fill a field), and an object member is
 // flattened into dotted keys. A field the line set itself wins over an
 // attribute object's member of the same field, wherever it comes.
-func (t *fieldTable) decodeObject(sc *scanner, rec *flatRecord, depth int, tier uint8) error {
+func (t *fieldTable) decodeObject(sc *record.Scanner, rec *flatRecord, depth int, tier uint8) error {
 	if depth == 0 {
 		rec.nested = rec.nested[:0]
-		if err := t.decodeMembers(sc, rec, 0, tierField); err != nil {
+		if err := t.decodeMembers(sc, rec, 0, record.TierField); err != nil {
 			return err
 		}
 		for _, n := range rec.nested {
-			sub := scanner{buf: n.raw}
+			sub := record.Scanner{Buf: n.raw}
 			if err := t.decodeMembers(&sub, rec, 1, n.tier); err != nil {
 				return err
 			}
@@ -868,25 +697,25 @@ type nestedObj struct {
 	tier uint8
 }
 
-func (t *fieldTable) decodeMembers(sc *scanner, rec *flatRecord, depth int, tier uint8) error {
+func (t *fieldTable) decodeMembers(sc *record.Scanner, rec *flatRecord, depth int, tier uint8) error {
 	pos := 0
-	return sc.object(func(key []byte, k kind, v []byte) error {
-		scalar := k != kObject && k != kArray && k != kNull
-		if t.hopAttr != "" && string(key) == t.hopAttr && (k == kString || k == kNumber) {
-			rec.sp.Hop = rec.intern.get(v)
+	return sc.Object(func(key []byte, k record.JSONKind, v []byte) error {
+		scalar := k != record.KObject && k != record.KArray && k != record.KNull
+		if t.hopAttr != "" && string(key) == t.hopAttr && (k == record.KString || k == record.KNumber) {
+			rec.sp.Hop = rec.intern.Get(v)
 			if depth > 0 {
-				rec.at.add(tier, rec.at.keyOf(key), v, inBuf(v, rec.block))
+				rec.at.Add(tier, rec.at.KeyOf(key), v, record.InBuf(v, rec.block))
 			}
 			return nil
 		}
 		f := t.lookup(rec, depth, pos, key)
 		pos++
 		if f == fNested || f == fResource {
-			if k == kObject && depth == 0 {
+			if k == record.KObject && depth == 0 {
 				// After the line's own fields, which win.
-				tier := tierSpan
+				tier := record.TierSpan
 				if f == fResource {
-					tier = tierResource
+					tier = record.TierResource
 				}
 				rec.nested = append(rec.nested, nestedObj{v, tier})
 				return nil
@@ -899,13 +728,13 @@ func (t *fieldTable) decodeMembers(sc *scanner, rec *flatRecord, depth int, tier
 		if depth > 0 {
 			switch {
 			case scalar:
-				rec.at.add(tier, rec.at.keyOf(key), v, inBuf(v, rec.block))
-			case k == kObject && tier == tierResource && depth == 1 && (string(key) == "attributes" || string(key) == "attrs"):
+				rec.at.Add(tier, rec.at.KeyOf(key), v, record.InBuf(v, rec.block))
+			case k == record.KObject && tier == record.TierResource && depth == 1 && (string(key) == "attributes" || string(key) == "attrs"):
 				// {"resource":{"attributes":{…}}}, as OTLP nests them.
-				sub := scanner{buf: v}
+				sub := record.Scanner{Buf: v}
 				return t.decodeMembers(&sub, rec, depth+1, tier)
-			case k == kObject:
-				rec.at.key = append(rec.at.key[:0], key...)
+			case k == record.KObject:
+				rec.at.Key = append(rec.at.Key[:0], key...)
 				flattenAttrs(v, rec, tier, depth)
 			}
 			if rec.top&fieldGroup(f) != 0 {
@@ -914,12 +743,12 @@ func (t *fieldTable) decodeMembers(sc *scanner, rec *flatRecord, depth int, tier
 		}
 		if f == fNone {
 			if depth == 0 && scalar {
-				rec.at.add(tierField, rec.at.keyOf(key), v, inBuf(v, rec.block))
+				rec.at.Add(record.TierField, rec.at.KeyOf(key), v, record.InBuf(v, rec.block))
 			}
 			return nil
 		}
-		if k == kObject || k == kArray {
-			err := fmt.Errorf("%s: want a scalar, got an %s", key, map[kind]string{kObject: "object", kArray: "array"}[k])
+		if k == record.KObject || k == record.KArray {
+			err := fmt.Errorf("%s: want a scalar, got an %s", key, map[record.JSONKind]string{record.KObject: "object", record.KArray: "array"}[k])
 			switch {
 			case required(f):
 				return fieldError{err}
@@ -932,7 +761,7 @@ func (t *fieldTable) decodeMembers(sc *scanner, rec *flatRecord, depth int, tier
 			}
 			return nil
 		}
-		if err := rec.set(f, k == kString, v); err != nil {
+		if err := rec.set(f, k == record.KString, v); err != nil {
 			return fieldError{err}
 		}
 		if depth == 0 {
@@ -957,19 +786,19 @@ func flattenAttrs(raw []byte, rec *flatRecord, tier uint8, depth int) {
 	if depth >= maxAttrDepth {
 		return
 	}
-	sc := scanner{buf: raw}
-	n := len(rec.at.key)
-	sc.object(func(key []byte, k kind, v []byte) error {
-		rec.at.key = append(append(rec.at.key[:n], '.'), key...)
+	sc := record.Scanner{Buf: raw}
+	n := len(rec.at.Key)
+	sc.Object(func(key []byte, k record.JSONKind, v []byte) error {
+		rec.at.Key = append(append(rec.at.Key[:n], '.'), key...)
 		switch k {
-		case kObject:
+		case record.KObject:
 			flattenAttrs(v, rec, tier, depth+1)
-		case kString, kNumber, kBool:
-			rec.at.add(tier, rec.at.keyOf(rec.at.key), v, inBuf(v, rec.block))
+		case record.KString, record.KNumber, record.KBool:
+			rec.at.Add(tier, rec.at.KeyOf(rec.at.Key), v, record.InBuf(v, rec.block))
 		}
 		return nil
 	})
-	rec.at.key = rec.at.key[:n]
+	rec.at.Key = rec.at.Key[:n]
 }
 
 // keySlot remembers which field a key names. Lines of one log repeat the
@@ -1030,7 +859,7 @@ func (t *fieldTable) lookupHashed(rec *flatRecord, key []byte) field {
 
 // atoiAlloc is strconv.Atoi that allocates only for unusual input.
 func atoiAlloc(v []byte) (int, error) {
-	if n, ok := atoiBytes(v); ok {
+	if n, ok := record.AtoiBytes(v); ok {
 		return int(n), nil
 	}
 	return strconv.Atoi(string(v))
@@ -1038,7 +867,7 @@ func atoiAlloc(v []byte) (int, error) {
 
 // atofAlloc is strconv.ParseFloat that allocates only for unusual input.
 func atofAlloc(v []byte) (float64, error) {
-	if n, ok := atoiBytes(v); ok && n > -(1<<53) && n < 1<<53 {
+	if n, ok := record.AtoiBytes(v); ok && n > -(1<<53) && n < 1<<53 {
 		return float64(n), nil
 	}
 	if x, ok := atofBytes(v); ok {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -15,7 +16,7 @@ import (
 // the reasons summing to skipped, and every span handed on already valid
 // (duration and start ≥ 0, an end that does not overflow, a hop, text in
 // valid UTF-8).
-func checkRead(t *testing.T, data []byte, opt Options) *Stats {
+func checkRead(t *testing.T, data []byte, opt record.Options) *record.Stats {
 	t.Helper()
 	var used int64
 	st, err := ReadStream("fuzz", bytes.NewReader(data), opt, func(sp *span.Span) {
@@ -54,7 +55,7 @@ func checkRead(t *testing.T, data []byte, opt Options) *Stats {
 		t.Fatalf("skipped %d, reasons sum to %d: %v", st.Skipped, sum, st.SkippedByReason)
 	}
 	for _, e := range st.Errors {
-		if msg := e.Error(); !utf8.ValidString(msg) || len(e.Detail) > 4*maxDetail {
+		if msg := e.Error(); !utf8.ValidString(msg) || len(e.Detail) > 4*record.MaxDetail {
 			t.Fatalf("skip message not bounded valid text: %q", msg)
 		}
 	}
@@ -93,7 +94,7 @@ func FuzzFlat(f *testing.F) {
 		f.Add([]byte(strings.Join(lines[:min(len(lines), 8)], "")), true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, attr bool) {
-		opt := Options{Format: "jsonl", MaxRecord: 4096}
+		opt := record.Options{Format: "jsonl", MaxRecord: 4096}
 		if attr {
 			opt.HopBy = "attr:name"
 		}

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
-func readString(t *testing.T, in string, opt Options) ([]span.Span, *Stats) {
+func readString(t *testing.T, in string, opt record.Options) ([]span.Span, *record.Stats) {
 	t.Helper()
 	var out []span.Span
 	st, err := ReadStream("in.jsonl", strings.NewReader(in), opt, func(s *span.Span) { out = append(out, *s) })
@@ -81,7 +82,7 @@ func TestFlatFields(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, st := readString(t, tc.line+"\n", Options{})
+			got, st := readString(t, tc.line+"\n", record.Options{})
 			if st.Skipped != 0 || len(got) != 1 {
 				t.Fatalf("skipped %d (%v), got %d spans", st.Skipped, st.Errors, len(got))
 			}
@@ -108,11 +109,11 @@ func TestFlatBadRecords(t *testing.T) {
 		`{"hop":"db","duration_ms":{"x":1}}`,
 		`{"hop":"db","duration_ms":2}`,
 	}, "\n")
-	got, st := readString(t, in, Options{})
+	got, st := readString(t, in, record.Options{})
 	if len(got) != 2 || st.Used != 2 {
 		t.Fatalf("used %d, want 2", st.Used)
 	}
-	want := map[string]int64{"bad value": 3, "missing duration": 1, "negative duration": 1, "bad JSON": 2, "end before start": 1, ReasonNoHop: 1}
+	want := map[string]int64{"bad value": 3, "missing duration": 1, "negative duration": 1, "bad JSON": 2, "end before start": 1, record.ReasonNoHop: 1}
 	for r, n := range want {
 		if st.SkippedByReason[r] != n {
 			t.Errorf("reason %q: %d, want %d (all: %v)", r, st.SkippedByReason[r], n, st.SkippedByReason)
@@ -129,7 +130,7 @@ func TestFlatBadRecords(t *testing.T) {
 func TestFlatLongLine(t *testing.T) {
 	long := `{"hop":"db","duration_ms":1,"pad":"` + strings.Repeat("x", 5000) + `"}`
 	in := `{"hop":"a","duration_ms":1}` + "\n" + long + "\n" + `{"hop":"b","duration_ms":1}` + "\n"
-	got, st := readString(t, in, Options{MaxRecord: 1000})
+	got, st := readString(t, in, record.Options{MaxRecord: 1000})
 	if len(got) != 2 || st.SkippedByReason["record too long"] != 1 {
 		t.Fatalf("got %d spans, skipped %v", len(got), st.SkippedByReason)
 	}
@@ -143,7 +144,7 @@ func TestMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, st := readString(t, `{"operation":"db","took":4,"hop":"ignored"}`+"\n", Options{Map: m})
+	got, st := readString(t, `{"operation":"db","took":4,"hop":"ignored"}`+"\n", record.Options{Map: m})
 	if st.Skipped != 0 || got[0].Hop != "db" || got[0].Duration != 4e6 {
 		t.Fatalf("got %+v (%v)", got, st.Errors)
 	}
@@ -157,9 +158,9 @@ func TestFilters(t *testing.T) {
 {"hop":"b","start":200,"duration_ms":1}
 {"hop":"c","start":300,"duration_ms":1}
 `
-	got, st := readString(t, in, Options{Since: 150, Until: 300})
+	got, st := readString(t, in, record.Options{Since: 150, Until: 300})
 	// Filtered, not skipped: counted by reason, never listed.
-	if len(got) != 1 || got[0].Hop != "b" || st.FilteredByReason[ReasonOutsideWindow] != 2 || st.Filtered != 2 ||
+	if len(got) != 1 || got[0].Hop != "b" || st.FilteredByReason[record.ReasonOutsideWindow] != 2 || st.Filtered != 2 ||
 		st.Skipped != 0 || len(st.Errors) != 0 || st.Read != 3 {
 		t.Fatalf("got %v, filtered %v, skipped %v", got, st.FilteredByReason, st.SkippedByReason)
 	}
@@ -186,7 +187,7 @@ func TestSources(t *testing.T) {
 
 	for _, paths := range [][]string{{dir}, {filepath.Join(dir, "*")}} {
 		var n int
-		st, err := Read(paths, Options{}, func(*span.Span) { n++ })
+		st, err := Read(paths, record.Options{}, func(*span.Span) { n++ })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,22 +196,22 @@ func TestSources(t *testing.T) {
 		}
 	}
 	var n int
-	if _, err := Read([]string{"-"}, Options{Stdin: strings.NewReader(plain)}, func(*span.Span) { n++ }); err != nil || n != 2 {
+	if _, err := Read([]string{"-"}, record.Options{Stdin: strings.NewReader(plain)}, func(*span.Span) { n++ }); err != nil || n != 2 {
 		t.Errorf("stdin: %d spans, %v", n, err)
 	}
-	if _, err := Read([]string{filepath.Join(dir, "nope")}, Options{}, func(*span.Span) {}); err == nil {
+	if _, err := Read([]string{filepath.Join(dir, "nope")}, record.Options{}, func(*span.Span) {}); err == nil {
 		t.Error("missing file: no error")
 	}
 	// A truncated gzip file is an error naming the file, not a silent loss.
 	write("bad.gz", gz.Bytes()[:gz.Len()-6])
-	_, err := Read([]string{filepath.Join(dir, "bad.gz")}, Options{}, func(*span.Span) {})
+	_, err := Read([]string{filepath.Join(dir, "bad.gz")}, record.Options{}, func(*span.Span) {})
 	if err == nil || !strings.Contains(err.Error(), "bad.gz") {
 		t.Errorf("truncated gzip: %v", err)
 	}
 }
 
 func TestSniffUnknown(t *testing.T) {
-	_, err := ReadStream("x.bin", strings.NewReader("\x00\x01\x02garbage"), Options{}, func(*span.Span) {})
+	_, err := ReadStream("x.bin", strings.NewReader("\x00\x01\x02garbage"), record.Options{}, func(*span.Span) {})
 	if err == nil || !strings.Contains(err.Error(), "--input") {
 		t.Errorf("unknown format: %v", err)
 	}

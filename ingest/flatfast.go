@@ -3,7 +3,8 @@ package ingest
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // The fast path of flat JSON lines.
@@ -78,7 +79,7 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			ent = &ly.ent[e]
 			i += len(ent.quoted)
 		} else {
-			j, ok := plainString(line, i+1)
+			j, ok := record.PlainString(line, i+1)
 			if !ok {
 				return false
 			}
@@ -105,7 +106,7 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		str, num := false, false
 		switch c := line[i]; {
 		case c == '"':
-			j, ok := plainString(line, i+1)
+			j, ok := record.PlainString(line, i+1)
 			if !ok {
 				return false
 			}
@@ -113,11 +114,11 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		case c == '-' || (c >= '0' && c <= '9'):
 			scanNumber(line, i, &nt)
 			v, num, i = nt.text, true, i+len(nt.text)
-		case c == 't' && hasLit(line, i, "true"):
+		case c == 't' && record.HasLit(line, i, "true"):
 			v, i = line[i:i+4], i+4
-		case c == 'f' && hasLit(line, i, "false"):
+		case c == 'f' && record.HasLit(line, i, "false"):
 			v, i = line[i:i+5], i+5
-		case c == 'n' && hasLit(line, i, "null"):
+		case c == 'n' && record.HasLit(line, i, "null"):
 			v, i = line[i:i+4], i+4
 		default:
 			return false // objects, arrays, bad syntax
@@ -127,11 +128,11 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			if !str && !num {
 				return false
 			}
-			rec.sp.Hop = rec.intern.get(v)
+			rec.sp.Hop = rec.intern.Get(v)
 		case ent.f == fNone:
 			// A field no span field takes: an attribute (null is none).
 			if str || num || v[0] != 'n' {
-				rec.at.add(tierField, ent.key, v, inBuf(v, rec.block))
+				rec.at.Add(record.TierField, ent.key, v, record.InBuf(v, rec.block))
 			}
 		case ent.f == fNested, ent.f == fResource:
 			return false
@@ -177,7 +178,7 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 	key := string(quoted[1 : len(quoted)-1])
 	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.keys[key], hopAttr: t.hopAttr != "" && key == t.hopAttr}
 	if e.f == fNone && !e.hopAttr {
-		e.key = validText(quoted[1 : len(quoted)-1]) // an attribute's
+		e.key = record.ValidText(quoted[1 : len(quoted)-1]) // an attribute's
 	}
 	if len(quoted) <= 16 {
 		var buf [16]byte
@@ -192,29 +193,6 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 	}
 	ly.ent = append(ly.ent, e)
 	return int32(len(ly.ent) - 1)
-}
-
-// plainString finds the closing quote of a string whose content starts at
-// i; ok is false for an escape, a control character or no closing quote
-// (decodeLine's business).
-func plainString(b []byte, i int) (int, bool) {
-	for ; i+8 <= len(b); i += 8 {
-		if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-			// The lowest flagged byte is the first special one (the
-			// borrows of the trick only ever flag bytes above it).
-			i += bits.TrailingZeros64(m) >> 3
-			return i, b[i] == '"'
-		}
-	}
-	for ; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			return i, true
-		case c == '\\' || c < 0x20:
-			return 0, false
-		}
-	}
-	return 0, false
 }
 
 // numText is a number's text, scanned once, with its digits: the
@@ -263,7 +241,7 @@ func scanNumber(b []byte, i int, nt *numText) {
 			}
 		} else if c == '.' && !dot {
 			dot = true
-		} else if isNumberByte(c) {
+		} else if record.IsNumberByte(c) {
 			other = true
 		} else {
 			break
@@ -322,7 +300,7 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 			scale = 1e3
 		}
 		if n, ok := nt.int(); ok {
-			if x := float64(n) * scale; finiteNs(x) {
+			if x := float64(n) * scale; record.FiniteNs(x) {
 				sp.Duration, r.hasDur, r.durField = n, true, f
 				if scale != 1 {
 					sp.Duration = int64(math.Round(x))
@@ -330,7 +308,7 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 				return true
 			}
 		} else if x, ok := nt.dec(); ok {
-			if x *= scale; finiteNs(x) {
+			if x *= scale; record.FiniteNs(x) {
 				sp.Duration, r.hasDur, r.durField = int64(math.Round(x)), true, f
 				return true
 			}
@@ -353,22 +331,12 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 		} else {
 			x, ok = nt.dec()
 		}
-		if ok && finiteNs(x*1e6) && x >= 0 {
+		if ok && record.FiniteNs(x*1e6) && x >= 0 {
 			sp.TimeoutInForce = int64(math.Round(x * 1e6))
 			return true
 		}
 	}
 	return r.set(f, false, nt.text) == nil
-}
-
-// isNumberByte is the set of bytes scanner.value takes into a number (the
-// field's parser then judges the text).
-func isNumberByte(c byte) bool {
-	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
-}
-
-func hasLit(b []byte, i int, lit string) bool {
-	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
 // skipWS skips JSON whitespace from i.

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // fastAgrees decodes line with the fast path (layout ly carried over from
@@ -15,9 +17,9 @@ func fastAgrees(t testing.TB, tab *fieldTable, ly *layout, line []byte) bool {
 	t.Helper()
 	// Both ways: interning everything, and deferring service and name
 	// (lazy) until materialize.
-	lazy := &flatRecord{intern: &interner{}, lazy: true}
+	lazy := &flatRecord{intern: &record.Interner{}, lazy: true}
 	lazyOK := tab.fastLine(lazy, ly, line)
-	fast := &flatRecord{intern: &interner{}}
+	fast := &flatRecord{intern: &record.Interner{}}
 	if !tab.fastLine(fast, ly, line) {
 		if lazyOK {
 			t.Fatalf("%q: taken only when lazy", line)
@@ -33,14 +35,14 @@ func fastAgrees(t testing.TB, tab *fieldTable, ly *layout, line []byte) bool {
 	if !reflect.DeepEqual(lazy.sp, fast.sp) {
 		t.Fatalf("%q:\nlazy  %+v\neager %+v", line, lazy.sp, fast.sp)
 	}
-	slow := &flatRecord{intern: &interner{}}
-	var sc scanner
+	slow := &flatRecord{intern: &record.Interner{}}
+	var sc record.Scanner
 	sr, sd := tab.decodeLine(&sc, slow, line)
 	if fr != sr || fd != sd || !reflect.DeepEqual(fast.sp, slow.sp) {
 		t.Fatalf("%q:\nfast    %+v %q %q\ngeneral %+v %q %q", line, fast.sp, fr, fd, slow.sp, sr, sd)
 	}
 	// Borrowing (attributes as views of the line): the same span.
-	borrowed := &flatRecord{intern: &interner{}, block: line, at: attrSet{borrow: true}}
+	borrowed := &flatRecord{intern: &record.Interner{}, block: line, at: record.AttrSet{Borrow: true}}
 	if !tab.fastLine(borrowed, ly, line) {
 		t.Fatalf("%q: not taken when borrowing", line)
 	}
@@ -56,7 +58,7 @@ func fastAgrees(t testing.TB, tab *fieldTable, ly *layout, line []byte) bool {
 // order, optional keys missing); it leaves escapes, nesting, bad values
 // and bad syntax to the general path.
 func TestFastLineAgrees(t *testing.T) {
-	tab := newFieldTable(&Options{})
+	tab := newFieldTable(&record.Options{})
 	take := []string{
 		`{"trace_id":"t1","span_id":"s1","hop":"auth","start":1767225600000000000,"duration_ms":12.5,"status":"ok","code":200}`,
 		`{"trace_id":"t1","span_id":"s2","parent_id":"s1","hop":"auth","start":1767225600000000001,"duration_ms":3000,"status":"error","timeout":true,"code":504,"attempt":2,"timeout_ms":3000}`,
@@ -106,7 +108,7 @@ func TestFastLineAgrees(t *testing.T) {
 		}
 	}
 	// Under --map and --hop-by attr:KEY the keys mean something else.
-	tab = newFieldTable(&Options{Map: map[string]string{"hop": "route", "duration_ms": "ms"}, HopBy: "attr:peer"})
+	tab = newFieldTable(&record.Options{Map: map[string]string{"hop": "route", "duration_ms": "ms"}, HopBy: "attr:peer"})
 	ly = layout{}
 	for _, l := range []string{`{"route":"a","ms":5,"hop":"ignored","peer":"p1"}`, `{"route":"a","ms":5,"peer":12}`} {
 		if !fastAgrees(t, tab, &ly, []byte(l)) {
@@ -124,7 +126,7 @@ func TestFastLineMutations(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	lines := bytes.Split(bytes.TrimSpace(benchLines(200)), []byte("\n"))
 	alphabet := []byte(`{}[]":,. \-+eE0123456789abtrufalsn\x` + "\x01\xff")
-	tab := newFieldTable(&Options{})
+	tab := newFieldTable(&record.Options{})
 	var ly layout
 	taken := 0
 	for range 50_000 {
@@ -157,7 +159,7 @@ func FuzzFastLine(f *testing.F) {
 	f.Add([]byte(`{"hop":"x","duration":"1.5s","attempt":2,"error":"boom"}`))
 	f.Add([]byte(`{"hop":"x","duration_ms":1,"pod":"p-1","n":-2.5e3,"ok":true,"x":null}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		tab := newFieldTable(&Options{})
+		tab := newFieldTable(&record.Options{})
 		var ly layout
 		fastAgrees(t, tab, &ly, line)
 		fastAgrees(t, tab, &ly, line) // again, with the layout it taught
@@ -169,8 +171,8 @@ func FuzzFastLine(f *testing.F) {
 func BenchmarkFastLine(b *testing.B) {
 	data := bytes.TrimSpace(benchLines(10_000))
 	lines := bytes.Split(data, []byte("\n"))
-	tab := newFieldTable(&Options{})
-	rec := &flatRecord{intern: &interner{}, block: data} // ids borrowed, as analyze reads them
+	tab := newFieldTable(&record.Options{})
+	rec := &flatRecord{intern: &record.Interner{}, block: data} // ids borrowed, as analyze reads them
 	var ly layout
 	n := 0
 	for _, l := range lines {
@@ -211,14 +213,14 @@ func TestScanNumberAgrees(t *testing.T) {
 			in := []byte(c + tail)
 			var nt numText
 			scanNumber(in, 0, &nt)
-			var sc scanner
-			sc.buf = in
-			_, want, _ := sc.value()
+			var sc record.Scanner
+			sc.Buf = in
+			_, want, _ := sc.Value()
 			if string(nt.text) != string(want) {
 				t.Fatalf("%q: scanned %q, scanner.value %q", in, nt.text, want)
 			}
 			n, ok := nt.int()
-			wn, wok := atoiBytes(nt.text)
+			wn, wok := record.AtoiBytes(nt.text)
 			if ok != wok || n != wn {
 				t.Errorf("%q: int %d %v, atoiBytes %d %v", nt.text, n, ok, wn, wok)
 			}
@@ -241,7 +243,7 @@ func TestPlainStringWords(t *testing.T) {
 		for i := range b {
 			b[i] = alphabet[r.IntN(len(alphabet))]
 		}
-		j, ok := plainString(b, 0)
+		j, ok := record.PlainString(b, 0)
 		k := bytes.IndexFunc(b, func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 })
 		wantOK := k >= 0 && b[k] == '"'
 		if ok != wantOK || (ok && j != k) {
@@ -255,7 +257,7 @@ func TestPlainStringWords(t *testing.T) {
 // masked word, read past its end when the buffer allows).
 func TestInternerFront(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
-	var in interner
+	var in record.Interner
 	alphabet := []byte("ab\xff")
 	for range 200_000 {
 		n := r.IntN(12)
@@ -267,7 +269,7 @@ func TestInternerFront(t *testing.T) {
 		if r.IntN(2) == 0 {
 			b = buf[:n:n] // no room to read past the end
 		}
-		if got, want := in.get(b), validText(b); got != want {
+		if got, want := in.Get(b), record.ValidText(b); got != want {
 			t.Fatalf("get(%q) = %q, want %q", b, got, want)
 		}
 	}
@@ -318,7 +320,7 @@ func TestRecordReset(t *testing.T) {
 		t.Errorf("after reset: %+v", r)
 	}
 	// The attributes are emptied, their buffers and mode kept.
-	if a := r.at; len(a.list) != 0 || len(a.tier) != 0 || cap(a.list) == 0 || !a.borrow || a.in == nil || a.chunk == nil {
+	if a := r.at; len(a.List) != 0 || len(a.Tier) != 0 || cap(a.List) == 0 || !a.Borrow || a.In == nil || a.Chunk == nil {
 		t.Errorf("attributes after reset: %+v", a)
 	}
 }

@@ -31,12 +31,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
 func init() { register("jaeger", decodeJaeger) }
 
-func decodeJaeger(src *Source) error {
+func decodeJaeger(src *record.Source) error {
 	w := newWalker(src)
 	return w.run(w.jaegerTop)
 }
@@ -57,7 +58,7 @@ func (w *jsonWalker) jaegerTop() error {
 	if err := w.skipValue(); err != nil {
 		return err
 	}
-	w.src.Skip(at.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want a Jaeger object, got %s", at.off, byteKind(c)))
+	w.src.Skip(at.line, w.index+1, record.ReasonBadDocument, fmt.Sprintf("at byte %d: want a Jaeger object, got %s", at.off, byteKind(c)))
 	return nil
 }
 
@@ -149,7 +150,7 @@ func (w *jsonWalker) jaegerTraceValue() error {
 	}
 	tr := jaegerTrace{at: at}
 	lc := newLineCounter(raw, at)
-	err = objectMembers(raw, func(key string, k kind, v []byte) error {
+	err = objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
 		switch key {
 		case "spans":
 			tr.spans = v
@@ -160,7 +161,7 @@ func (w *jsonWalker) jaegerTraceValue() error {
 		return nil
 	})
 	if err != nil {
-		w.src.Skip(at.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: trace: %v", at.off, err))
+		w.src.Skip(at.line, w.index+1, record.ReasonBadDocument, fmt.Sprintf("at byte %d: trace: %v", at.off, err))
 		return nil
 	}
 	w.jaegerTrace(&tr)
@@ -172,8 +173,8 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 	if len(tr.processes) > 0 && tr.processes[0] == '{' {
 		// A process that cannot be read whole costs its spans only what
 		// it could not say (each counts it as a value lost).
-		err := objectMembers(tr.processes, func(id string, k kind, v []byte) error {
-			if k != kObject {
+		err := objectMembers(tr.processes, func(id string, k record.JSONKind, v []byte) error {
+			if k != record.KObject {
 				procs[id] = &jaegerProcess{bad: fmt.Errorf("process %q: want an object, got %s", id, kindName(k))}
 				return nil
 			}
@@ -196,50 +197,50 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 		return
 	}
 	if tr.spans[0] != '[' {
-		w.src.Skip(tr.spansAt.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: spans: want an array", tr.spansAt.off))
+		w.src.Skip(tr.spansAt.line, w.index+1, record.ReasonBadDocument, fmt.Sprintf("at byte %d: spans: want an array", tr.spansAt.off))
 		return
 	}
-	var rec traceRecord
+	var rec record.TraceRecord
 	lc := newLineCounter(tr.spans, tr.spansAt)
-	err := arrayElems(tr.spans, func(k kind, v []byte, off int) error {
+	err := arrayElems(tr.spans, func(k record.JSONKind, v []byte, off int) error {
 		w.index++
 		at := lc.pos(off)
-		if k != kObject {
-			w.skipSpan(w.index, at, reasonNotSpan, "want an object, got "+kindName(k))
+		if k != record.KObject {
+			w.skipSpan(w.index, at, record.ReasonNotSpan, "want an object, got "+kindName(k))
 			return nil
 		}
-		rec.reset()
+		rec.Reset()
 		if reason, detail := w.jaegerSpan(v, &rec, procs); reason != "" {
 			w.skipSpan(w.index, at, reason, detail)
 			return nil
 		}
-		rec.finish(&w.intern)
+		rec.Finish(&w.intern)
 		w.emit(&rec, w.index, at)
 		return nil
 	})
 	if err != nil {
 		// The walker checked only the balance of the trace's brackets
 		// and strings: the scanner found the rest bad.
-		w.src.Skip(tr.spansAt.line, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: spans: %v", tr.spansAt.off, err))
+		w.src.Skip(tr.spansAt.line, w.index+1, record.ReasonBadJSON, fmt.Sprintf("at byte %d: spans: %v", tr.spansAt.off, err))
 	}
 }
 
 func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 	p := &jaegerProcess{}
-	err := objectMembers(raw, func(key string, k kind, v []byte) error {
+	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
 		switch key {
 		case "serviceName":
-			if k == kString {
-				p.service = w.intern.get(v)
+			if k == record.KString {
+				p.service = w.intern.Get(v)
 			}
 		case "tags":
-			if k == kArray {
+			if k == record.KArray {
 				err := jaegerTags(v, func(tk string, str, bin bool, tv []byte) error {
 					if w.hopAttr != "" && tk == w.hopAttr {
 						p.hop, p.hopSet = string(tv), true
 					}
-					if !bin && attrKept(tk) {
-						p.attrs = append(p.attrs, span.Attr{Key: w.attrIntern.get([]byte(tk)), Value: w.attrIntern.get(tv)})
+					if !bin && record.AttrKept(tk) {
+						p.attrs = append(p.attrs, span.Attr{Key: w.attrIntern.Get([]byte(tk)), Value: w.attrIntern.Get(tv)})
 					}
 					return nil
 				})
@@ -262,7 +263,7 @@ func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 // others are read, and the first such problem is returned at the end.
 func jaegerTags(raw []byte, f func(key string, str, bin bool, v []byte) error) error {
 	var first error
-	err := arrayElems(raw, func(k kind, elem []byte, _ int) error {
+	err := arrayElems(raw, func(k record.JSONKind, elem []byte, _ int) error {
 		if err := jaegerTag(k, elem, f); err != nil && first == nil {
 			first = err
 		}
@@ -274,35 +275,35 @@ func jaegerTags(raw []byte, f func(key string, str, bin bool, v []byte) error) e
 	return first
 }
 
-func jaegerTag(k kind, elem []byte, f func(key string, str, bin bool, v []byte) error) error {
+func jaegerTag(k record.JSONKind, elem []byte, f func(key string, str, bin bool, v []byte) error) error {
 	{
-		if k != kObject {
+		if k != record.KObject {
 			return fmt.Errorf("tag: want an object, got %s", kindName(k))
 		}
 		var key string
 		var val []byte
-		var vk kind
+		var vk record.JSONKind
 		has, bin := false, false
-		if err := objectMembers(elem, func(mk string, k kind, v []byte) error {
+		if err := objectMembers(elem, func(mk string, k record.JSONKind, v []byte) error {
 			switch mk {
 			case "key":
-				if k != kString {
+				if k != record.KString {
 					return fmt.Errorf("tag key: want a string, got %s", kindName(k))
 				}
 				key = string(v)
 			case "value":
 				val, vk, has = append([]byte(nil), v...), k, true
 			case "type":
-				bin = k == kString && strings.EqualFold(string(v), "binary")
+				bin = k == record.KString && strings.EqualFold(string(v), "binary")
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
-		if !has || key == "" || vk == kObject || vk == kArray || vk == kNull {
+		if !has || key == "" || vk == record.KObject || vk == record.KArray || vk == record.KNull {
 			return nil
 		}
-		if err := f(key, vk == kString, bin, val); err != nil {
+		if err := f(key, vk == record.KString, bin, val); err != nil {
 			return fmt.Errorf("tag %v", err)
 		}
 		return nil
@@ -312,15 +313,15 @@ func jaegerTag(k kind, elem []byte, f func(key string, str, bin bool, v []byte) 
 // jaegerSpan reads one span object into rec. The duration is required;
 // a value of any other member that cannot be read is recorded in rec.soft
 // and the span kept.
-func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*jaegerProcess) (reason, detail string) {
-	sp := &rec.sp
+func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[string]*jaegerProcess) (reason, detail string) {
+	sp := &rec.Span
 	var hasDur bool
 	var badDur error
 	var refs []byte
 	var parentField string
 	var proc *jaegerProcess
-	err := objectMembers(raw, func(key string, k kind, v []byte) error {
-		if k == kNull {
+	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+		if k == record.KNull {
 			return nil
 		}
 		var err error
@@ -339,14 +340,14 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 			sp.Name, err = w.textValue(key, k, v)
 			field = "name"
 		case "references":
-			if k != kArray {
+			if k != record.KArray {
 				err = fmt.Errorf("references: want an array, got %s", kindName(k))
 				break
 			}
 			refs = v
 		case "startTime":
 			field = "start"
-			if k != kNumber && k != kString {
+			if k != record.KNumber && k != record.KString {
 				err = fmt.Errorf("startTime: want µs, got %s", kindName(k))
 				break
 			}
@@ -354,7 +355,7 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 				sp.Start = 0
 			}
 		case "duration":
-			if k != kNumber && k != kString {
+			if k != record.KNumber && k != record.KString {
 				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
 				return nil
 			}
@@ -362,55 +363,55 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 			hasDur = badDur == nil
 			return nil
 		case "processID", "processId":
-			if k == kString {
+			if k == record.KString {
 				proc = procs[string(v)]
 			}
 		case "process":
-			if k == kObject {
+			if k == record.KObject {
 				proc, err = w.jaegerProcess(v)
 			}
 		case "tags":
-			if k != kArray {
+			if k != record.KArray {
 				err = fmt.Errorf("tags: want an array, got %s", kindName(k))
 				break
 			}
 			err = jaegerTags(v, func(tk string, str, bin bool, tv []byte) error {
 				if !bin {
-					rec.keepAttr(&w.attrIntern, tk, tv)
+					rec.KeepAttr(&w.attrIntern, tk, tv)
 				}
 				switch tk {
 				case "error":
-					if b, e := parseBool(tv); e == nil && b {
-						rec.errFlag = true
+					if b, e := record.ParseBool(tv); e == nil && b {
+						rec.ErrFlag = true
 					}
 					return nil
 				case "span.kind":
-					sp.Kind = normKind(tv)
+					sp.Kind = record.NormKind(tv)
 					return nil
 				}
-				rec.addAttr(tk, tv, str, w.hopAttr)
+				rec.AddAttr(tk, tv, str, w.hopAttr)
 				return nil
 			})
 		}
 		if err != nil {
-			rec.ignore(field, err)
+			rec.Ignore(field, err)
 		}
 		return nil
 	})
 	if err != nil {
-		return reasonBadJSON, err.Error()
+		return record.ReasonBadJSON, err.Error()
 	}
 	if !hasDur {
 		if badDur != nil {
-			return reasonBadValue, badDur.Error()
+			return record.ReasonBadValue, badDur.Error()
 		}
-		return reasonNoDuration, "no duration"
+		return record.ReasonNoDuration, "no duration"
 	}
 	sp.ParentID = parentField
 	if refs != nil {
 		child, follows, err := jaegerParent(refs)
 		if err != nil {
-			rec.ignore("references", err)
+			rec.Ignore("references", err)
 		}
 		switch {
 		case child != "":
@@ -423,14 +424,14 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 	if proc != nil {
 		res = proc.attrs
 	}
-	w.setAttrs(sp, res, nil, rec.attrs)
+	w.setAttrs(sp, res, nil, rec.Attrs)
 	if proc != nil {
 		sp.Service = proc.service
-		if !rec.hopSet && proc.hopSet {
-			rec.hop, rec.hopSet = proc.hop, true
+		if !rec.HopSet && proc.hopSet {
+			rec.Hop, rec.HopSet = proc.hop, true
 		}
 		if proc.bad != nil {
-			rec.ignore("process", proc.bad)
+			rec.Ignore("process", proc.bad)
 		}
 	}
 	return "", ""
@@ -439,18 +440,18 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *traceRecord, procs map[string]*
 // jaegerParent returns the first CHILD_OF and the first FOLLOWS_FROM
 // reference ("" when there is none).
 func jaegerParent(raw []byte) (child, follows string, err error) {
-	err = arrayElems(raw, func(k kind, v []byte, _ int) error {
-		if k != kObject {
+	err = arrayElems(raw, func(k record.JSONKind, v []byte, _ int) error {
+		if k != record.KObject {
 			return fmt.Errorf("reference: want an object, got %s", kindName(k))
 		}
 		var typ, id string
-		if err := objectMembers(v, func(key string, k kind, v []byte) error {
+		if err := objectMembers(v, func(key string, k record.JSONKind, v []byte) error {
 			switch key {
 			case "refType", "ref_type":
 				typ = strings.ToUpper(string(v))
 			case "spanID", "spanId":
-				if k == kString {
-					id = normID(v, 16)
+				if k == record.KString {
+					id = record.NormID(v, 16)
 				}
 			}
 			return nil

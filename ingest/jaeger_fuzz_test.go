@@ -1,6 +1,8 @@
 package ingest_test
 
-import "testing"
+import (
+	"testing"
+)
 
 func FuzzJaeger(f *testing.F) {
 	f.Add([]byte(`{"data":[` + jgTrace(jgSpan("1", `"tags":[`+jgTag("error", "bool", "true")+`],"references":[{"refType":"CHILD_OF","spanID":"2"}]`)) + `]}`))

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"sync"
 	"unsafe"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -34,48 +34,6 @@ import (
 // through the ordered hand-off: the one goroutine that must see spans in
 // order then sees a small share of them.
 
-// Fork is a consumer of spans that does most of its work on the reader's
-// decoding goroutines. A reader that decodes in parallel asks it for one
-// Branch per goroutine and gives each span that passes Emit's checks to
-// the Branch of the goroutine that decoded it, in no particular order
-// across goroutines; the spans a Branch asks to see again reach Ordered in
-// input order, on the goroutine that called Read, instead of emit.
-// Readers that decode on one goroutine ignore Fork and call emit for
-// every span, so a Fork must always come with an emit that does the whole
-// work.
-type Fork interface {
-	// Branch returns the consumer of one decoding goroutine. It is
-	// called on the goroutine that called Read.
-	Branch() Branch
-	// Ordered receives, in input order, the spans a Branch.Take asked to
-	// see again. Like emit's, the span is valid only during the call.
-	Ordered(sp *span.Span)
-}
-
-// Branch consumes the spans of one decoding goroutine.
-type Branch interface {
-	// Take consumes a span that passed the reader's checks (its hop is
-	// derived, its weight and outcome are set) and reports whether
-	// Ordered must see it too. The span, and with Options.Borrowed its id
-	// strings, are valid only during the call. Its Service and Name may
-	// be empty when they do not name the hop, and its SpanID, ParentID,
-	// Kind and Peer when the reader reads them only for the spans
-	// that go on to Ordered (Parquet's fast rows): a Branch decides from
-	// the hop, the times, the outcome and the trace id.
-	Take(sp *span.Span) (again bool)
-	// Close is called once after the branch's last Take, on the goroutine
-	// that called Read, before Read moves on to the next input.
-	Close()
-}
-
-// blockSize is the target size of a block of lines: large enough that the
-// hand-off costs nothing per line, small enough to keep the working set
-// in cache.
-var blockSize = 1 << 20
-
-// jsonlWorkers is the number of decoding goroutines: all cores.
-func jsonlWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
-
 // lineEvent is a record of a block that does not become a span (a skip,
 // or a span a filter left out), or the values a kept span lost,
 // positioned before span index `before` of the block.
@@ -84,9 +42,9 @@ type lineEvent struct {
 	line   int64
 	reason string
 	detail string
-	id     uint64    // a filtered span's key (filteredKey)
-	soft   []softErr // values the span before `before` lost (or, taken, the span taken)
-	taken  bool      // soft: the span was taken by a Branch (used whatever Emit says)
+	id     uint64           // a filtered span's key (filteredKey)
+	soft   []record.SoftErr // values the span before `before` lost (or, taken, the span taken)
+	taken  bool             // soft: the span was taken by a Branch (used whatever Emit says)
 }
 
 // block is a run of whole lines and, once decoded, its spans.
@@ -107,8 +65,8 @@ type block struct {
 }
 
 // decodeJSONLParallel reads src in blocks and decodes them concurrently.
-func decodeJSONLParallel(src *Source, tab *fieldTable) error {
-	workers := jsonlWorkers()
+func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
+	workers := record.Workers()
 	free := make(chan *block, 2*workers+2)
 	for range cap(free) {
 		free <- &block{done: make(chan struct{}, 1)}
@@ -117,20 +75,20 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 	ordered := make(chan *block, cap(free))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var branches []Branch
+	var branches []record.Branch
 	var decoders []*blockDecoder
 	for range workers {
-		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &interner{}, units: &unitStats{}, at: attrSet{borrow: src.opt.Borrowed}}, borrow: src.opt.Borrowed, max: src.opt.MaxRecord}
+		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}, borrow: src.Options().Borrowed, max: src.Options().MaxRecord}
 		decoders = append(decoders, d)
-		if src.opt.Fork != nil {
-			d.src, d.branch = src, src.opt.Fork.Branch()
+		if src.Options().Fork != nil {
+			d.src, d.branch = src, src.Options().Fork.Branch()
 			branches = append(branches, d.branch)
 			// Service and name matter to a span a Branch takes and does
 			// not hand back only when they name its hop (an empty hop is
 			// named by them too: see materialize in decode).
-			hopBy := src.opt.HopBy
+			hopBy := src.Options().HopBy
 			if hopBy == "" {
-				hopBy = src.hopDefault
+				hopBy = src.DefaultHopBy()
 			}
 			switch hopBy {
 			case "service", "name", "service+name":
@@ -171,7 +129,7 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 		// Spans may alias buf (Options.Borrowed): recycle only now.
 		b.spans, b.attrs, b.lines, b.events = b.spans[:0], b.attrs[:0], b.lines[:0], b.events[:0]
 		b.err, b.tooLong, b.used = nil, 0, 0
-		if cap(b.buf) > 4*blockSize {
+		if cap(b.buf) > 4*record.BlockSize {
 			b.buf = nil // a long line's buffer: not kept in the pool
 		}
 		select {
@@ -187,7 +145,7 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 	for _, d := range decoders {
 		u.merge(d.rec.units)
 	}
-	src.unitNotes(u, false) // durations were checked before (probeUnits)
+	unitNotes(src, u, false) // durations were checked before (probeUnits)
 	return err
 }
 
@@ -195,18 +153,18 @@ func decodeJSONLParallel(src *Source, tab *fieldTable) error {
 // With a Fork the block's spans were checked and taken by a Branch
 // already: they are counted here, and those it asked to see again go to
 // Ordered.
-func deliver(src *Source, b *block) error {
+func deliver(src *record.Source, b *block) error {
 	ev := b.events
-	fork := src.opt.Fork
+	fork := src.Options().Fork
 	used := false // whether the last span emitted was used
 	event := func(e *lineEvent) {
 		switch {
 		case e.soft != nil:
 			if e.taken || used {
-				src.st.ignore(src.Name, e.line, 0, e.soft, src.opt.MaxErrors)
+				src.Stats().Ignore(src.Name, e.line, 0, e.soft, src.Options().MaxErrors)
 			}
-		case isFilter(e.reason):
-			src.st.filter(e.reason, e.id)
+		case record.IsFilter(e.reason):
+			src.Stats().Filter(e.reason, e.id)
 		default:
 			src.Skip(e.line, 0, e.reason, e.detail)
 		}
@@ -222,13 +180,13 @@ func deliver(src *Source, b *block) error {
 			used = src.Emit(&b.spans[i], b.lines[i], 0)
 		}
 	}
-	src.st.Read += b.used
-	src.st.Used += b.used
+	src.Stats().Read += b.used
+	src.Stats().Used += b.used
 	for i := range ev {
 		event(&ev[i])
 	}
 	if b.tooLong > 0 {
-		src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.opt.MaxRecord))
+		src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.Options().MaxRecord))
 	}
 	if b.err != nil {
 		return b.err
@@ -241,9 +199,9 @@ func deliver(src *Source, b *block) error {
 // --max-record: it becomes a block of its own, and one longer than that is
 // skipped to its end without being kept, so rejecting it costs about
 // --max-record of memory, once.
-func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*block)) {
+func splitLines(src *record.Source, free chan *block, stop chan struct{}, send func(*block)) {
 	r := src.R
-	maxRec := src.opt.MaxRecord
+	maxRec := src.Options().MaxRecord
 	var carry []byte // the start of a line continued in the next block (shorter than a block)
 	var long []byte  // a whole line longer than a block, gathered apart
 	line := int64(1)
@@ -266,16 +224,16 @@ func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*bl
 			send(b)
 			continue
 		}
-		if need := len(carry) + blockSize/2; cap(b.buf) < max(blockSize, need) {
-			b.buf = make([]byte, 0, max(blockSize, len(carry)+blockSize))
+		if need := len(carry) + record.BlockSize/2; cap(b.buf) < max(record.BlockSize, need) {
+			b.buf = make([]byte, 0, max(record.BlockSize, len(carry)+record.BlockSize))
 		}
 		b.buf = append(b.buf[:0], carry...)
 		carry = carry[:0]
-		n, err := readFull(r, b.buf[len(b.buf):cap(b.buf)])
+		n, err := record.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
 		b.buf = b.buf[:len(b.buf)+n]
 		eof := err == io.EOF
 		if err != nil && !eof {
-			b.err = fmt.Errorf("line %d: %w", line+int64(bytes.Count(b.buf, nl)), err)
+			b.err = fmt.Errorf("line %d: %w", line+int64(bytes.Count(b.buf, record.Newline)), err)
 			b.firstLine = line
 			send(b)
 			return
@@ -310,7 +268,7 @@ func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*bl
 			b.buf = b.buf[:cut+1]
 		}
 		b.firstLine = line
-		line += int64(bytes.Count(b.buf, nl))
+		line += int64(bytes.Count(b.buf, record.Newline))
 		send(b)
 		if eof {
 			return
@@ -326,7 +284,7 @@ func splitLines(src *Source, free chan *block, stop chan struct{}, send func(*bl
 // of it. err is io.EOF when the input ended with the line.
 func gatherLine(r *bufio.Reader, head []byte, limit int) (line []byte, tooLong bool, err error) {
 	if len(head) > limit+1 {
-		return nil, true, skipLine(r)
+		return nil, true, record.SkipLine(r)
 	}
 	const piece = 1 << 20
 	pieces := [][]byte{append(make([]byte, 0, max(len(head), piece)), head...)}
@@ -336,7 +294,7 @@ func gatherLine(r *bufio.Reader, head []byte, limit int) (line []byte, tooLong b
 		if n+len(chunk) > limit+1 {
 			// Too long: stop keeping it, and read to its end.
 			if err == bufio.ErrBufferFull {
-				err = skipLine(r)
+				err = record.SkipLine(r)
 			}
 			return nil, true, err
 		}
@@ -366,50 +324,18 @@ func gatherLine(r *bufio.Reader, head []byte, limit int) (line []byte, tooLong b
 	}
 }
 
-var nl = []byte{'\n'}
-
-// readFull fills p; unlike io.ReadFull it reports a clean end as io.EOF
-// and passes every other error through (a truncated gzip stream's
-// io.ErrUnexpectedEOF must stay an error).
-func readFull(r io.Reader, p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		m, err := r.Read(p[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// skipLine discards input up to and including the next newline.
-func skipLine(r interface {
-	ReadSlice(byte) ([]byte, error)
-}) error {
-	for {
-		_, err := r.ReadSlice('\n')
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
-	}
-}
-
 // blockDecoder is one worker's state: its own record, interner, key
 // layout and scanner, so workers share nothing but the read-only field
 // table (and, with a Fork, the read-only options of src).
 type blockDecoder struct {
 	tab    *fieldTable
 	rec    *flatRecord
-	sc     scanner
+	sc     record.Scanner
 	lay    layout
 	borrow bool
 	max    int
-	src    *Source // with a Fork: for accept
-	branch Branch  // with a Fork: this worker's consumer
+	src    *record.Source // with a Fork: for accept
+	branch record.Branch  // with a Fork: this worker's consumer
 }
 
 func (d *blockDecoder) decode(b *block) {
@@ -448,12 +374,12 @@ func (d *blockDecoder) decode(b *block) {
 			reason, detail = d.tab.decodeLine(&d.sc, rec, l)
 		}
 		if reason == "" && d.branch != nil {
-			reason, detail = d.src.accept(&rec.sp)
+			reason, detail = d.src.Accept(&rec.sp)
 		}
 		if reason != "" {
 			e := lineEvent{before: len(b.spans), line: ln, reason: reason, detail: detail}
-			if isFilter(reason) {
-				e.id, e.detail = filteredKey(&rec.sp), ""
+			if record.IsFilter(reason) {
+				e.id, e.detail = record.FilteredKey(&rec.sp), ""
 			}
 			b.events = append(b.events, e)
 			continue
@@ -506,18 +432,18 @@ func isBlank(l []byte) bool {
 
 // decodeLine decodes one non-blank line into rec; a non-empty reason
 // says why it was skipped.
-func (t *fieldTable) decodeLine(sc *scanner, rec *flatRecord, line []byte) (reason, detail string) {
+func (t *fieldTable) decodeLine(sc *record.Scanner, rec *flatRecord, line []byte) (reason, detail string) {
 	rec.reset()
-	sc.buf, sc.pos = line, 0
-	if err := t.decodeObject(sc, rec, 0, tierField); err != nil {
+	sc.Buf, sc.Pos = line, 0
+	if err := t.decodeObject(sc, rec, 0, record.TierField); err != nil {
 		reason := "bad JSON"
 		if errors.As(err, new(fieldError)) {
 			reason = "bad value"
 		}
 		return reason, err.Error()
 	}
-	sc.ws()
-	if sc.pos != len(sc.buf) {
+	sc.Ws()
+	if sc.Pos != len(sc.Buf) {
 		return "bad JSON", "trailing data after the object"
 	}
 	return rec.finish()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -26,7 +27,7 @@ func benchLines(n int) []byte {
 }
 
 // collect reads input and returns the spans (ids cloned) and the stats.
-func collect(t testing.TB, input string, opt Options) ([]span.Span, *Stats) {
+func collect(t testing.TB, input string, opt record.Options) ([]span.Span, *record.Stats) {
 	var out []span.Span
 	st, err := ReadStream("in.jsonl", strings.NewReader(input), opt, func(s *span.Span) {
 		c := *s
@@ -54,17 +55,17 @@ func TestJSONLBlocksAgree(t *testing.T) {
 	in.WriteString(`{"hop":"last","duration_ms":7}`) // no final newline
 	input := in.String()
 
-	old := blockSize
-	defer func() { blockSize = old }()
-	blockSize = 1 << 20
-	want, wst := collect(t, input, Options{MaxRecord: 2000})
+	old := record.BlockSize
+	defer func() { record.BlockSize = old }()
+	record.BlockSize = 1 << 20
+	want, wst := collect(t, input, record.Options{MaxRecord: 2000})
 	if len(want) != 352 || wst.Skipped != 3 {
 		t.Fatalf("reference read: %d spans, %d skipped (%v)", len(want), wst.Skipped, wst.SkippedByReason)
 	}
 	for _, bs := range []int{64, 100, 1000, 4096} {
 		for _, borrow := range []bool{false, true} {
-			blockSize = bs
-			got, st := collect(t, input, Options{MaxRecord: 2000, Borrowed: borrow})
+			record.BlockSize = bs
+			got, st := collect(t, input, record.Options{MaxRecord: 2000, Borrowed: borrow})
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("block %d, borrowed %v: spans differ", bs, borrow)
 			}
@@ -80,7 +81,7 @@ func TestJSONLBlocksAgree(t *testing.T) {
 	}
 }
 
-func errs(st *Stats) []string {
+func errs(st *record.Stats) []string {
 	var out []string
 	for _, e := range st.Errors {
 		out = append(out, e.Error())
@@ -103,7 +104,7 @@ func TestFastNumbers(t *testing.T) {
 				t.Errorf("atofBytes(%q) = %v, strconv says %v (%v)", c, x, want, err)
 			}
 		}
-		if n, ok := atoiBytes([]byte(c)); ok {
+		if n, ok := record.AtoiBytes([]byte(c)); ok {
 			want, err := strconv.ParseInt(c, 10, 64)
 			if err != nil || n != want {
 				t.Errorf("atoiBytes(%q) = %v, want %v (%v)", c, n, want, err)
@@ -120,7 +121,7 @@ func BenchmarkJSONL(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				if _, err := ReadStream("b", bytes.NewReader(data), Options{Borrowed: borrow}, func(*span.Span) { n++ }); err != nil || n != 200_000 {
+				if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: borrow}, func(*span.Span) { n++ }); err != nil || n != 200_000 {
 					b.Fatal(n, err)
 				}
 			}
@@ -134,7 +135,7 @@ func BenchmarkJSONL(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			f := &countFork{}
-			if _, err := ReadStream("b", bytes.NewReader(data), Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != 200_000 {
+			if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != 200_000 {
 				b.Fatal(f.n.Load(), err)
 			}
 		}
@@ -150,7 +151,7 @@ type countBranch struct {
 	n int64
 }
 
-func (f *countFork) Branch() Branch         { return &countBranch{f: f} }
+func (f *countFork) Branch() record.Branch  { return &countBranch{f: f} }
 func (f *countFork) Ordered(*span.Span)     {}
 func (b *countBranch) Take(*span.Span) bool { b.n++; return false }
 func (b *countBranch) Close()               { b.f.n.Add(b.n) }
@@ -167,9 +168,9 @@ func TestScanStringWords(t *testing.T) {
 			b[i] = alphabet[r.IntN(len(alphabet))]
 		}
 		in := append(append([]byte{'"'}, b...), '"')
-		var sc scanner
-		sc.buf = in
-		got, ok := sc.str()
+		var sc record.Scanner
+		sc.Buf = in
+		got, ok := sc.Str()
 		// The byte-loop answer: the first quote ends the string, a control
 		// byte before it makes it invalid, a backslash takes the escape path.
 		k := bytes.IndexFunc(in[1:], func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 })
@@ -177,8 +178,8 @@ func TestScanStringWords(t *testing.T) {
 		case c == '\\':
 			continue
 		case c == '"':
-			if !ok || string(got) != string(in[1:1+k]) || sc.pos != k+2 {
-				t.Fatalf("%q: got %q %v at %d, want %q", in, got, ok, sc.pos, in[1:1+k])
+			if !ok || string(got) != string(in[1:1+k]) || sc.Pos != k+2 {
+				t.Fatalf("%q: got %q %v at %d, want %q", in, got, ok, sc.Pos, in[1:1+k])
 			}
 		default:
 			if ok {
@@ -203,7 +204,7 @@ type recBranch struct {
 	n int
 }
 
-func (f *recFork) Branch() Branch { return &recBranch{f: f} }
+func (f *recFork) Branch() record.Branch { return &recBranch{f: f} }
 
 func (f *recFork) Ordered(sp *span.Span) {
 	c := *sp
@@ -231,15 +232,15 @@ func TestJSONLFork(t *testing.T) {
 	in.WriteString("not json\n")
 	in.Write(benchLines(100))
 	input := in.String()
-	old := blockSize
-	defer func() { blockSize = old }()
+	old := record.BlockSize
+	defer func() { record.BlockSize = old }()
 	for _, hopBy := range []string{"", "service+name"} {
-		want, wst := collect(t, input, Options{MaxRecord: 2000, HopBy: hopBy})
+		want, wst := collect(t, input, record.Options{MaxRecord: 2000, HopBy: hopBy})
 		for _, bs := range []int{100, 4096, 1 << 20} {
-			blockSize = bs
+			record.BlockSize = bs
 			for _, all := range []bool{true, false} {
 				f := &recFork{all: all}
-				st, err := ReadStream("in.jsonl", strings.NewReader(input), Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true, Fork: f},
+				st, err := ReadStream("in.jsonl", strings.NewReader(input), record.Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true, Fork: f},
 					func(*span.Span) { t.Fatal("emit called with a Fork") })
 				if err != nil {
 					t.Fatal(err)
@@ -250,7 +251,7 @@ func TestJSONLFork(t *testing.T) {
 						wantOrdered = append(wantOrdered, s)
 					}
 				}
-				if !reflect.DeepEqual(f.ordered, wantOrdered) || f.taken != len(want) || f.closed != jsonlWorkers() {
+				if !reflect.DeepEqual(f.ordered, wantOrdered) || f.taken != len(want) || f.closed != record.Workers() {
 					t.Errorf("hop-by %q, block %d, all %v: %d ordered (want %d), %d taken (want %d), %d closed",
 						hopBy, bs, all, len(f.ordered), len(wantOrdered), f.taken, len(want), f.closed)
 				}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // jstream is the streaming JSON tokenizer under the trace formats' walker
@@ -184,8 +186,8 @@ func (s *jstream) key(scratch []byte) (string, error) {
 	}
 	k := ""
 	if raw != nil {
-		sc := scanner{buf: raw}
-		b, ok := sc.str()
+		sc := record.Scanner{Buf: raw}
+		b, ok := sc.Str()
 		if !ok {
 			return "", s.syntax("bad string")
 		}
@@ -233,7 +235,7 @@ func (s *jstream) value(dst []byte, max int) ([]byte, error) {
 				return dst, s.ioErr(err, false)
 			}
 			i := 0
-			for i < len(b) && (isNumberByte(b[i]) || (b[i] >= 'a' && b[i] <= 'z')) {
+			for i < len(b) && (record.IsNumberByte(b[i]) || (b[i] >= 'a' && b[i] <= 'z')) {
 				i++
 			}
 			add(b[:i])

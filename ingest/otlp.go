@@ -41,12 +41,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
 func init() { register("otlp", decodeOTLP) }
 
-func decodeOTLP(src *Source) error {
+func decodeOTLP(src *record.Source) error {
 	if otlpFastEnabled {
 		if n := otlpWorkers(); n > 1 {
 			return decodeOTLPParallel(src, n)
@@ -81,7 +82,7 @@ func (w *jsonWalker) otlpTop() error {
 	if err := w.skipValue(); err != nil {
 		return err
 	}
-	w.src.Skip(at.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: want an OTLP object, got %s", at.off, byteKind(c)))
+	w.src.Skip(at.line, w.index+1, record.ReasonBadDocument, fmt.Sprintf("at byte %d: want an OTLP object, got %s", at.off, byteKind(c)))
 	return nil
 }
 
@@ -119,7 +120,7 @@ func (w *jsonWalker) otlpTracesData(at pos, doc bool, depth int) error {
 				if err := w.skipValue(); err != nil {
 					return err
 				}
-				w.src.Skip(inner.line, w.index+1, reasonBadDocument, fmt.Sprintf("at byte %d: %s: wrappers nested deeper than %d", inner.off, key, maxOTLPWrap))
+				w.src.Skip(inner.line, w.index+1, record.ReasonBadDocument, fmt.Sprintf("at byte %d: %s: wrappers nested deeper than %d", inner.off, key, maxOTLPWrap))
 				return nil
 			}
 			ok, err := w.enter('{', key)
@@ -158,7 +159,7 @@ type otlpResource struct {
 
 // otlpPending is a span read before its resource.
 type otlpPending struct {
-	rec   traceRecord
+	rec   record.TraceRecord
 	scope []span.Attr
 	index int64
 	at    pos
@@ -208,7 +209,7 @@ func (w *jsonWalker) otlpResourceSpans() error {
 						return w.skipValue()
 					}
 					return w.array("spans", func() error {
-						var rec traceRecord
+						var rec record.TraceRecord
 						_, at, ok, err := w.nextOTLPSpan(&rec)
 						if !ok {
 							return err
@@ -244,15 +245,15 @@ func (w *jsonWalker) otlpScope(raw []byte) []span.Attr {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
-	err := objectMembers(raw, func(key string, k kind, v []byte) error {
-		if k != kString || len(v) == 0 {
+	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+		if k != record.KString || len(v) == 0 {
 			return nil
 		}
 		switch key {
 		case "name":
-			out = append(out, span.Attr{Key: "otel.scope.name", Value: w.attrIntern.get(v)})
+			out = append(out, span.Attr{Key: "otel.scope.name", Value: w.attrIntern.Get(v)})
 		case "version":
-			out = append(out, span.Attr{Key: "otel.scope.version", Value: w.attrIntern.get(v)})
+			out = append(out, span.Attr{Key: "otel.scope.version", Value: w.attrIntern.Get(v)})
 		}
 		return nil
 	})
@@ -262,16 +263,16 @@ func (w *jsonWalker) otlpScope(raw []byte) []span.Attr {
 	return out
 }
 
-func (w *jsonWalker) otlpEmit(rec *traceRecord, res *otlpResource, scope []span.Attr, index int64, at pos) {
-	rec.sp.Service = res.service
-	if !rec.hopSet && res.hopSet {
-		rec.hop, rec.hopSet = res.hop, true
+func (w *jsonWalker) otlpEmit(rec *record.TraceRecord, res *otlpResource, scope []span.Attr, index int64, at pos) {
+	rec.Span.Service = res.service
+	if !rec.HopSet && res.hopSet {
+		rec.Hop, rec.HopSet = res.hop, true
 	}
 	if res.bad != nil {
-		rec.ignore("resource", res.bad)
+		rec.Ignore("resource", res.bad)
 	}
-	rec.finish(&w.intern)
-	w.setAttrs(&rec.sp, res.attrs, scope, rec.attrs)
+	rec.Finish(&w.intern)
+	w.setAttrs(&rec.Span, res.attrs, scope, rec.Attrs)
 	w.emit(rec, index, at)
 }
 
@@ -279,19 +280,19 @@ func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
 	if string(raw) == "null" {
 		return nil
 	}
-	return objectMembers(raw, func(key string, k kind, v []byte) error {
-		if key != "attributes" || k != kArray {
+	return objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+		if key != "attributes" || k != record.KArray {
 			return nil
 		}
 		return otlpAttributes(v, func(ak string, str bool, av []byte) error {
 			if ak == "service.name" {
-				res.service = w.intern.get(av)
+				res.service = w.intern.Get(av)
 			}
 			if w.hopAttr != "" && ak == w.hopAttr {
 				res.hop, res.hopSet = string(av), true
 			}
-			if attrKept(ak) {
-				res.attrs = append(res.attrs, span.Attr{Key: w.attrIntern.get([]byte(ak)), Value: w.attrIntern.get(av)})
+			if record.AttrKept(ak) {
+				res.attrs = append(res.attrs, span.Attr{Key: w.attrIntern.Get([]byte(ak)), Value: w.attrIntern.Get(av)})
 			}
 			return nil
 		})
@@ -306,7 +307,7 @@ func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
 // the others are read, and the first such problem is returned at the end.
 func otlpAttributes(raw []byte, f func(key string, str bool, v []byte) error) error {
 	var first error
-	err := arrayElems(raw, func(k kind, elem []byte, _ int) error {
+	err := arrayElems(raw, func(k record.JSONKind, elem []byte, _ int) error {
 		if err := otlpAttribute(k, elem, f); err != nil && first == nil {
 			first = err
 		}
@@ -318,22 +319,22 @@ func otlpAttributes(raw []byte, f func(key string, str bool, v []byte) error) er
 	return first
 }
 
-func otlpAttribute(k kind, elem []byte, f func(key string, str bool, v []byte) error) error {
+func otlpAttribute(k record.JSONKind, elem []byte, f func(key string, str bool, v []byte) error) error {
 	{
-		if k != kObject {
+		if k != record.KObject {
 			return fmt.Errorf("attribute: want an object, got %s", kindName(k))
 		}
 		var key string
 		var val []byte
-		if err := objectMembers(elem, func(mk string, k kind, v []byte) error {
+		if err := objectMembers(elem, func(mk string, k record.JSONKind, v []byte) error {
 			switch mk {
 			case "key":
-				if k != kString {
+				if k != record.KString {
 					return fmt.Errorf("attribute key: want a string, got %s", kindName(k))
 				}
 				key = string(v)
 			case "value":
-				if k == kObject {
+				if k == record.KObject {
 					val = v
 				}
 			}
@@ -346,13 +347,13 @@ func otlpAttribute(k kind, elem []byte, f func(key string, str bool, v []byte) e
 		}
 		var text []byte
 		var str, found bool
-		if err := objectMembers(val, func(vk string, k kind, v []byte) error {
+		if err := objectMembers(val, func(vk string, k record.JSONKind, v []byte) error {
 			switch vk {
 			case "stringValue", "string_value":
-				text, str, found = append([]byte(nil), v...), true, k == kString
+				text, str, found = append([]byte(nil), v...), true, k == record.KString
 			case "intValue", "int_value", "doubleValue", "double_value", "boolValue", "bool_value":
 				// int64 is a string in protojson, a number elsewhere.
-				text, str, found = append([]byte(nil), v...), false, k == kString || k == kNumber || k == kBool
+				text, str, found = append([]byte(nil), v...), false, k == record.KString || k == record.KNumber || k == record.KBool
 			}
 			return nil
 		}); err != nil {
@@ -371,13 +372,13 @@ func otlpAttribute(k kind, elem []byte, f func(key string, str bool, v []byte) e
 // otlpSpan reads one span object into rec. The times are required (the
 // duration comes from them); a value of any other member that cannot be
 // read is recorded in rec.soft and the span kept.
-func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail string) {
+func (w *jsonWalker) otlpSpan(raw []byte, rec *record.TraceRecord) (reason, detail string) {
 	var start, end int64
 	var hasStart, hasEnd bool
 	var badTime error
-	sp := &rec.sp
-	err := objectMembers(raw, func(key string, k kind, v []byte) error {
-		if k == kNull {
+	sp := &rec.Span
+	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+		if k == record.KNull {
 			return nil
 		}
 		var err error
@@ -411,88 +412,88 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *traceRecord) (reason, detail stri
 			}
 			return nil
 		case "traceState", "trace_state":
-			if k == kString {
-				rec.traceState = string(v)
+			if k == record.KString {
+				rec.TraceState = string(v)
 			}
 		case "attributes":
-			if k != kArray {
+			if k != record.KArray {
 				err = fmt.Errorf("attributes: want an array, got %s", kindName(k))
 				break
 			}
 			err = otlpAttributes(v, func(ak string, str bool, av []byte) error {
-				rec.keepAttr(&w.attrIntern, ak, av)
+				rec.KeepAttr(&w.attrIntern, ak, av)
 				if ak == "error" {
 					// An OpenTracing-style boolean error attribute.
-					if b, e := parseBool(av); e == nil && b {
-						rec.errFlag = true
+					if b, e := record.ParseBool(av); e == nil && b {
+						rec.ErrFlag = true
 					}
 					return nil
 				}
-				rec.addAttr(ak, av, str, w.hopAttr)
+				rec.AddAttr(ak, av, str, w.hopAttr)
 				return nil
 			})
 		case "status":
-			if k != kObject {
+			if k != record.KObject {
 				err = fmt.Errorf("status: want an object, got %s", kindName(k))
 				break
 			}
 			err = otlpStatus(v, rec)
 		case "events":
-			if k == kArray {
+			if k == record.KArray {
 				err = otlpEvents(v, rec)
 			}
 		}
 		if err != nil {
-			rec.ignore(field, err)
+			rec.Ignore(field, err)
 		}
 		return nil
 	})
 	if err != nil {
-		return reasonBadJSON, err.Error()
+		return record.ReasonBadJSON, err.Error()
 	}
 	switch {
 	case badTime != nil && (!hasStart || !hasEnd):
-		return reasonBadValue, badTime.Error()
+		return record.ReasonBadValue, badTime.Error()
 	case !hasStart && !hasEnd:
-		return reasonNoDuration, "no startTimeUnixNano or endTimeUnixNano"
+		return record.ReasonNoDuration, "no startTimeUnixNano or endTimeUnixNano"
 	case !hasStart || start == 0:
-		return reasonNoStart, "no startTimeUnixNano"
+		return record.ReasonNoStart, "no startTimeUnixNano"
 	case !hasEnd || end == 0:
-		return reasonNoEnd, "no endTimeUnixNano"
+		return record.ReasonNoEnd, "no endTimeUnixNano"
 	case end < start:
-		return reasonEndBeforeSta, fmt.Sprintf("end %d < start %d", end, start)
+		return record.ReasonEndBeforeStart, fmt.Sprintf("end %d < start %d", end, start)
 	}
 	sp.Start, sp.Duration = start, end-start
 	return "", ""
 }
 
 // textValue reads a name: a string, or the text of a number or boolean.
-func (w *jsonWalker) textValue(key string, k kind, v []byte) (string, error) {
+func (w *jsonWalker) textValue(key string, k record.JSONKind, v []byte) (string, error) {
 	switch k {
-	case kString, kNumber, kBool:
-		return w.intern.get(v), nil
+	case record.KString, record.KNumber, record.KBool:
+		return w.intern.Get(v), nil
 	}
 	return "", fmt.Errorf("%s: want a string, got %s", key, kindName(k))
 }
 
 // idValue reads a hex or base64 id.
-func idValue(key string, k kind, v []byte, width int) (string, error) {
-	if k != kString {
+func idValue(key string, k record.JSONKind, v []byte, width int) (string, error) {
+	if k != record.KString {
 		return "", fmt.Errorf("%s: want a string, got %s", key, kindName(k))
 	}
-	return normID(v, width), nil
+	return record.NormID(v, width), nil
 }
 
 // otlpKind reads SpanKind as a number or an enum name.
-func otlpKind(k kind, v []byte) (string, error) {
-	if k != kString && k != kNumber {
+func otlpKind(k record.JSONKind, v []byte) (string, error) {
+	if k != record.KString && k != record.KNumber {
 		return "", fmt.Errorf("kind: want a number or a SPAN_KIND_ name, got %s", kindName(k))
 	}
-	switch s := normKind(v); s {
+	switch s := record.NormKind(v); s {
 	case "", "internal", "server", "client", "producer", "consumer":
 		return s, nil
 	}
-	if _, err := strconv.Atoi(string(v)); err == nil && k == kNumber {
+	if _, err := strconv.Atoi(string(v)); err == nil && k == record.KNumber {
 		// Proto3 enums are open: a number this version does not know
 		// is kept by protojson, and says nothing tailscope can use.
 		return "", nil
@@ -507,10 +508,10 @@ func otlpKind(k kind, v []byte) (string, error) {
 // unset code and a deprecated code other than OK mean ERROR. So a number
 // above 2, or a gRPC name, is read as that older code: a failure, and a
 // timeout for DEADLINE_EXCEEDED.
-func otlpStatus(raw []byte, rec *traceRecord) error {
+func otlpStatus(raw []byte, rec *record.TraceRecord) error {
 	dep := -1
 	var bad error // the first member that could not be read; the others are
-	err := objectMembers(raw, func(key string, k kind, v []byte) error {
+	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
 		switch key {
 		case "code":
 			if err := otlpStatusCode(k, v, rec); err != nil && bad == nil {
@@ -520,21 +521,21 @@ func otlpStatus(raw []byte, rec *traceRecord) error {
 			n, ok := otlpGRPCCode(k, v, "DEPRECATED_STATUS_CODE_")
 			if !ok {
 				if bad == nil {
-					bad = fmt.Errorf("status.deprecatedCode: want a number or a DEPRECATED_STATUS_CODE_ name, got %q", shortValue(v))
+					bad = fmt.Errorf("status.deprecatedCode: want a number or a DEPRECATED_STATUS_CODE_ name, got %q", record.ShortValue(v))
 				}
 				return nil
 			}
 			dep = n
 		case "message":
-			if k == kString && len(v) > 0 {
-				rec.message = string(v)
+			if k == record.KString && len(v) > 0 {
+				rec.Message = string(v)
 			}
 		}
 		return nil
 	})
-	if err == nil && dep > 0 && (!rec.statusSet || rec.status == span.Unset) {
-		rec.status, rec.statusSet = span.Error, true
-		rec.timeout = rec.timeout || dep == 4
+	if err == nil && dep > 0 && (!rec.StatusSet || rec.Status == span.Unset) {
+		rec.Status, rec.StatusSet = span.Error, true
+		rec.Timeout = rec.Timeout || dep == 4
 	}
 	if err == nil {
 		err = bad
@@ -542,27 +543,27 @@ func otlpStatus(raw []byte, rec *traceRecord) error {
 	return err
 }
 
-func otlpStatusCode(k kind, v []byte, rec *traceRecord) error {
+func otlpStatusCode(k record.JSONKind, v []byte, rec *record.TraceRecord) error {
 	switch string(v) {
 	case "0", "STATUS_CODE_UNSET", "UNSET":
-		rec.status, rec.statusSet = span.Unset, true
+		rec.Status, rec.StatusSet = span.Unset, true
 		return nil
 	case "1", "STATUS_CODE_OK", "OK":
-		rec.status, rec.statusSet = span.OK, true
+		rec.Status, rec.StatusSet = span.OK, true
 		return nil
 	case "2", "STATUS_CODE_ERROR", "ERROR":
-		rec.status, rec.statusSet = span.Error, true
+		rec.Status, rec.StatusSet = span.Error, true
 		return nil
 	}
 	n, ok := otlpGRPCCode(k, v, "STATUS_CODE_")
 	switch {
 	case !ok:
-		return fmt.Errorf("status.code: want 0-2 or a STATUS_CODE_ name, got %q", shortValue(v))
+		return fmt.Errorf("status.code: want 0-2 or a STATUS_CODE_ name, got %q", record.ShortValue(v))
 	case n > 0: // the pre-0.7 code: anything but OK failed
-		rec.status, rec.statusSet = span.Error, true
-		rec.timeout = rec.timeout || n == 4
-	case n == 0 && k == kString: // the pre-0.7 "Ok"
-		rec.status, rec.statusSet = span.OK, true
+		rec.Status, rec.StatusSet = span.Error, true
+		rec.Timeout = rec.Timeout || n == 4
+	case n == 0 && k == record.KString: // the pre-0.7 "Ok"
+		rec.Status, rec.StatusSet = span.OK, true
 	}
 	return nil
 }
@@ -571,8 +572,8 @@ func otlpStatusCode(k kind, v []byte, rec *traceRecord) error {
 // with or without prefix, upper snake case (DEADLINE_EXCEEDED, the 0.5-0.9
 // spelling) or CamelCase (DeadlineExceeded, 0.4). Negative numbers and
 // numbers past 16 are open-enum values with no meaning here: -1.
-func otlpGRPCCode(k kind, v []byte, prefix string) (int, bool) {
-	if k == kNumber || k == kString {
+func otlpGRPCCode(k record.JSONKind, v []byte, prefix string) (int, bool) {
+	if k == record.KNumber || k == record.KString {
 		if n, err := strconv.Atoi(string(v)); err == nil {
 			if n < 0 || n > 16 {
 				n = -1
@@ -580,7 +581,7 @@ func otlpGRPCCode(k kind, v []byte, prefix string) (int, bool) {
 			return n, true
 		}
 	}
-	if k != kString {
+	if k != record.KString {
 		return 0, false
 	}
 	name := strings.TrimPrefix(string(v), prefix)
@@ -601,7 +602,7 @@ func otlpGRPCCode(k kind, v []byte, prefix string) (int, bool) {
 	case "INTERNAL_ERROR":
 		name = "INTERNAL"
 	}
-	n, ok := grpcCodeNames[name]
+	n, ok := record.GRPCCodeNames[name]
 	return n, ok
 }
 
@@ -611,34 +612,34 @@ func otlpGRPCCode(k kind, v []byte, prefix string) (int, bool) {
 // sniffing window is still recognised; a flat log line with a "trace" or
 // "result" field holding a string is not taken for one.
 func otlpWrapped(b []byte) bool {
-	sc := scanner{buf: b}
-	sc.ws()
-	if !sc.eat('{') {
+	sc := record.Scanner{Buf: b}
+	sc.Ws()
+	if !sc.Eat('{') {
 		return false
 	}
 	for {
-		sc.ws()
-		k, ok := sc.str()
+		sc.Ws()
+		k, ok := sc.Str()
 		if !ok {
 			return false
 		}
 		key := string(k)
-		sc.ws()
-		if !sc.eat(':') {
+		sc.Ws()
+		if !sc.Eat(':') {
 			return false
 		}
-		sc.ws()
-		if (key == "result" || key == "trace") && sc.pos < len(sc.buf) && sc.buf[sc.pos] == '{' {
-			inner := topKeys(sc.buf[sc.pos:])
+		sc.Ws()
+		if (key == "result" || key == "trace") && sc.Pos < len(sc.Buf) && sc.Buf[sc.Pos] == '{' {
+			inner := record.TopKeys(sc.Buf[sc.Pos:])
 			if inner["resourceSpans"] || inner["resource_spans"] || inner["batches"] {
 				return true
 			}
 		}
-		if _, _, err := sc.value(); err != nil {
+		if _, _, err := sc.Value(); err != nil {
 			return false
 		}
-		sc.ws()
-		if !sc.eat(',') {
+		sc.Ws()
+		if !sc.Eat(',') {
 			return false
 		}
 	}
@@ -647,18 +648,18 @@ func otlpWrapped(b []byte) bool {
 // otlpEvents looks for an "exception" event: its type or message is what
 // tells a timeout (java.net.SocketTimeoutException, context deadline
 // exceeded) when the status message is empty.
-func otlpEvents(raw []byte, rec *traceRecord) error {
-	return arrayElems(raw, func(k kind, ev []byte, _ int) error {
-		if k != kObject {
+func otlpEvents(raw []byte, rec *record.TraceRecord) error {
+	return arrayElems(raw, func(k record.JSONKind, ev []byte, _ int) error {
+		if k != record.KObject {
 			return nil
 		}
 		var name string
 		var attrs []byte
-		if err := objectMembers(ev, func(key string, k kind, v []byte) error {
+		if err := objectMembers(ev, func(key string, k record.JSONKind, v []byte) error {
 			switch {
-			case key == "name" && k == kString:
+			case key == "name" && k == record.KString:
 				name = string(v)
-			case key == "attributes" && k == kArray:
+			case key == "attributes" && k == record.KArray:
 				attrs = v
 			}
 			return nil
@@ -669,7 +670,7 @@ func otlpEvents(raw []byte, rec *traceRecord) error {
 			return nil
 		}
 		return otlpAttributes(attrs, func(ak string, _ bool, av []byte) error {
-			rec.exceptionAttr(ak, av)
+			rec.ExceptionAttr(ak, av)
 			return nil
 		})
 	})
@@ -680,7 +681,7 @@ func otlpEvents(raw []byte, rec *traceRecord) error {
 // walker to handle), or when the value was skipped with its position and
 // reason (one over --max-record included). raw is the span's JSON and at
 // its position, for callers that read more from it.
-func (w *jsonWalker) nextOTLPSpan(rec *traceRecord) (raw []byte, at pos, ok bool, err error) {
+func (w *jsonWalker) nextOTLPSpan(rec *record.TraceRecord) (raw []byte, at pos, ok bool, err error) {
 	raw, at, err = w.raw(w.buf)
 	w.buf = raw
 	if err == errTooLong {
@@ -692,14 +693,14 @@ func (w *jsonWalker) nextOTLPSpan(rec *traceRecord) (raw []byte, at pos, ok bool
 	}
 	w.index++
 	if len(raw) == 0 || raw[0] != '{' {
-		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+shortValue(raw[:min(len(raw), 20)]))
+		w.skipSpan(w.index, at, record.ReasonNotSpan, "want a span object, got "+record.ShortValue(raw[:min(len(raw), 20)]))
 		return nil, at, false, nil
 	}
 	if otlpFastEnabled {
 		if e, ok := w.otlpFastSpan(raw, 0, rec, false); ok && e == len(raw) {
 			return raw, at, true, nil
 		}
-		rec.reset()
+		rec.Reset()
 	}
 	if reason, detail := w.otlpSpan(raw, rec); reason != "" {
 		w.skipSpan(w.index, at, reason, detail)

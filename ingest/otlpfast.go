@@ -46,6 +46,7 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -59,7 +60,7 @@ func otlpWorkers() int {
 	if otlpWorkersSet > 0 {
 		return otlpWorkersSet
 	}
-	return jsonlWorkers()
+	return record.Workers()
 }
 
 var otlpWorkersSet int
@@ -88,9 +89,9 @@ const (
 // otlpFastSpan reads the span object at b[i] into rec (reset first) and
 // returns the index after it; ok is false when the general path must read
 // it (rec is then undefined). With borrow, ids and attributes may alias b.
-func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *traceRecord, borrow bool) (int, bool) {
-	rec.reset()
-	sp := &rec.sp
+func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *record.TraceRecord, borrow bool) (int, bool) {
+	rec.Reset()
+	sp := &rec.Span
 	var startNs, endNs int64
 	var seen uint32
 	e, ok := fastObject(b, i, func(key []byte, at int) int {
@@ -132,7 +133,7 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *traceRecord, borrow bool
 		if !ok {
 			return -1
 		}
-		if k == kNull {
+		if k == record.KNull {
 			return vend // the general path passes a null member over
 		}
 		if seen&f != 0 {
@@ -141,7 +142,7 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *traceRecord, borrow bool
 		seen |= f
 		switch f {
 		case osTrace, osSpan, osParent:
-			if k != kString {
+			if k != record.KString {
 				return -1
 			}
 			width := 16
@@ -158,12 +159,12 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *traceRecord, borrow bool
 				sp.ParentID = id
 			}
 		case osName:
-			if k != kString && k != kNumber && k != kBool {
+			if k != record.KString && k != record.KNumber && k != record.KBool {
 				return -1
 			}
-			sp.Name = w.intern.get(v)
+			sp.Name = w.intern.Get(v)
 		case osKind:
-			if k == kNumber && len(v) == 1 && v[0] >= '0' && v[0] <= '5' {
+			if k == record.KNumber && len(v) == 1 && v[0] >= '0' && v[0] <= '5' {
 				sp.Kind = [...]string{"", "internal", "server", "client", "producer", "consumer"}[v[0]-'0']
 				return vend
 			}
@@ -173,7 +174,7 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *traceRecord, borrow bool
 			}
 			sp.Kind = kd
 		case osStart, osEnd:
-			if k != kString && k != kNumber {
+			if k != record.KString && k != record.KNumber {
 				return -1
 			}
 			n, ok := fastNanos(v)
@@ -186,18 +187,18 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *traceRecord, borrow bool
 				endNs = n
 			}
 		case osState:
-			if k != kString {
+			if k != record.KString {
 				return -1
 			}
-			rec.traceState = string(v)
+			rec.TraceState = string(v)
 		case osAttrs: // not an array (an array was read above)
 			return -1
 		case osStatus:
-			if k != kObject || !fastStatus(v, rec) {
+			if k != record.KObject || !fastStatus(v, rec) {
 				return -1
 			}
 		case osEvents:
-			if k != kArray {
+			if k != record.KArray {
 				return -1
 			}
 			if j := fastWS(v, 1); v[j] != ']' && otlpEvents(v, rec) != nil {
@@ -218,16 +219,16 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *traceRecord, borrow bool
 // fastStatus reads the usual status ({} or {"code":0|1|2}) and leaves any
 // other to otlpStatus, the general path's reader; ok is false when that
 // reports a problem.
-func fastStatus(v []byte, rec *traceRecord) bool {
+func fastStatus(v []byte, rec *record.TraceRecord) bool {
 	i := fastWS(v, 1)
 	if v[i] == '}' {
 		return true
 	}
-	if hasLit(v, i, `"code":`) {
+	if record.HasLit(v, i, `"code":`) {
 		j := i + len(`"code":`)
 		if j+1 < len(v) && v[j] >= '0' && v[j] <= '2' {
 			if e := fastWS(v, j+1); e == len(v)-1 && v[e] == '}' {
-				rec.status, rec.statusSet = span.Status(v[j]-'0'), true
+				rec.Status, rec.StatusSet = span.Status(v[j]-'0'), true
 				return true
 			}
 		}
@@ -248,7 +249,7 @@ func otlpFastKVs(b []byte, i int, f func(key, text []byte, str bool)) int {
 			switch bstr(mk) {
 			case "key":
 				k, v, e, ok := fastValue(b, vat)
-				if !ok || k != kString || hasKey {
+				if !ok || k != record.KString || hasKey {
 					return -1
 				}
 				key, hasKey = v, true
@@ -267,9 +268,9 @@ func otlpFastKVs(b []byte, i int, f func(key, text []byte, str bool)) int {
 					}
 					switch bstr(vk) {
 					case "stringValue", "string_value":
-						text, str, found = v, true, k == kString
+						text, str, found = v, true, k == record.KString
 					case "intValue", "int_value", "doubleValue", "double_value", "boolValue", "bool_value":
-						text, str, found = v, false, k == kString || k == kNumber || k == kBool
+						text, str, found = v, false, k == record.KString || k == record.KNumber || k == record.KBool
 					}
 					return e
 				})
@@ -297,22 +298,22 @@ func otlpFastKVs(b []byte, i int, f func(key, text []byte, str bool)) int {
 // otlpFastAttrs reads a span's attributes at b[i] as otlpSpan's callback
 // does: each scalar given to keepAttr and addAttr (error to the error
 // flag). It returns the index after the list, or -1.
-func (w *jsonWalker) otlpFastAttrs(b []byte, i int, rec *traceRecord, borrow bool) int {
+func (w *jsonWalker) otlpFastAttrs(b []byte, i int, rec *record.TraceRecord, borrow bool) int {
 	return otlpFastKVs(b, i, func(key, text []byte, str bool) {
 		w.fastKeepAttr(rec, key, text, borrow)
 		// addAttr may keep the key (a value it could not read is recorded
 		// under it), as the general path's own string.
-		ak := w.attrIntern.get(key)
+		ak := w.attrIntern.Get(key)
 		if !utf8.Valid(key) {
 			ak = string(key)
 		}
 		if ak == "error" {
-			if b, err := parseBool(text); err == nil && b {
-				rec.errFlag = true
+			if b, err := record.ParseBool(text); err == nil && b {
+				rec.ErrFlag = true
 			}
 			return
 		}
-		rec.addAttr(ak, text, str, w.hopAttr)
+		rec.AddAttr(ak, text, str, w.hopAttr)
 	})
 }
 
@@ -326,13 +327,13 @@ func (w *jsonWalker) otlpFastResource(b []byte, i int, res *otlpResource) int {
 		}
 		return otlpFastKVs(b, at, func(ak, av []byte, _ bool) {
 			if bstr(ak) == "service.name" {
-				res.service = w.intern.get(av)
+				res.service = w.intern.Get(av)
 			}
 			if w.hopAttr != "" && bstr(ak) == w.hopAttr {
 				res.hop, res.hopSet = string(av), true
 			}
-			if attrKept(bstr(ak)) {
-				res.attrs = append(res.attrs, span.Attr{Key: w.attrIntern.get(ak), Value: w.attrIntern.get(av)})
+			if record.AttrKept(bstr(ak)) {
+				res.attrs = append(res.attrs, span.Attr{Key: w.attrIntern.Get(ak), Value: w.attrIntern.Get(av)})
 			}
 		})
 	})
@@ -350,14 +351,14 @@ func (w *jsonWalker) otlpFastScope(b []byte, i int) (attrs []span.Attr, end int)
 		if !ok {
 			return -1
 		}
-		if k != kString || len(v) == 0 {
+		if k != record.KString || len(v) == 0 {
 			return e
 		}
 		switch bstr(key) {
 		case "name":
-			attrs = append(attrs, span.Attr{Key: "otel.scope.name", Value: w.attrIntern.get(v)})
+			attrs = append(attrs, span.Attr{Key: "otel.scope.name", Value: w.attrIntern.Get(v)})
 		case "version":
-			attrs = append(attrs, span.Attr{Key: "otel.scope.version", Value: w.attrIntern.get(v)})
+			attrs = append(attrs, span.Attr{Key: "otel.scope.version", Value: w.attrIntern.Get(v)})
 		}
 		return e
 	})
@@ -370,7 +371,7 @@ func (w *jsonWalker) otlpFastScope(b []byte, i int) (attrs []span.Attr, end int)
 // otlpFastRecord is a span read by otlpFastLine, waiting for the line to
 // be read whole.
 type otlpFastRecord struct {
-	rec   traceRecord
+	rec   record.TraceRecord
 	res   int // its resource, in otlpFastState.res
 	scope []span.Attr
 	at    pos
@@ -387,7 +388,7 @@ type otlpFastState struct {
 }
 
 // decodeOTLPFast is decodeOTLP with the fast paths.
-func decodeOTLPFast(src *Source) error {
+func decodeOTLPFast(src *record.Source) error {
 	w := newWalker(src)
 	st := &otlpFastState{br: src.R}
 	return w.run(func() error {
@@ -470,8 +471,8 @@ func (w *jsonWalker) otlpFastDecode(st *otlpFastState, line []byte, base pos) (i
 	n := n0
 	st.recs = st.recs[:cap(st.recs)]
 	defer func() { st.recs = st.recs[:n] }()
-	borrow := w.src.opt.Borrowed
-	maxRec := w.src.opt.MaxRecord
+	borrow := w.src.Options().Borrowed
+	maxRec := w.src.Options().MaxRecord
 	found := false
 	e, ok := fastObject(line, 0, func(key []byte, at int) int {
 		switch bstr(key) {
@@ -497,7 +498,7 @@ func (w *jsonWalker) otlpFastDecode(st *otlpFastState, line []byte, base pos) (i
 					}
 					st.res[r] = otlpResource{}
 					k, rv, e, ok := fastValue(line, at)
-					if !ok || k != kObject || len(rv) > maxRec || st.res[r].seen || w.otlpReadResource(rv, &st.res[r]) != nil {
+					if !ok || k != record.KObject || len(rv) > maxRec || st.res[r].seen || w.otlpReadResource(rv, &st.res[r]) != nil {
 						return -1
 					}
 					st.res[r].seen = true

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -25,17 +26,17 @@ const (
 
 // otlpRead reads input as OTLP one of those ways and returns the spans
 // (deep copies: borrowed strings die with the call) and stats.
-func otlpRead(t testing.TB, input []byte, opt Options, mode int) ([]span.Span, *Stats, error) {
+func otlpRead(t testing.TB, input []byte, opt record.Options, mode int) ([]span.Span, *record.Stats, error) {
 	t.Helper()
 	defer func(was bool, workers, bs, lb int) {
-		otlpFastEnabled, otlpWorkersSet, blockSize, otlpLineBuffer = was, workers, bs, lb
-	}(otlpFastEnabled, otlpWorkersSet, blockSize, otlpLineBuffer)
+		otlpFastEnabled, otlpWorkersSet, record.BlockSize, otlpLineBuffer = was, workers, bs, lb
+	}(otlpFastEnabled, otlpWorkersSet, record.BlockSize, otlpLineBuffer)
 	otlpFastEnabled = mode != otlpGeneral
 	otlpWorkersSet = 1
 	if mode == otlpFastPar {
 		// Lines over the limit end the parallel reading (some generated
 		// lines are longer, most shorter).
-		otlpWorkersSet, blockSize, otlpLineBuffer = 2, 512, 6000
+		otlpWorkersSet, record.BlockSize, otlpLineBuffer = 2, 512, 6000
 	}
 	if opt.Format == "" {
 		opt.Format = "otlp"
@@ -54,7 +55,7 @@ func otlpRead(t testing.TB, input []byte, opt Options, mode int) ([]span.Span, *
 }
 
 // otlpStatsText is everything a report takes from the read statistics.
-func otlpStatsText(st *Stats) string {
+func otlpStatsText(st *record.Stats) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "read %d used %d skipped %d %v filtered %d %v ignored %d %v\n", st.Read, st.Used, st.Skipped, st.SkippedByReason,
 		st.Filtered, st.FilteredByReason, st.Ignored, st.IgnoredByField)
@@ -73,7 +74,7 @@ func otlpStatsText(st *Stats) string {
 // otlpSame reads input every way, with and without borrowed spans, and
 // fails on any difference in spans, attributes, skips, positions or counts
 // between the general path and the fast ones.
-func otlpSame(t testing.TB, input []byte, opt Options) (spans int) {
+func otlpSame(t testing.TB, input []byte, opt record.Options) (spans int) {
 	t.Helper()
 	for _, borrowed := range []bool{false, true} {
 		opt.Borrowed = borrowed
@@ -299,11 +300,11 @@ func TestOTLPFastSame(t *testing.T) {
 	total := 0
 	for seed := range uint64(40) {
 		in := otlpGen(seed, 20)
-		total += otlpSame(t, in, Options{})
+		total += otlpSame(t, in, record.Options{})
 		if seed%4 == 0 {
-			otlpSame(t, in, Options{HopBy: "attr:tier"})
-			otlpSame(t, in, Options{MaxRecord: 300})
-			otlpSame(t, in, Options{MaxErrors: 3})
+			otlpSame(t, in, record.Options{HopBy: "attr:tier"})
+			otlpSame(t, in, record.Options{MaxRecord: 300})
+			otlpSame(t, in, record.Options{MaxErrors: 3})
 		}
 	}
 	if total < 500 {
@@ -311,11 +312,11 @@ func TestOTLPFastSame(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 5))
 	for i := range 600 {
-		otlpSame(t, otlpMutate(r, otlpGen(uint64(i), 3)), Options{})
+		otlpSame(t, otlpMutate(r, otlpGen(uint64(i), 3)), record.Options{})
 	}
 	// One big document, pretty-printed: the span-level fast path.
 	big := bytes.ReplaceAll(otlpGen(99, 1), []byte(`,"`), []byte(",\n  \""))
-	otlpSame(t, big, Options{})
+	otlpSame(t, big, record.Options{})
 	for _, dir := range []string{"otel-proto", "jaeger"} {
 		m, _ := filepath.Glob(filepath.Join("..", "..", "shared", "data", dir, "*.json"))
 		for _, f := range m {
@@ -323,7 +324,7 @@ func TestOTLPFastSame(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			otlpSame(t, b, Options{Format: "auto"})
+			otlpSame(t, b, record.Options{Format: "auto"})
 		}
 	}
 }
@@ -337,9 +338,8 @@ func TestOTLPFastTakesTheUsualLine(t *testing.T) {
 		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","parentSpanId":"2122232425262728","flags":257,"name":"GET","kind":3,` +
 		`"startTimeUnixNano":"1000","endTimeUnixNano":"3000","attributes":[{"key":"http.response.status_code","value":{"intValue":"503"}},` +
 		`{"key":"peer.service","value":{"stringValue":"db"}}],"status":{"code":2}}]}]}]}` + "\n"
-	src := &Source{Name: "in", R: bufioReader(line), opt: &Options{MaxRecord: DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, st: newStats(nil), hopDefault: "service+name"}
 	var got []span.Span
-	src.emit = func(sp *span.Span) { got = append(got, *sp) }
+	src := record.NewSource("in", bufioReader(line), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), func(sp *span.Span) { got = append(got, *sp) })
 	w := newWalker(src)
 	if c, err := w.top(); err != nil || c != '{' {
 		t.Fatal(c, err)
@@ -364,7 +364,7 @@ func FuzzOTLPFast(f *testing.F) {
 		if len(data) > 1<<16 {
 			return
 		}
-		otlpSame(t, data, Options{MaxRecord: 1 << 12})
+		otlpSame(t, data, record.Options{MaxRecord: 1 << 12})
 	})
 }
 

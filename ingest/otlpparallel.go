@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // Parallel OTLP JSON lines.
@@ -61,7 +63,7 @@ type otlpLineResult struct {
 }
 
 // decodeOTLPParallel reads src with the workers; see above.
-func decodeOTLPParallel(src *Source, workers int) error {
+func decodeOTLPParallel(src *record.Source, workers int) error {
 	w := newWalker(src)
 	// The walker's positions start after a byte order mark, which
 	// newWalker consumed.
@@ -322,15 +324,15 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 		case <-stop:
 			return
 		}
-		size := max(blockSize, len(carry)+blockSize/2)
-		if cap(b.buf) < size || cap(b.buf) > 4*blockSize && len(carry) < blockSize {
+		size := max(record.BlockSize, len(carry)+record.BlockSize/2)
+		if cap(b.buf) < size || cap(b.buf) > 4*record.BlockSize && len(carry) < record.BlockSize {
 			b.buf = make([]byte, 0, size)
 		}
 		b.buf = append(b.buf[:0], carry...)
 		carry = carry[:0]
 		b.off, b.firstLine, b.rest, b.err = off, line, false, nil
 		for {
-			n, err := readFull(r, b.buf[len(b.buf):cap(b.buf)])
+			n, err := record.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
 			b.buf = b.buf[:len(b.buf)+n]
 			if err != nil && err != io.EOF {
 				b.rest, b.err = true, err
@@ -340,7 +342,7 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 			eof := err == io.EOF
 			if eof {
 				if len(b.buf) > 0 {
-					line += int64(bytes.Count(b.buf, nl))
+					line += int64(bytes.Count(b.buf, record.Newline))
 					send(b)
 				}
 				return
@@ -363,7 +365,7 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 			b.buf = nb
 		}
 		n := int64(len(b.buf))
-		line += int64(bytes.Count(b.buf, nl))
+		line += int64(bytes.Count(b.buf, record.Newline))
 		off += n
 		send(b)
 	}

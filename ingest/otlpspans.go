@@ -1,5 +1,9 @@
 package ingest
 
+import (
+	"github.com/tailscope/tailscope/ingest/internal/record"
+)
+
 // Some pipelines write OTLP spans one per line, each a bare Span object
 // (traceId, spanId, startTimeUnixNano, …) rather than wrapped in
 // resourceSpans. They are OTLP spans all the same: Sniff routes them here,
@@ -8,27 +12,27 @@ package ingest
 // span attribute "service.name".
 func init() { register("otlp-spans", decodeOTLPSpans) }
 
-func decodeOTLPSpans(src *Source) error {
+func decodeOTLPSpans(src *record.Source) error {
 	w := newWalker(src)
 	return w.run(func() error {
 		if _, err := w.top(); err != nil {
 			return err // io.EOF at the end of the input
 		}
-		var rec traceRecord
+		var rec record.TraceRecord
 		raw, at, ok, err := w.nextOTLPSpan(&rec)
 		if !ok {
 			return err
 		}
 		var res otlpResource
-		if err := objectMembers(raw, func(key string, k kind, v []byte) error {
+		if err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
 			switch {
-			case key == "resource" && k == kObject:
+			case key == "resource" && k == record.KObject:
 				return w.otlpReadResource(v, &res)
-			case key == "attributes" && k == kArray && res.service == "":
+			case key == "attributes" && k == record.KArray && res.service == "":
 				// service.name as a span attribute, when no resource says it.
 				return otlpAttributes(v, func(ak string, str bool, av []byte) error {
 					if ak == "service.name" {
-						res.service = w.intern.get(av)
+						res.service = w.intern.Get(av)
 					}
 					return nil
 				})

@@ -3,17 +3,16 @@ package ingest
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -39,66 +38,9 @@ import (
 
 func init() { register("parquet", decodeParquet) }
 
-// randomAccess returns the input as an io.ReaderAt and its size. A
-// stream (stdin, a decompressed input) is spilled to a temporary file,
-// registered in TempFiles so that a signal does not leave it behind, and
-// bounded by Options.MaxSpill: a small compressed input can expand to far
-// more than the disk holds.
-func randomAccess(src *Source, pattern string) (io.ReaderAt, int64, func(), error) {
-	if src.File != nil {
-		fi, err := src.File.Stat()
-		if err == nil && fi.Mode().IsRegular() {
-			return src.File, fi.Size(), func() {}, nil
-		}
-	}
-	tmp, err := os.CreateTemp("", pattern)
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
-	}
-	cleanup := func() { tmp.Close(); TempFiles.Remove(tmp.Name()) }
-	if !TempFiles.Add(tmp.Name()) {
-		cleanup()
-		return nil, 0, nil, errors.New("spilling to a temporary file: interrupted")
-	}
-	limit := src.opt.MaxSpill
-	if limit <= 0 {
-		limit = DefaultMaxSpill
-	}
-	n, err := io.Copy(tmp, io.LimitReader(src.R, limit+1))
-	if err == nil && n > limit {
-		err = fmt.Errorf("the input is over %s once decompressed (raise with --max-spill)", bytesText(limit))
-	}
-	if err != nil {
-		cleanup()
-		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
-	}
-	return tmp, n, cleanup, nil
-}
-
-// bytesText is a size for messages: 4 GiB, 512 MiB, 100 KiB, 12 bytes.
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// noPanic turns a panic of a third-party decoder on corrupt input into an
-// error: a malformed file must never take the run down.
-func noPanic(what string, err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("corrupt %s file: %v", what, r)
-	}
-}
-
-func decodeParquet(src *Source) (err error) {
-	defer noPanic("Parquet", &err)
-	ra, size, cleanup, err := randomAccess(src, "tailscope-*.parquet")
+func decodeParquet(src *record.Source) (err error) {
+	defer record.NoPanic("Parquet", &err)
+	ra, size, cleanup, err := record.RandomAccess(src, "tailscope-*.parquet")
 	if err != nil {
 		return err
 	}
@@ -110,7 +52,7 @@ func decodeParquet(src *Source) (err error) {
 	if err != nil {
 		return fmt.Errorf("not a readable Parquet file (truncated or corrupt?): %v", err)
 	}
-	if err := checkParquetPages(ra, size, pf.Metadata()); err != nil {
+	if err := record.CheckParquetPages(ra, size, pf.Metadata()); err != nil {
 		return err
 	}
 	if l := tempoLayoutOf(pf.Schema()); l != nil {
@@ -118,66 +60,6 @@ func decodeParquet(src *Source) (err error) {
 	}
 	return decodeFlatParquet(src, pf)
 }
-
-// cursor reads one column chunk value by value, page after page. A value
-// is valid until the next call to next.
-type cursor struct {
-	pages  parquet.Pages
-	vr     parquet.ValueReader
-	buf    []parquet.Value
-	i, n   int
-	err    error
-	done   bool
-	stalls int
-}
-
-func newCursor(cc parquet.ColumnChunk) *cursor {
-	return &cursor{pages: cc.Pages(), buf: make([]parquet.Value, 1024)}
-}
-
-func (c *cursor) next() (parquet.Value, bool) {
-	for c.i >= c.n {
-		if c.done {
-			return parquet.Value{}, false
-		}
-		if c.vr == nil {
-			p, err := c.pages.ReadPage()
-			if err != nil {
-				c.done = true
-				if !errors.Is(err, io.EOF) {
-					c.err = err
-				}
-				return parquet.Value{}, false
-			}
-			c.vr = p.Values()
-		}
-		n, err := c.vr.ReadValues(c.buf)
-		c.i, c.n = 0, n
-		if n == 0 && err == nil {
-			// A reader that makes no progress would spin forever on a
-			// corrupt page: give up on it.
-			c.stalls++
-			if c.stalls > 16 {
-				c.done, c.err = true, errors.New("page reader makes no progress (corrupt page)")
-				return parquet.Value{}, false
-			}
-			continue
-		}
-		c.stalls = 0
-		if err != nil {
-			c.vr = nil
-			if !errors.Is(err, io.EOF) {
-				c.done, c.err = true, err
-				return parquet.Value{}, false
-			}
-		}
-	}
-	v := c.buf[c.i]
-	c.i++
-	return v, true
-}
-
-func (c *cursor) close() { c.pages.Close() }
 
 // flatCol is one projected column of a flat Parquet table.
 type flatCol struct {
@@ -191,9 +73,9 @@ type flatCol struct {
 	attr bool
 }
 
-func decodeFlatParquet(src *Source, pf *parquet.File) error {
+func decodeFlatParquet(src *record.Source, pf *parquet.File) error {
 	src.SetDefaultHopBy("hop")
-	tab := newFieldTable(src.opt)
+	tab := newFieldTable(src.Options())
 	var cols []flatCol
 	have := map[field]bool{}
 	for _, path := range pf.Schema().Columns() {
@@ -207,7 +89,7 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 		spec := tab.column(path[0])
 		typ := leaf.Node.Type()
 		attr := !spec.used()
-		if attr && (leaf.MaxDefinitionLevel > 1 || !scalarKind(typ.Kind()) || !attrKept(path[0])) {
+		if attr && (leaf.MaxDefinitionLevel > 1 || !scalarKind(typ.Kind()) || !record.AttrKept(path[0])) {
 			continue
 		}
 		c := flatCol{name: path[0], idx: leaf.ColumnIndex, spec: spec, scale: 1, attr: attr}
@@ -249,16 +131,16 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 	if batchable(pf, cols) && !rowPath {
 		return decodeFlatBatch(src, pf, cols)
 	}
-	rec := &flatRecord{intern: &interner{}, units: &unitStats{}}
-	defer func() { src.unitNotes(rec.units, true) }()
+	rec := &flatRecord{intern: &record.Interner{}, units: &unitStats{}}
+	defer func() { unitNotes(src, rec.units, true) }()
 	var row int64
 	var scratch []byte
 	var attrs []span.Attr
 	for _, rg := range pf.RowGroups() {
 		chunks := rg.ColumnChunks()
-		curs := make([]*cursor, len(cols))
+		curs := make([]*record.Cursor, len(cols))
 		for i, c := range cols {
-			curs[i] = newCursor(chunks[c.idx])
+			curs[i] = record.NewCursor(chunks[c.idx])
 		}
 		n := rg.NumRows()
 		for r := int64(0); r < n; r++ {
@@ -267,11 +149,11 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 			attrs = attrs[:0]
 			var bad error
 			for i, c := range cols {
-				v, ok := curs[i].next()
+				v, ok := curs[i].Next()
 				if !ok {
 					closeAll(curs)
-					if curs[i].err != nil {
-						return fmt.Errorf("row %d, column %s: %v", row, c.name, curs[i].err)
+					if curs[i].Err != nil {
+						return fmt.Errorf("row %d, column %s: %v", row, c.name, curs[i].Err)
 					}
 					return fmt.Errorf("row %d, column %s: the column ends before the row group (corrupt file)", row, c.name)
 				}
@@ -279,7 +161,7 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 					continue
 				}
 				if c.attr {
-					if b := attrValue(&c, v, &scratch); len(b) > 0 && len(b) <= maxAttrValue {
+					if b := attrValue(&c, v, &scratch); len(b) > 0 && len(b) <= record.MaxAttrValue {
 						attrs = append(attrs, span.Attr{Key: c.name, Value: attrString(rec.intern, b)})
 					}
 					continue
@@ -298,11 +180,11 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 			}
 			if len(attrs) > 0 {
 				rec.sp.Attrs = attrs
-				if !src.opt.Borrowed {
+				if !src.Options().Borrowed {
 					rec.sp.Attrs = slices.Clone(attrs) // the span keeps its own
 				}
 			}
-			src.emitSoft(&rec.sp, 0, row, rec.soft)
+			src.EmitSoft(&rec.sp, 0, row, rec.soft)
 		}
 		closeAll(curs)
 	}
@@ -313,9 +195,9 @@ func decodeFlatParquet(src *Source, pf *parquet.File) error {
 // compare the two readers on the same file.
 var rowPath = false
 
-func closeAll(cs []*cursor) {
+func closeAll(cs []*record.Cursor) {
 	for _, c := range cs {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -460,7 +342,7 @@ func (r *flatRecord) setParquetInt(c *flatCol, n int64, scratch *[]byte) error {
 func (r *flatRecord) setParquetFloat(c *flatCol, x float64, scratch *[]byte) error {
 	switch c.spec.f {
 	case fTimeoutMs: // as set() does with the text, without the round trip
-		if !finiteNs(x*1e6) || x < 0 {
+		if !record.FiniteNs(x*1e6) || x < 0 {
 			r.ignore(fTimeoutMs, fmt.Errorf("timeout_ms: want milliseconds ≥ 0, got %g", x))
 			return nil
 		}
@@ -546,9 +428,9 @@ func attrValue(c *flatCol, v parquet.Value, scratch *[]byte) []byte {
 
 // attrString is an attribute value as a string of its own: interned when
 // short (values repeat), copied when long (see maxInternValue).
-func attrString(in *interner, b []byte) string {
-	if len(b) <= maxInternValue {
-		return in.get(b)
+func attrString(in *record.Interner, b []byte) string {
+	if len(b) <= record.MaxInternValue {
+		return in.Get(b)
 	}
-	return validText(b)
+	return record.ValidText(b)
 }

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -70,8 +71,8 @@ type pqEvent struct {
 	before         int
 	row            int64
 	reason, detail string
-	id             uint64    // a filtered span's key (filteredKey)
-	soft           []softErr // values a kept span lost (see lineEvent)
+	id             uint64           // a filtered span's key (filteredKey)
+	soft           []record.SoftErr // values a kept span lost (see lineEvent)
 	taken          bool
 }
 
@@ -94,7 +95,7 @@ func batchable(pf *parquet.File, cols []flatCol) bool {
 
 // decodeFlatBatch reads the row groups of pf in parallel and emits their
 // spans in order.
-func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
+func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error {
 	rgs := pf.RowGroups()
 	first := make([]int64, len(rgs)) // 0-based index of each row group's first row
 	var total int64
@@ -111,13 +112,13 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 	var next int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	var branches []Branch
+	var branches []record.Branch
 	var pqWorkers []*pqWorker
 	for range workers {
 		w := newPQWorker(src, pf, cols)
 		pqWorkers = append(pqWorkers, w)
-		if src.opt.Fork != nil {
-			w.src, w.branch = src, src.opt.Fork.Branch()
+		if src.Options().Fork != nil {
+			w.src, w.branch = src, src.Options().Fork.Branch()
 			branches = append(branches, w.branch)
 			w.fastPlan(src)
 		}
@@ -163,25 +164,25 @@ func decodeFlatBatch(src *Source, pf *parquet.File, cols []flatCol) error {
 	for _, w := range pqWorkers {
 		u.merge(w.units)
 	}
-	src.unitNotes(u, true)
+	unitNotes(src, u, true)
 	return err
 }
 
 // deliverPQ hands a chunk's spans and skips on, in row order. With a
 // Fork the chunk's spans were checked and taken by a Branch already: they
 // are counted here, and those it asked to see again go to Ordered.
-func deliverPQ(src *Source, ch *pqChunk) error {
+func deliverPQ(src *record.Source, ch *pqChunk) error {
 	ev := ch.events
-	fork := src.opt.Fork
+	fork := src.Options().Fork
 	used := false
 	event := func(e *pqEvent) {
 		switch {
 		case e.soft != nil:
 			if e.taken || used {
-				src.st.ignore(src.Name, 0, e.row, e.soft, src.opt.MaxErrors)
+				src.Stats().Ignore(src.Name, 0, e.row, e.soft, src.Options().MaxErrors)
 			}
-		case isFilter(e.reason):
-			src.st.filter(e.reason, e.id)
+		case record.IsFilter(e.reason):
+			src.Stats().Filter(e.reason, e.id)
 		default:
 			src.Skip(0, e.row, e.reason, e.detail)
 		}
@@ -197,8 +198,8 @@ func deliverPQ(src *Source, ch *pqChunk) error {
 			used = src.Emit(&ch.spans[i], 0, ch.rows[i])
 		}
 	}
-	src.st.Read += ch.used
-	src.st.Used += ch.used
+	src.Stats().Read += ch.used
+	src.Stats().Used += ch.used
 	for i := range ev {
 		event(&ev[i])
 	}
@@ -216,8 +217,8 @@ type pqWorker struct {
 	free    chan *pqChunk
 	scratch []byte
 	curs    []pqCursor
-	src     *Source // with a Fork: for accept
-	branch  Branch  // with a Fork: this worker's consumer
+	src     *record.Source // with a Fork: for accept
+	branch  record.Branch  // with a Fork: this worker's consumer
 	// ids holds the id text of the current batch with a Fork (and
 	// Options.Borrowed): most spans stop at their Branch, so only those
 	// it gives back have their ids copied to the chunk (keep).
@@ -269,10 +270,10 @@ func (w *pqWorker) keep(ch *pqChunk, sp *span.Span) {
 	}
 }
 
-func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
-	in := &interner{}
+func newPQWorker(src *record.Source, pf *parquet.File, cols []flatCol) *pqWorker {
+	in := &record.Interner{}
 	us := &unitStats{}
-	w := &pqWorker{units: us, cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.opt.Borrowed,
+	w := &pqWorker{units: us, cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.Options().Borrowed,
 		free: make(chan *pqChunk, pqChunksPerWorker), curs: make([]pqCursor, len(cols)),
 		sel: make([]int32, pqBatchRows), iota: make([]int32, pqBatchRows), vals: make([]int32, pqBatchRows)}
 	for i := range w.iota {
@@ -299,7 +300,7 @@ func newPQWorker(src *Source, pf *parquet.File, cols []flatCol) *pqWorker {
 			var probe flatRecord
 			w.curs[i].toff = uintptr(unsafe.Pointer(t(&probe))) - uintptr(unsafe.Pointer(&probe))
 		}
-		if w.curs[i].fast == fastID && src.opt.Fork != nil {
+		if w.curs[i].fast == fastID && src.Options().Fork != nil {
 			w.curs[i].hold = &w.held
 		}
 	}
@@ -451,12 +452,12 @@ func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again b
 		rec.sp.Attrs = w.attrs[i] // valid for the batch: the chunk copies what it keeps
 	}
 	if reason == "" && w.branch != nil {
-		reason, detail = w.src.accept(&rec.sp)
+		reason, detail = w.src.Accept(&rec.sp)
 	}
 	if reason != "" {
 		e := pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail}
-		if isFilter(reason) {
-			e.id, e.detail = filteredKey(&rec.sp), ""
+		if record.IsFilter(reason) {
+			e.id, e.detail = record.FilteredKey(&rec.sp), ""
 		}
 		ch.events = append(ch.events, e)
 		return
@@ -759,7 +760,7 @@ func (w *pqWorker) applyAttr(c *pqCursor, sel, vals []int32) {
 		default:
 			b = attrValue(c.col, c.typed(vi), &w.scratch)
 		}
-		if len(b) > 0 && len(b) <= maxAttrValue {
+		if len(b) > 0 && len(b) <= record.MaxAttrValue {
 			w.attrs[row] = append(w.attrs[row], span.Attr{Key: key, Value: attrString(in, b)})
 		}
 	}
@@ -941,7 +942,7 @@ func (c *pqCursor) close() {
 var errColumnShort = errors.New("the column ends before the row group (corrupt file)")
 
 // load reads the next page and takes its typed data.
-func (c *pqCursor) load(in *interner) error {
+func (c *pqCursor) load(in *record.Interner) error {
 	if c.page != nil {
 		if c.hold != nil {
 			*c.hold = append(*c.hold, c.page)
@@ -1100,7 +1101,7 @@ func targetOf(c *flatCol) func(r *flatRecord) *string {
 
 // prepare computes, once per dictionary, what each entry does to a
 // record, with exactly the effect the row path has on its value.
-func (c *pqCursor) prepare(d parquet.Dictionary, in *interner) {
+func (c *pqCursor) prepare(d parquet.Dictionary, in *record.Interner) {
 	c.prepared = d
 	c.entries = c.entries[:0]
 	spec := c.col.spec
@@ -1115,15 +1116,15 @@ func (c *pqCursor) prepare(d parquet.Dictionary, in *interner) {
 			case len(t) == 0:
 				e.op = opNothing
 			case isString && spec.f == fKind && !spec.hopAttr:
-				e.op, e.s = opString, normKind(t)
+				e.op, e.s = opString, record.NormKind(t)
 			case isString:
-				e.op, e.s = opString, in.get(t)
+				e.op, e.s = opString, in.Get(t)
 			case spec.f == fStatus && !spec.hopAttr:
 				// A status the setter reads fully (no text to keep, no
 				// value to ignore) is prepared; any other takes the setter.
 				var text []byte
 				var ok bool
-				e.st, e.to, e.code, text, ok = parseStatus(t)
+				e.st, e.to, e.code, text, ok = record.ParseStatus(t)
 				if ok && text == nil {
 					e.op = opStatus
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -74,7 +75,7 @@ func wideRows(n int, seed uint64) []wideRow {
 }
 
 // readBoth reads data with the batch reader and with the row path.
-func readBoth(t *testing.T, data []byte, opt Options) (batch, row string) {
+func readBoth(t *testing.T, data []byte, opt record.Options) (batch, row string) {
 	t.Helper()
 	read := func(rp bool) string {
 		rowPath = rp
@@ -111,7 +112,7 @@ func TestParquetBatchMatchesRows(t *testing.T) {
 	}
 	for name, opts := range layouts {
 		data := writeParquet(t, rows, opts...)
-		for _, opt := range []Options{{}, {Borrowed: true, MaxErrors: 1000}, {HopBy: "attr:peer"}, {HopBy: "service+name"}} {
+		for _, opt := range []record.Options{{}, {Borrowed: true, MaxErrors: 1000}, {HopBy: "attr:peer"}, {HopBy: "service+name"}} {
 			batch, row := readBoth(t, data, opt)
 			if batch != row {
 				t.Errorf("%s, %+v: batch and row paths differ:\n%s", name, opt, firstDiff(batch, row))
@@ -122,7 +123,7 @@ func TestParquetBatchMatchesRows(t *testing.T) {
 		}
 	}
 	// The seed's flat rows and the --map table too.
-	batch, row := readBoth(t, writeParquet(t, flatRows(), parquet.MaxRowsPerRowGroup(2)), Options{})
+	batch, row := readBoth(t, writeParquet(t, flatRows(), parquet.MaxRowsPerRowGroup(2)), record.Options{})
 	if batch != row {
 		t.Errorf("flat rows differ:\n%s", firstDiff(batch, row))
 	}
@@ -139,7 +140,7 @@ func TestParquetBatchCorrupt(t *testing.T) {
 		for range 1 + r.IntN(4) {
 			bad[4+r.IntN(len(bad)-12)] ^= byte(1 + r.IntN(255))
 		}
-		st, err := ReadStream("c.parquet", bytes.NewReader(bad), Options{}, func(*span.Span) {})
+		st, err := ReadStream("c.parquet", bytes.NewReader(bad), record.Options{}, func(*span.Span) {})
 		if st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}
@@ -179,7 +180,7 @@ type testBranch struct {
 	n int
 }
 
-func (f *testFork) Branch() Branch            { return &testBranch{f: f} }
+func (f *testFork) Branch() record.Branch     { return &testBranch{f: f} }
 func (f *testFork) Ordered(sp *span.Span)     { f.ordered = append(f.ordered, tBrief(*sp)) }
 func (b *testBranch) Take(sp *span.Span) bool { b.n++; return sp.Start%b.f.mod == 0 }
 func (b *testBranch) Close()                  { b.f.mu.Lock(); b.f.taken += b.n; b.f.mu.Unlock() }
@@ -200,7 +201,7 @@ func TestParquetBatchFork(t *testing.T) {
 		data := writeParquet(t, wideRows(15000, 4), opts...)
 		for _, mod := range []int64{3, 1} {
 			var want []string
-			plain, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100}, func(sp *span.Span) {
+			plain, err := ReadStream("f.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 100}, func(sp *span.Span) {
 				if sp.Start%mod == 0 {
 					want = append(want, tBrief(*sp))
 				}
@@ -209,7 +210,7 @@ func TestParquetBatchFork(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := &testFork{mod: mod}
-			st, err := ReadStream("f.parquet", bytes.NewReader(data), Options{Borrowed: true, MaxErrors: 100, Fork: f}, func(*span.Span) {
+			st, err := ReadStream("f.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 100, Fork: f}, func(*span.Span) {
 				t.Fatal("emit called with a Fork")
 			})
 			if err != nil {
@@ -244,7 +245,7 @@ func BenchmarkParquetPaths(b *testing.B) {
 			rowPath = rp
 			defer func() { rowPath = false }()
 			for b.Loop() {
-				if _, err := ReadStream("b.parquet", bytes.NewReader(data), Options{Borrowed: true}, func(*span.Span) {}); err != nil {
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true}, func(*span.Span) {}); err != nil {
 					b.Fatal(err)
 				}
 			}

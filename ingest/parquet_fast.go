@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -104,14 +105,14 @@ func roleOf(c *pqCursor) pqRole {
 // hop column, no filter (a filtered row is an event of its own), and
 // every column one the first pass reads, with a hop and a duration among
 // them.
-func (w *pqWorker) fastPlan(src *Source) {
+func (w *pqWorker) fastPlan(src *record.Source) {
 	if w.branch == nil || !w.borrow || pqFastOff {
 		return
 	}
-	o := src.opt
+	o := src.Options()
 	hopBy := o.HopBy
 	if hopBy == "" {
-		hopBy = src.hopDefault
+		hopBy = src.DefaultHopBy()
 	}
 	if hopBy != "hop" || o.Since != 0 || o.Until != 0 || o.Hops != nil || o.ExcludeHops != nil {
 		return

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -105,7 +106,7 @@ type briefBranch struct {
 	bare  int
 }
 
-func (f *briefFork) Branch() Branch        { return &briefBranch{f: f} }
+func (f *briefFork) Branch() record.Branch { return &briefBranch{f: f} }
 func (f *briefFork) Ordered(sp *span.Span) { f.ordered = append(f.ordered, tBrief(*sp)) }
 
 func (b *briefBranch) Take(sp *span.Span) bool {
@@ -114,7 +115,7 @@ func (b *briefBranch) Take(sp *span.Span) bool {
 	if sp.SpanID == "" {
 		b.bare++
 	}
-	return sp.TraceID == "" || spanKey(sp.TraceID, "")%b.f.mod == 0
+	return sp.TraceID == "" || record.SpanKey(sp.TraceID, "")%b.f.mod == 0
 }
 
 func (b *briefBranch) Close() {
@@ -125,7 +126,7 @@ func (b *briefBranch) Close() {
 }
 
 // readFork reads data through a briefFork, with fast rows or without.
-func readFork(t testing.TB, data []byte, opt Options, mod uint64, fast bool) (string, int) {
+func readFork(t testing.TB, data []byte, opt record.Options, mod uint64, fast bool) (string, int) {
 	pqFastOff = !fast
 	defer func() { pqFastOff = false }()
 	f := &briefFork{mod: mod}
@@ -160,7 +161,7 @@ func TestParquetFastRows(t *testing.T) {
 	for name, opts := range layouts {
 		data := writeParquet(t, rows, opts...)
 		for _, mod := range []uint64{1, 5, 1 << 40} {
-			for _, opt := range []Options{{}, {HopBy: "hop"}} {
+			for _, opt := range []record.Options{{}, {HopBy: "hop"}} {
 				fast, bare := readFork(t, data, opt, mod, true)
 				slow, bareSlow := readFork(t, data, opt, mod, false)
 				if fast != slow {
@@ -178,7 +179,7 @@ func TestParquetFastRows(t *testing.T) {
 // records: the outputs match, and no row is taken bare.
 func TestParquetFastRowsOff(t *testing.T) {
 	data := writeParquet(t, exportRows(3000, 8), parquet.MaxRowsPerRowGroup(1000))
-	for _, opt := range []Options{{HopBy: "service"}, {Since: 1}, {HopBy: "attr:peer"}} {
+	for _, opt := range []record.Options{{HopBy: "service"}, {Since: 1}, {HopBy: "attr:peer"}} {
 		fast, bare := readFork(t, data, opt, 3, true)
 		slow, _ := readFork(t, data, opt, 3, false)
 		if fast != slow {
@@ -191,8 +192,8 @@ func TestParquetFastRowsOff(t *testing.T) {
 	// The wide table's columns (a timestamp start, dictionary durations,
 	// binary ids) are not the first pass's.
 	wide := writeParquet(t, wideRows(3000, 9), parquet.MaxRowsPerRowGroup(1000))
-	fast, _ := readFork(t, wide, Options{}, 3, true)
-	slow, _ := readFork(t, wide, Options{}, 3, false)
+	fast, _ := readFork(t, wide, record.Options{}, 3, true)
+	slow, _ := readFork(t, wide, record.Options{}, 3, false)
 	if fast != slow {
 		t.Errorf("wide table: %s", firstDiff(fast, slow))
 	}
@@ -210,8 +211,8 @@ func TestParquetFastRowsCorrupt(t *testing.T) {
 		for range 1 + r.IntN(3) {
 			bad[4+r.IntN(len(bad)-12)] ^= byte(1 + r.IntN(255))
 		}
-		fast, _ := readFork(t, bad, Options{}, 4, true)
-		slow, _ := readFork(t, bad, Options{}, 4, false)
+		fast, _ := readFork(t, bad, record.Options{}, 4, true)
+		slow, _ := readFork(t, bad, record.Options{}, 4, false)
 		if !strings.HasPrefix(fast, "err: <nil>") {
 			fast, slow = stopped(fast), stopped(slow)
 		}
@@ -268,7 +269,7 @@ func TestParquetAttrs(t *testing.T) {
 		data := writeParquet(t, rows, opts...)
 		for _, mode := range []string{"batch", "borrowed", "rows", "fork"} {
 			var got []string
-			opt := Options{Borrowed: mode != "batch"}
+			opt := record.Options{Borrowed: mode != "batch"}
 			rowPath = mode == "rows"
 			f := &attrFork{}
 			if mode == "fork" {
@@ -290,7 +291,7 @@ func TestParquetAttrs(t *testing.T) {
 	}
 	// The export schema has no other column: no attributes.
 	data := writeParquet(t, exportRows(50, 1))
-	_, err := ReadStream("e.parquet", bytes.NewReader(data), Options{}, func(sp *span.Span) {
+	_, err := ReadStream("e.parquet", bytes.NewReader(data), record.Options{}, func(sp *span.Span) {
 		if sp.Attrs != nil {
 			t.Errorf("attributes from the flat schema's own columns: %v", sp.Attrs)
 		}
@@ -309,7 +310,7 @@ type attrFork struct {
 
 type attrBranch struct{ f *attrFork }
 
-func (f *attrFork) Branch() Branch { return attrBranch{f} }
+func (f *attrFork) Branch() record.Branch { return attrBranch{f} }
 func (f *attrFork) Ordered(sp *span.Span) {
 	f.ordered = append(f.ordered, attrText(sp))
 }
@@ -349,7 +350,7 @@ func BenchmarkParquetFastRows(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				f := &countFork{}
-				if _, err := ReadStream("b.parquet", bytes.NewReader(data), Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != int64(len(rows)) {
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != int64(len(rows)) {
 					b.Fatal(err, f.n.Load())
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -52,12 +53,12 @@ func TestParquetPageClaimGuard(t *testing.T) {
 	if patched == nil {
 		t.Skipf("no claim over %d fits the header's %d bytes (was %d)", m.TotalUncompressedSize, n, orig)
 	}
-	_, err = ReadStream("bad.parquet", bytes.NewReader(patched), Options{Format: "parquet"}, func(*span.Span) {})
+	_, err = ReadStream("bad.parquet", bytes.NewReader(patched), record.Options{Format: "parquet"}, func(*span.Span) {})
 	if err == nil || !strings.Contains(err.Error(), "bad.parquet") || !strings.Contains(err.Error(), "claims") {
 		t.Errorf("want an error naming the file and the claim, got %v", err)
 	}
 	// The untouched file still reads.
-	if _, err := ReadStream("good.parquet", bytes.NewReader(good), Options{Format: "parquet"}, func(*span.Span) {}); err != nil {
+	if _, err := ReadStream("good.parquet", bytes.NewReader(good), record.Options{Format: "parquet"}, func(*span.Span) {}); err != nil {
 		t.Errorf("good file: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -42,7 +43,7 @@ func flatRows() []flatRow {
 
 func TestParquetFlat(t *testing.T) {
 	data := writeParquet(t, flatRows(), parquet.MaxRowsPerRowGroup(4))
-	spans, st := readBytes(t, "flat.parquet", data, Options{})
+	spans, st := readBytes(t, "flat.parquet", data, record.Options{})
 	want := []span.Span{
 		{TraceID: "t1", SpanID: "abcd", Hop: "a", Start: 1_000, Duration: 5_000_000, Status: span.OK, Weight: 2},
 		{TraceID: "t1", Hop: "b", Start: 2_000, Duration: 3e9, Status: span.Error, Timeout: true, Code: 504, TimeoutInForce: 3e9, Weight: 1},
@@ -93,7 +94,7 @@ func TestParquetMapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spans, _ := readBytes(t, "m.parquet", data, Options{Map: m})
+	spans, _ := readBytes(t, "m.parquet", data, record.Options{Map: m})
 	if len(spans) != 2 {
 		t.Fatalf("got %d", len(spans))
 	}
@@ -105,7 +106,7 @@ func TestParquetMapped(t *testing.T) {
 		t.Errorf("span 2: %+v", spans[1])
 	}
 	// Without the map there is no duration column: a clear error.
-	_, err = ReadStream("m.parquet", bytes.NewReader(data), Options{}, func(*span.Span) {})
+	_, err = ReadStream("m.parquet", bytes.NewReader(data), record.Options{}, func(*span.Span) {})
 	if err == nil || !strings.Contains(err.Error(), "m.parquet: a flat Parquet table needs a duration column") || !strings.Contains(err.Error(), "lat") {
 		t.Errorf("got %v", err)
 	}
@@ -119,8 +120,8 @@ func TestParquetCompressedStdin(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(data)
 	zw.Close()
-	plain, _ := readBytes(t, "a", data, Options{})
-	spans, st := readBytes(t, "<stdin>", gz.Bytes(), Options{})
+	plain, _ := readBytes(t, "a", data, record.Options{})
+	spans, st := readBytes(t, "<stdin>", gz.Bytes(), record.Options{})
 	if st.Formats["<stdin>"] != "parquet" || len(spans) != len(plain) || len(spans) != 4 {
 		t.Fatalf("format %v, %d spans vs %d", st.Formats, len(spans), len(plain))
 	}
@@ -134,7 +135,7 @@ func TestParquetTruncated(t *testing.T) {
 		if err := os.WriteFile(path, data[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Read([]string{path}, Options{Format: "parquet"}, func(*span.Span) {})
+		_, err := Read([]string{path}, record.Options{Format: "parquet"}, func(*span.Span) {})
 		if err == nil || !strings.HasPrefix(err.Error(), path+": ") {
 			t.Errorf("cut at %d: got %v, want an error naming %s", n, err, path)
 		}
@@ -146,7 +147,7 @@ func TestParquetTruncated(t *testing.T) {
 		bad[i] ^= 0x5a
 	}
 	var n int
-	_, err := ReadStream("flip.parquet", bytes.NewReader(bad), Options{}, func(*span.Span) { n++ })
+	_, err := ReadStream("flip.parquet", bytes.NewReader(bad), record.Options{}, func(*span.Span) { n++ })
 	if err == nil && n > 3 {
 		t.Errorf("corrupt file gave %d spans and no error", n)
 	}
@@ -159,7 +160,7 @@ func FuzzParquet(f *testing.F) {
 		if len(in) > 1<<20 {
 			return
 		}
-		st, err := ReadStream("f.parquet", bytes.NewReader(in), Options{Format: "parquet"}, func(*span.Span) {})
+		st, err := ReadStream("f.parquet", bytes.NewReader(in), record.Options{Format: "parquet"}, func(*span.Span) {})
 		if err == nil && st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -35,7 +36,7 @@ func TestProgress(t *testing.T) {
 
 	var calls int
 	var last, total int64
-	_, err := Read([]string{plain, packed}, Options{Progress: func(read, tot int64) {
+	_, err := Read([]string{plain, packed}, record.Options{Progress: func(read, tot int64) {
 		calls++
 		if read < last {
 			t.Fatalf("progress went back from %d to %d", last, read)
@@ -54,7 +55,7 @@ func TestProgress(t *testing.T) {
 
 	// Stdin has no known size: total is 0, bytes still count.
 	last, total = 0, -1
-	_, err = Read([]string{"-"}, Options{Stdin: strings.NewReader(lines.String()), Progress: func(read, tot int64) { last, total = read, tot }}, func(*span.Span) {})
+	_, err = Read([]string{"-"}, record.Options{Stdin: strings.NewReader(lines.String()), Progress: func(read, tot int64) { last, total = read, tot }}, func(*span.Span) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,9 @@ import (
 	"bytes"
 	"fmt"
 	"unicode/utf8"
-)
 
-// sniffWindow is how much of an input Sniff looks at.
-const sniffWindow = 64 << 10
+	"github.com/tailscope/tailscope/ingest/internal/record"
+)
 
 // Sniff names the format of a decompressed input from its first bytes,
 // without consuming them: Parquet and Arrow by their magic, JSON by the keys
@@ -18,7 +17,7 @@ const sniffWindow = 64 << 10
 // UTF-8 byte order mark is passed over. An empty input is flat JSON lines
 // with no records.
 func Sniff(br *bufio.Reader) (string, error) {
-	head, _ := br.Peek(sniffWindow)
+	head, _ := br.Peek(record.SniffWindow)
 	switch {
 	case bytes.HasPrefix(head, []byte("PAR1")):
 		return "parquet", nil
@@ -33,7 +32,7 @@ func Sniff(br *bufio.Reader) (string, error) {
 	}
 	switch t[0] {
 	case '{':
-		keys := topKeys(t)
+		keys := record.TopKeys(t)
 		has := func(k ...string) bool {
 			for _, x := range k {
 				if keys[x] {
@@ -57,7 +56,7 @@ func Sniff(br *bufio.Reader) (string, error) {
 	case '[':
 		// An array of Jaeger traces or of OTLP documents, else Zipkin
 		// (an array of spans, or of arrays of spans).
-		keys := topKeys(bytes.TrimLeft(t[1:], " \t\r\n"))
+		keys := record.TopKeys(bytes.TrimLeft(t[1:], " \t\r\n"))
 		switch {
 		case keys["resourceSpans"] || keys["resource_spans"] || keys["batches"]:
 			return "otlp", nil
@@ -97,34 +96,4 @@ func Sniff(br *bufio.Reader) (string, error) {
 		show = show[:24]
 	}
 	return "", fmt.Errorf("unknown format: starts with %q; name it with --input (auto, jsonl, otlp, jaeger, zipkin, csv, parquet, arrow)", show)
-}
-
-// topKeys returns the keys of the first JSON object in b, as far as b goes.
-func topKeys(b []byte) map[string]bool {
-	keys := map[string]bool{}
-	sc := scanner{buf: b}
-	sc.ws()
-	if !sc.eat('{') {
-		return keys
-	}
-	for {
-		sc.ws()
-		k, ok := sc.str()
-		if !ok {
-			return keys
-		}
-		keys[string(k)] = true
-		sc.ws()
-		if !sc.eat(':') {
-			return keys
-		}
-		sc.ws()
-		if _, _, err := sc.value(); err != nil {
-			return keys
-		}
-		sc.ws()
-		if !sc.eat(',') {
-			return keys
-		}
-	}
 }

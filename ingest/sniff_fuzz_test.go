@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // FuzzSniff checks the format sniffer and then the whole auto-detecting
@@ -75,6 +77,6 @@ func FuzzSniff(f *testing.F) {
 		}
 		// Compressed input is sniffed after decompression, so the reader
 		// runs whatever Sniff said of the raw bytes.
-		checkRead(t, data, Options{Format: "auto", MaxRecord: 1 << 16})
+		checkRead(t, data, record.Options{Format: "auto", MaxRecord: 1 << 16})
 	})
 }

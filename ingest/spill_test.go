@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -24,14 +25,14 @@ func TestSpillBounded(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(data)
 	zw.Close()
-	_, err := ReadStream("<stdin>", bytes.NewReader(gz.Bytes()), Options{MaxSpill: int64(len(data) - 1)}, func(*span.Span) {})
+	_, err := ReadStream("<stdin>", bytes.NewReader(gz.Bytes()), record.Options{MaxSpill: int64(len(data) - 1)}, func(*span.Span) {})
 	if err == nil || !strings.Contains(err.Error(), "raise with --max-spill") || !strings.Contains(err.Error(), "spilling to a temporary file") {
 		t.Errorf("got %v", err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 || len(TempFiles.Paths()) != 0 {
-		t.Errorf("left behind: %v, registered %v", left, TempFiles.Paths())
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 || len(record.TempFiles.Paths()) != 0 {
+		t.Errorf("left behind: %v, registered %v", left, record.TempFiles.Paths())
 	}
-	spans, st := readBytes(t, "<stdin>", gz.Bytes(), Options{MaxSpill: int64(len(data))})
+	spans, st := readBytes(t, "<stdin>", gz.Bytes(), record.Options{MaxSpill: int64(len(data))})
 	if len(spans) != 4 || st.Formats["<stdin>"] != "parquet" {
 		t.Errorf("at the limit: %d spans", len(spans))
 	}
@@ -46,16 +47,16 @@ func TestSpillBounded(t *testing.T) {
 func TestSpillCleanup(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	defer func() { TempFiles = &tempFiles{paths: map[string]struct{}{}} }()
+	defer record.TempFiles.Reset()
 	data := writeParquet(t, flatRows())
 	pr, pw := io.Pipe()
 	go func() {
 		pw.Write(data[:4]) // the spill starts, and waits for more
-		for len(TempFiles.Paths()) == 0 {
+		for len(record.TempFiles.Paths()) == 0 {
 			time.Sleep(time.Millisecond)
 		}
-		paths := TempFiles.Paths()
-		TempFiles.Cleanup()
+		paths := record.TempFiles.Paths()
+		record.TempFiles.Cleanup()
 		for _, p := range paths {
 			if _, err := os.Stat(p); !os.IsNotExist(err) {
 				t.Errorf("%s not removed: %v", p, err)
@@ -64,11 +65,11 @@ func TestSpillCleanup(t *testing.T) {
 		pw.Write(data[4:])
 		pw.Close()
 	}()
-	ReadStream("<stdin>", pr, Options{Format: "parquet"}, func(*span.Span) {})
+	ReadStream("<stdin>", pr, record.Options{Format: "parquet"}, func(*span.Span) {})
 	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
-	_, err := ReadStream("<stdin>", bytes.NewReader(data), Options{}, func(*span.Span) {})
+	_, err := ReadStream("<stdin>", bytes.NewReader(data), record.Options{}, func(*span.Span) {})
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Errorf("a spill after Cleanup: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -94,18 +95,18 @@ func lookupPath(s *parquet.Schema, path string) (parquet.LeafColumn, bool) {
 type tcol struct {
 	path string
 	leaf parquet.LeafColumn
-	cur  *cursor
+	cur  *record.Cursor
 	peek parquet.Value
 	has  bool
 }
 
 func (c *tcol) open(chunks []parquet.ColumnChunk) {
-	c.cur, c.has = newCursor(chunks[c.leaf.ColumnIndex]), false
+	c.cur, c.has = record.NewCursor(chunks[c.leaf.ColumnIndex]), false
 }
 
 func (c *tcol) fail() error {
-	if c.cur.err != nil {
-		return fmt.Errorf("column %s: %v", c.path, c.cur.err)
+	if c.cur.Err != nil {
+		return fmt.Errorf("column %s: %v", c.path, c.cur.Err)
 	}
 	return fmt.Errorf("column %s ends early (corrupt block)", c.path)
 }
@@ -116,7 +117,7 @@ func (c *tcol) take() (parquet.Value, error) {
 		c.has = false
 		return c.peek, nil
 	}
-	v, ok := c.cur.next()
+	v, ok := c.cur.Next()
 	if !ok {
 		return v, c.fail()
 	}
@@ -133,9 +134,9 @@ func (c *tcol) group(rep int, dst []parquet.Value) ([]parquet.Value, error) {
 	}
 	dst = append(dst[:0], v.Clone())
 	for {
-		v, ok := c.cur.next()
+		v, ok := c.cur.Next()
 		if !ok {
-			if c.cur.err != nil {
+			if c.cur.Err != nil {
 				return dst, c.fail()
 			}
 			return dst, nil
@@ -153,7 +154,7 @@ func (c *tcol) exhausted() bool {
 	if c.has {
 		return false
 	}
-	_, ok := c.cur.next()
+	_, ok := c.cur.Next()
 	return !ok
 }
 
@@ -365,7 +366,7 @@ type tempoMeta struct {
 // readTempoMeta reads the meta.json beside a block's data.parquet, when
 // the input is a plain file that has one. A missing or unreadable meta
 // only means that dedicated attribute columns cannot be named.
-func readTempoMeta(src *Source) *tempoMeta {
+func readTempoMeta(src *record.Source) *tempoMeta {
 	if src.File == nil {
 		return nil
 	}
@@ -456,7 +457,7 @@ var tempoColNames = [tcCount][]string{
 
 // tempoReader holds the projection of one block.
 type tempoReader struct {
-	src     *Source
+	src     *record.Source
 	hopAttr string
 	cols    [tcCount]*tcol
 	anchor  int
@@ -475,11 +476,11 @@ type tempoReader struct {
 	evKV    *tkv
 	all     []*tcol
 
-	intern interner
+	intern record.Interner
 	// attrIntern holds attribute keys and values, apart from intern (see
 	// jsonWalker.attrIntern); resAttrs are the attributes of the current
 	// resource slot, attrBuf the borrowed spans' Attrs (Options.Borrowed).
-	attrIntern interner
+	attrIntern record.Interner
 	resAttrs   []span.Attr
 	attrBuf    []span.Attr
 	scratch    []byte
@@ -490,7 +491,7 @@ type tempoReader struct {
 	evOne      [tkCount][]parquet.Value
 }
 
-func decodeTempo(src *Source, pf *parquet.File, l *tempoLayout) error {
+func decodeTempo(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 	src.SetDefaultHopBy("service+name")
 	s := pf.Schema()
 	t := &tempoReader{src: src, hopAttr: src.Options().HopAttr(), anchor: -1}
@@ -618,17 +619,17 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 	}
 	defer func() {
 		for _, c := range t.all {
-			c.cur.close()
+			c.cur.Close()
 		}
 	}()
 	var vals [tcCount]parquet.Value
 	var traceID, service, resHop string
 	var resHopSet bool
-	var rec traceRecord
+	var rec record.TraceRecord
 	for {
-		av, ok := t.cols[t.anchor].cur.next()
+		av, ok := t.cols[t.anchor].cur.Next()
 		if !ok {
-			if err := t.cols[t.anchor].cur.err; err != nil {
+			if err := t.cols[t.anchor].cur.Err; err != nil {
 				return fmt.Errorf("column %s: %v", t.cols[t.anchor].path, err)
 			}
 			break
@@ -643,10 +644,10 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			case v.IsNull():
 				traceID = ""
 			case t.trText:
-				traceID = normID(v.ByteArray(), 32)
+				traceID = record.NormID(v.ByteArray(), 32)
 			default:
 				t.scratch = hex.AppendEncode(t.scratch[:0], v.ByteArray())
-				traceID = normID(t.scratch, 32)
+				traceID = record.NormID(t.scratch, 32)
 			}
 		}
 		if t.svc != nil && rep <= t.rr {
@@ -656,13 +657,13 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			}
 			service = ""
 			if !v.IsNull() {
-				service = t.intern.get(v.ByteArray())
+				service = t.intern.Get(v.ByteArray())
 			}
 			if resHop, resHopSet, err = t.resource(); err != nil {
 				return err
 			}
 		}
-		rec.reset()
+		rec.Reset()
 		// Read every column's share of this slot, whether it holds a span
 		// or not, so that all columns stay in step.
 		for i, c := range t.cols {
@@ -730,19 +731,19 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 		if attrErr != nil {
 			// An attribute or event that cannot be read costs the
 			// span only that value.
-			rec.ignore("attributes", attrErr)
+			rec.Ignore("attributes", attrErr)
 		}
 		if reason, detail := t.span(&rec, &vals); reason != "" {
 			t.src.Skip(0, *index, reason, detail)
 			continue
 		}
-		rec.sp.TraceID, rec.sp.Service = traceID, service
-		if !rec.hopSet && resHopSet {
-			rec.hop, rec.hopSet = resHop, true
+		rec.Span.TraceID, rec.Span.Service = traceID, service
+		if !rec.HopSet && resHopSet {
+			rec.Hop, rec.HopSet = resHop, true
 		}
-		rec.finish(&t.intern)
+		rec.Finish(&t.intern)
 		t.setAttrs(&rec)
-		t.src.emitSoft(&rec.sp, 0, *index, rec.soft)
+		t.src.EmitSoft(&rec.Span, 0, *index, rec.Soft)
 	}
 	for _, c := range t.all {
 		if !c.exhausted() {
@@ -754,15 +755,15 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 
 // addAttr applies one span attribute with the rules every trace format
 // shares; "error" is the OpenTracing boolean, as in OTLP.
-func (t *tempoReader) addAttr(rec *traceRecord, key string, text []byte, str bool) error {
+func (t *tempoReader) addAttr(rec *record.TraceRecord, key string, text []byte, str bool) error {
 	if key == "error" {
-		if b, err := parseBool(text); err == nil && b {
-			rec.errFlag = true
+		if b, err := record.ParseBool(text); err == nil && b {
+			rec.ErrFlag = true
 		}
 		return nil
 	}
-	rec.addAttr(key, text, str, t.hopAttr)
-	rec.keepAttr(&t.attrIntern, key, text)
+	rec.AddAttr(key, text, str, t.hopAttr)
+	rec.KeepAttr(&t.attrIntern, key, text)
 	return nil
 }
 
@@ -770,10 +771,10 @@ func (t *tempoReader) addAttr(rec *traceRecord, key string, text []byte, str boo
 // own: a slice of the span's own, or, when spans are borrowed, the
 // reader's buffer, valid until the next span. The strings are interned,
 // never views of Parquet pages.
-func (t *tempoReader) setAttrs(rec *traceRecord) {
-	n := len(t.resAttrs) + len(rec.attrs)
+func (t *tempoReader) setAttrs(rec *record.TraceRecord) {
+	n := len(t.resAttrs) + len(rec.Attrs)
 	if n == 0 {
-		rec.sp.Attrs = nil
+		rec.Span.Attrs = nil
 		return
 	}
 	var out []span.Attr
@@ -782,11 +783,11 @@ func (t *tempoReader) setAttrs(rec *traceRecord) {
 	} else {
 		out = make([]span.Attr, 0, n)
 	}
-	out = append(append(out, t.resAttrs...), rec.attrs...)
+	out = append(append(out, t.resAttrs...), rec.Attrs...)
 	if t.src.Options().Borrowed {
 		t.attrBuf = out
 	}
-	rec.sp.Attrs = out
+	rec.Span.Attrs = out
 }
 
 // resource reads the resource columns of a new resource slot into
@@ -797,8 +798,8 @@ func (t *tempoReader) resource() (hop string, set bool, err error) {
 		if t.hopAttr != "" && !set && key == t.hopAttr {
 			hop, set = string(text), true
 		}
-		if len(text) > 0 && attrKept(key) {
-			t.resAttrs = append(t.resAttrs, span.Attr{Key: t.attrIntern.get([]byte(key)), Value: t.attrIntern.get(text)})
+		if len(text) > 0 && record.AttrKept(key) {
+			t.resAttrs = append(t.resAttrs, span.Attr{Key: t.attrIntern.Get([]byte(key)), Value: t.attrIntern.Get(text)})
 		}
 	}
 	for _, a := range t.resCols {
@@ -833,7 +834,7 @@ func (t *tempoReader) resource() (hop string, set bool, err error) {
 
 // events looks for an exception event naming a timeout, as OTLP's reader
 // does.
-func (t *tempoReader) events(rec *traceRecord) error {
+func (t *tempoReader) events(rec *record.TraceRecord) error {
 	names := t.evNameG
 	if len(names) == 0 || (len(names) == 1 && names[0].DefinitionLevel() < t.evName.leaf.MaxDefinitionLevel) {
 		return nil
@@ -868,7 +869,7 @@ func (t *tempoReader) events(rec *traceRecord) error {
 		err := kv.each(t.evKeys[i], &t.evOne, t.rs+1, func(key []byte, kind int, v parquet.Value) error {
 			text, _, ok := tkvText(kind, v, t.scratch)
 			if ok {
-				rec.exceptionAttr(string(key), text)
+				rec.ExceptionAttr(string(key), text)
 			}
 			return nil
 		})
@@ -880,8 +881,8 @@ func (t *tempoReader) events(rec *traceRecord) error {
 }
 
 // span fills rec from the span's own columns.
-func (t *tempoReader) span(rec *traceRecord, vals *[tcCount]parquet.Value) (reason, detail string) {
-	sp := &rec.sp
+func (t *tempoReader) span(rec *record.TraceRecord, vals *[tcCount]parquet.Value) (reason, detail string) {
+	sp := &rec.Span
 	if v := vals[tcSpanID]; !v.IsNull() {
 		sp.SpanID = hexID(v, &t.scratch)
 	}
@@ -889,49 +890,49 @@ func (t *tempoReader) span(rec *traceRecord, vals *[tcCount]parquet.Value) (reas
 		sp.ParentID = hexID(v, &t.scratch)
 	}
 	if v := vals[tcName]; !v.IsNull() {
-		sp.Name = t.intern.get(v.ByteArray())
+		sp.Name = t.intern.Get(v.ByteArray())
 	}
 	if v := vals[tcKind]; !v.IsNull() {
 		switch n := v.Int64(); n {
 		case 1, 2, 3, 4, 5:
-			sp.Kind = normKind(strconv.AppendInt(t.scratch[:0], n, 10))
+			sp.Kind = record.NormKind(strconv.AppendInt(t.scratch[:0], n, 10))
 		}
 	}
 	if v := vals[tcStatus]; !v.IsNull() {
 		switch v.Int64() {
 		case 1:
-			rec.status, rec.statusSet = span.OK, true
+			rec.Status, rec.StatusSet = span.OK, true
 		case 2:
-			rec.status, rec.statusSet = span.Error, true
+			rec.Status, rec.StatusSet = span.Error, true
 		}
 	}
 	if v := vals[tcMessage]; !v.IsNull() && len(v.ByteArray()) > 0 {
-		rec.message = string(v.ByteArray())
+		rec.Message = string(v.ByteArray())
 	}
 	if v := vals[tcTraceState]; !v.IsNull() && len(v.ByteArray()) > 0 {
-		rec.traceState = string(v.ByteArray())
+		rec.TraceState = string(v.ByteArray())
 	}
 	start, hasStart := vals[tcStart].Int64(), !vals[tcStart].IsNull()
 	switch {
 	case !vals[tcDur].IsNull():
 		if !hasStart || start == 0 {
-			return reasonNoStart, "no StartTimeUnixNano"
+			return record.ReasonNoStart, "no StartTimeUnixNano"
 		}
 		sp.Start, sp.Duration = start, vals[tcDur].Int64()
 		if sp.Duration < 0 {
-			return reasonBadValue, fmt.Sprintf("DurationNano %d is out of range", uint64(sp.Duration))
+			return record.ReasonBadValue, fmt.Sprintf("DurationNano %d is out of range", uint64(sp.Duration))
 		}
 	case !vals[tcEnd].IsNull():
 		end := vals[tcEnd].Int64()
 		switch {
 		case !hasStart || start == 0:
-			return reasonNoStart, "no start time"
+			return record.ReasonNoStart, "no start time"
 		case end < start:
-			return reasonEndBeforeSta, fmt.Sprintf("end %d < start %d", end, start)
+			return record.ReasonEndBeforeStart, fmt.Sprintf("end %d < start %d", end, start)
 		}
 		sp.Start, sp.Duration = start, end-start
 	default:
-		return reasonNoDuration, "no DurationNano"
+		return record.ReasonNoDuration, "no DurationNano"
 	}
 	return "", ""
 }
@@ -944,10 +945,10 @@ func hexID(v parquet.Value, scratch *[]byte) string {
 		return ""
 	}
 	if v.Kind() == parquet.ByteArray && isHexText(b) {
-		return normID(b, 16)
+		return record.NormID(b, 16)
 	}
 	*scratch = hex.AppendEncode((*scratch)[:0], b)
-	return normID(*scratch, 16)
+	return record.NormID(*scratch, 16)
 }
 
 func isHexText(b []byte) bool {
@@ -978,7 +979,7 @@ func isHexText(b []byte) bool {
 // Only those files are passed over, each with its reason: any other file
 // in such a folder (a log someone put there) is read like any file. Each
 // folder passed over in part gives one note.
-func tempoBlockFiles(found []string) (keep []string, passed []PassedFile, notes []string) {
+func tempoBlockFiles(found []string) (keep []string, passed []record.PassedFile, notes []string) {
 	names := map[string]map[string]bool{}
 	for _, f := range found {
 		d := filepath.Dir(f)
@@ -1015,7 +1016,7 @@ func tempoBlockFiles(found []string) (keep []string, passed []PassedFile, notes 
 			keep = append(keep, f)
 			continue
 		}
-		passed = append(passed, PassedFile{File: f, Reason: reason, Strict: strict})
+		passed = append(passed, record.PassedFile{File: f, Reason: reason, Strict: strict})
 		if count[d] == 0 {
 			order = append(order, d)
 		}

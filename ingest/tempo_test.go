@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -697,7 +698,7 @@ func writeParquet[T any](t testing.TB, rows []T, opts ...parquet.WriterOption) [
 	return buf.Bytes()
 }
 
-func readBytes(t *testing.T, name string, b []byte, opt Options) ([]span.Span, *Stats) {
+func readBytes(t *testing.T, name string, b []byte, opt record.Options) ([]span.Span, *record.Stats) {
 	t.Helper()
 	var out []span.Span
 	st, err := ReadStream(name, bytes.NewReader(b), opt, func(s *span.Span) { out = append(out, *s) })
@@ -744,7 +745,7 @@ func writeBlock(t *testing.T, dir string, data []byte, meta string) string {
 	return blk
 }
 
-func readPath(t *testing.T, path string, opt Options) ([]span.Span, *Stats) {
+func readPath(t *testing.T, path string, opt record.Options) ([]span.Span, *record.Stats) {
 	t.Helper()
 	var out []span.Span
 	st, err := Read([]string{path}, opt, func(s *span.Span) { out = append(out, *s) })
@@ -761,7 +762,7 @@ func readPath(t *testing.T, path string, opt Options) ([]span.Span, *Stats) {
 // columns are named) and checks each span against the model.
 func TestTempoBlock(t *testing.T) {
 	blk := writeBlock(t, t.TempDir(), writeParquet(t, tempoTraces(), parquet.MaxRowsPerRowGroup(2)), tmMetaJSON)
-	spans, st := readPath(t, filepath.Join(blk, "data.parquet"), Options{})
+	spans, st := readPath(t, filepath.Join(blk, "data.parquet"), record.Options{})
 	if st.Skipped != 0 || len(spans) != 9 {
 		t.Fatalf("%d spans, skipped %v", len(spans), st.SkippedByReason)
 	}
@@ -803,8 +804,8 @@ func TestTempoMatchesOTLP(t *testing.T) {
 		strings.Replace(tmMetaJSON, "vParquet4", "vParquet3", 1))
 	for _, hopBy := range []string{"", "service", "peer", "attr:tier", "attr:cluster", "attr:http.method", "attr:deployment.env", "attr:peer.service", "attr:k"} {
 		t.Run(hopBy, func(t *testing.T) {
-			opt := Options{HopBy: hopBy}
-			want, wst := readBytes(t, "in.json", []byte(doc.String()), Options{HopBy: hopBy, Format: "otlp"})
+			opt := record.Options{HopBy: hopBy}
+			want, wst := readBytes(t, "in.json", []byte(doc.String()), record.Options{HopBy: hopBy, Format: "otlp"})
 			for _, blk := range []string{b4, b3} {
 				got, st := readPath(t, filepath.Join(blk, "data.parquet"), opt)
 				if g, w := tBriefs(got), tBriefs(want); g != w {
@@ -821,7 +822,7 @@ func TestTempoMatchesOTLP(t *testing.T) {
 // Without its meta.json, a block's dedicated columns cannot be named: the
 // spans still read, without what those columns held.
 func TestTempoWithoutMeta(t *testing.T) {
-	spans, st := readBytes(t, "data.parquet", writeParquet(t, tempoTraces()), Options{})
+	spans, st := readBytes(t, "data.parquet", writeParquet(t, tempoTraces()), record.Options{})
 	if st.Skipped != 0 || len(spans) != 9 {
 		t.Fatalf("%d spans, skipped %v", len(spans), st.SkippedByReason)
 	}
@@ -871,7 +872,7 @@ func TestTempoMissingAndExtraColumns(t *testing.T) {
 		}
 		rows = append(rows, lt)
 	}
-	spans, _ := readBytes(t, "lean.parquet", writeParquet(t, rows), Options{})
+	spans, _ := readBytes(t, "lean.parquet", writeParquet(t, rows), record.Options{})
 	if len(spans) != 9 {
 		t.Fatalf("got %d spans", len(spans))
 	}
@@ -921,12 +922,12 @@ func TestTempoVParquet1(t *testing.T) {
 	}}}}
 	r.Resource.ServiceName = "svc"
 	tr.Rs = []rs{r}
-	spans, st := readBytes(t, "v1.parquet", writeParquet(t, []trace{tr}), Options{})
+	spans, st := readBytes(t, "v1.parquet", writeParquet(t, []trace{tr}), record.Options{})
 	if len(spans) != 1 || spans[0].Duration != 250 || spans[0].Hop != "svc op" || spans[0].Kind != "internal" ||
 		spans[0].Attempt != 2 || spans[0].Peer != "x" || !spans[0].Timeout || spans[0].Code != 504 {
 		t.Fatalf("got %+v", spans)
 	}
-	if st.SkippedByReason[reasonEndBeforeSta] != 1 {
+	if st.SkippedByReason[record.ReasonEndBeforeStart] != 1 {
 		t.Errorf("skipped %v", st.SkippedByReason)
 	}
 }
@@ -937,7 +938,7 @@ func TestTempoBadAttribute(t *testing.T) {
 	tr := tmTraces()[1]
 	sp := &tr.rs[2].scopes[1][1]
 	sp.attrs = []tmAttr{{"http.request.resend_count", int64(-1)}}
-	spans, st := readBytes(t, "data.parquet", writeParquet(t, []t4Trace{tr.v4()}), Options{})
+	spans, st := readBytes(t, "data.parquet", writeParquet(t, []t4Trace{tr.v4()}), record.Options{})
 	if len(spans) != 3 || st.Skipped != 0 || st.Ignored != 1 {
 		t.Fatalf("%d spans, skipped %v, ignored %v", len(spans), st.SkippedByReason, st.IgnoredByField)
 	}
@@ -985,8 +986,8 @@ func TestTempoFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := readBytes(t, path, old, Options{})
-	want, _ := readBytes(t, path, data, Options{})
+	got, _ := readBytes(t, path, old, record.Options{})
+	want, _ := readBytes(t, path, data, record.Options{})
 	if tBriefs(got) != tBriefs(want) {
 		t.Fatalf("%s is stale (run go test -run TestTempoFixture -update-fixtures)", path)
 	}
@@ -1021,7 +1022,7 @@ func TestTempoBlockDirectory(t *testing.T) {
 		}
 	}
 	for _, root := range []string{dir, filepath.Join(dir, "single-tenant"), blk} {
-		spans, st := readPath(t, root, Options{})
+		spans, st := readPath(t, root, record.Options{})
 		wantFiles := []string{filepath.Join(blk, "data.parquet"), inBlock}
 		wantPassed := 3 // meta.json, bloom-0, index
 		if root != blk {
@@ -1080,7 +1081,7 @@ func TestTempoAttrsMatchOTLP(t *testing.T) {
 	for _, tr := range tmTraces() {
 		doc.WriteString(tr.otlp() + "\n")
 	}
-	want, _ := readBytes(t, "in.json", []byte(doc.String()), Options{Format: "otlp"})
+	want, _ := readBytes(t, "in.json", []byte(doc.String()), record.Options{Format: "otlp"})
 	dir := t.TempDir()
 	b4 := writeBlock(t, filepath.Join(dir, "v4"), writeParquet(t, tempoTraces(), parquet.MaxRowsPerRowGroup(2)), tmMetaJSON)
 	b3 := writeBlock(t, filepath.Join(dir, "v3"), writeParquet(t, tempoTraces3(), parquet.MaxRowsPerRowGroup(1)),
@@ -1101,7 +1102,7 @@ func TestTempoAttrsMatchOTLP(t *testing.T) {
 	for _, blk := range []string{b4, b3} {
 		for _, borrow := range []bool{false, true} {
 			var got []span.Span
-			if _, err := Read([]string{filepath.Join(blk, "data.parquet")}, Options{Borrowed: borrow}, func(sp *span.Span) { got = append(got, cloneSpan(sp)) }); err != nil {
+			if _, err := Read([]string{filepath.Join(blk, "data.parquet")}, record.Options{Borrowed: borrow}, func(sp *span.Span) { got = append(got, cloneSpan(sp)) }); err != nil {
 				t.Fatal(err)
 			}
 			if len(got) != len(want) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -18,12 +19,12 @@ func TestTraceJSONRecordBound(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var n int
-	st, err := ReadStream("z.json", strings.NewReader(in), Options{MaxRecord: 1 << 20}, func(*span.Span) { n++ })
+	st, err := ReadStream("z.json", strings.NewReader(in), record.Options{MaxRecord: 1 << 20}, func(*span.Span) { n++ })
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.SkippedByReason[reasonTooLong] != 1 {
+	if st.SkippedByReason[record.ReasonTooLong] != 1 {
 		t.Errorf("skipped %v, want one record too long", st.SkippedByReason)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {

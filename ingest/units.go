@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // Units of times and durations.
@@ -225,8 +227,8 @@ func (u *unitStats) startNotes(file string) []string {
 // (what the sniffer holds, not consumed) to check the duration unit before
 // the file is read: when they settle it, tab is changed to read the
 // duration field in the unit that fits.
-func probeUnits(src *Source, tab *fieldTable, csv bool) {
-	head, _ := src.R.Peek(sniffWindow)
+func probeUnits(src *record.Source, tab *fieldTable, csv bool) {
+	head, _ := src.R.Peek(record.SniffWindow)
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
 		head = head[:i+1]
@@ -234,12 +236,12 @@ func probeUnits(src *Source, tab *fieldTable, csv bool) {
 		return
 	}
 	u := &unitStats{}
-	rec := &flatRecord{intern: &interner{}, units: u, probe: true}
-	lines := bytes.Split(head, nl)
+	rec := &flatRecord{intern: &record.Interner{}, units: u, probe: true}
+	lines := bytes.Split(head, record.Newline)
 	if csv {
 		probeCSV(src, tab, rec, lines)
 	} else {
-		var sc scanner
+		var sc record.Scanner
 		for _, l := range lines {
 			if len(u.samples) >= maxUnitSamples {
 				break
@@ -251,7 +253,7 @@ func probeUnits(src *Source, tab *fieldTable, csv bool) {
 	}
 	to, auto, note := u.durationVerdict(src.Name)
 	if note != "" {
-		src.st.Notes = append(src.st.Notes, note)
+		src.Stats().Notes = append(src.Stats().Notes, note)
 	}
 	if auto && u.durKey != "" {
 		tab.remap(u.durKey, to)
@@ -260,7 +262,7 @@ func probeUnits(src *Source, tab *fieldTable, csv bool) {
 
 // probeCSV is probeUnits' reading of CSV lines (a quoted field over
 // several lines ends the probe).
-func probeCSV(src *Source, tab *fieldTable, rec *flatRecord, lines [][]byte) {
+func probeCSV(src *record.Source, tab *fieldTable, rec *flatRecord, lines [][]byte) {
 	var sp csvSplitter
 	sp.delim = csvDelim(lines[0])
 	var names []string
@@ -321,14 +323,14 @@ func (t *fieldTable) remap(key string, f field) {
 }
 
 // unitNotes adds the notes of a file's finished reading.
-func (s *Source) unitNotes(u *unitStats, durations bool) {
+func unitNotes(s *record.Source, u *unitStats, durations bool) {
 	if u == nil {
 		return
 	}
 	if durations {
 		if _, _, note := u.durationVerdict(s.Name); note != "" {
-			s.st.Notes = append(s.st.Notes, note)
+			s.Stats().Notes = append(s.Stats().Notes, note)
 		}
 	}
-	s.st.Notes = append(s.st.Notes, u.startNotes(s.Name)...)
+	s.Stats().Notes = append(s.Stats().Notes, u.startNotes(s.Name)...)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -41,7 +42,7 @@ func TestMapUnitChecked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spans, st := readBytes(t, "n.csv", []byte(in), Options{Map: m})
+		spans, st := readBytes(t, "n.csv", []byte(in), record.Options{Map: m})
 		if len(spans) != 300 || st.Skipped != 0 {
 			t.Fatalf("%s: %d spans, skipped %v", c.maps, len(spans), st.SkippedByReason)
 		}
@@ -59,7 +60,7 @@ func TestMapUnitChecked(t *testing.T) {
 	}
 	// Named right: nothing to say.
 	m, _ := ParseMap([]string{"start=StartTimeUnixNano,end=EndTimeUnixNano,duration_us=Duration"})
-	_, st := readBytes(t, "n.csv", []byte(in), Options{Map: m})
+	_, st := readBytes(t, "n.csv", []byte(in), record.Options{Map: m})
 	if len(st.Notes) != 0 {
 		t.Errorf("notes %q", st.Notes)
 	}
@@ -77,7 +78,7 @@ func TestMapUnitJSONL(t *testing.T) {
 		b.WriteString(line(i, int64(5000+i*37)))
 	}
 	m, _ := ParseMap([]string{"duration=lat"})
-	spans, st := readString(t, b.String(), Options{Map: m})
+	spans, st := readString(t, b.String(), record.Options{Map: m})
 	if spans[1].Duration != 5037_000 || !strings.Contains(strings.Join(st.Notes, "\n"), `read as microseconds`) {
 		t.Errorf("duration %d, notes %q", spans[1].Duration, st.Notes)
 	}
@@ -86,7 +87,7 @@ func TestMapUnitJSONL(t *testing.T) {
 	for i := range 10 {
 		few.WriteString(line(i, int64(5000+i)))
 	}
-	spans, st = readString(t, few.String(), Options{Map: m})
+	spans, st = readString(t, few.String(), record.Options{Map: m})
 	notes := strings.Join(st.Notes, "\n")
 	if spans[1].Duration != 5001 || !strings.Contains(notes, `looks like microseconds`) || !strings.Contains(notes, "name it with --map duration_us=lat") {
 		t.Errorf("duration %d, notes %q", spans[1].Duration, notes)
@@ -108,7 +109,7 @@ func TestMapUnitParquet(t *testing.T) {
 	}
 	for _, rp := range []bool{false, true} {
 		rowPath = rp
-		_, st := readBytes(t, "u.parquet", writeParquet(t, rows), Options{})
+		_, st := readBytes(t, "u.parquet", writeParquet(t, rows), record.Options{})
 		rowPath = false
 		if notes := strings.Join(st.Notes, "\n"); !strings.Contains(notes, `duration field "duration_ns" looks like microseconds`) {
 			t.Errorf("row path %v: notes %q", rp, notes)
@@ -141,7 +142,7 @@ func TestStartUnits(t *testing.T) {
 				in = "hop,start,duration_ms\n" + strings.NewReplacer(`{"hop":"`, "", `","start":`, ",", `,"duration_ms":`, ",", "}", "").Replace(in)
 			}
 			var n int
-			st, err := ReadStream("s."+format, strings.NewReader(in), Options{Format: format}, func(*span.Span) { n++ })
+			st, err := ReadStream("s."+format, strings.NewReader(in), record.Options{Format: format}, func(*span.Span) { n++ })
 			if err != nil || n != 40 || !strings.Contains(strings.Join(st.Notes, "\n"), c.note) {
 				t.Errorf("%s: %d spans, notes %q, err %v", format, n, st.Notes, err)
 			}

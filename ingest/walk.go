@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // Paths to files.
@@ -33,7 +35,7 @@ const (
 // walker gathers the files under the paths it is given.
 type walker struct {
 	files  []string
-	passed []PassedFile
+	passed []record.PassedFile
 	notes  []string
 	seen   map[fileID]string // files and directories met, by identity
 }
@@ -41,7 +43,7 @@ type walker struct {
 // expand turns paths into the list of files to read: directories walked,
 // globs expanded, "-" kept for stdin. passed are the files found and not
 // read, with their reasons.
-func expand(paths []string) (files []string, passed []PassedFile, notes []string, err error) {
+func expand(paths []string) (files []string, passed []record.PassedFile, notes []string, err error) {
 	w := &walker{seen: map[fileID]string{}}
 	if err := w.paths(paths); err != nil {
 		return nil, nil, nil, err
@@ -198,7 +200,7 @@ func realPathID(path string) (fileID, bool) {
 }
 
 func (w *walker) pass(path, reason string, strict bool) {
-	w.passed = append(w.passed, PassedFile{File: path, Reason: reason, Strict: strict})
+	w.passed = append(w.passed, record.PassedFile{File: path, Reason: reason, Strict: strict})
 }
 
 func shortErr(err error) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -312,7 +313,7 @@ func TestWildAttemptsAndCodes(t *testing.T) {
 		t.Run(in.name, func(t *testing.T) {
 			defer func(old bool) { rowPath = old }(rowPath)
 			rowPath = in.rowPath
-			spans, st := readBytes(t, "wild", in.data(t), Options{HopBy: in.hopBy})
+			spans, st := readBytes(t, "wild", in.data(t), record.Options{HopBy: in.hopBy})
 			if st.Skipped != 0 || st.Ignored != 0 || len(spans) != len(wildCases) {
 				t.Fatalf("%d spans, skipped %v %v, ignored %v %v", len(spans), st.SkippedByReason, st.Errors, st.IgnoredByField, st.IgnoredExamples)
 			}
@@ -333,7 +334,7 @@ func TestWildOptionalValues(t *testing.T) {
 {"hop":{"a":1},"duration_ms":5}
 {"hop":"a","start":"yesterday","end":5}
 `
-	spans, st := readString(t, in, Options{})
+	spans, st := readString(t, in, record.Options{})
 	if len(spans) != 3 || st.Skipped != 3 || st.SkippedByReason["bad value"] != 3 {
 		t.Fatalf("%d spans, skipped %v: %v", len(spans), st.SkippedByReason, st.Errors)
 	}
@@ -372,14 +373,14 @@ func TestLongLineMemory(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		st, err := ReadStream("l.jsonl", strings.NewReader(in), Options{MaxRecord: limit}, func(*span.Span) {})
+		st, err := ReadStream("l.jsonl", strings.NewReader(in), record.Options{MaxRecord: limit}, func(*span.Span) {})
 		runtime.ReadMemStats(&after)
 		if err != nil || st.Used != c.used || st.Read != 3 {
 			t.Fatalf("%s: used %d of %d, skipped %v, err %v", c.name, st.Used, st.Read, st.SkippedByReason, err)
 		}
 		// Blocks of ordinary lines are allocated once per worker: leave
 		// room for them on top of the line itself.
-		blocks := uint64(2*jsonlWorkers()+2) * uint64(2*blockSize)
+		blocks := uint64(2*record.Workers()+2) * uint64(2*record.BlockSize)
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > c.maxAllocs+blocks {
 			t.Errorf("%s: a %d MB line with --max-record %d MB allocated %d MB", c.name, c.pad>>20, limit>>20, grew>>20)
 		}
@@ -400,11 +401,11 @@ func TestZstdLongWindow(t *testing.T) {
 		return append(b, content...)
 	}
 	var n int
-	st, err := ReadStream("long.jsonl.zst", bytes.NewReader(frame(20)), Options{}, func(*span.Span) { n++ })
+	st, err := ReadStream("long.jsonl.zst", bytes.NewReader(frame(20)), record.Options{}, func(*span.Span) { n++ })
 	if err != nil || n != 2 || st.Skipped != 0 {
 		t.Errorf("a 1 GiB window: %d spans, err %v", n, err)
 	}
-	if _, err := ReadStream("huge.jsonl.zst", bytes.NewReader(frame(30)), Options{}, func(*span.Span) {}); err == nil {
+	if _, err := ReadStream("huge.jsonl.zst", bytes.NewReader(frame(30)), record.Options{}, func(*span.Span) {}); err == nil {
 		t.Error("a 1 TiB window was accepted")
 	}
 }

@@ -34,6 +34,7 @@ package ingest
 import (
 	"fmt"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -42,7 +43,7 @@ func init() { register("zipkin", decodeZipkin) }
 // zipkinSharedSuffix is appended to the span id of a shared server half.
 const zipkinSharedSuffix = ":server"
 
-func decodeZipkin(src *Source) error {
+func decodeZipkin(src *record.Source) error {
 	w := newWalker(src)
 	if zipkinFastEnabled {
 		z := &zipkinFast{w: w}
@@ -77,57 +78,57 @@ func (w *jsonWalker) zipkinElem() error {
 	}
 	if len(raw) > 0 && raw[0] == '[' {
 		lc := newLineCounter(raw, at)
-		err := arrayElems(raw, func(k kind, v []byte, off int) error {
+		err := arrayElems(raw, func(k record.JSONKind, v []byte, off int) error {
 			w.zipkinSpan(k, v, lc.pos(off))
 			return nil
 		})
 		if err != nil {
-			w.src.Skip(at.line, w.index+1, reasonBadJSON, fmt.Sprintf("at byte %d: %v", at.off, err))
+			w.src.Skip(at.line, w.index+1, record.ReasonBadJSON, fmt.Sprintf("at byte %d: %v", at.off, err))
 		}
 		return nil
 	}
-	k := kObject
+	k := record.KObject
 	switch {
 	case len(raw) == 0:
-		k = kNull
+		k = record.KNull
 	case raw[0] == '"':
-		k = kString
+		k = record.KString
 	case raw[0] == 't' || raw[0] == 'f':
-		k = kBool
+		k = record.KBool
 	case raw[0] == 'n':
-		k = kNull
+		k = record.KNull
 	case raw[0] != '{':
-		k = kNumber
+		k = record.KNumber
 	}
 	w.zipkinSpan(k, raw, at)
 	return nil
 }
 
-func (w *jsonWalker) zipkinSpan(k kind, raw []byte, at pos) {
+func (w *jsonWalker) zipkinSpan(k record.JSONKind, raw []byte, at pos) {
 	w.index++
-	if k != kObject {
-		w.skipSpan(w.index, at, reasonNotSpan, "want a span object, got "+kindName(k))
+	if k != record.KObject {
+		w.skipSpan(w.index, at, record.ReasonNotSpan, "want a span object, got "+kindName(k))
 		return
 	}
-	var rec traceRecord
+	var rec record.TraceRecord
 	if reason, detail := w.zipkinRecord(raw, &rec); reason != "" {
 		w.skipSpan(w.index, at, reason, detail)
 		return
 	}
-	rec.finish(&w.intern)
+	rec.Finish(&w.intern)
 	w.emit(&rec, w.index, at)
 }
 
 // zipkinRecord reads one span object into rec. The duration is required;
 // a value of any other member that cannot be read is recorded in rec.soft
 // and the span kept.
-func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail string) {
-	sp := &rec.sp
+func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, detail string) {
+	sp := &rec.Span
 	var hasDur, shared bool
 	var badDur error
 	var local []span.Attr // the local endpoint's attributes
-	err := objectMembers(raw, func(key string, k kind, v []byte) error {
-		if k == kNull {
+	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+		if k == record.KNull {
 			return nil
 		}
 		var err error
@@ -145,19 +146,19 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 		case "name":
 			sp.Name, err = w.textValue(key, k, v)
 		case "kind":
-			if k != kString {
+			if k != record.KString {
 				err = fmt.Errorf("kind: want a string, got %s", kindName(k))
 				break
 			}
-			switch s := normKind(v); s {
+			switch s := record.NormKind(v); s {
 			case "client", "server", "producer", "consumer":
 				sp.Kind = s
 			default:
-				err = fmt.Errorf("kind: want CLIENT, SERVER, PRODUCER or CONSUMER, got %q", shortValue(v))
+				err = fmt.Errorf("kind: want CLIENT, SERVER, PRODUCER or CONSUMER, got %q", record.ShortValue(v))
 			}
 		case "timestamp":
 			field = "start"
-			if k != kNumber && k != kString {
+			if k != record.KNumber && k != record.KString {
 				err = fmt.Errorf("timestamp: want µs, got %s", kindName(k))
 				break
 			}
@@ -165,7 +166,7 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 				sp.Start = 0
 			}
 		case "duration":
-			if k != kNumber && k != kString {
+			if k != record.KNumber && k != record.KString {
 				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
 				return nil
 			}
@@ -173,25 +174,25 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 			hasDur = badDur == nil
 			return nil
 		case "localEndpoint", "remoteEndpoint":
-			if k != kObject {
+			if k != record.KObject {
 				err = fmt.Errorf("%s: want an object, got %s", key, kindName(k))
 				break
 			}
 			var ip4, ip6, port []byte
-			err = objectMembers(v, func(ek string, k kind, ev []byte) error {
+			err = objectMembers(v, func(ek string, k record.JSONKind, ev []byte) error {
 				switch {
-				case ek == "serviceName" && k == kString && len(ev) > 0:
+				case ek == "serviceName" && k == record.KString && len(ev) > 0:
 					if key == "localEndpoint" {
-						sp.Service = w.intern.get(ev)
+						sp.Service = w.intern.Get(ev)
 					} else {
-						rec.setPeer(ev, 0)
-						rec.keepAttr(&w.attrIntern, "peer.service", ev)
+						rec.SetPeer(ev, 0)
+						rec.KeepAttr(&w.attrIntern, "peer.service", ev)
 					}
-				case ek == "ipv4" && k == kString && len(ev) > 0:
+				case ek == "ipv4" && k == record.KString && len(ev) > 0:
 					ip4 = append(ip4[:0], ev...)
-				case ek == "ipv6" && k == kString && len(ev) > 0:
+				case ek == "ipv6" && k == record.KString && len(ev) > 0:
 					ip6 = append(ip6[:0], ev...)
-				case ek == "port" && (k == kNumber || k == kString) && len(ev) > 0 && string(ev) != "0":
+				case ek == "port" && (k == record.KNumber || k == record.KString) && len(ev) > 0 && string(ev) != "0":
 					port = append(port[:0], ev...)
 				}
 				return nil
@@ -202,62 +203,62 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 			if key == "localEndpoint" {
 				local = zipkinEndpointAttrs(local, &w.attrIntern, "net.host.", ip4, port)
 			} else {
-				rec.attrs = zipkinEndpointAttrs(rec.attrs, &w.attrIntern, "net.peer.", ip4, port)
+				rec.Attrs = zipkinEndpointAttrs(rec.Attrs, &w.attrIntern, "net.peer.", ip4, port)
 			}
 		case "tags":
-			if k != kObject {
+			if k != record.KObject {
 				err = fmt.Errorf("tags: want an object, got %s", kindName(k))
 				break
 			}
 			var bad error
-			err = objectMembers(v, func(tk string, k kind, tv []byte) error {
-				if k == kObject || k == kArray {
+			err = objectMembers(v, func(tk string, k record.JSONKind, tv []byte) error {
+				if k == record.KObject || k == record.KArray {
 					if bad == nil {
 						bad = fmt.Errorf("tag %q: want a string, got %s", tk, kindName(k))
 					}
 					return nil
 				}
-				rec.keepAttr(&w.attrIntern, tk, tv)
+				rec.KeepAttr(&w.attrIntern, tk, tv)
 				if tk == "error" {
 					// Presence is failure: Brave writes the exception
 					// message, or "" when there is none.
-					rec.errFlag = true
-					if rec.message == "" {
-						rec.message = string(tv)
+					rec.ErrFlag = true
+					if rec.Message == "" {
+						rec.Message = string(tv)
 					}
 					if w.hopAttr == "error" {
-						rec.hop, rec.hopSet = string(tv), true
+						rec.Hop, rec.HopSet = string(tv), true
 					}
 					return nil
 				}
-				rec.addAttr(tk, tv, k == kString, w.hopAttr)
+				rec.AddAttr(tk, tv, k == record.KString, w.hopAttr)
 				return nil
 			})
 			if err == nil {
 				err = bad
 			}
 		case "shared":
-			shared = k == kBool && string(v) == "true"
+			shared = k == record.KBool && string(v) == "true"
 		}
 		if err != nil {
-			rec.ignore(field, err)
+			rec.Ignore(field, err)
 		}
 		return nil
 	})
 	if err != nil {
-		return reasonBadJSON, err.Error()
+		return record.ReasonBadJSON, err.Error()
 	}
 	if !hasDur {
 		if badDur != nil {
-			return reasonBadValue, badDur.Error()
+			return record.ReasonBadValue, badDur.Error()
 		}
-		return reasonNoDuration, "no duration (an incomplete or merged-away span)"
+		return record.ReasonNoDuration, "no duration (an incomplete or merged-away span)"
 	}
 	if shared && sp.SpanID != "" {
 		sp.ParentID = sp.SpanID
 		sp.SpanID += zipkinSharedSuffix
 	}
-	w.setAttrs(sp, local, nil, rec.attrs)
+	w.setAttrs(sp, local, nil, rec.Attrs)
 	return "", ""
 }
 
@@ -266,12 +267,12 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *traceRecord) (reason, detail 
 // with "ip" (ipv4, else ipv6) and "port" (left out when 0, Zipkin's
 // "unknown"). These are the names OpenTelemetry's semantic conventions used
 // for the two ends of a connection when Zipkin was mapped to them.
-func zipkinEndpointAttrs(dst []span.Attr, in *interner, prefix string, ip, port []byte) []span.Attr {
+func zipkinEndpointAttrs(dst []span.Attr, in *record.Interner, prefix string, ip, port []byte) []span.Attr {
 	if len(ip) > 0 {
-		dst = append(dst, span.Attr{Key: in.get([]byte(prefix + "ip")), Value: in.get(ip)})
+		dst = append(dst, span.Attr{Key: in.Get([]byte(prefix + "ip")), Value: in.Get(ip)})
 	}
 	if len(port) > 0 {
-		dst = append(dst, span.Attr{Key: in.get([]byte(prefix + "port")), Value: in.get(port)})
+		dst = append(dst, span.Attr{Key: in.Get([]byte(prefix + "port")), Value: in.Get(port)})
 	}
 	return dst
 }

@@ -1,6 +1,8 @@
 package ingest_test
 
-import "testing"
+import (
+	"testing"
+)
 
 func FuzzZipkin(f *testing.F) {
 	f.Add([]byte("[" + zkSpan(`"kind":"CLIENT","tags":{"error":""},"remoteEndpoint":{"serviceName":"db"}`) + "]"))

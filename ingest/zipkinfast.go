@@ -29,6 +29,7 @@ package ingest
 import (
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -51,7 +52,7 @@ type zipkinFast struct {
 // zipkinFastRecord is a span read in place, waiting for its element to be
 // read whole.
 type zipkinFastRecord struct {
-	rec   traceRecord
+	rec   record.TraceRecord
 	local []span.Attr // the local endpoint's attributes
 	off   int         // where the span starts in the element
 }
@@ -87,8 +88,8 @@ func (z *zipkinFast) elem() error {
 		if c == '[' {
 			p = lc.pos(fr.off)
 		}
-		w.setAttrs(&fr.rec.sp, fr.local, nil, fr.rec.attrs)
-		fr.rec.finish(&w.intern)
+		w.setAttrs(&fr.rec.Span, fr.local, nil, fr.rec.Attrs)
+		fr.rec.Finish(&w.intern)
 		w.emit(&fr.rec, w.index, p)
 	}
 	w.s.consume(b, n)
@@ -102,7 +103,7 @@ func (z *zipkinFast) elem() error {
 // z.recs and returns its length, or -1.
 func (z *zipkinFast) decode(b []byte) int {
 	z.n = 0
-	borrow := z.w.src.opt.Borrowed
+	borrow := z.w.src.Options().Borrowed
 	next := func(at int) int {
 		if z.n == len(z.recs) {
 			z.recs = append(z.recs, zipkinFastRecord{})
@@ -126,7 +127,7 @@ func (z *zipkinFast) decode(b []byte) int {
 		}
 		e = end
 	}
-	if e < 0 || e > z.w.src.opt.MaxRecord {
+	if e < 0 || e > z.w.src.Options().MaxRecord {
 		return -1
 	}
 	return e
@@ -153,9 +154,9 @@ const (
 // alias b. sp.Attrs is left to the caller (setAttrs, at the emit).
 func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borrow bool) (int, bool) {
 	rec := &fr.rec
-	rec.reset()
+	rec.Reset()
 	fr.local = fr.local[:0]
-	sp := &rec.sp
+	sp := &rec.Span
 	var seen uint32
 	var shared bool
 	e, ok := fastObject(b, i, func(key []byte, at int) int {
@@ -190,7 +191,7 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 		if !ok {
 			return -1
 		}
-		if k == kNull {
+		if k == record.KNull {
 			return vend // the general path passes a null member over
 		}
 		if seen&f != 0 {
@@ -199,12 +200,12 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 		seen |= f
 		switch f {
 		case zsTrace:
-			if k != kString {
+			if k != record.KString {
 				return -1
 			}
 			sp.TraceID = fastHexID(v, 32, borrow)
 		case zsID, zsParent:
-			if k != kString {
+			if k != record.KString {
 				return -1
 			}
 			if f == zsID {
@@ -213,19 +214,19 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 				sp.ParentID = fastHexID(v, 16, borrow)
 			}
 		case zsName:
-			if k != kString && k != kNumber && k != kBool {
+			if k != record.KString && k != record.KNumber && k != record.KBool {
 				return -1
 			}
-			sp.Name = w.intern.get(v)
+			sp.Name = w.intern.Get(v)
 		case zsKind:
-			if k != kString {
+			if k != record.KString {
 				return -1
 			}
 			if sp.Kind = zipkinKind(v); sp.Kind == "" {
 				return -1
 			}
 		case zsStart, zsDur:
-			if k != kNumber && k != kString {
+			if k != record.KNumber && k != record.KString {
 				return -1
 			}
 			n, ok := fastMicros(v)
@@ -238,15 +239,15 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 				sp.Duration = n
 			}
 		case zsLocal, zsRemote:
-			if k != kObject || !w.zipkinFastEndpoint(v, f == zsLocal, fr, borrow) {
+			if k != record.KObject || !w.zipkinFastEndpoint(v, f == zsLocal, fr, borrow) {
 				return -1
 			}
 		case zsTags:
-			if k != kObject || !w.zipkinFastTags(v, rec, borrow) {
+			if k != record.KObject || !w.zipkinFastTags(v, rec, borrow) {
 				return -1
 			}
 		case zsShared:
-			shared = k == kBool && string(v) == "true"
+			shared = k == record.KBool && string(v) == "true"
 		}
 		return vend
 	})
@@ -272,7 +273,7 @@ func zipkinKind(v []byte) string {
 	case "CONSUMER":
 		return "consumer"
 	}
-	switch s := normKind(v); s {
+	switch s := record.NormKind(v); s {
 	case "client", "server", "producer", "consumer":
 		return s
 	}
@@ -289,21 +290,21 @@ var peerServiceKey = []byte("peer.service")
 func (w *jsonWalker) zipkinFastEndpoint(v []byte, local bool, fr *zipkinFastRecord, borrow bool) bool {
 	rec := &fr.rec
 	var ip4, ip6, port []byte
-	_, ok := fastMembers(v, 0, func(ek []byte, k kind, ev []byte, _ int) bool {
+	_, ok := fastMembers(v, 0, func(ek []byte, k record.JSONKind, ev []byte, _ int) bool {
 		switch {
 		case len(ev) == 0:
-		case bstr(ek) == "serviceName" && k == kString:
+		case bstr(ek) == "serviceName" && k == record.KString:
 			if local {
-				rec.sp.Service = w.intern.get(ev)
+				rec.Span.Service = w.intern.Get(ev)
 			} else {
-				rec.setPeer(ev, 0)
+				rec.SetPeer(ev, 0)
 				w.fastKeepAttr(rec, peerServiceKey, ev, borrow)
 			}
-		case bstr(ek) == "ipv4" && k == kString:
+		case bstr(ek) == "ipv4" && k == record.KString:
 			ip4 = ev
-		case bstr(ek) == "ipv6" && k == kString:
+		case bstr(ek) == "ipv6" && k == record.KString:
 			ip6 = ev
-		case bstr(ek) == "port" && (k == kNumber || k == kString) && bstr(ev) != "0":
+		case bstr(ek) == "port" && (k == record.KNumber || k == record.KString) && bstr(ev) != "0":
 			port = ev
 		}
 		return true
@@ -317,36 +318,36 @@ func (w *jsonWalker) zipkinFastEndpoint(v []byte, local bool, fr *zipkinFastReco
 	if local {
 		fr.local = zipkinEndpointAttrs(fr.local, &w.attrIntern, "net.host.", ip4, port)
 	} else {
-		rec.attrs = zipkinEndpointAttrs(rec.attrs, &w.attrIntern, "net.peer.", ip4, port)
+		rec.Attrs = zipkinEndpointAttrs(rec.Attrs, &w.attrIntern, "net.peer.", ip4, port)
 	}
 	return true
 }
 
 // zipkinFastTags reads the tags object (v, whole) as zipkinRecord does,
 // when every value is a scalar.
-func (w *jsonWalker) zipkinFastTags(v []byte, rec *traceRecord, borrow bool) bool {
-	_, ok := fastMembers(v, 0, func(tk []byte, k kind, tv []byte, _ int) bool {
-		if k == kObject || k == kArray {
+func (w *jsonWalker) zipkinFastTags(v []byte, rec *record.TraceRecord, borrow bool) bool {
+	_, ok := fastMembers(v, 0, func(tk []byte, k record.JSONKind, tv []byte, _ int) bool {
+		if k == record.KObject || k == record.KArray {
 			return false // the general path records it as a value it could not read
 		}
 		w.fastKeepAttr(rec, tk, tv, borrow)
 		if bstr(tk) == "error" {
-			rec.errFlag = true
-			if rec.message == "" {
-				rec.message = string(tv)
+			rec.ErrFlag = true
+			if rec.Message == "" {
+				rec.Message = string(tv)
 			}
 			if w.hopAttr == "error" {
-				rec.hop, rec.hopSet = string(tv), true
+				rec.Hop, rec.HopSet = string(tv), true
 			}
 			return true
 		}
 		// addAttr may keep the key (a value it could not read is recorded
 		// under it), as the general path's own string.
-		ak := w.attrIntern.get(tk)
+		ak := w.attrIntern.Get(tk)
 		if !utf8.Valid(tk) {
 			ak = string(tk)
 		}
-		rec.addAttr(ak, tv, k == kString, w.hopAttr)
+		rec.AddAttr(ak, tv, k == record.KString, w.hopAttr)
 		return true
 	})
 	return ok

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -303,9 +304,8 @@ func TestZipkinFastTakesTheUsualSpan(t *testing.T) {
 		`"timestamp":1000,"duration":250,"localEndpoint":{"serviceName":"api","ipv4":"10.0.0.1","port":8080},` +
 		`"remoteEndpoint":{"serviceName":"db","port":0},"tags":{"http.status_code":"503","zone":"eu","error":"boom"}}`
 	for _, in := range []string{sp, "[" + sp + "," + sp + "]"} {
-		src := &Source{Name: "in", R: bufioReader(in + "\n"), opt: &Options{MaxRecord: DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, st: newStats(nil), hopDefault: "service+name"}
 		var got []span.Span
-		src.emit = func(sp *span.Span) { got = append(got, *sp) }
+		src := record.NewSource("in", bufioReader(in+"\n"), nil, &Options{MaxRecord: DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), func(sp *span.Span) { got = append(got, *sp) })
 		w := newWalker(src)
 		if c, err := w.top(); err != nil || c != in[0] {
 			t.Fatal(c, err)

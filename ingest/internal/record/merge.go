@@ -1,4 +1,4 @@
-package ingest
+package record
 
 import (
 	"slices"
@@ -11,32 +11,6 @@ import (
 // MaxErrors is how many positioned errors Read keeps when Options.MaxErrors
 // is 0.
 const MaxErrors = 20
-
-// FilteredIDs returns the hashes of the spans the filters left out (see
-// FilteredParents), ascending, and whether some were not remembered.
-func (st *Stats) FilteredIDs() (ids []uint64, full bool) {
-	st.filtered.has(0) // sorts
-	return st.filtered.ids, st.filtered.full
-}
-
-// SetFilteredIDs restores what FilteredIDs returned.
-func (st *Stats) SetFilteredIDs(ids []uint64, full bool) {
-	st.filtered = idSet{ids: ids, full: full}
-}
-
-// Finish adds the notes Read adds at its end from the totals, to
-// statistics rebuilt from their parts (a decoded summary): Notes must be
-// ReadNotes then.
-func (st *Stats) Finish() { st.finish() }
-
-// ReadNotes are the notes of the read without those Read adds at its end
-// from the totals (which a merge writes again from the merged totals).
-func (st *Stats) ReadNotes() []string {
-	if st.Ignored > 0 && len(st.Notes) > 0 {
-		return st.Notes[:len(st.Notes)-1]
-	}
-	return st.Notes
-}
 
 // MergeStats combines the statistics of reads of different files into
 // those one read of all of them would give: counts added; files in name
@@ -63,7 +37,7 @@ func MergeStats(a, b *Stats, maxErrors int) (st *Stats, aFile, bFile []int) {
 		}
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].name < fs[j].name })
-	st = newStats(nil)
+	st = NewStats(nil)
 	aFile, bFile = make([]int, len(a.Files)), make([]int, len(b.Files))
 	for i, f := range fs {
 		st.Files = append(st.Files, f.name)

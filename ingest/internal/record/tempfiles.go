@@ -1,4 +1,4 @@
-package ingest
+package record
 
 import (
 	"os"
@@ -73,4 +73,11 @@ func (t *tempFiles) Cleanup() {
 		os.Remove(p)
 		delete(t.paths, p)
 	}
+}
+
+// Reset forgets every file and undoes Cleanup, for tests that run it.
+func (t *tempFiles) Reset() {
+	t.mu.Lock()
+	t.paths, t.done = map[string]struct{}{}, false
+	t.mu.Unlock()
 }

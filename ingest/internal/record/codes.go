@@ -1,4 +1,4 @@
-package ingest
+package record
 
 import (
 	"math"
@@ -24,8 +24,8 @@ import (
 // maxCodeText bounds a code kept as text: an error kind, not a message.
 const maxCodeText = 64
 
-// codeTextOf trims a code kept as text to a short valid UTF-8 string.
-func codeTextOf(v []byte) []byte {
+// CodeTextOf trims a code kept as text to a short valid UTF-8 string.
+func CodeTextOf(v []byte) []byte {
 	v = trimSpaceBytes(v)
 	if len(v) > maxCodeText {
 		cut := maxCodeText
@@ -97,7 +97,7 @@ func grpcCodeByName(v []byte) (int, bool) {
 	case "CANCELED":
 		name = "CANCELLED"
 	}
-	c, ok := grpcCodeNames[name]
+	c, ok := GRPCCodeNames[name]
 	return c, ok
 }
 
@@ -110,19 +110,19 @@ func grpcCodeByName(v []byte) (int, bool) {
 // name other than OK says the call failed, which a bare number does not
 // (it could be a code of either protocol).
 func parseCode(v []byte) (code int, timeout bool, text []byte) {
-	code, timeout, text, _ = parseCodeNamed(v)
+	code, timeout, text, _ = ParseCodeNamed(v)
 	return
 }
 
-func parseCodeNamed(v []byte) (code int, timeout bool, text []byte, named bool) {
-	if n, ok := atoiBytes(v); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+func ParseCodeNamed(v []byte) (code int, timeout bool, text []byte, named bool) {
+	if n, ok := AtoiBytes(v); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
 		return int(n), n == 408 || n == 504, nil, false
 	}
 	t := trimSpaceBytes(v)
 	if len(t) == 0 {
 		return 0, false, nil, false
 	}
-	if n, ok := atoiBytes(t); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+	if n, ok := AtoiBytes(t); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
 		return int(n), n == 408 || n == 504, nil, false
 	}
 	if x, err := strconv.ParseFloat(string(t), 64); err == nil && x == math.Trunc(x) && math.Abs(x) < 1e9 {
@@ -136,7 +136,7 @@ func parseCodeNamed(v []byte) (code int, timeout bool, text []byte, named bool) 
 	if c, ok := grpcCodeByName(t); ok {
 		return c, c == 4, nil, true
 	}
-	return 0, isTimeoutWord(t), codeTextOf(t), false
+	return 0, IsTimeoutWord(t), CodeTextOf(t), false
 }
 
 // httpWord finds an HTTP status written as a word among words: the first
@@ -154,15 +154,15 @@ func httpWord(t []byte) int {
 	if at >= len(words) || len(words[at]) != 3 {
 		return 0
 	}
-	n, ok := atoiBytes([]byte(words[at]))
+	n, ok := AtoiBytes([]byte(words[at]))
 	if !ok || n < 100 || n >= 600 {
 		return 0
 	}
 	return int(n)
 }
 
-// okWord reports whether a code kept as text says success.
-func okWord(v []byte) bool {
+// OkWord reports whether a code kept as text says success.
+func OkWord(v []byte) bool {
 	switch strings.ToLower(string(v)) {
 	case "ok", "success", "succeeded", "successful", "none", "no error", "noerror":
 		return true
@@ -199,11 +199,11 @@ func errorText(v []byte) bool {
 	return false
 }
 
-// parseStatus reads ok/error/unset in the spellings of OTel, HTTP and
+// ParseStatus reads ok/error/unset in the spellings of OTel, HTTP and
 // common loggers; it also takes an HTTP code, a gRPC name, a timeout word,
 // or an error kind (ECONNRESET, connection reset: failed, kept as text).
 // ok is false for a value it cannot tell the outcome from.
-func parseStatus(v []byte) (st span.Status, timeout bool, code int, text []byte, ok bool) {
+func ParseStatus(v []byte) (st span.Status, timeout bool, code int, text []byte, ok bool) {
 	switch string(v) { // the common spellings, without allocating
 	case "ok", "OK", "STATUS_CODE_OK":
 		return span.OK, false, 0, nil, true
@@ -223,13 +223,13 @@ func parseStatus(v []byte) (st span.Status, timeout bool, code int, text []byte,
 	case "error", "err", "fail", "failed", "failure", "false", "2":
 		return span.Error, false, 0, nil, true
 	}
-	if isTimeoutWord(t) {
+	if IsTimeoutWord(t) {
 		if c, ok := grpcCodeByName(t); ok {
 			return span.Error, true, c, nil, true
 		}
 		return span.Error, true, 0, nil, true
 	}
-	if n, ok := atoiBytes(t); ok && n >= 100 && n < 600 {
+	if n, ok := AtoiBytes(t); ok && n >= 100 && n < 600 {
 		st := span.OK
 		if n >= 400 {
 			st = span.Error
@@ -243,12 +243,12 @@ func parseStatus(v []byte) (st span.Status, timeout bool, code int, text []byte,
 		return span.Error, c == 4, c, nil, true
 	}
 	if errorText(t) {
-		return span.Error, false, 0, codeTextOf(t), true
+		return span.Error, false, 0, CodeTextOf(t), true
 	}
 	return span.Unset, false, 0, nil, false
 }
 
-func isTimeoutWord(v []byte) bool {
+func IsTimeoutWord(v []byte) bool {
 	s := strings.ToLower(string(v))
 	switch s {
 	case "timeout", "timedout", "timed_out", "timed out", "deadline_exceeded", "deadline exceeded", "deadlineexceeded", "ut", "context deadline exceeded":

@@ -1,4 +1,4 @@
-package ingest
+package record
 
 import (
 	"encoding/binary"
@@ -8,25 +8,25 @@ import (
 	"unicode/utf8"
 )
 
-// scanner is a small JSON tokenizer over one in-memory record. It is what
+// Scanner is a small JSON tokenizer over one in-memory record. It is what
 // makes flat JSON lines fast: keys are matched as bytes, strings without
 // escapes are returned as sub-slices (no allocation), and nested values that
 // tailscope does not use are skipped without building anything.
-type scanner struct {
-	buf []byte
-	pos int
+type Scanner struct {
+	Buf []byte
+	Pos int
 	tmp []byte // scratch for unescaped strings
 }
 
-type kind uint8
+type JSONKind uint8
 
 const (
-	kNull kind = iota
-	kBool
-	kNumber
-	kString
-	kObject
-	kArray
+	KNull JSONKind = iota
+	KBool
+	KNumber
+	KString
+	KObject
+	KArray
 )
 
 // maxDepth bounds nesting while skipping a value; deeper input is rejected
@@ -36,47 +36,47 @@ const maxDepth = 512
 
 var errSyntax = errors.New("invalid JSON")
 
-func (s *scanner) ws() {
-	for s.pos < len(s.buf) {
-		switch s.buf[s.pos] {
+func (s *Scanner) Ws() {
+	for s.Pos < len(s.Buf) {
+		switch s.Buf[s.Pos] {
 		case ' ', '\t', '\r', '\n':
-			s.pos++
+			s.Pos++
 		default:
 			return
 		}
 	}
 }
 
-func (s *scanner) eat(c byte) bool {
-	if s.pos < len(s.buf) && s.buf[s.pos] == c {
-		s.pos++
+func (s *Scanner) Eat(c byte) bool {
+	if s.Pos < len(s.Buf) && s.Buf[s.Pos] == c {
+		s.Pos++
 		return true
 	}
 	return false
 }
 
-// str reads a JSON string at pos and returns its unescaped content. The
+// Str reads a JSON string at pos and returns its unescaped content. The
 // slice is only valid until the next call.
-func (s *scanner) str() ([]byte, bool) {
-	if !s.eat('"') {
+func (s *Scanner) Str() ([]byte, bool) {
+	if !s.Eat('"') {
 		return nil, false
 	}
-	start := s.pos
+	start := s.Pos
 	i := start
 	// Eight bytes at a time while none of them is a quote, a backslash or
 	// a control character (SWAR: the usual "has a byte equal to / less
 	// than" bit tricks); ids and names are mostly long plain runs.
-	for ; i+8 <= len(s.buf); i += 8 {
-		x := binary.LittleEndian.Uint64(s.buf[i:])
+	for ; i+8 <= len(s.Buf); i += 8 {
+		x := binary.LittleEndian.Uint64(s.Buf[i:])
 		if specialByte(x) {
 			break
 		}
 	}
-	for ; i < len(s.buf); i++ {
-		c := s.buf[i]
+	for ; i < len(s.Buf); i++ {
+		c := s.Buf[i]
 		if c == '"' {
-			s.pos = i + 1
-			return s.buf[start:i], true
+			s.Pos = i + 1
+			return s.Buf[start:i], true
 		}
 		if c == '\\' {
 			return s.slowStr(start)
@@ -106,14 +106,14 @@ func specialMask(x uint64) uint64 {
 	return ((q-lsb)&^q | (b-lsb)&^b | (x-0x20*lsb)&^x) & msb
 }
 
-func (s *scanner) slowStr(start int) ([]byte, bool) {
+func (s *Scanner) slowStr(start int) ([]byte, bool) {
 	out := s.tmp[:0]
 	i := start
-	for i < len(s.buf) {
-		c := s.buf[i]
+	for i < len(s.Buf) {
+		c := s.Buf[i]
 		switch {
 		case c == '"':
-			s.pos = i + 1
+			s.Pos = i + 1
 			s.tmp = out
 			return out, true
 		case c < 0x20:
@@ -123,10 +123,10 @@ func (s *scanner) slowStr(start int) ([]byte, bool) {
 			i++
 			continue
 		}
-		if i+1 >= len(s.buf) {
+		if i+1 >= len(s.Buf) {
 			return nil, false
 		}
-		e := s.buf[i+1]
+		e := s.Buf[i+1]
 		i += 2
 		switch e {
 		case '"', '\\', '/':
@@ -149,7 +149,7 @@ func (s *scanner) slowStr(start int) ([]byte, bool) {
 			i = n
 			if utf16.IsSurrogate(r) {
 				r2, n2 := rune(-1), -1
-				if i+1 < len(s.buf) && s.buf[i] == '\\' && s.buf[i+1] == 'u' {
+				if i+1 < len(s.Buf) && s.Buf[i] == '\\' && s.Buf[i+1] == 'u' {
 					r2, n2 = s.hex4(i + 2)
 				}
 				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError && n2 > 0 {
@@ -166,111 +166,111 @@ func (s *scanner) slowStr(start int) ([]byte, bool) {
 	return nil, false
 }
 
-func (s *scanner) hex4(i int) (rune, int) {
-	if i+4 > len(s.buf) {
+func (s *Scanner) hex4(i int) (rune, int) {
+	if i+4 > len(s.Buf) {
 		return 0, -1
 	}
-	v, err := strconv.ParseUint(string(s.buf[i:i+4]), 16, 32)
+	v, err := strconv.ParseUint(string(s.Buf[i:i+4]), 16, 32)
 	if err != nil {
 		return 0, -1
 	}
 	return rune(v), i + 4
 }
 
-// value reads one JSON value. Strings come back unescaped; numbers,
+// Value reads one JSON value. Strings come back unescaped; numbers,
 // booleans and null as their literal bytes; objects and arrays as their
 // raw text (validated for balance and string syntax only).
-func (s *scanner) value() (kind, []byte, error) {
-	if s.pos >= len(s.buf) {
+func (s *Scanner) Value() (JSONKind, []byte, error) {
+	if s.Pos >= len(s.Buf) {
 		return 0, nil, errSyntax
 	}
-	switch c := s.buf[s.pos]; {
+	switch c := s.Buf[s.Pos]; {
 	case c == '"':
-		b, ok := s.str()
+		b, ok := s.Str()
 		if !ok {
 			return 0, nil, errors.New("bad string")
 		}
-		return kString, b, nil
+		return KString, b, nil
 	case c == '{' || c == '[':
-		start := s.pos
+		start := s.Pos
 		if err := s.skipNested(); err != nil {
 			return 0, nil, err
 		}
-		k := kObject
+		k := KObject
 		if c == '[' {
-			k = kArray
+			k = KArray
 		}
-		return k, s.buf[start:s.pos], nil
+		return k, s.Buf[start:s.Pos], nil
 	case c == 't':
-		return s.lit("true", kBool)
+		return s.lit("true", KBool)
 	case c == 'f':
-		return s.lit("false", kBool)
+		return s.lit("false", KBool)
 	case c == 'n':
-		return s.lit("null", kNull)
+		return s.lit("null", KNull)
 	case c == '-' || (c >= '0' && c <= '9'):
-		start := s.pos
-		for s.pos < len(s.buf) {
-			c := s.buf[s.pos]
+		start := s.Pos
+		for s.Pos < len(s.Buf) {
+			c := s.Buf[s.Pos]
 			if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-				s.pos++
+				s.Pos++
 				continue
 			}
 			break
 		}
-		return kNumber, s.buf[start:s.pos], nil
+		return KNumber, s.Buf[start:s.Pos], nil
 	}
 	return 0, nil, errSyntax
 }
 
-func (s *scanner) lit(w string, k kind) (kind, []byte, error) {
-	if len(s.buf)-s.pos >= len(w) && string(s.buf[s.pos:s.pos+len(w)]) == w {
-		s.pos += len(w)
-		return k, s.buf[s.pos-len(w) : s.pos], nil
+func (s *Scanner) lit(w string, k JSONKind) (JSONKind, []byte, error) {
+	if len(s.Buf)-s.Pos >= len(w) && string(s.Buf[s.Pos:s.Pos+len(w)]) == w {
+		s.Pos += len(w)
+		return k, s.Buf[s.Pos-len(w) : s.Pos], nil
 	}
 	return 0, nil, errSyntax
 }
 
 // skipNested skips an object or array, iteratively.
-func (s *scanner) skipNested() error {
+func (s *Scanner) skipNested() error {
 	depth := 0
-	for s.pos < len(s.buf) {
-		switch s.buf[s.pos] {
+	for s.Pos < len(s.Buf) {
+		switch s.Buf[s.Pos] {
 		case '{', '[':
 			depth++
 			if depth > maxDepth {
 				return errors.New("nested too deep")
 			}
-			s.pos++
+			s.Pos++
 		case '}', ']':
 			depth--
-			s.pos++
+			s.Pos++
 			if depth == 0 {
 				return nil
 			}
 		case '"':
-			if _, ok := s.str(); !ok {
+			if _, ok := s.Str(); !ok {
 				return errors.New("bad string")
 			}
 		default:
-			s.pos++
+			s.Pos++
 		}
 	}
 	return errors.New("unterminated object or array")
 }
 
-// object walks the members of the object at pos, calling f for each.
-func (s *scanner) object(f func(key []byte, k kind, v []byte) error) error {
-	s.ws()
-	if !s.eat('{') {
+// Object walks the members of the object at pos, calling f for each.
+func (s *Scanner) Object(f func(key []byte, k JSONKind, v []byte) error) error {
+	s.Ws()
+	if !s.Eat('{') {
 		return errors.New("not a JSON object")
 	}
-	s.ws()
-	if s.eat('}') {
+	s.Ws()
+	if s.Eat('}') {
 		return nil
 	}
 	for {
-		s.ws()
-		kb, ok := s.str()
+		s.Ws()
+		kb, ok := s.Str()
 		if !ok {
 			return errors.New("bad key")
 		}
@@ -278,23 +278,23 @@ func (s *scanner) object(f func(key []byte, k kind, v []byte) error) error {
 		if len(kb) > 0 && len(s.tmp) > 0 && &kb[0] == &s.tmp[0] {
 			key = append([]byte(nil), kb...) // escaped key: keep a copy
 		}
-		s.ws()
-		if !s.eat(':') {
+		s.Ws()
+		if !s.Eat(':') {
 			return errors.New("missing ':' after key")
 		}
-		s.ws()
-		k, v, err := s.value()
+		s.Ws()
+		k, v, err := s.Value()
 		if err != nil {
 			return err
 		}
 		if err := f(key, k, v); err != nil {
 			return err
 		}
-		s.ws()
-		if s.eat(',') {
+		s.Ws()
+		if s.Eat(',') {
 			continue
 		}
-		if s.eat('}') {
+		if s.Eat('}') {
 			return nil
 		}
 		return errors.New("missing ',' or '}'")

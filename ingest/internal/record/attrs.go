@@ -1,4 +1,4 @@
-package ingest
+package record
 
 import (
 	"unicode/utf8"
@@ -28,89 +28,89 @@ import (
 // resource attributes, then the span's own, then the other fields of a
 // flat record.
 const (
-	tierResource uint8 = iota
-	tierSpan
-	tierField
+	TierResource uint8 = iota
+	TierSpan
+	TierField
 )
 
-// attrSet gathers one record's attributes.
-type attrSet struct {
-	list []span.Attr
-	tier []uint8 // the tier of each entry of list
-	// borrow: values may alias the input (Options.Borrowed).
-	borrow bool
-	// in interns keys, and values when they must be owned; made on first
+// AttrSet gathers one record's attributes.
+type AttrSet struct {
+	List []span.Attr
+	Tier []uint8 // the tier of each entry of list
+	// Borrow: values may alias the input (Options.Borrowed).
+	Borrow bool
+	// In interns keys, and values when they must be owned; made on first
 	// use, so that readers of logs without attributes never pay for it.
-	in *interner
-	// chunk is where owned spans' slices are cut from.
-	chunk []span.Attr
-	// key is scratch for dotted keys of nested objects.
-	key []byte
+	In *Interner
+	// Chunk is where owned spans' slices are cut from.
+	Chunk []span.Attr
+	// Key is scratch for dotted keys of nested objects.
+	Key []byte
 }
 
-// reset empties the set for the next record, keeping its buffers.
-func (a *attrSet) reset() {
-	a.list, a.tier = a.list[:0], a.tier[:0]
+// Reset empties the set for the next record, keeping its buffers.
+func (a *AttrSet) Reset() {
+	a.List, a.Tier = a.List[:0], a.Tier[:0]
 }
 
-func (a *attrSet) interner() *interner {
-	if a.in == nil {
-		a.in = &interner{}
+func (a *AttrSet) interner() *Interner {
+	if a.In == nil {
+		a.In = &Interner{}
 	}
-	return a.in
+	return a.In
 }
 
-// keyOf returns the string of an attribute key: keys repeat on every
+// KeyOf returns the string of an attribute key: keys repeat on every
 // line, so they are interned whether or not the record borrows.
-func (a *attrSet) keyOf(k []byte) string { return a.interner().get(k) }
+func (a *AttrSet) KeyOf(k []byte) string { return a.interner().Get(k) }
 
-// add appends one attribute. v is the value's text; alias says whether
+// Add appends one attribute. v is the value's text; alias says whether
 // it may be kept as a view (the record borrows and v lies in a buffer that
 // outlives the span's emit). Empty keys and values say nothing and are
 // left out, and so are the keys that restate the service, kind or outcome
 // (attrKept: the trace formats leave them out too, so the same span gives
 // the same Attrs in every format); text that is not valid UTF-8 is
 // repaired (a copy).
-func (a *attrSet) add(tier uint8, key string, v []byte, alias bool) {
-	if len(v) == 0 || len(v) > maxAttrValue || !attrKept(key) {
+func (a *AttrSet) Add(tier uint8, key string, v []byte, alias bool) {
+	if len(v) == 0 || len(v) > MaxAttrValue || !AttrKept(key) {
 		return
 	}
 	var val string
 	switch {
-	case alias && a.borrow && utf8.Valid(v):
+	case alias && a.Borrow && utf8.Valid(v):
 		val = unsafe.String(unsafe.SliceData(v), len(v))
-	case len(v) <= maxInternValue:
+	case len(v) <= MaxInternValue:
 		// Owned, or not in a buffer that lives long enough (an
 		// unescaped string, a number's text): interned, so a value seen
 		// before costs nothing.
-		val = a.interner().get(v)
+		val = a.interner().Get(v)
 	default:
-		val = validText(v) // long values are rarely repeated
+		val = ValidText(v) // long values are rarely repeated
 	}
-	a.list = append(a.list, span.Attr{Key: key, Value: val})
-	a.tier = append(a.tier, tier)
+	a.List = append(a.List, span.Attr{Key: key, Value: val})
+	a.Tier = append(a.Tier, tier)
 }
 
-// done returns the attributes in tier order (stable within a tier), or
+// Done returns the attributes in tier order (stable within a tier), or
 // nil when there are none: the reused list when the record borrows, else
 // a slice of the span's own.
-func (a *attrSet) done() []span.Attr {
-	n := len(a.list)
+func (a *AttrSet) Done() []span.Attr {
+	n := len(a.List)
 	if n == 0 {
 		return nil
 	}
 	// Insertion sort by tier: lists are short and almost always in order
 	// already (one comparison per entry then).
 	for i := 1; i < n; i++ {
-		for j := i; j > 0 && a.tier[j] < a.tier[j-1]; j-- {
-			a.tier[j], a.tier[j-1] = a.tier[j-1], a.tier[j]
-			a.list[j], a.list[j-1] = a.list[j-1], a.list[j]
+		for j := i; j > 0 && a.Tier[j] < a.Tier[j-1]; j-- {
+			a.Tier[j], a.Tier[j-1] = a.Tier[j-1], a.Tier[j]
+			a.List[j], a.List[j-1] = a.List[j-1], a.List[j]
 		}
 	}
-	if a.borrow {
-		return a.list[:n:n]
+	if a.Borrow {
+		return a.List[:n:n]
 	}
-	return a.own(a.list)
+	return a.own(a.List)
 }
 
 // maxAttrValue bounds a value kept as an attribute: a longer one (a
@@ -119,8 +119,8 @@ func (a *attrSet) done() []span.Attr {
 // cost memory per span. maxInternValue bounds the values interned, so
 // that the interner's table stays small whatever the log.
 const (
-	maxAttrValue   = 1024
-	maxInternValue = 128
+	MaxAttrValue   = 1024
+	MaxInternValue = 128
 )
 
 // attrChunk is how many attributes an owned chunk holds: a chunk is one
@@ -128,17 +128,17 @@ const (
 const attrChunk = 512
 
 // own copies l into a slice no later record reuses.
-func (a *attrSet) own(l []span.Attr) []span.Attr {
-	if cap(a.chunk)-len(a.chunk) < len(l) {
-		a.chunk = make([]span.Attr, 0, max(attrChunk, len(l)))
+func (a *AttrSet) own(l []span.Attr) []span.Attr {
+	if cap(a.Chunk)-len(a.Chunk) < len(l) {
+		a.Chunk = make([]span.Attr, 0, max(attrChunk, len(l)))
 	}
-	s := len(a.chunk)
-	a.chunk = append(a.chunk, l...)
-	return a.chunk[s:len(a.chunk):len(a.chunk)]
+	s := len(a.Chunk)
+	a.Chunk = append(a.Chunk, l...)
+	return a.Chunk[s:len(a.Chunk):len(a.Chunk)]
 }
 
-// inBuf reports whether v lies inside buf.
-func inBuf(v, buf []byte) bool {
+// InBuf reports whether v lies inside buf.
+func InBuf(v, buf []byte) bool {
 	if len(v) == 0 || len(buf) == 0 {
 		return false
 	}

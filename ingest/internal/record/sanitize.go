@@ -1,4 +1,4 @@
-package ingest
+package record
 
 import (
 	"strings"
@@ -10,34 +10,34 @@ import (
 // hold, and they are applied where strings enter tailscope (the interner,
 // and the detail of a skipped record), so no renderer has to remember them.
 
-// validText returns b as a string with every invalid UTF-8 sequence
+// ValidText returns b as a string with every invalid UTF-8 sequence
 // replaced by U+FFFD. Without it a hop name with a stray byte would be
 // printed raw in text reports, turned into U+FFFD by encoding/json in JSON
 // reports, and two hops differing only in their bad bytes would show under
 // one name with two rows. Valid input is returned unchanged.
-func validText(b []byte) string {
+func ValidText(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// maxDetail bounds the detail of a skipped record. Details quote the bad
+// MaxDetail bounds the detail of a skipped record. Details quote the bad
 // value ("bad duration \"fast\""); a bad value may be megabytes long (a
 // 10 MB field) or hold data the user did not ask to see in a report, so
 // only its start is kept.
-const maxDetail = 200
+const MaxDetail = 200
 
-// shortDetail cuts a skip detail to about maxDetail bytes and makes it
+// ShortDetail cuts a skip detail to about maxDetail bytes and makes it
 // valid UTF-8. It keeps the head and the tail, cut on rune boundaries, with
 // "…" between: the head names the field, the tail holds the hint ("want a
 // Go duration like 1.5s").
-func shortDetail(s string) string {
-	if len(s) <= maxDetail && utf8.ValidString(s) {
+func ShortDetail(s string) string {
+	if len(s) <= MaxDetail && utf8.ValidString(s) {
 		return s
 	}
-	if len(s) > maxDetail {
-		head, tail := maxDetail*3/5, len(s)-maxDetail*2/5
+	if len(s) > MaxDetail {
+		head, tail := MaxDetail*3/5, len(s)-MaxDetail*2/5
 		for head > 0 && !utf8.RuneStart(s[head]) {
 			head--
 		}

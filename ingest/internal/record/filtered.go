@@ -1,4 +1,4 @@
-package ingest
+package record
 
 import (
 	"slices"
@@ -17,8 +17,8 @@ import (
 // maxFilteredIDs bounds the ids remembered: 8 bytes each, 32 MB at most.
 const maxFilteredIDs = 1 << 22
 
-// isFilter reports whether a reason accept gives is a filter's.
-func isFilter(reason string) bool {
+// IsFilter reports whether a reason accept gives is a filter's.
+func IsFilter(reason string) bool {
 	return reason == ReasonOutsideWindow || reason == ReasonHopFiltered
 }
 
@@ -47,9 +47,9 @@ func (s *idSet) has(k uint64) bool {
 	return ok
 }
 
-// spanKey is a hash of a span's trace and span id (FNV-1a, 64 bits); 0
+// SpanKey is a hash of a span's trace and span id (FNV-1a, 64 bits); 0
 // is never returned, so that it can mean "no id".
-func spanKey(trace, id string) uint64 {
+func SpanKey(trace, id string) uint64 {
 	const prime = 1099511628211
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(trace); i++ {
@@ -65,11 +65,11 @@ func spanKey(trace, id string) uint64 {
 	return h
 }
 
-// filteredKey is the key a filtered span is remembered by, 0 when it has
+// FilteredKey is the key a filtered span is remembered by, 0 when it has
 // no span id (nothing can name it as a parent).
-func filteredKey(sp *span.Span) uint64 {
+func FilteredKey(sp *span.Span) uint64 {
 	if sp.SpanID == "" {
 		return 0
 	}
-	return spanKey(sp.TraceID, sp.SpanID)
+	return SpanKey(sp.TraceID, sp.SpanID)
 }

@@ -1,0 +1,49 @@
+package record
+
+import (
+	"runtime"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+// Fork is a consumer of spans that does most of its work on the reader's
+// decoding goroutines. A reader that decodes in parallel asks it for one
+// Branch per goroutine and gives each span that passes Emit's checks to
+// the Branch of the goroutine that decoded it, in no particular order
+// across goroutines; the spans a Branch asks to see again reach Ordered in
+// input order, on the goroutine that called Read, instead of emit.
+// Readers that decode on one goroutine ignore Fork and call emit for
+// every span, so a Fork must always come with an emit that does the whole
+// work.
+type Fork interface {
+	// Branch returns the consumer of one decoding goroutine. It is
+	// called on the goroutine that called Read.
+	Branch() Branch
+	// Ordered receives, in input order, the spans a Branch.Take asked to
+	// see again. Like emit's, the span is valid only during the call.
+	Ordered(sp *span.Span)
+}
+
+// Branch consumes the spans of one decoding goroutine.
+type Branch interface {
+	// Take consumes a span that passed the reader's checks (its hop is
+	// derived, its weight and outcome are set) and reports whether
+	// Ordered must see it too. The span, and with Options.Borrowed its id
+	// strings, are valid only during the call. Its Service and Name may
+	// be empty when they do not name the hop, and its SpanID, ParentID,
+	// Kind and Peer when the reader reads them only for the spans
+	// that go on to Ordered (Parquet's fast rows): a Branch decides from
+	// the hop, the times, the outcome and the trace id.
+	Take(sp *span.Span) (again bool)
+	// Close is called once after the branch's last Take, on the goroutine
+	// that called Read, before Read moves on to the next input.
+	Close()
+}
+
+// BlockSize is the target size of a block of lines: large enough that the
+// hand-off costs nothing per line, small enough to keep the working set
+// in cache.
+var BlockSize = 1 << 20
+
+// jsonlWorkers is the number of decoding goroutines: all cores.
+func Workers() int { return max(1, runtime.GOMAXPROCS(0)) }

@@ -1,0 +1,203 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// maxPageBytes bounds what one page may claim uncompressed, whatever its
+// column chunk says: no span column needs pages this large.
+const maxPageBytes = 1 << 30
+
+// CheckParquetPages walks the page headers of every column chunk, reading
+// only the headers, before any page is decoded. parquet-go allocates the
+// uncompressed size a page header claims; a corrupt header claiming up to
+// 2 GiB per page would otherwise cost gigabytes of memory before failing.
+// A page that claims more than its whole column chunk holds (or more than
+// maxPageBytes), or that runs past its chunk, makes the file corrupt.
+func CheckParquetPages(ra io.ReaderAt, size int64, md *format.FileMetaData) error {
+	var proto thrift.CompactProtocol
+	buf := make([]byte, 256)
+	for rgi := range md.RowGroups {
+		for ci := range md.RowGroups[rgi].Columns {
+			m := &md.RowGroups[rgi].Columns[ci].MetaData
+			where := fmt.Sprintf("row group %d, column %d", rgi+1, ci+1)
+			start := m.DataPageOffset
+			if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+				start = m.DictionaryPageOffset
+			}
+			end := start + m.TotalCompressedSize
+			if start < 4 || m.TotalCompressedSize < 0 || end > size || end < start {
+				return fmt.Errorf("corrupt Parquet file: %s lies outside the file", where)
+			}
+			limit := min(m.TotalUncompressedSize, maxPageBytes)
+			for off := start; off < end; {
+				var h format.PageHeader
+				n, err := readPageHeader(ra, off, end, &buf, &proto, &h)
+				if err != nil {
+					return fmt.Errorf("corrupt Parquet file: %s: page header at byte %d: %v", where, off, err)
+				}
+				if h.UncompressedPageSize < 0 || int64(h.UncompressedPageSize) > limit || h.CompressedPageSize < 0 {
+					return fmt.Errorf("corrupt Parquet file: %s: a page at byte %d claims %d bytes (%d compressed) in a column chunk of %d",
+						where, off, h.UncompressedPageSize, h.CompressedPageSize, m.TotalUncompressedSize)
+				}
+				off += int64(n) + int64(h.CompressedPageSize)
+				if off > end {
+					return fmt.Errorf("corrupt Parquet file: %s: a page runs past its column chunk", where)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// readPageHeader decodes the page header at off and returns its length.
+// Headers are small; the read grows only when statistics make one larger.
+func readPageHeader(ra io.ReaderAt, off, end int64, buf *[]byte, proto *thrift.CompactProtocol, h *format.PageHeader) (int, error) {
+	for want := len(*buf); ; want *= 4 {
+		if int64(want) > end-off {
+			want = int(end - off)
+		}
+		if cap(*buf) < want {
+			*buf = make([]byte, want)
+		}
+		b := (*buf)[:want]
+		n, err := ra.ReadAt(b, off)
+		if n < want && err != nil && err != io.EOF {
+			return 0, err
+		}
+		b = b[:n]
+		*h = format.PageHeader{}
+		pr := proto.NewReaderFromBytes(b)
+		derr := thrift.NewDecoder(pr).Decode(h)
+		if derr == nil {
+			return pr.BytesRead(), nil
+		}
+		if int64(want) >= end-off || want >= 16<<20 {
+			return 0, derr
+		}
+	}
+}
+
+// RandomAccess returns the input as an io.ReaderAt and its size. A
+// stream (stdin, a decompressed input) is spilled to a temporary file,
+// registered in TempFiles so that a signal does not leave it behind, and
+// bounded by Options.MaxSpill: a small compressed input can expand to far
+// more than the disk holds.
+func RandomAccess(src *Source, pattern string) (io.ReaderAt, int64, func(), error) {
+	if src.File != nil {
+		fi, err := src.File.Stat()
+		if err == nil && fi.Mode().IsRegular() {
+			return src.File, fi.Size(), func() {}, nil
+		}
+	}
+	tmp, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
+	}
+	cleanup := func() { tmp.Close(); TempFiles.Remove(tmp.Name()) }
+	if !TempFiles.Add(tmp.Name()) {
+		cleanup()
+		return nil, 0, nil, errors.New("spilling to a temporary file: interrupted")
+	}
+	limit := src.opt.MaxSpill
+	if limit <= 0 {
+		limit = DefaultMaxSpill
+	}
+	n, err := io.Copy(tmp, io.LimitReader(src.R, limit+1))
+	if err == nil && n > limit {
+		err = fmt.Errorf("the input is over %s once decompressed (raise with --max-spill)", bytesText(limit))
+	}
+	if err != nil {
+		cleanup()
+		return nil, 0, nil, fmt.Errorf("spilling to a temporary file: %v", err)
+	}
+	return tmp, n, cleanup, nil
+}
+
+// bytesText is a size for messages: 4 GiB, 512 MiB, 100 KiB, 12 bytes.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// NoPanic turns a panic of a third-party decoder on corrupt input into an
+// error: a malformed file must never take the run down.
+func NoPanic(what string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("corrupt %s file: %v", what, r)
+	}
+}
+
+// Cursor reads one column chunk value by value, page after page. A value
+// is valid until the next call to next.
+type Cursor struct {
+	pages  parquet.Pages
+	vr     parquet.ValueReader
+	buf    []parquet.Value
+	i, n   int
+	Err    error
+	done   bool
+	stalls int
+}
+
+func NewCursor(cc parquet.ColumnChunk) *Cursor {
+	return &Cursor{pages: cc.Pages(), buf: make([]parquet.Value, 1024)}
+}
+
+func (c *Cursor) Next() (parquet.Value, bool) {
+	for c.i >= c.n {
+		if c.done {
+			return parquet.Value{}, false
+		}
+		if c.vr == nil {
+			p, err := c.pages.ReadPage()
+			if err != nil {
+				c.done = true
+				if !errors.Is(err, io.EOF) {
+					c.Err = err
+				}
+				return parquet.Value{}, false
+			}
+			c.vr = p.Values()
+		}
+		n, err := c.vr.ReadValues(c.buf)
+		c.i, c.n = 0, n
+		if n == 0 && err == nil {
+			// A reader that makes no progress would spin forever on a
+			// corrupt page: give up on it.
+			c.stalls++
+			if c.stalls > 16 {
+				c.done, c.Err = true, errors.New("page reader makes no progress (corrupt page)")
+				return parquet.Value{}, false
+			}
+			continue
+		}
+		c.stalls = 0
+		if err != nil {
+			c.vr = nil
+			if !errors.Is(err, io.EOF) {
+				c.done, c.Err = true, err
+				return parquet.Value{}, false
+			}
+		}
+	}
+	v := c.buf[c.i]
+	c.i++
+	return v, true
+}
+
+func (c *Cursor) Close() { c.pages.Close() }

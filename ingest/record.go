@@ -1,0 +1,51 @@
+package ingest
+
+import (
+	"github.com/tailscope/tailscope/ingest/internal/record"
+)
+
+// The types every decoder writes into are defined in ingest/internal/record
+// (so that the format families can use them without importing this
+// package); these aliases are the names the rest of the repository uses.
+type (
+	// Options say how to read and which spans to keep.
+	Options = record.Options
+	// Stats are the counts of a read.
+	Stats = record.Stats
+	// RecordError is one skipped record, positioned.
+	RecordError = record.RecordError
+	// PassedFile is a file a path expansion passed over, and why.
+	PassedFile = record.PassedFile
+	// Fork is a parallel consumer of the spans read (see record.Fork).
+	Fork = record.Fork
+	// Branch is the consumer of one decoding goroutine.
+	Branch = record.Branch
+)
+
+const (
+	// DefaultMaxRecord is the largest line or JSON document accepted by
+	// default (--max-record raises it).
+	DefaultMaxRecord = record.DefaultMaxRecord
+	// DefaultMaxSpill is the largest temporary file a Parquet input from
+	// stdin or a compressed file is spilled to by default (--max-spill).
+	DefaultMaxSpill = record.DefaultMaxSpill
+	// MaxErrors is how many examples of skipped records are kept when
+	// Options.MaxErrors is 0.
+	MaxErrors = record.MaxErrors
+
+	// Reasons for skipping that do not come from a decoder.
+	ReasonOutsideWindow = record.ReasonOutsideWindow
+	ReasonHopFiltered   = record.ReasonHopFiltered
+	ReasonNoHop         = record.ReasonNoHop
+)
+
+// TempFiles are the temporary files the process has open (see
+// record.TempFiles): a program that ends on a signal calls
+// TempFiles.Cleanup.
+var TempFiles = record.TempFiles
+
+// MergeStats combines the statistics of reads of different files into
+// those one read of all of them would give (see record.MergeStats).
+func MergeStats(a, b *Stats, maxErrors int) (st *Stats, aFile, bFile []int) {
+	return record.MergeStats(a, b, maxErrors)
+}
