@@ -53,7 +53,7 @@ func (w *jsonWalker) jaegerTop() error {
 		w.open()
 		return w.jaegerObject(at)
 	case '[':
-		return w.array("top-level array", w.jaegerTraceValue)
+		return w.array("top-level array", w.jaegerTraceElem) // jaegerfast.go
 	}
 	if err := w.skipValue(); err != nil {
 		return err
@@ -76,7 +76,7 @@ func (w *jsonWalker) jaegerObject(at pos) error {
 		switch key {
 		case "data":
 			envelope = true
-			return w.array("data", w.jaegerTraceValue)
+			return w.array("data", w.jaegerTraceElem)
 		case "traceID", "traceId", "spans", "processes":
 			isTrace = true
 			// Each part of a bare trace in its own buffer: both are

@@ -58,6 +58,8 @@ type jsonWalker struct {
 	// resyncAt is where the last resync stopped: a resync that finds
 	// itself there again skips a line, so that it always moves on.
 	resyncAt int64
+	// jaeger is the Jaeger fast path's state (jaegerfast.go).
+	jaeger *jaegerFast
 }
 
 // pos is where a value starts: its byte offset and line.

@@ -19,10 +19,10 @@ import (
 // die with the call) and stats.
 func traceRead(t testing.TB, input []byte, opt Options, fast bool) ([]span.Span, *Stats, error) {
 	t.Helper()
-	defer func(z bool, eb int) {
-		zipkinFastEnabled, fastElemBuffer = z, eb
-	}(zipkinFastEnabled, fastElemBuffer)
-	zipkinFastEnabled = fast
+	defer func(z, j bool, eb int) {
+		zipkinFastEnabled, jaegerFastEnabled, fastElemBuffer = z, j, eb
+	}(zipkinFastEnabled, jaegerFastEnabled, fastElemBuffer)
+	zipkinFastEnabled, jaegerFastEnabled = fast, fast
 	// A small enlarged buffer, so that generated inputs meet its limit.
 	fastElemBuffer = 1 << 17
 	var out []span.Span
