@@ -26,6 +26,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -44,7 +45,7 @@ type jaegerFast struct {
 // jaegerFastRecord is a span read in place, waiting for its trace to be
 // read whole.
 type jaegerFastRecord struct {
-	rec    traceRecord
+	rec    record.TraceRecord
 	off    int    // where the span starts in the trace
 	procID []byte // its processID (in the buffer), when a string
 	hasID  bool
@@ -89,19 +90,19 @@ func (w *jsonWalker) jaegerTraceElem() error {
 		case fr.hasID:
 			proc = jf.process(fr.procID)
 		}
-		sp := &fr.rec.sp
+		sp := &fr.rec.Span
 		var res []span.Attr
 		if proc != nil {
 			res = proc.attrs
 		}
-		w.setAttrs(sp, res, nil, fr.rec.attrs)
+		w.setAttrs(sp, res, nil, fr.rec.Attrs)
 		if proc != nil {
 			sp.Service = proc.service
-			if !fr.rec.hopSet && proc.hopSet {
-				fr.rec.hop, fr.rec.hopSet = proc.hop, true
+			if !fr.rec.HopSet && proc.hopSet {
+				fr.rec.Hop, fr.rec.HopSet = proc.hop, true
 			}
 		}
-		fr.rec.finish(&w.intern)
+		fr.rec.Finish(&w.intern)
 		w.emit(&fr.rec, w.index, p)
 	}
 	w.s.consume(b, n)
@@ -126,7 +127,7 @@ func (jf *jaegerFast) process(id []byte) *jaegerProcess {
 // length, or -1.
 func (w *jsonWalker) jaegerFastTrace(jf *jaegerFast, b []byte) int {
 	jf.n, jf.np = 0, 0
-	borrow := w.src.opt.Borrowed
+	borrow := w.src.Options().Borrowed
 	var seen uint8
 	e, ok := fastObject(b, 0, func(key []byte, at int) int {
 		var f uint8
@@ -181,7 +182,7 @@ func (w *jsonWalker) jaegerFastTrace(jf *jaegerFast, b []byte) int {
 		}
 		return e
 	})
-	if !ok || e > w.src.opt.MaxRecord {
+	if !ok || e > w.src.Options().MaxRecord {
 		return -1
 	}
 	return e
@@ -201,8 +202,8 @@ func (w *jsonWalker) jaegerFastProcess(b []byte, i int, p *jaegerProcess) int {
 				return -1
 			}
 			seen |= 1
-			if k == kString {
-				p.service = w.intern.get(v)
+			if k == record.KString {
+				p.service = w.intern.Get(v)
 			}
 			return e
 		case "tags":
@@ -215,8 +216,8 @@ func (w *jsonWalker) jaegerFastProcess(b []byte, i int, p *jaegerProcess) int {
 					if w.hopAttr != "" && bstr(tk) == w.hopAttr {
 						p.hop, p.hopSet = string(tv), true
 					}
-					if !bin && attrKept(bstr(tk)) {
-						p.attrs = append(p.attrs, span.Attr{Key: w.attrIntern.get(tk), Value: w.attrIntern.get(tv)})
+					if !bin && record.AttrKept(bstr(tk)) {
+						p.attrs = append(p.attrs, span.Attr{Key: w.attrIntern.Get(tk), Value: w.attrIntern.Get(tv)})
 					}
 				})
 			}
@@ -236,7 +237,7 @@ func (w *jsonWalker) jaegerFastProcess(b []byte, i int, p *jaegerProcess) int {
 func jaegerFastTags(b []byte, i int, f func(key, v []byte, str, bin bool)) int {
 	end, ok := fastElems(b, i, func(at int) int {
 		var key, val []byte
-		var vk kind
+		var vk record.JSONKind
 		var seen uint8
 		bin := false
 		e, ok := fastObject(b, at, func(mk []byte, vat int) int {
@@ -247,14 +248,14 @@ func jaegerFastTags(b []byte, i int, f func(key, v []byte, str, bin bool)) int {
 			var m uint8
 			switch bstr(mk) {
 			case "key":
-				if k != kString {
+				if k != record.KString {
 					return -1
 				}
 				m, key = 1, v
 			case "value":
 				m, val, vk = 2, v, k
 			case "type":
-				m, bin = 4, k == kString && strings.EqualFold(bstr(v), "binary")
+				m, bin = 4, k == record.KString && strings.EqualFold(bstr(v), "binary")
 			default:
 				return e
 			}
@@ -267,8 +268,8 @@ func jaegerFastTags(b []byte, i int, f func(key, v []byte, str, bin bool)) int {
 		if !ok {
 			return -1
 		}
-		if seen&2 != 0 && len(key) > 0 && vk != kObject && vk != kArray && vk != kNull {
-			f(key, val, vk == kString, bin)
+		if seen&2 != 0 && len(key) > 0 && vk != record.KObject && vk != record.KArray && vk != record.KNull {
+			f(key, val, vk == record.KString, bin)
 		}
 		return e
 	})
@@ -297,9 +298,9 @@ const (
 // alias b. The process, sp.Attrs and the service are left to the caller.
 func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borrow bool) (int, bool) {
 	rec := &fr.rec
-	rec.reset()
+	rec.Reset()
 	fr.procID, fr.hasID, fr.hasOwn = nil, false, false
-	sp := &rec.sp
+	sp := &rec.Span
 	var seen uint32
 	var parent string
 	var refs []byte
@@ -338,7 +339,7 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 		if !ok {
 			return -1
 		}
-		if k == kNull {
+		if k == record.KNull {
 			return vend // the general path passes a null member over
 		}
 		if seen&f != 0 {
@@ -347,7 +348,7 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 		seen |= f
 		switch f {
 		case jsTrace, jsSpan, jsParent:
-			if k != kString {
+			if k != record.KString {
 				return -1
 			}
 			switch f {
@@ -359,17 +360,17 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 				parent = fastHexID(v, 16, borrow)
 			}
 		case jsName:
-			if k != kString && k != kNumber && k != kBool {
+			if k != record.KString && k != record.KNumber && k != record.KBool {
 				return -1
 			}
-			sp.Name = w.intern.get(v)
+			sp.Name = w.intern.Get(v)
 		case jsRefs:
-			if k != kArray {
+			if k != record.KArray {
 				return -1
 			}
 			refs = v
 		case jsStart, jsDur:
-			if k != kNumber && k != kString {
+			if k != record.KNumber && k != record.KString {
 				return -1
 			}
 			n, ok := fastMicros(v)
@@ -384,13 +385,13 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 		case jsProc:
 			switch {
 			case bstr(key) == "process":
-				if k == kObject {
+				if k == record.KObject {
 					if w.jaegerFastProcess(b, at, &fr.own) < 0 {
 						return -1
 					}
 					fr.hasOwn = true
 				}
-			case k == kString:
+			case k == record.KString:
 				fr.procID, fr.hasID = v, true
 			}
 		case jsTags: // not an array (an array was read above)
@@ -419,28 +420,28 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 
 // jaegerFastSpanTags reads a span's tags at b[i] as jaegerSpan's callback
 // does; it returns the index after them, or -1.
-func (w *jsonWalker) jaegerFastSpanTags(b []byte, i int, rec *traceRecord, borrow bool) int {
+func (w *jsonWalker) jaegerFastSpanTags(b []byte, i int, rec *record.TraceRecord, borrow bool) int {
 	return jaegerFastTags(b, i, func(tk, tv []byte, str, bin bool) {
 		if !bin {
 			w.fastKeepAttr(rec, tk, tv, borrow)
 		}
 		switch bstr(tk) {
 		case "error":
-			if b, e := parseBool(tv); e == nil && b {
-				rec.errFlag = true
+			if b, e := record.ParseBool(tv); e == nil && b {
+				rec.ErrFlag = true
 			}
 			return
 		case "span.kind":
-			rec.sp.Kind = normKind(tv)
+			rec.Span.Kind = record.NormKind(tv)
 			return
 		}
 		// addAttr may keep the key (a value it could not read is recorded
 		// under it), as the general path's own string.
-		ak := w.attrIntern.get(tk)
+		ak := w.attrIntern.Get(tk)
 		if !utf8.Valid(tk) {
 			ak = string(tk)
 		}
-		rec.addAttr(ak, tv, str, w.hopAttr)
+		rec.AddAttr(ak, tv, str, w.hopAttr)
 	})
 }
 
@@ -450,12 +451,12 @@ func jaegerFastParent(refs []byte, borrow bool) (child, follows string, ok bool)
 	_, ok = fastElems(refs, 0, func(at int) int {
 		var typ []byte
 		var id string
-		e, ok := fastMembers(refs, at, func(key []byte, k kind, v []byte, _ int) bool {
+		e, ok := fastMembers(refs, at, func(key []byte, k record.JSONKind, v []byte, _ int) bool {
 			switch bstr(key) {
 			case "refType", "ref_type":
 				typ = v
 			case "spanID", "spanId":
-				if k == kString {
+				if k == record.KString {
 					id = fastHexID(v, 16, borrow)
 				}
 			}
