@@ -30,8 +30,6 @@ import (
 //
 // One record batch is in memory at a time.
 
-func init() { register("arrow", decodeArrow) }
-
 var arrowMagic = []byte("ARROW1")
 
 // maxArrowBody bounds one record batch body: a corrupt length must not

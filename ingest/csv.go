@@ -31,8 +31,6 @@ import (
 // a service, not one replica of it. The same two rules apply to the flat
 // Parquet and Arrow readers.
 
-func init() { register("csv", decodeCSV) }
-
 // colSpec is what one column of a flat table feeds.
 type colSpec struct {
 	f       field

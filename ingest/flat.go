@@ -97,7 +97,6 @@ func init() {
 	for _, n := range FlatFields {
 		canonicalField[n] = flatKeys[n]
 	}
-	register("jsonl", decodeJSONL)
 }
 
 // fieldTable resolves input keys to fields, honouring --map.

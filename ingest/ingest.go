@@ -73,11 +73,6 @@ func Read(paths []string, opt record.Options, emit func(*span.Span)) (*record.St
 	return st, nil
 }
 
-// decoders are registered by the files that implement them.
-var decoders = map[string]func(*record.Source) error{}
-
-func register(format string, dec func(*record.Source) error) { decoders[format] = dec }
-
 // maxZstdWindow is the largest zstd window accepted: what zstd --long=31,
 // the command's largest, writes.
 const maxZstdWindow = 1 << 31

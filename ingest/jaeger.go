@@ -35,8 +35,6 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-func init() { register("jaeger", decodeJaeger) }
-
 func decodeJaeger(src *record.Source) error {
 	w := newWalker(src)
 	return w.run(w.jaegerTop)

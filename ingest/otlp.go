@@ -45,8 +45,6 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-func init() { register("otlp", decodeOTLP) }
-
 func decodeOTLP(src *record.Source) error {
 	if otlpFastEnabled {
 		if n := otlpWorkers(); n > 1 {

@@ -10,7 +10,6 @@ import (
 // and each is read with the OTLP span rules. A line may carry its resource
 // beside the span ("resource": {"attributes": […]}), or the service as a
 // span attribute "service.name".
-func init() { register("otlp-spans", decodeOTLPSpans) }
 
 func decodeOTLPSpans(src *record.Source) error {
 	w := newWalker(src)

@@ -1,10 +1,8 @@
 package ingest
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -21,7 +19,7 @@ import (
 //   - flat tables, one row per span, whose top-level columns are named like
 //     flat JSON keys (what `tailscope convert` writes; any other naming via
 //     --map);
-//   - Grafana Tempo blocks (vParquet … vParquet4, see tempo.go), one row per
+//   - Grafana Tempo blocks (vParquet … vParquet4, see ingest/internal/tempo), one row per
 //     trace with the spans nested inside.
 //
 // Either way only the columns tailscope uses are read (projection), page by
@@ -35,31 +33,6 @@ import (
 // parquet.Value, remains for physical types the batch reader does not
 // decode (INT96, nested leaves) and as the reference the batch reader is
 // tested against.
-
-func init() { register("parquet", decodeParquet) }
-
-func decodeParquet(src *record.Source) (err error) {
-	defer record.NoPanic("Parquet", &err)
-	ra, size, cleanup, err := record.RandomAccess(src, "tailscope-*.parquet")
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	if err := checkParquetFooter(ra, size); err != nil {
-		return err
-	}
-	pf, err := parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return fmt.Errorf("not a readable Parquet file (truncated or corrupt?): %v", err)
-	}
-	if err := record.CheckParquetPages(ra, size, pf.Metadata()); err != nil {
-		return err
-	}
-	if l := tempoLayoutOf(pf.Schema()); l != nil {
-		return decodeTempo(src, pf, l)
-	}
-	return decodeFlatParquet(src, pf)
-}
 
 // flatCol is one projected column of a flat Parquet table.
 type flatCol struct {
@@ -369,26 +342,6 @@ func printable(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// checkParquetFooter checks the trailer (footer length, "PAR1") before the
-// library sees it: a corrupt length would otherwise make it allocate up to
-// 4 GiB for a footer that cannot exist.
-func checkParquetFooter(ra io.ReaderAt, size int64) error {
-	if size < 12 {
-		return fmt.Errorf("not a readable Parquet file: %d bytes is too short (truncated?)", size)
-	}
-	var tail [8]byte
-	if _, err := ra.ReadAt(tail[:], size-8); err != nil {
-		return fmt.Errorf("not a readable Parquet file: %v", err)
-	}
-	if string(tail[4:]) != "PAR1" {
-		return fmt.Errorf("not a readable Parquet file: no PAR1 footer magic at the end (truncated or corrupt?)")
-	}
-	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
-		return fmt.Errorf("not a readable Parquet file: footer length %d exceeds the file (%d bytes; truncated or corrupt?)", n, size)
-	}
-	return nil
 }
 
 // scalarKind reports whether a column of physical type k holds values an

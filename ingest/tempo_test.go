@@ -17,6 +17,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/tempo"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -292,7 +293,7 @@ func TestTempoSchemaMirror(t *testing.T) {
 		cols   []col
 	}{"vParquet4": {parquet.SchemaOf(t4Trace{}), v4}, "vParquet3": {parquet.SchemaOf(t3Trace{}), v3}} {
 		for _, want := range c.cols {
-			leaf, ok := lookupPath(c.schema, want.path)
+			leaf, ok := tempo.LookupPath(c.schema, want.path)
 			if !ok {
 				t.Errorf("%s: no column %s", name, want.path)
 				continue
@@ -301,17 +302,17 @@ func TestTempoSchemaMirror(t *testing.T) {
 				t.Errorf("%s: %s is %s rep %d def %d, want %s rep %d def %d", name, want.path, k, leaf.MaxRepetitionLevel, leaf.MaxDefinitionLevel, want.typ, want.rep, want.def)
 			}
 		}
-		if l := tempoLayoutOf(c.schema); l != tempoLayouts[0] {
+		if l := tempo.LayoutOf(c.schema); l != tempo.Layouts[0] {
 			t.Errorf("%s: not recognised as a Tempo block", name)
 		}
 	}
 	// Event attribute values of vParquet3 are plain bytes (protobuf), span
 	// attribute values text: the reader tells them apart by annotation.
 	s3 := parquet.SchemaOf(t3Trace{})
-	ev, _ := lookupPath(s3, sp+"Events.list.element.Attrs.list.element.Value")
-	at, _ := lookupPath(s3, sp+"Attrs.list.element.Value")
-	if isTextLeaf(ev) || !isTextLeaf(at) {
-		t.Errorf("annotations: event value text=%v, attribute value text=%v", isTextLeaf(ev), isTextLeaf(at))
+	ev, _ := tempo.LookupPath(s3, sp+"Events.list.element.Attrs.list.element.Value")
+	at, _ := tempo.LookupPath(s3, sp+"Attrs.list.element.Value")
+	if tempo.IsTextLeaf(ev) || !tempo.IsTextLeaf(at) {
+		t.Errorf("annotations: event value text=%v, attribute value text=%v", tempo.IsTextLeaf(ev), tempo.IsTextLeaf(at))
 	}
 }
 

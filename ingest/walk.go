@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/tempo"
 )
 
 // Paths to files.
@@ -180,7 +181,7 @@ func (w *walker) dir(root string, rootInfo fs.FileInfo) error {
 		stack = append(stack, subdirs...)
 	}
 	sort.Strings(found)
-	keep, passed, notes := tempoBlockFiles(found)
+	keep, passed, notes := tempo.BlockFiles(found)
 	w.files = append(w.files, keep...)
 	w.passed = append(w.passed, passed...)
 	w.notes = append(w.notes, notes...)

@@ -38,8 +38,6 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-func init() { register("zipkin", decodeZipkin) }
-
 // zipkinSharedSuffix is appended to the span id of a shared server half.
 const zipkinSharedSuffix = ":server"
 

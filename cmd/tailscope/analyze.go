@@ -1,5 +1,3 @@
-// The analyze command: its flags and usage, and the flags that shape an analysis (shared by recommend and check).
-
 package main
 
 import (

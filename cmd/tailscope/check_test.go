@@ -1,5 +1,3 @@
-// Tests of check: exit codes and every format.
-
 package main
 
 import (

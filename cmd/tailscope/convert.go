@@ -1,5 +1,3 @@
-// The convert command: its flags and usage; writes any input in tailscope's flat span schema.
-
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Tests of convert: round trips to analyze, real exports, usage, stdout, --strict and attributes.
-
 package main
 
 import (

@@ -1,5 +1,3 @@
-// File ownership where there is no Unix: not known, so nothing to keep.
-
 //go:build !unix
 
 package main

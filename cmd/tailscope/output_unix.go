@@ -1,5 +1,3 @@
-// File ownership on Unix: the owner, group and link count that an atomic rewrite keeps.
-
 //go:build unix
 
 package main

@@ -1,5 +1,3 @@
-// The progress meter on stderr: bytes, spans, rate and time left, only on a terminal.
-
 package main
 
 import (

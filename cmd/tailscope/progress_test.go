@@ -1,5 +1,3 @@
-// Tests of the progress meter: silent when short or off a terminal, throttled, cleared.
-
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Runs the README's documented commands and compares their output with the README.
-
 package main
 
 import (

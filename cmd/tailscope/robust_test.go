@@ -1,5 +1,3 @@
-// Tests of -o's atomic writing (symlinks, modes, hard links, devices) and of non-finite number flags.
-
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Unix tests of -o: signals remove temporary files; FIFOs, owners and permissions.
-
 //go:build unix
 
 package main

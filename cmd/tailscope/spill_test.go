@@ -1,5 +1,3 @@
-// Tests of --max-spill, the bound on a Parquet input's temporary copy.
-
 package main
 
 import (

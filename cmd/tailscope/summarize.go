@@ -1,5 +1,3 @@
-// The summarize and merge commands: their flags and usage; write partial summaries (.tss).
-
 package main
 
 import (
@@ -60,7 +58,7 @@ func runSummarize(e *env, args []string) error {
 		return err
 	}
 	if in.strict && s.Stats.Skipped > 0 {
-		return logs.Strict(s.Stats)
+		return strictError(s.Stats)
 	}
 	return writeTo(e, output, func(w io.Writer) error { return summary.Write(w, s) })
 }

@@ -1,5 +1,3 @@
-// Tests of the summarize and merge commands end to end.
-
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Tests of --compare-window, --sort and --compare on real and generated logs.
-
 package main
 
 import (

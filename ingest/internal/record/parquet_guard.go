@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -201,3 +202,48 @@ func (c *Cursor) Next() (parquet.Value, bool) {
 }
 
 func (c *Cursor) Close() { c.pages.Close() }
+
+// CheckParquetFooter checks the trailer (footer length, "PAR1") before the
+// library sees it: a corrupt length would otherwise make it allocate up to
+// 4 GiB for a footer that cannot exist.
+func CheckParquetFooter(ra io.ReaderAt, size int64) error {
+	if size < 12 {
+		return fmt.Errorf("not a readable Parquet file: %d bytes is too short (truncated?)", size)
+	}
+	var tail [8]byte
+	if _, err := ra.ReadAt(tail[:], size-8); err != nil {
+		return fmt.Errorf("not a readable Parquet file: %v", err)
+	}
+	if string(tail[4:]) != "PAR1" {
+		return fmt.Errorf("not a readable Parquet file: no PAR1 footer magic at the end (truncated or corrupt?)")
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("not a readable Parquet file: footer length %d exceeds the file (%d bytes; truncated or corrupt?)", n, size)
+	}
+	return nil
+}
+
+// OpenParquet opens the input as a Parquet file, spilling a stream to a
+// temporary file (RandomAccess), after the footer and page guards: a
+// corrupt file is an error here, not a panic or a huge allocation in the
+// library. cleanup removes the spill; it is nil when err is not.
+func OpenParquet(src *Source) (pf *parquet.File, cleanup func(), err error) {
+	ra, size, cleanup, err := RandomAccess(src, "tailscope-*.parquet")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckParquetFooter(ra, size); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	pf, err = parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("not a readable Parquet file (truncated or corrupt?): %v", err)
+	}
+	if err := CheckParquetPages(ra, size, pf.Metadata()); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return pf, cleanup, nil
+}

@@ -1,0 +1,35 @@
+package ingest
+
+import (
+	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/tempo"
+)
+
+// decoders maps each format (Formats, and otlp-spans, what sniffing names
+// a bare OTLP span list) to its decoder: every one reads a Source and
+// emits through it.
+var decoders = map[string]func(*record.Source) error{
+	"jsonl":      decodeJSONL,
+	"csv":        decodeCSV,
+	"parquet":    decodeParquet,
+	"arrow":      decodeArrow,
+	"otlp":       decodeOTLP,
+	"otlp-spans": decodeOTLPSpans,
+	"jaeger":     decodeJaeger,
+	"zipkin":     decodeZipkin,
+}
+
+// decodeParquet tells a Tempo block's data.parquet from a flat span table
+// by its schema: both are Parquet, opened and guarded the same way.
+func decodeParquet(src *record.Source) (err error) {
+	defer record.NoPanic("Parquet", &err)
+	pf, cleanup, err := record.OpenParquet(src)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if l := tempo.LayoutOf(pf.Schema()); l != nil {
+		return tempo.Decode(src, pf, l)
+	}
+	return decodeFlatParquet(src, pf)
+}
