@@ -65,6 +65,25 @@ func Load(path string) (*Policy, error) {
 	return Parse(path, data)
 }
 
+// LoadAll reads several policy files; when some cannot be read, the error
+// lists the problems of every one of them, not only the first file's.
+func LoadAll(paths []string) ([]*Policy, error) {
+	var out []*Policy
+	var problems []string
+	for _, p := range paths {
+		pol, err := Load(p)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		out = append(out, pol)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("bad policy file:\n%s", strings.Join(problems, "\n"))
+	}
+	return out, nil
+}
+
 // Parse reads a policy from YAML or JSON. On mistakes it returns Problems
 // listing all of them.
 //

@@ -256,3 +256,29 @@ func TestMarshalOddNamesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// LoadAll reads every file and, when some are bad, lists the problems of
+// all of them.
+func TestLoadAll(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte("budget: 1s\ndefault:\n  timeout: 100ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("budget: soon\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := LoadAll([]string{good, good})
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("two good files: %d policies, %v", len(ps), err)
+	}
+	_, err = LoadAll([]string{bad, good, filepath.Join(dir, "missing.yaml")})
+	if err == nil {
+		t.Fatal("a bad and a missing file loaded")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "bad policy file:\n") || !strings.Contains(msg, "bad.yaml") || !strings.Contains(msg, "missing.yaml") || strings.Contains(msg, "good.yaml") {
+		t.Errorf("error does not list each bad file once:\n%s", msg)
+	}
+}

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"flag"
-	"github.com/tailscope/tailscope/logs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,16 +10,15 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/replay"
-	"github.com/tailscope/tailscope/samples"
 	"github.com/tailscope/tailscope/span"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// readLogs decodes one input the way cmd/tailscope's demo does (package
-// logs: the same path from spans to a report).
+// readLogs decodes one generated input into Logs (package logs: the same
+// path from spans to a report as the commands take).
 func readLogs(t *testing.T, name string, data []byte) *logs.Logs {
 	t.Helper()
 	var spans []span.Span
@@ -31,34 +29,23 @@ func readLogs(t *testing.T, name string, data []byte) *logs.Logs {
 	return logs.FromSpans(spans, st)
 }
 
-func seedFile(t *testing.T, name string) []byte {
-	t.Helper()
-	data, err := samples.SeedChain.ReadFile("seed-chain/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-func seedPolicy(t *testing.T, name string) *policy.Policy {
-	t.Helper()
-	path := "seed-chain/" + name + ".yaml"
-	p, err := policy.Parse(path, seedFile(t, name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Name = name
-	return p
-}
-
-// analysisOf analyses an embedded seed file; inForce is "" or a policy
-// name (A…E).
+// analysisOf analyses an embedded seed file as demo reads it; inForce is
+// "" or a policy name (A…E).
 func analysisOf(t *testing.T, file, inForce string) (*analyze.Report, *logs.Logs) {
 	t.Helper()
-	l := readLogs(t, "seed-chain/"+file, seedFile(t, file))
+	l, err := logs.Seed(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, err := logs.SeedPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var opt analyze.Options
-	if inForce != "" {
-		opt.PolicyInForce = seedPolicy(t, inForce)
+	for _, p := range pols {
+		if p.Name == inForce {
+			opt.PolicyInForce = p
+		}
 	}
 	return l.Report(opt), l
 }
@@ -68,9 +55,9 @@ func analysisOf(t *testing.T, file, inForce string) (*analyze.Report, *logs.Logs
 func demoCheck(t *testing.T) *check.Report {
 	t.Helper()
 	rep, l := analysisOf(t, "spans.jsonl", "")
-	var pols []*policy.Policy
-	for _, n := range samples.Policies {
-		pols = append(pols, seedPolicy(t, n))
+	pols, err := logs.SeedPolicies()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return check.Run(rep, l.Requests, pols, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}})
 }

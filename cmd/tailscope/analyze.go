@@ -1,3 +1,5 @@
+// The analyze command: its flags and usage, and the flags that shape an analysis (shared by recommend and check).
+
 package main
 
 import (

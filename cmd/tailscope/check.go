@@ -1,3 +1,5 @@
+// The check command: its flags and usage (policies, gates, retry model); runs check.Run and renders its report.
+
 package main
 
 import (
@@ -116,23 +118,6 @@ func (c *checkFlags) options() (check.Options, error) {
 	return o, nil
 }
 
-func loadPolicies(paths []string) ([]*policy.Policy, error) {
-	var out []*policy.Policy
-	var problems []string
-	for _, p := range paths {
-		pol, err := policy.Load(p)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		out = append(out, pol)
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("bad policy file:\n%s", strings.Join(problems, "\n"))
-	}
-	return out, nil
-}
-
 func runCheck(e *env, args []string) error {
 	fs := newFlags(e, "check", checkUsage)
 	var in inputFlags
@@ -170,7 +155,7 @@ func runCheck(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pols, err := loadPolicies(c.policies)
+	pols, err := policy.LoadAll(c.policies)
 	if err != nil {
 		return err
 	}

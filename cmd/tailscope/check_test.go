@@ -1,3 +1,5 @@
+// Tests of check: exit codes and every format.
+
 package main
 
 import (

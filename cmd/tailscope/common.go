@@ -1,3 +1,5 @@
+// What every command that reads logs shares: flag parsing, the input flags, loading the logs, colour.
+
 package main
 
 import (
@@ -158,16 +160,6 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	return o, nil
 }
 
-// strictError is --strict's error for skipped records.
-func strictError(st *ingest.Stats) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "--strict: %d of %d records skipped", st.Skipped, st.Read)
-	for _, x := range st.Errors[:min(len(st.Errors), 5)] {
-		fmt.Fprintf(&b, "\n  %s", x)
-	}
-	return errors.New(b.String())
-}
-
 // load reads the logs a command works on (package logs) as the input
 // flags say: progress on stderr, --strict, the reader's notes and skips.
 func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
@@ -189,25 +181,11 @@ func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
 		return nil, err
 	}
 	st := l.Stats
-	if f.strict && st.Skipped > 0 {
-		return nil, strictError(st)
-	}
 	if f.strict {
-		// Every file under a path is read or accounted for; --strict
-		// fails on one that may hold spans and was not read.
-		var passed []ingest.PassedFile
-		for _, p := range st.Passed {
-			if p.Strict {
-				passed = append(passed, p)
-			}
-		}
-		if len(passed) > 0 {
-			var b strings.Builder
-			fmt.Fprintf(&b, "--strict: %d %s not read", len(passed), map[bool]string{true: "file", false: "files"}[len(passed) == 1])
-			for _, p := range passed[:min(len(passed), 5)] {
-				fmt.Fprintf(&b, "\n  %s: %s", p.File, p.Reason)
-			}
-			return nil, errors.New(b.String())
+		// Every record read, and every file under a path read or
+		// accounted for.
+		if err := logs.Strict(st); err != nil {
+			return nil, err
 		}
 	}
 	if !f.quiet {

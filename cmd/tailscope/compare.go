@@ -1,12 +1,13 @@
+// Analyze's tail flags (--sort, --compare, --compare-window): parsed, checked, and applied to the report.
+
 package main
 
 import (
 	"fmt"
-	"github.com/tailscope/tailscope/logs"
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
-	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/logs"
 )
 
 // tailFlags are analyze's flags for where the tail comes from: the order
@@ -54,19 +55,12 @@ func (t *tailFlags) apply(e *env, rep *analyze.Report, l *logs.Logs, paths []str
 		rep.Compare = analyze.Compare(base, rep, strings.Join(t.compare, ", "), strings.Join(paths, ", "))
 	case t.compareWindow != "":
 		d, _ := parseDur(t.compareWindow)
-		before, after, _, _, _ := analyze.SplitByTime(l.Spans, d)
-		if len(after) == 0 || len(before) == 0 {
+		c, ok := l.CompareWindows(d, t.compareWindow, opt)
+		if !ok {
 			return fmt.Errorf("--compare-window %s: the logs hold no request in the %s before their last %s (they cover less than twice the window)", t.compareWindow, t.compareWindow, t.compareWindow)
 		}
-		rb, ra := windowReport(before, opt), windowReport(after, opt)
-		rep.Compare = analyze.Compare(rb, ra, "the "+t.compareWindow+" before", "the last "+t.compareWindow)
+		rep.Compare = c
 	}
 	rep.SortHops(t.sort)
 	return nil
-}
-
-// windowReport analyses one window's spans on their own.
-func windowReport(spans []span.Span, opt analyze.Options) *analyze.Report {
-	reqs, probs := span.Assemble(spans)
-	return analyze.Run(spans, reqs, probs, opt)
 }

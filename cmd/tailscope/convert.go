@@ -1,3 +1,5 @@
+// The convert command: its flags and usage; writes any input in tailscope's flat span schema.
+
 package main
 
 import (

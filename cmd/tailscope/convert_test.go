@@ -1,3 +1,5 @@
+// Tests of convert: round trips to analyze, real exports, usage, stdout, --strict and attributes.
+
 package main
 
 import (

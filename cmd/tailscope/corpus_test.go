@@ -1,3 +1,5 @@
+// Runs the real binary on every broken input of testdata/bad: no panic or hang, counts that add up, --strict.
+
 package main
 
 import (

@@ -1,18 +1,14 @@
+// The demo command: runs check on the embedded seed sample with policies A–E and renders the table.
+
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
-	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/logs"
-	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/report"
-	"github.com/tailscope/tailscope/samples"
-	"github.com/tailscope/tailscope/span"
 )
 
 const demoUsage = `Usage: tailscope demo [flags]
@@ -49,30 +45,14 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var pols []*policy.Policy
-	for _, name := range samples.Policies {
-		path := "seed-chain/" + name + ".yaml"
-		data, err := samples.SeedChain.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		p, err := policy.Parse(path, data)
-		if err != nil {
-			return fmt.Errorf("embedded policy: %w", err)
-		}
-		p.Name = name
-		pols = append(pols, p)
-	}
-	data, err := samples.SeedChain.ReadFile("seed-chain/spans.jsonl")
+	pols, err := logs.SeedPolicies()
 	if err != nil {
 		return err
 	}
-	var spans []span.Span
-	st, err := ingest.ReadStream("seed-chain/spans.jsonl", bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) })
+	l, err := logs.Seed("spans.jsonl")
 	if err != nil {
 		return err
 	}
-	l := logs.FromSpans(spans, st)
 	rep := l.Report(analyze.Options{})
 	cr := check.Run(rep, l.Requests, pols, copt)
 	return out.write(e, func(w io.Writer) error {

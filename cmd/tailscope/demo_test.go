@@ -1,3 +1,5 @@
+// Tests that demo reproduces the source article, and analyze's exact p99 and censored ranges on the seed.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// The process: signals, cleanups on exit, and the exit code of run.
+
 // Command tailscope tells a team how to set its timeouts and retries from
 // what its own traces show. See `tailscope --help` and the README.
 package main

@@ -1,3 +1,5 @@
+// Where a report goes: --format and -o, written atomically (temporary file, rename; links, modes, owners kept).
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// File ownership where there is no Unix: not known, so nothing to keep.
+
 //go:build !unix
 
 package main

@@ -1,3 +1,5 @@
+// File ownership on Unix: the owner, group and link count that an atomic rewrite keeps.
+
 //go:build unix
 
 package main

@@ -1,3 +1,5 @@
+// The progress meter on stderr: bytes, spans, rate and time left, only on a terminal.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Tests of the progress meter: silent when short or off a terminal, throttled, cleared.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Runs the README's documented commands and compares their output with the README.
+
 package main
 
 import (

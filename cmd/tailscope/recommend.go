@@ -1,4 +1,4 @@
-// recommend.go: the recommend command: its flags and usage; writes the recommended policy (or its Envoy or gRPC form).
+// The recommend command: its flags and usage; writes the recommended policy (or its Envoy or gRPC form).
 
 package main
 

@@ -1,3 +1,5 @@
+// Tests of recommend: only the caller's side of a call gets a timeout, in every --emit form.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Tests of -o's atomic writing (symlinks, modes, hard links, devices) and of non-finite number flags.
+
 package main
 
 import (

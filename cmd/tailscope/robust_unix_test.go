@@ -1,3 +1,5 @@
+// Unix tests of -o: signals remove temporary files; FIFOs, owners and permissions.
+
 //go:build unix
 
 package main

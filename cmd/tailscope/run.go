@@ -1,3 +1,5 @@
+// The command table, dispatch, usage and exit codes, and the recovery of a panicking command.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Tests that a failed run keeps the previous output, that reports show no attribute values, and that --help states the limits.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Tests of --max-spill, the bound on a Parquet input's temporary copy.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// The summarize and merge commands: their flags and usage; write partial summaries (.tss).
+
 package main
 
 import (
@@ -58,7 +60,7 @@ func runSummarize(e *env, args []string) error {
 		return err
 	}
 	if in.strict && s.Stats.Skipped > 0 {
-		return strictError(s.Stats)
+		return logs.Strict(s.Stats)
 	}
 	return writeTo(e, output, func(w io.Writer) error { return summary.Write(w, s) })
 }

@@ -1,3 +1,5 @@
+// Tests of the summarize and merge commands end to end.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Tests of --compare-window, --sort and --compare on real and generated logs.
+
 package main
 
 import (

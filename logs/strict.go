@@ -1,0 +1,39 @@
+package logs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tailscope/tailscope/ingest"
+)
+
+// Strict is --strict's verdict on what was read: an error that lists the
+// first positions when records were skipped, or the first files when
+// files that may hold spans were passed over; nil when every record and
+// every such file was read.
+func Strict(st *ingest.Stats) error {
+	if st.Skipped > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "--strict: %d of %d records skipped", st.Skipped, st.Read)
+		for _, x := range st.Errors[:min(len(st.Errors), 5)] {
+			fmt.Fprintf(&b, "\n  %s", x)
+		}
+		return errors.New(b.String())
+	}
+	var passed []ingest.PassedFile
+	for _, p := range st.Passed {
+		if p.Strict {
+			passed = append(passed, p)
+		}
+	}
+	if len(passed) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "--strict: %d %s not read", len(passed), map[bool]string{true: "file", false: "files"}[len(passed) == 1])
+	for _, p := range passed[:min(len(passed), 5)] {
+		fmt.Fprintf(&b, "\n  %s: %s", p.File, p.Reason)
+	}
+	return errors.New(b.String())
+}
