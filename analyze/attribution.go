@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -449,12 +450,7 @@ func (a *hopAttr) merge(o *hopAttr) {
 			k.drop()
 			continue
 		}
-		vs := make([]string, 0, len(ok.vals))
-		for v := range ok.vals {
-			vs = append(vs, v)
-		}
-		slices.Sort(vs)
-		for _, val := range vs {
+		for _, val := range slices.Sorted(maps.Keys(ok.vals)) {
 			v := k.vals[val]
 			if v == nil {
 				if len(k.vals) == AttrMaxValues {
@@ -577,12 +573,7 @@ func attribute(h *Hop, acc *hopAcc) {
 	for _, key := range keys {
 		ka := acc.at.keys[key]
 		h.instances[key] = len(ka.vals)
-		vals := make([]string, 0, len(ka.vals))
-		for val := range ka.vals {
-			vals = append(vals, val)
-		}
-		slices.Sort(vals)
-		for _, val := range vals {
+		for _, val := range slices.Sorted(maps.Keys(ka.vals)) {
 			v := ka.vals[val]
 			if v.n == N && len(ka.vals) == 1 {
 				continue // the same on every attempt: nothing to compare

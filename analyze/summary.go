@@ -3,6 +3,7 @@ package analyze
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -107,12 +108,7 @@ func (a *Accum) State() *State {
 	if s.Limit == 0 {
 		s.Limit = s.SampleSpans
 	}
-	names := make([]string, 0, len(a.hops))
-	for name := range a.hops {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(a.hops)) {
 		h := a.hops[name]
 		hs := HopState{Name: name, Attempts: h.n, Failed: h.failed, Cut: h.cut,
 			Succ: h.succ.State(), Flagged: h.flagged.State(), Other: h.other.State(),
@@ -213,21 +209,11 @@ func exIn(xs []Example, k int) ([]ex, error) {
 }
 
 func attrOut(a *hopAttr) []AttrKey {
-	keys := make([]string, 0, len(a.keys))
-	for k := range a.keys {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]AttrKey, 0, len(keys))
-	for _, k := range keys {
+	out := make([]AttrKey, 0, len(a.keys))
+	for _, k := range slices.Sorted(maps.Keys(a.keys)) {
 		ka := a.keys[k]
 		ak := AttrKey{Key: k, Dropped: ka.dropped}
-		vals := make([]string, 0, len(ka.vals))
-		for v := range ka.vals {
-			vals = append(vals, v)
-		}
-		sort.Strings(vals)
-		for _, v := range vals {
+		for _, v := range slices.Sorted(maps.Keys(ka.vals)) {
 			va := ka.vals[v]
 			ak.Values = append(ak.Values, AttrValue{Value: v, Attempts: va.n, Failed: va.failed, Flagged: va.flag,
 				Zero: va.zero, Lo: va.lo, Bins: va.bins, Slow: exOut(va.slow), Fail: exOut(va.fail)})
