@@ -3,6 +3,7 @@ package ingest
 import (
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/ingest/internal/tempo"
+	"github.com/tailscope/tailscope/ingest/internal/tracejson"
 )
 
 // decoders maps each format (Formats, and otlp-spans, what sniffing names
@@ -13,10 +14,10 @@ var decoders = map[string]func(*record.Source) error{
 	"csv":        decodeCSV,
 	"parquet":    decodeParquet,
 	"arrow":      decodeArrow,
-	"otlp":       decodeOTLP,
-	"otlp-spans": decodeOTLPSpans,
-	"jaeger":     decodeJaeger,
-	"zipkin":     decodeZipkin,
+	"otlp":       tracejson.DecodeOTLP,
+	"otlp-spans": tracejson.DecodeOTLPSpans,
+	"jaeger":     tracejson.DecodeJaeger,
+	"zipkin":     tracejson.DecodeZipkin,
 }
 
 // decodeParquet tells a Tempo block's data.parquet from a flat span table

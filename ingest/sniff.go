@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/tracejson"
 )
 
 // Sniff names the format of a decompressed input from its first bytes,
@@ -42,7 +43,7 @@ func Sniff(br *bufio.Reader) (string, error) {
 			return false
 		}
 		switch {
-		case has("resourceSpans", "resource_spans", "batches") || otlpWrapped(t):
+		case has("resourceSpans", "resource_spans", "batches") || tracejson.OTLPWrapped(t):
 			return "otlp", nil
 		case has("data") || (has("traceID") && has("spans")) || (has("spans") && has("processes")):
 			return "jaeger", nil

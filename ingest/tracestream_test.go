@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/tracejson"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -155,7 +156,7 @@ func TestOTLPOtherDocuments(t *testing.T) {
 		`{"traceId":"01","spanId":"02","name":"b","startTimeUnixNano":"1","endTimeUnixNano":"5"}` + "\n" + good + "\n"
 	var n int
 	st, err := ReadStream("m.json", strings.NewReader(in), record.Options{}, func(*span.Span) { n++ })
-	if err != nil || n != 2 || st.Read != 5 || st.SkippedByReason[reasonNotOTLP] != 3 {
+	if err != nil || n != 2 || st.Read != 5 || st.SkippedByReason[tracejson.ReasonNotOTLP] != 3 {
 		t.Fatalf("%d spans, read %d, skipped %v, err %v", n, st.Read, st.SkippedByReason, err)
 	}
 	if e := st.Errors[0].Error(); !strings.HasPrefix(e, `m.json:2: span 2: not an OTLP document: at byte `) || !strings.Contains(e, `"hop", "duration_ms"`) {
@@ -167,7 +168,7 @@ func TestOTLPOtherDocuments(t *testing.T) {
 		t.Errorf("--input otlp on a flat file: read %d, skipped %d, err %v", st.Read, st.Skipped, err)
 	}
 	st, err = ReadStream("j.json", strings.NewReader(flat), record.Options{Format: "jaeger"}, func(*span.Span) {})
-	if err != nil || st.Read != 2 || st.SkippedByReason[reasonNotJaeger] != 2 {
+	if err != nil || st.Read != 2 || st.SkippedByReason[tracejson.ReasonNotJaeger] != 2 {
 		t.Errorf("--input jaeger on a flat file: read %d, skipped %v, err %v", st.Read, st.SkippedByReason, err)
 	}
 }

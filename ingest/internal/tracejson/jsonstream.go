@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -125,14 +126,14 @@ func benchTraceRead(b *testing.B, input []byte, format string, fast bool, enable
 	var n int64
 	for b.Loop() {
 		n = 0
-		_, err := ReadStream("in.json", bytes.NewReader(input), Options{Format: format, Borrowed: true}, func(sp *span.Span) { n++ })
+		_, err := readTrace("in.json", bytes.NewReader(input), record.Options{Format: format, Borrowed: true}, func(sp *span.Span) { n++ })
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*n), "ns/span")
 	b.ReportMetric(float64(testing.AllocsPerRun(1, func() {
-		ReadStream("in.json", bytes.NewReader(input), Options{Format: format, Borrowed: true}, func(*span.Span) {})
+		readTrace("in.json", bytes.NewReader(input), record.Options{Format: format, Borrowed: true}, func(*span.Span) {})
 	}))/float64(n), "allocs/span")
 }
 

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 // The one-pass JSON reading shared by the trace formats' fast paths (OTLP
 // in otlpfast.go, Zipkin in zipkinfast.go, Jaeger in jaegerfast.go).

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 // OTLP JSON: the protobuf JSON mapping of OpenTelemetry's TracesData.
 //
@@ -45,7 +45,7 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-func decodeOTLP(src *record.Source) error {
+func DecodeOTLP(src *record.Source) error {
 	if otlpFastEnabled {
 		if n := otlpWorkers(); n > 1 {
 			return decodeOTLPParallel(src, n)
@@ -84,9 +84,9 @@ func (w *jsonWalker) otlpTop() error {
 	return nil
 }
 
-// reasonNotOTLP is the skip of a document without any OTLP content: a flat
+// ReasonNotOTLP is the skip of a document without any OTLP content: a flat
 // span line, a bare span among TracesData lines, any other object.
-const reasonNotOTLP = "not an OTLP document"
+const ReasonNotOTLP = "not an OTLP document"
 
 // maxOTLPWrap bounds the nesting of "result" and "trace" wrappers.
 const maxOTLPWrap = 4
@@ -139,7 +139,7 @@ func (w *jsonWalker) otlpTracesData(at pos, doc bool, depth int) error {
 	if len(keys) > 0 {
 		what += " (keys " + strings.Join(keys, ", ") + ")"
 	}
-	w.src.Skip(at.line, w.index+1, reasonNotOTLP, fmt.Sprintf("at byte %d: %s (a flat span line or a bare span is not read among OTLP documents)", at.off, what))
+	w.src.Skip(at.line, w.index+1, ReasonNotOTLP, fmt.Sprintf("at byte %d: %s (a flat span line or a bare span is not read among OTLP documents)", at.off, what))
 	return nil
 }
 
@@ -609,7 +609,7 @@ func otlpGRPCCode(k record.JSONKind, v []byte, prefix string) (int, bool) {
 // first keys of the inner object are needed, so a wrapper larger than the
 // sniffing window is still recognised; a flat log line with a "trace" or
 // "result" field holding a string is not taken for one.
-func otlpWrapped(b []byte) bool {
+func OTLPWrapped(b []byte) bool {
 	sc := record.Scanner{Buf: b}
 	sc.Ws()
 	if !sc.Eat('{') {

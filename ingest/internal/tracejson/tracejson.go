@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 // Shared machinery of the three trace JSON formats (OTLP, Jaeger, Zipkin).
 //

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 // Jaeger's query JSON, as /api/traces returns it and the UI downloads it:
 //
@@ -35,7 +35,7 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-func decodeJaeger(src *record.Source) error {
+func DecodeJaeger(src *record.Source) error {
 	w := newWalker(src)
 	return w.run(w.jaegerTop)
 }
@@ -60,9 +60,9 @@ func (w *jsonWalker) jaegerTop() error {
 	return nil
 }
 
-// reasonNotJaeger is the skip of a top-level object that is neither the
+// ReasonNotJaeger is the skip of a top-level object that is neither the
 // envelope nor a trace.
-const reasonNotJaeger = "not a Jaeger document"
+const ReasonNotJaeger = "not a Jaeger document"
 
 // jaegerObject reads a top-level object after its '{': the envelope
 // (whose data array streams) or a bare trace (whose members are held).
@@ -114,7 +114,7 @@ func (w *jsonWalker) jaegerObject(at pos) error {
 		if len(keys) > 0 {
 			what += " (keys " + strings.Join(keys, ", ") + ")"
 		}
-		w.src.Skip(at.line, w.index+1, reasonNotJaeger, fmt.Sprintf("at byte %d: %s", at.off, what))
+		w.src.Skip(at.line, w.index+1, ReasonNotJaeger, fmt.Sprintf("at byte %d: %s", at.off, what))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // jaegerGen writes Jaeger query JSON of varied shapes: the usual trace and
@@ -189,12 +191,12 @@ func TestJaegerFastSame(t *testing.T) {
 	total, taken := 0, 0
 	for seed := range uint64(60) {
 		in := jaegerGen(seed, 8)
-		taken += fastCount(func() { total += traceSame(t, in, Options{Format: "jaeger"}) })
+		taken += fastCount(func() { total += traceSame(t, in, record.Options{Format: "jaeger"}) })
 		if seed%5 == 0 {
-			traceSame(t, in, Options{Format: "jaeger", HopBy: "attr:http.method"})
-			traceSame(t, in, Options{Format: "jaeger", HopBy: "attr:zone"})
-			traceSame(t, in, Options{Format: "jaeger", MaxRecord: 600})
-			traceSame(t, in, Options{Format: "jaeger", MaxErrors: 3})
+			traceSame(t, in, record.Options{Format: "jaeger", HopBy: "attr:http.method"})
+			traceSame(t, in, record.Options{Format: "jaeger", HopBy: "attr:zone"})
+			traceSame(t, in, record.Options{Format: "jaeger", MaxRecord: 600})
+			traceSame(t, in, record.Options{Format: "jaeger", MaxErrors: 3})
 		}
 	}
 	// taken counts both borrowed and not.
@@ -203,11 +205,11 @@ func TestJaegerFastSame(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 7))
 	for i := range 600 {
-		traceSame(t, otlpMutate(r, jaegerGen(uint64(i), 2)), Options{Format: "jaeger"})
+		traceSame(t, otlpMutate(r, jaegerGen(uint64(i), 2)), record.Options{Format: "jaeger"})
 	}
 	// Traces across the read buffer's end and past its size.
-	traceSame(t, jaegerGen(7, 3000), Options{Format: "jaeger"})
-	for _, dir := range []string{"../testdata/real/jaeger", "../testdata/bad/jaeger", "../../shared/data/jaeger"} {
+	traceSame(t, jaegerGen(7, 3000), record.Options{Format: "jaeger"})
+	for _, dir := range []string{"../../../testdata/real/jaeger", "../../../testdata/bad/jaeger", "../../../../shared/data/jaeger"} {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 		for _, f := range m {
 			b, err := os.ReadFile(f)
@@ -215,9 +217,8 @@ func TestJaegerFastSame(t *testing.T) {
 				t.Fatal(err)
 			}
 			var n int
-			taken := fastCount(func() { n = traceSame(t, b, Options{Format: "jaeger"}) })
+			taken := fastCount(func() { n = traceSame(t, b, record.Options{Format: "jaeger"}) })
 			t.Logf("%s: %d spans, %d read by the fast path", f, n, taken/2)
-			traceSame(t, b, Options{Format: "auto"})
 		}
 	}
 }
@@ -226,7 +227,7 @@ func FuzzJaegerFast(f *testing.F) {
 	for seed := range uint64(8) {
 		f.Add(jaegerGen(seed, 2))
 	}
-	m, _ := filepath.Glob("../testdata/*/jaeger/*.json")
+	m, _ := filepath.Glob("../../../testdata/*/jaeger/*.json")
 	for _, p := range m {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 1<<16 {
 			f.Add(b)
@@ -236,6 +237,6 @@ func FuzzJaegerFast(f *testing.F) {
 		if len(data) > 1<<16 {
 			return
 		}
-		traceSame(t, data, Options{Format: "jaeger", MaxRecord: 1 << 12})
+		traceSame(t, data, record.Options{Format: "jaeger", MaxRecord: 1 << 12})
 	})
 }

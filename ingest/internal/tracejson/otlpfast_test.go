@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 import (
 	"bufio"
@@ -42,7 +42,7 @@ func otlpRead(t testing.TB, input []byte, opt record.Options, mode int) ([]span.
 		opt.Format = "otlp"
 	}
 	var out []span.Span
-	st, err := ReadStream("in.json", bytes.NewReader(input), opt, func(sp *span.Span) {
+	st, err := readTrace("in.json", bytes.NewReader(input), opt, func(sp *span.Span) {
 		c := *sp
 		c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
 		c.Attrs = nil
@@ -317,14 +317,14 @@ func TestOTLPFastSame(t *testing.T) {
 	// One big document, pretty-printed: the span-level fast path.
 	big := bytes.ReplaceAll(otlpGen(99, 1), []byte(`,"`), []byte(",\n  \""))
 	otlpSame(t, big, record.Options{})
-	for _, dir := range []string{"otel-proto", "jaeger"} {
-		m, _ := filepath.Glob(filepath.Join("..", "..", "shared", "data", dir, "*.json"))
+	for dir, format := range map[string]string{"otel-proto": "otlp", "jaeger": "jaeger"} {
+		m, _ := filepath.Glob(filepath.Join("..", "..", "..", "..", "shared", "data", dir, "*.json"))
 		for _, f := range m {
 			b, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			otlpSame(t, b, record.Options{Format: "auto"})
+			otlpSame(t, b, record.Options{Format: format})
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // traceRead reads input in format with the fast paths of the trace JSON
 // formats on or off and returns the spans (deep copies: borrowed strings
 // die with the call) and stats.
-func traceRead(t testing.TB, input []byte, opt Options, fast bool) ([]span.Span, *Stats, error) {
+func traceRead(t testing.TB, input []byte, opt record.Options, fast bool) ([]span.Span, *record.Stats, error) {
 	t.Helper()
 	defer func(z, j bool, eb int) {
 		zipkinFastEnabled, jaegerFastEnabled, fastElemBuffer = z, j, eb
@@ -26,7 +26,7 @@ func traceRead(t testing.TB, input []byte, opt Options, fast bool) ([]span.Span,
 	// A small enlarged buffer, so that generated inputs meet its limit.
 	fastElemBuffer = 1 << 17
 	var out []span.Span
-	st, err := ReadStream("in.json", bytes.NewReader(input), opt, func(sp *span.Span) {
+	st, err := readTrace("in.json", bytes.NewReader(input), opt, func(sp *span.Span) {
 		c := *sp
 		c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
 		c.Attrs = nil
@@ -49,7 +49,7 @@ func fastCount(f func()) (n int) {
 // traceSame reads input with the fast paths and without, with and without
 // borrowed spans, and fails on any difference in spans, attributes,
 // skips, positions or counts.
-func traceSame(t testing.TB, input []byte, opt Options) (spans int) {
+func traceSame(t testing.TB, input []byte, opt record.Options) (spans int) {
 	t.Helper()
 	for _, borrowed := range []bool{false, true} {
 		opt.Borrowed = borrowed
@@ -262,12 +262,12 @@ func TestZipkinFastSame(t *testing.T) {
 	total, taken := 0, 0
 	for seed := range uint64(60) {
 		in := zipkinGen(seed, 30)
-		taken += fastCount(func() { total += traceSame(t, in, Options{Format: "zipkin"}) })
+		taken += fastCount(func() { total += traceSame(t, in, record.Options{Format: "zipkin"}) })
 		if seed%5 == 0 {
-			traceSame(t, in, Options{Format: "zipkin", HopBy: "attr:error"})
-			traceSame(t, in, Options{Format: "zipkin", HopBy: "attr:http.path"})
-			traceSame(t, in, Options{Format: "zipkin", MaxRecord: 300})
-			traceSame(t, in, Options{Format: "zipkin", MaxErrors: 3})
+			traceSame(t, in, record.Options{Format: "zipkin", HopBy: "attr:error"})
+			traceSame(t, in, record.Options{Format: "zipkin", HopBy: "attr:http.path"})
+			traceSame(t, in, record.Options{Format: "zipkin", MaxRecord: 300})
+			traceSame(t, in, record.Options{Format: "zipkin", MaxErrors: 3})
 		}
 	}
 	// taken counts both borrowed and not.
@@ -276,12 +276,12 @@ func TestZipkinFastSame(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range 600 {
-		traceSame(t, otlpMutate(r, zipkinGen(uint64(i), 4)), Options{Format: "zipkin"})
+		traceSame(t, otlpMutate(r, zipkinGen(uint64(i), 4)), record.Options{Format: "zipkin"})
 	}
 	// Elements across the read buffer's end and past its size.
 	big := zipkinGen(7, 4000)
-	traceSame(t, big, Options{Format: "zipkin"})
-	for _, dir := range []string{"../testdata/real/zipkin", "../testdata/bad/zipkin", "../../shared/data/zipkin"} {
+	traceSame(t, big, record.Options{Format: "zipkin"})
+	for _, dir := range []string{"../../../testdata/real/zipkin", "../../../testdata/bad/zipkin", "../../../../shared/data/zipkin"} {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 		for _, f := range m {
 			b, err := os.ReadFile(f)
@@ -289,9 +289,8 @@ func TestZipkinFastSame(t *testing.T) {
 				t.Fatal(err)
 			}
 			var n int
-			taken := fastCount(func() { n = traceSame(t, b, Options{Format: "zipkin"}) })
+			taken := fastCount(func() { n = traceSame(t, b, record.Options{Format: "zipkin"}) })
 			t.Logf("%s: %d spans, %d read by the fast path", f, n, taken/2)
-			traceSame(t, b, Options{Format: "auto"})
 		}
 	}
 }
@@ -305,7 +304,7 @@ func TestZipkinFastTakesTheUsualSpan(t *testing.T) {
 		`"remoteEndpoint":{"serviceName":"db","port":0},"tags":{"http.status_code":"503","zone":"eu","error":"boom"}}`
 	for _, in := range []string{sp, "[" + sp + "," + sp + "]"} {
 		var got []span.Span
-		src := record.NewSource("in", bufioReader(in+"\n"), nil, &Options{MaxRecord: DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), func(sp *span.Span) { got = append(got, *sp) })
+		src := record.NewSource("in", bufioReader(in+"\n"), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), func(sp *span.Span) { got = append(got, *sp) })
 		w := newWalker(src)
 		if c, err := w.top(); err != nil || c != in[0] {
 			t.Fatal(c, err)
@@ -334,7 +333,7 @@ func FuzzZipkinFast(f *testing.F) {
 	for seed := range uint64(8) {
 		f.Add(zipkinGen(seed, 3))
 	}
-	m, _ := filepath.Glob("../testdata/bad/zipkin/*.json")
+	m, _ := filepath.Glob("../../../testdata/bad/zipkin/*.json")
 	for _, p := range m {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 1<<16 {
 			f.Add(b)
@@ -344,6 +343,6 @@ func FuzzZipkinFast(f *testing.F) {
 		if len(data) > 1<<16 {
 			return
 		}
-		traceSame(t, data, Options{Format: "zipkin", MaxRecord: 1 << 12})
+		traceSame(t, data, record.Options{Format: "zipkin", MaxRecord: 1 << 12})
 	})
 }

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 // Zipkin v2 JSON: an array of spans (POST /api/v2/spans, GET
 // /api/v2/trace/{id}) or an array of arrays, one per trace (GET
@@ -41,7 +41,7 @@ import (
 // zipkinSharedSuffix is appended to the span id of a shared server half.
 const zipkinSharedSuffix = ":server"
 
-func decodeZipkin(src *record.Source) error {
+func DecodeZipkin(src *record.Source) error {
 	w := newWalker(src)
 	if zipkinFastEnabled {
 		z := &zipkinFast{w: w}

@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 // The fast path of OTLP JSON.
 //

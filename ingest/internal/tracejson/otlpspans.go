@@ -1,4 +1,4 @@
-package ingest
+package tracejson
 
 import (
 	"github.com/tailscope/tailscope/ingest/internal/record"
@@ -11,7 +11,7 @@ import (
 // beside the span ("resource": {"attributes": […]}), or the service as a
 // span attribute "service.name".
 
-func decodeOTLPSpans(src *record.Source) error {
+func DecodeOTLPSpans(src *record.Source) error {
 	w := newWalker(src)
 	return w.run(func() error {
 		if _, err := w.top(); err != nil {
