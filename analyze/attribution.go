@@ -3,7 +3,6 @@ package analyze
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -225,13 +224,52 @@ type hopAttr struct {
 type keyAttr struct {
 	name    string // owned
 	dropped bool
-	vals    map[string]*valAttr
+	// list holds the key's values in the order met; index finds them by
+	// name once there are more than keyScan of them (nil before: with
+	// unbounded hop names most keys have one value on a hop, and a map
+	// per key was a fifth of attribution's memory).
+	list  []*valAttr
+	index map[string]*valAttr
 	// last is the value met last, with its owned text (most spans of a
 	// hop repeat their neighbour's).
 	lastVal string
 	last    *valAttr
-	// list holds vals' values in the order met, for a short scan.
-	list []*valAttr
+}
+
+// keyScan is how many values a key finds by comparing names (instances,
+// zones: cheaper than hashing) before it indexes them.
+const keyScan = 8
+
+// find is the key's value val, nil when it has none.
+func (k *keyAttr) find(val string) *valAttr {
+	if k.index != nil {
+		return k.index[val]
+	}
+	for _, x := range k.list {
+		if x.name == val {
+			return x
+		}
+	}
+	return nil
+}
+
+// insert adds v, a value find does not find.
+func (k *keyAttr) insert(v *valAttr) {
+	k.list = append(k.list, v)
+	switch {
+	case k.index != nil:
+		k.index[v.name] = v
+	case len(k.list) > keyScan:
+		k.index = make(map[string]*valAttr, 2*len(k.list))
+		for _, x := range k.list {
+			k.index[x.name] = x
+		}
+	}
+}
+
+// sorted is the key's values by name.
+func (k *keyAttr) sorted() []*valAttr {
+	return slices.SortedFunc(slices.Values(k.list), func(a, b *valAttr) int { return strings.Compare(a.name, b.name) })
 }
 
 // valAttr is one value of one key on one hop.
@@ -351,27 +389,14 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 		}
 		v := k.last
 		if v == nil || k.lastVal != at.Value {
-			v = nil
-			if len(k.vals) <= 8 {
-				// A few values (instances, zones): comparing is cheaper
-				// than hashing.
-				for _, x := range k.list {
-					if x.name == at.Value {
-						v = x
-						break
-					}
-				}
-			} else {
-				v = k.vals[at.Value]
-			}
+			v = k.find(at.Value)
 			if v == nil {
-				if len(k.vals) == AttrMaxValues {
+				if len(k.list) == AttrMaxValues {
 					k.drop()
 					continue
 				}
 				v = &valAttr{name: strings.Clone(at.Value)}
-				k.vals[v.name] = v
-				k.list = append(k.list, v)
+				k.insert(v)
 			}
 			k.last, k.lastVal = v, v.name
 		}
@@ -382,7 +407,7 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 // drop frees a high-cardinality (or pushed out) key's values; it stays a
 // marker, so that it is not counted again.
 func (k *keyAttr) drop() {
-	k.dropped, k.vals, k.last, k.lastVal, k.list = true, nil, nil, "", nil
+	k.dropped, k.index, k.last, k.lastVal, k.list = true, nil, nil, "", nil
 }
 
 // keyLess orders attribute keys for the AttrMaxKeys bound: instance-like
@@ -415,7 +440,7 @@ func (a *hopAttr) newKey(key string) *keyAttr {
 		a.largest = ""
 	}
 	name := strings.Clone(key)
-	k := &keyAttr{name: name, vals: map[string]*valAttr{}}
+	k := &keyAttr{name: name}
 	a.keys[name] = k
 	return k
 }
@@ -450,18 +475,17 @@ func (a *hopAttr) merge(o *hopAttr) {
 			k.drop()
 			continue
 		}
-		for _, val := range slices.Sorted(maps.Keys(ok.vals)) {
-			v := k.vals[val]
+		for _, ov := range ok.sorted() {
+			v := k.find(ov.name)
 			if v == nil {
-				if len(k.vals) == AttrMaxValues {
+				if len(k.list) == AttrMaxValues {
 					k.drop()
 					break
 				}
-				v = &valAttr{name: val}
-				k.vals[val] = v
-				k.list = append(k.list, v)
+				v = &valAttr{name: ov.name}
+				k.insert(v)
 			}
-			v.merge(ok.vals[val])
+			v.merge(ov)
 		}
 	}
 }
@@ -471,7 +495,7 @@ func (a *hopAttr) merge(o *hopAttr) {
 func (a *hopAttr) size() (keys, vals, bins int) {
 	for _, k := range a.keys {
 		keys++
-		for _, v := range k.vals {
+		for _, v := range k.list {
 			vals++
 			bins += len(v.bins)
 		}
@@ -564,7 +588,7 @@ func attribute(h *Hop, acc *hopAcc) {
 	}
 	keys := make([]string, 0, len(acc.at.keys))
 	for key, ka := range acc.at.keys {
-		if !ka.dropped && !outcomeKey(key) && len(ka.vals) > 0 {
+		if !ka.dropped && !outcomeKey(key) && len(ka.list) > 0 {
 			keys = append(keys, key)
 		}
 	}
@@ -572,10 +596,10 @@ func attribute(h *Hop, acc *hopAcc) {
 	h.instances = map[string]int{}
 	for _, key := range keys {
 		ka := acc.at.keys[key]
-		h.instances[key] = len(ka.vals)
-		for _, val := range slices.Sorted(maps.Keys(ka.vals)) {
-			v := ka.vals[val]
-			if v.n == N && len(ka.vals) == 1 {
+		h.instances[key] = len(ka.list)
+		for _, v := range ka.sorted() {
+			val := v.name
+			if v.n == N && len(ka.list) == 1 {
 				continue // the same on every attempt: nothing to compare
 			}
 			consider(key, val, v, "tail", v.atOrAbove(b), hopTail)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,13 +289,13 @@ func TestAttributionBounded(t *testing.T) {
 	if bins > vals*6000 {
 		t.Errorf("%d bins for %d values", bins, vals)
 	}
-	if k := solo.at.keys["a.request.id"]; k == nil || !k.dropped || k.vals != nil {
+	if k := solo.at.keys["a.request.id"]; k == nil || !k.dropped || k.list != nil || k.index != nil {
 		t.Errorf("high-cardinality key kept: %+v", k)
 	}
 	if k := solo.at.keys["url"]; k != nil {
 		t.Errorf("too-long values counted: %+v", k)
 	}
-	if k := solo.at.keys["pod"]; k == nil || k.dropped || len(k.vals) != 8 {
+	if k := solo.at.keys["pod"]; k == nil || k.dropped || len(k.list) != 8 || k.index != nil {
 		t.Errorf("pod: %+v", k)
 	}
 	// The kept keys are the instance-like ones and the smallest names
@@ -316,13 +317,13 @@ func TestAttributionBounded(t *testing.T) {
 	}
 	for name, k := range solo.at.keys {
 		mk := m.keys[name]
-		if mk == nil || mk.dropped != k.dropped || len(mk.vals) != len(k.vals) {
+		if mk == nil || mk.dropped != k.dropped || len(mk.list) != len(k.list) {
 			t.Errorf("key %s: merged %+v, alone %+v", name, mk, k)
 			continue
 		}
-		for v, x := range k.vals {
-			if y := mk.vals[v]; y == nil || fmt.Sprint(*y) != fmt.Sprint(*x) {
-				t.Errorf("%s=%s: merged %+v, alone %+v", name, v, y, x)
+		for _, x := range k.list {
+			if y := mk.find(x.name); y == nil || fmt.Sprint(*y) != fmt.Sprint(*x) {
+				t.Errorf("%s=%s: merged %+v, alone %+v", name, x.name, y, x)
 			}
 		}
 	}
@@ -408,4 +409,32 @@ func BenchmarkAccumAddAttrs(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*float64(len(ss))/b.Elapsed().Seconds(), "spans/s")
+}
+
+// A key finds its values by scanning up to keyScan of them and by its
+// index beyond, the same values either way; sorted orders them by name.
+func TestKeyAttrIndex(t *testing.T) {
+	k := &keyAttr{name: "k"}
+	const n = 3 * keyScan
+	for i := n - 1; i >= 0; i-- {
+		if k.find(fmt.Sprint(i)) != nil {
+			t.Fatalf("value %d found before it was added", i)
+		}
+		k.insert(&valAttr{name: fmt.Sprint(i), n: i})
+		if (k.index != nil) != (len(k.list) > keyScan) {
+			t.Fatalf("%d values: index %v", len(k.list), k.index != nil)
+		}
+		for j := i; j < n; j++ {
+			if v := k.find(fmt.Sprint(j)); v == nil || v.n != j {
+				t.Fatalf("%d values: value %d not found (%v)", len(k.list), j, v)
+			}
+		}
+	}
+	var names []string
+	for _, v := range k.sorted() {
+		names = append(names, v.name)
+	}
+	if !slices.IsSorted(names) || len(names) != n {
+		t.Errorf("sorted: %v", names)
+	}
 }

@@ -213,8 +213,8 @@ func attrOut(a *hopAttr) []AttrKey {
 	for _, k := range slices.Sorted(maps.Keys(a.keys)) {
 		ka := a.keys[k]
 		ak := AttrKey{Key: k, Dropped: ka.dropped}
-		for _, v := range slices.Sorted(maps.Keys(ka.vals)) {
-			va := ka.vals[v]
+		for _, va := range ka.sorted() {
+			v := va.name
 			ak.Values = append(ak.Values, AttrValue{Value: v, Attempts: va.n, Failed: va.failed, Flagged: va.flag,
 				Zero: va.zero, Lo: va.lo, Bins: va.bins, Slow: exOut(va.slow), Fail: exOut(va.fail)})
 		}
@@ -235,9 +235,6 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 			return nil, fmt.Errorf("attribute key %q: out of order, or too many values", k.Key)
 		}
 		ka := &keyAttr{name: k.Key, dropped: k.Dropped}
-		if !k.Dropped {
-			ka.vals = map[string]*valAttr{}
-		}
 		for j, v := range k.Values {
 			if j > 0 && v.Value <= k.Values[j-1].Value || len(v.Value) > AttrMaxValueLen {
 				return nil, fmt.Errorf("attribute %s: values out of order or too long", k.Key)
@@ -258,8 +255,7 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 			if va.fail, err = exIn(v.Fail, AttrExamples); err != nil {
 				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
 			}
-			ka.vals[v.Value] = va
-			ka.list = append(ka.list, va)
+			ka.insert(va)
 		}
 		a.keys[k.Key] = ka
 	}
