@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -274,5 +275,33 @@ func TestStreamedJSONError(t *testing.T) {
 	err := writeJSON(&b, &v)
 	if err == nil || !strings.Contains(err.Error(), "NaN") {
 		t.Fatalf("NaN in a streamed slice: err %v, want encoding/json's unsupported value", err)
+	}
+}
+
+// BenchmarkJSONReport writes a 2,000-hop report streamed and, for
+// comparison, through one Encoder over the whole document.
+func BenchmarkJSONReport(b *testing.B) {
+	l := readLogs(&testing.T{}, "many-hops.jsonl", manyHopsLogs(2000, 40))
+	rep := l.Report(analyze.Options{})
+	for _, c := range []struct {
+		name  string
+		write func(io.Writer, any) error
+	}{
+		{"stream", writeJSON},
+		{"whole", func(w io.Writer, v any) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			return enc.Encode(v)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.write(io.Discard, rep); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
