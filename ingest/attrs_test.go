@@ -143,37 +143,6 @@ func TestFlatAttrsAcrossSpans(t *testing.T) {
 	}
 }
 
-// A line without extra fields costs no allocation on the fast path, and a
-// borrowing record captures extra fields without one either.
-func TestFastLineAttrAllocs(t *testing.T) {
-	tab := newFieldTable(&record.Options{})
-	for _, tc := range []struct {
-		line   string
-		borrow bool
-	}{
-		{`{"hop":"auth","duration_ms":12.5,"status":"ok","code":200}`, false}, // owned ids would be copies: none here
-		{`{"trace_id":"t1","span_id":"s1","hop":"auth","duration_ms":12.5,"status":"ok"}`, true},
-		{`{"trace_id":"t1","span_id":"s1","hop":"auth","duration_ms":12.5,"pod":"auth-7","zone":"eu","n":3}`, true},
-	} {
-		line := []byte(tc.line)
-		rec := &flatRecord{intern: &record.Interner{}, at: record.AttrSet{Borrow: tc.borrow}}
-		if tc.borrow {
-			rec.block = line
-		}
-		var ly layout
-		run := func() {
-			if !tab.fastLine(rec, &ly, line) {
-				t.Fatal("not taken")
-			}
-			rec.finish()
-		}
-		run()
-		if n := testing.AllocsPerRun(100, run); n != 0 {
-			t.Errorf("%s (borrowed %v): %v allocations per line", tc.line, tc.borrow, n)
-		}
-	}
-}
-
 // CSV: every column no span field takes, under its header, and the pod
 // column that the service was read from; empty cells are absent.
 func TestCSVAttrs(t *testing.T) {

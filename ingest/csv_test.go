@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/flat"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -115,7 +116,7 @@ func TestPodService(t *testing.T) {
 		{"order-service-v2", "order-service-v2"},   // not a pod name
 		{"api-gateway-aeiou", "api-gateway-aeiou"}, // vowels are not in k8s suffixes
 	} {
-		if got := PodService(c.in); got != c.want {
+		if got := flat.PodService(c.in); got != c.want {
 			t.Errorf("PodService(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}

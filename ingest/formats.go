@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"github.com/tailscope/tailscope/ingest/internal/flat"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/ingest/internal/tempo"
 	"github.com/tailscope/tailscope/ingest/internal/tracejson"
@@ -10,10 +11,10 @@ import (
 // a bare OTLP span list) to its decoder: every one reads a Source and
 // emits through it.
 var decoders = map[string]func(*record.Source) error{
-	"jsonl":      decodeJSONL,
-	"csv":        decodeCSV,
+	"jsonl":      flat.DecodeJSONL,
+	"csv":        flat.DecodeCSV,
 	"parquet":    decodeParquet,
-	"arrow":      decodeArrow,
+	"arrow":      flat.DecodeArrow,
 	"otlp":       tracejson.DecodeOTLP,
 	"otlp-spans": tracejson.DecodeOTLPSpans,
 	"jaeger":     tracejson.DecodeJaeger,
@@ -32,5 +33,12 @@ func decodeParquet(src *record.Source) (err error) {
 	if l := tempo.LayoutOf(pf.Schema()); l != nil {
 		return tempo.Decode(src, pf, l)
 	}
-	return decodeFlatParquet(src, pf)
+	return flat.DecodeParquet(src, pf)
 }
+
+// FlatFields lists the canonical field names of the flat formats, for
+// --help and --map checks.
+var FlatFields = flat.FlatFields
+
+// ParseMap checks --map FIELD=KEY pairs against the canonical fields.
+func ParseMap(pairs []string) (map[string]string, error) { return flat.ParseMap(pairs) }

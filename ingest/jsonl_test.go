@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -87,30 +86,6 @@ func errs(st *record.Stats) []string {
 		out = append(out, e.Error())
 	}
 	return out
-}
-
-// The allocation-free number parsers must agree with strconv wherever
-// they answer.
-func TestFastNumbers(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	cases := []string{"0", "-0", "1", "12.5", "0.001", ".5", "1.", "1e3", "+1", "123456789012345", "1234567890123456", "99999999999999999999", "-3.25", "", "-", "1.2.3"}
-	for range 2000 {
-		cases = append(cases, fmt.Sprintf("%.*f", r.IntN(8), r.Float64()*1e6), fmt.Sprint(r.Int64N(1<<62)))
-	}
-	for _, c := range cases {
-		if x, ok := atofBytes([]byte(c)); ok {
-			want, err := strconv.ParseFloat(c, 64)
-			if err != nil || x != want {
-				t.Errorf("atofBytes(%q) = %v, strconv says %v (%v)", c, x, want, err)
-			}
-		}
-		if n, ok := record.AtoiBytes([]byte(c)); ok {
-			want, err := strconv.ParseInt(c, 10, 64)
-			if err != nil || n != want {
-				t.Errorf("atoiBytes(%q) = %v, want %v (%v)", c, n, want, err)
-			}
-		}
-	}
 }
 
 func BenchmarkJSONL(b *testing.B) {

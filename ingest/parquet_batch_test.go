@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/flat"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -78,8 +79,8 @@ func wideRows(n int, seed uint64) []wideRow {
 func readBoth(t *testing.T, data []byte, opt record.Options) (batch, row string) {
 	t.Helper()
 	read := func(rp bool) string {
-		rowPath = rp
-		defer func() { rowPath = false }()
+		flat.RowPath = rp
+		defer func() { flat.RowPath = false }()
 		var b strings.Builder
 		st, err := ReadStream("w.parquet", bytes.NewReader(data), opt, func(s *span.Span) {
 			b.WriteString(tBrief(*s)) // copies: the ids may be borrowed
@@ -242,8 +243,8 @@ func BenchmarkParquetPaths(b *testing.B) {
 	for _, rp := range []bool{false, true} {
 		name := map[bool]string{false: "batch", true: "rows"}[rp]
 		b.Run(name, func(b *testing.B) {
-			rowPath = rp
-			defer func() { rowPath = false }()
+			flat.RowPath = rp
+			defer func() { flat.RowPath = false }()
 			for b.Loop() {
 				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true}, func(*span.Span) {}); err != nil {
 					b.Fatal(err)
@@ -274,7 +275,7 @@ func TestCountDefined(t *testing.T) {
 						want++
 					}
 				}
-				if got := countDefined(defs, maxDef); got != want {
+				if got := flat.CountDefined(defs, maxDef); got != want {
 					t.Errorf("%v (max %d): %d, want %d", defs, maxDef, got, want)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/flat"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -127,8 +128,8 @@ func (b *briefBranch) Close() {
 
 // readFork reads data through a briefFork, with fast rows or without.
 func readFork(t testing.TB, data []byte, opt record.Options, mod uint64, fast bool) (string, int) {
-	pqFastOff = !fast
-	defer func() { pqFastOff = false }()
+	flat.PQFastOff = !fast
+	defer func() { flat.PQFastOff = false }()
 	f := &briefFork{mod: mod}
 	opt.Fork, opt.Borrowed, opt.MaxErrors = f, true, 1000
 	st, err := ReadStream("x.parquet", bytes.NewReader(data), opt, func(*span.Span) { t.Fatal("emit called with a Fork") })
@@ -270,13 +271,13 @@ func TestParquetAttrs(t *testing.T) {
 		for _, mode := range []string{"batch", "borrowed", "rows", "fork"} {
 			var got []string
 			opt := record.Options{Borrowed: mode != "batch"}
-			rowPath = mode == "rows"
+			flat.RowPath = mode == "rows"
 			f := &attrFork{}
 			if mode == "fork" {
 				opt.Fork = f
 			}
 			_, err := ReadStream("a.parquet", bytes.NewReader(data), opt, func(sp *span.Span) { got = append(got, attrText(sp)) })
-			rowPath = false
+			flat.RowPath = false
 			if mode == "fork" {
 				got = f.ordered
 				slices.Sort(f.taken)
@@ -345,8 +346,8 @@ func BenchmarkParquetFastRows(b *testing.B) {
 	data := writeParquet(b, rows, parquet.MaxRowsPerRowGroup(64<<10))
 	for _, fast := range []bool{true, false} {
 		b.Run(map[bool]string{true: "fast", false: "records"}[fast], func(b *testing.B) {
-			pqFastOff = !fast
-			defer func() { pqFastOff = false }()
+			flat.PQFastOff = !fast
+			defer func() { flat.PQFastOff = false }()
 			b.ReportAllocs()
 			for b.Loop() {
 				f := &countFork{}

@@ -1,4 +1,4 @@
-package ingest
+package flat
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ var arrowMagic = []byte("ARROW1")
 // make the reader allocate more than this.
 const maxArrowBody = 1 << 30
 
-func decodeArrow(src *record.Source) (err error) {
+func DecodeArrow(src *record.Source) (err error) {
 	defer record.NoPanic("Arrow", &err)
 	src.SetDefaultHopBy("hop")
 	head, _ := src.R.Peek(8)

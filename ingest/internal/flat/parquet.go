@@ -1,4 +1,4 @@
-package ingest
+package flat
 
 import (
 	"encoding/hex"
@@ -46,7 +46,7 @@ type flatCol struct {
 	attr bool
 }
 
-func decodeFlatParquet(src *record.Source, pf *parquet.File) error {
+func DecodeParquet(src *record.Source, pf *parquet.File) error {
 	src.SetDefaultHopBy("hop")
 	tab := newFieldTable(src.Options())
 	var cols []flatCol
@@ -101,7 +101,7 @@ func decodeFlatParquet(src *record.Source, pf *parquet.File) error {
 		}
 		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
 	}
-	if batchable(pf, cols) && !rowPath {
+	if batchable(pf, cols) && !RowPath {
 		return decodeFlatBatch(src, pf, cols)
 	}
 	rec := &flatRecord{intern: &record.Interner{}, units: &unitStats{}}
@@ -164,9 +164,9 @@ func decodeFlatParquet(src *record.Source, pf *parquet.File) error {
 	return nil
 }
 
-// rowPath makes every flat table take the row path: tests set it to
+// RowPath makes every flat table take the row path: tests set it to
 // compare the two readers on the same file.
-var rowPath = false
+var RowPath = false
 
 func closeAll(cs []*record.Cursor) {
 	for _, c := range cs {

@@ -1,7 +1,8 @@
-package ingest
+package flat
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -124,7 +125,7 @@ func TestFastLineAgrees(t *testing.T) {
 // paths disagree, with the layout learnt from earlier lines in place.
 func TestFastLineMutations(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	lines := bytes.Split(bytes.TrimSpace(benchLines(200)), []byte("\n"))
+	lines := bytes.Split(bytes.TrimSpace(flatBenchLines(200)), []byte("\n"))
 	alphabet := []byte(`{}[]":,. \-+eE0123456789abtrufalsn\x` + "\x01\xff")
 	tab := newFieldTable(&record.Options{})
 	var ly layout
@@ -153,7 +154,7 @@ func TestFastLineMutations(t *testing.T) {
 }
 
 func FuzzFastLine(f *testing.F) {
-	for _, l := range bytes.Split(benchLines(5), []byte("\n")) {
+	for _, l := range bytes.Split(flatBenchLines(5), []byte("\n")) {
 		f.Add(l)
 	}
 	f.Add([]byte(`{"hop":"x","duration":"1.5s","attempt":2,"error":"boom"}`))
@@ -169,7 +170,7 @@ func FuzzFastLine(f *testing.F) {
 // BenchmarkFastLine decodes lines of bench/'s shape on one goroutine: the
 // decoder alone, without splitting, hand-off or consumers.
 func BenchmarkFastLine(b *testing.B) {
-	data := bytes.TrimSpace(benchLines(10_000))
+	data := bytes.TrimSpace(flatBenchLines(10_000))
 	lines := bytes.Split(data, []byte("\n"))
 	tab := newFieldTable(&record.Options{})
 	rec := &flatRecord{intern: &record.Interner{}, block: data} // ids borrowed, as analyze reads them
@@ -323,4 +324,16 @@ func TestRecordReset(t *testing.T) {
 	if a := r.at; len(a.List) != 0 || len(a.Tier) != 0 || cap(a.List) == 0 || !a.Borrow || a.In == nil || a.Chunk == nil {
 		t.Errorf("attributes after reset: %+v", a)
 	}
+}
+
+// flatBenchLines makes n flat JSON lines of the shape bench/ generates.
+func flatBenchLines(n int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	hops := []string{"auth", "search", "retrieve", "rank", "generate", "render"}
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, `{"trace_id":"%016x%016x","span_id":"%016x","parent_id":"%016x","service":"svc","name":"op","kind":"client","hop":"%s","start":%d,"duration_ms":%.3f,"status":"ok","code":200,"attempt":1,"timeout_ms":3000}`+"\n",
+			r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64(), hops[i%len(hops)], 1767225600000000000+int64(i)*1000, 10+r.Float64()*500)
+	}
+	return b.Bytes()
 }

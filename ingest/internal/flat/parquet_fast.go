@@ -1,4 +1,4 @@
-package ingest
+package flat
 
 import (
 	"math"
@@ -106,7 +106,7 @@ func roleOf(c *pqCursor) pqRole {
 // every column one the first pass reads, with a hop and a duration among
 // them.
 func (w *pqWorker) fastPlan(src *record.Source) {
-	if w.branch == nil || !w.borrow || pqFastOff {
+	if w.branch == nil || !w.borrow || PQFastOff {
 		return
 	}
 	o := src.Options()
@@ -142,7 +142,7 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 
 // pqFastOff turns fast rows off: tests set it to compare both ways of
 // reading the same file.
-var pqFastOff = false
+var PQFastOff = false
 
 // pqLite is what the first pass reads of a row.
 type pqLite struct {

@@ -1,4 +1,4 @@
-package ingest
+package flat
 
 import (
 	"bytes"
@@ -280,7 +280,7 @@ func csvDelim(head []byte) byte {
 	return ','
 }
 
-func decodeCSV(src *record.Source) error {
+func DecodeCSV(src *record.Source) error {
 	src.SetDefaultHopBy("hop")
 	tab := newFieldTable(src.Options())
 	cr := &csvReader{lr: &lineReader{src: src, max: src.Options().MaxRecord}}

@@ -1,0 +1,342 @@
+package flat
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/span"
+)
+
+// Columns of the flat schema as tailscope writes them, which apply takes
+// with a loop of their own instead of a setter call per value. Each does
+// what the setter does with that type and field.
+const (
+	fastNone = iota
+	fastDuration
+	fastStart
+	fastCode
+	fastAttempt
+	fastTimeoutMs
+	fastWeight
+	fastTimeout
+	fastID // a text id, with Options.Borrowed
+)
+
+// fastOf picks a column's loop.
+func fastOf(c *flatCol, kind parquet.Kind, borrow bool) int {
+	f := c.spec.f
+	if c.spec.hopAttr || c.spec.pod {
+		return fastNone
+	}
+	switch {
+	case kind == parquet.Int64 && (f == fDuration || f == fDurationNs):
+		return fastDuration
+	case kind == parquet.Int64 && f == fStart && c.scale == 1:
+		return fastStart
+	case kind == parquet.Int32 && f == fCode:
+		return fastCode
+	case kind == parquet.Int32 && f == fAttempt:
+		return fastAttempt
+	case kind == parquet.Double && f == fTimeoutMs:
+		return fastTimeoutMs
+	case kind == parquet.Double && f == fWeight:
+		return fastWeight
+	case kind == parquet.Boolean && f == fTimeout:
+		return fastTimeout
+	case kind == parquet.ByteArray && c.text && borrow && c.isID():
+		return fastID
+	}
+	return fastNone
+}
+
+// apply sets the values vals of c's page in the records at rows sel of
+// the batch (value vals[k] in row sel[k]).
+func (w *pqWorker) apply(c *pqCursor, sel, vals []int32, ch *pqChunk) {
+	if c.col.attr {
+		w.applyAttr(c, sel, vals)
+		return
+	}
+	recs, bad := w.recs, w.bad
+	fast := c.fast
+	if c.dict != nil {
+		fast = fastNone
+		if c.target != nil {
+			// Dictionary strings: the prepared value, or a setter for
+			// the rare entry that needs one. The value is stored in a
+			// record already bad too: it cannot fail, and the record
+			// is dropped anyway.
+			idx, ops, strs, off := c.idx, c.ops, c.strs, c.toff
+			for k, row := range sel {
+				switch x := idx[vals[k]]; ops[x] {
+				case opString:
+					*(*string)(unsafe.Add(unsafe.Pointer(&recs[row]), off)) = strs[x]
+				case opNothing:
+				default:
+					if bad[row] == nil {
+						w.setOne(c, row, int(vals[k]), ch)
+					}
+				}
+			}
+			return
+		}
+		// Other dictionary columns: the status, prepared once per
+		// entry, is set here; the rest through the setter.
+		for k, row := range sel {
+			e := &c.entries[c.idx[vals[k]]]
+			switch {
+			case bad[row] != nil || e.op == opNothing:
+			case e.op == opStatus:
+				r := &recs[row]
+				r.status, r.hasStatus = e.st, true
+				r.timeout = r.timeout || e.to
+				if e.code != 0 && !r.codeSet {
+					r.sp.Code = e.code
+				}
+			default:
+				w.setOne(c, row, int(vals[k]), ch)
+			}
+		}
+		return
+	}
+	switch fast {
+	case fastDuration:
+		f := c.col.spec.f
+		for k, row := range sel {
+			r := &recs[row]
+			r.sp.Duration, r.hasDur, r.durField = c.i64[vals[k]], true, f
+		}
+	case fastStart:
+		for k, row := range sel {
+			r := &recs[row]
+			r.sp.Start, r.hasStart = c.i64[vals[k]], true
+		}
+	case fastCode:
+		for k, row := range sel {
+			r, n := &recs[row], c.i32[vals[k]]
+			r.sp.Code, r.codeSet, r.codeText, r.codeNamed = int(n), true, "", false
+			r.errTimeout = r.errTimeout || n == 408 || n == 504
+		}
+	case fastAttempt:
+		for k, row := range sel {
+			if n := c.i32[vals[k]]; n >= 0 {
+				r := &recs[row]
+				r.sp.Attempt, r.sp.AttemptSet = int(n), true
+			} else if bad[row] == nil {
+				w.setOne(c, row, int(vals[k]), ch)
+			}
+		}
+	case fastTimeoutMs:
+		for k, row := range sel {
+			if x := c.f64[vals[k]]; x >= 0 && x < 9e12 {
+				recs[row].sp.TimeoutInForce = int64(math.Round(x * 1e6))
+			} else if bad[row] == nil {
+				w.setOne(c, row, int(vals[k]), ch)
+			}
+		}
+	case fastWeight:
+		for k, row := range sel {
+			if x := c.f64[vals[k]]; x >= 0 && x <= math.MaxFloat64 {
+				recs[row].sp.Weight = x
+			} else if bad[row] == nil {
+				w.setOne(c, row, int(vals[k]), ch)
+			}
+		}
+	case fastTimeout:
+		for k, row := range sel {
+			i := vals[k]
+			if c.bits[i>>3]>>(i&7)&1 != 0 {
+				recs[row].timeout = true
+			}
+		}
+	case fastID:
+		// What setText and idString do with a text id: trimmed, blank or
+		// (for a parent) "no parent" sets nothing, else the text is
+		// copied to the chunk and the id aliases the copy. With a Fork
+		// the id aliases the page itself (held until the batch ends):
+		// most spans stop at their Branch, and keep copies the rest.
+		parent := c.col.spec.f == fParentID
+		ids := &ch.ids
+		for k, row := range sel {
+			v := trimSpace(c.value(int(vals[k])))
+			if len(v) == 0 || (parent && isNoParent(v)) {
+				continue
+			}
+			var id string
+			if c.hold != nil {
+				id = unsafe.String(&v[0], len(v))
+			} else {
+				at := len(*ids)
+				*ids = append(*ids, v...)
+				id = unsafe.String(&(*ids)[at], len(v))
+			}
+			r := &recs[row]
+			switch c.col.spec.f {
+			case fTraceID:
+				r.sp.TraceID = id
+			case fSpanID:
+				r.sp.SpanID = id
+			default:
+				r.sp.ParentID = id
+			}
+		}
+	default:
+		for k, row := range sel {
+			if bad[row] == nil {
+				w.setOne(c, row, int(vals[k]), ch)
+			}
+		}
+	}
+}
+
+// keepAttrs copies a span's attributes out of the batch: into the chunk
+// when spans are borrowed (they live until it is emitted), else into a
+// slice of the span's own.
+func (w *pqWorker) keepAttrs(ch *pqChunk, l []span.Attr) []span.Attr {
+	n := len(l)
+	if w.borrow {
+		at := len(ch.attrs)
+		ch.attrs = append(ch.attrs, l...)
+		return ch.attrs[at : at+n : at+n]
+	}
+	if cap(w.owned)-len(w.owned) < n {
+		w.owned = make([]span.Attr, 0, max(512, n))
+	}
+	at := len(w.owned)
+	w.owned = append(w.owned, l...)
+	return w.owned[at : at+n : at+n]
+}
+
+// applyAttr adds the values vals of an attribute column to the records
+// at rows sel of the batch, spelled as the row path's attrValue spells
+// them and bounded as every flat reader bounds them (maxAttrValue).
+func (w *pqWorker) applyAttr(c *pqCursor, sel, vals []int32) {
+	in := w.recs[0].intern
+	key := c.col.name
+	for k, row := range sel {
+		var b []byte
+		vi := int(vals[k])
+		switch {
+		case c.dict != nil:
+			e := &c.entries[c.idx[vi]]
+			switch e.op {
+			case opValue:
+				b = attrValue(c.col, e.v, &w.scratch)
+			default:
+				b = c.col.idText(e.raw, w.scratch[:0])
+				w.scratch = b
+			}
+		case c.kind == parquet.ByteArray || c.kind == parquet.FixedLenByteArray:
+			b = c.col.idText(c.value(vi), w.scratch[:0])
+			w.scratch = b
+		default:
+			b = attrValue(c.col, c.typed(vi), &w.scratch)
+		}
+		if len(b) > 0 && len(b) <= record.MaxAttrValue {
+			w.attrs[row] = append(w.attrs[row], span.Attr{Key: key, Value: attrString(in, b)})
+		}
+	}
+}
+
+// typed is value i of a plain page of a numeric or boolean column.
+func (c *pqCursor) typed(i int) parquet.Value {
+	switch c.kind {
+	case parquet.Int64:
+		return parquet.Int64Value(c.i64[i])
+	case parquet.Int32:
+		return parquet.Int32Value(c.i32[i])
+	case parquet.Double:
+		return parquet.DoubleValue(c.f64[i])
+	case parquet.Float:
+		return parquet.FloatValue(c.f32[i])
+	case parquet.Boolean:
+		return parquet.BooleanValue(c.bits[i>>3]>>(i&7)&1 != 0)
+	}
+	return parquet.Value{}
+}
+
+// setOne sets one value with the row path's setter, keeping the first bad
+// value of the record.
+func (w *pqWorker) setOne(c *pqCursor, row int32, vi int, ch *pqChunk) {
+	if err := w.set(c, &w.recs[row], vi, ch); err != nil {
+		w.bad[row] = fmt.Errorf("column %s: %v", c.col.name, err)
+	}
+}
+
+// trimSpace is bytes.TrimSpace for ids, which almost never have space
+// around them: two byte tests instead of a call per value.
+func trimSpace(v []byte) []byte {
+	if len(v) > 0 && v[0] > ' ' && v[0] < 0x80 && v[len(v)-1] > ' ' && v[len(v)-1] < 0x80 {
+		return v
+	}
+	return bytes.TrimSpace(v)
+}
+
+// grow returns b emptied with at least n bytes of capacity.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, 0, n)
+	}
+	return b[:0]
+}
+
+// set stores the cursor's current value in the worker's record.
+func (w *pqWorker) set(c *pqCursor, r *flatRecord, vi int, ch *pqChunk) error {
+	col := c.col
+	switch {
+	case c.dict != nil:
+	case c.kind == parquet.Int64:
+		return r.setParquetInt(col, c.i64[vi], &w.scratch)
+	case c.kind == parquet.Int32:
+		return r.setParquetInt(col, int64(c.i32[vi]), &w.scratch)
+	case c.kind == parquet.Double:
+		return r.setParquetFloat(col, c.f64[vi], &w.scratch)
+	case c.kind == parquet.Float:
+		return r.setParquetFloat(col, float64(c.f32[vi]), &w.scratch)
+	case c.kind == parquet.Boolean:
+		i := vi
+		return r.setParquetBool(col, c.bits[i>>3]>>(i&7)&1 != 0, &w.scratch)
+	}
+	var b []byte
+	if c.dict != nil {
+		// Typed kinds with a dictionary land here too (c.idx is set).
+		e := &c.entries[c.idx[vi]]
+		switch e.op {
+		case opNothing:
+			return nil
+		case opString:
+			*c.target(r) = e.s // only string columns have opString entries
+			return nil
+		case opStatus:
+			r.status, r.hasStatus = e.st, true
+			r.timeout = r.timeout || e.to
+			if e.code != 0 && !r.codeSet {
+				r.sp.Code = e.code
+			}
+			return nil
+		}
+		if e.op == opValue {
+			return r.setParquet(col, e.v, &w.scratch)
+		}
+		b = e.raw
+	} else {
+		b = c.value(vi)
+	}
+	if !col.isID() {
+		return r.setText(col.spec, b)
+	}
+	if !w.borrow {
+		w.scratch = col.idText(b, w.scratch[:0])
+		return r.setText(col.spec, w.scratch)
+	}
+	// The id's text goes to the chunk's buffer, which the span's id then
+	// aliases (idString): it lives until the chunk is emitted.
+	ids := w.idBuf(ch)
+	at := len(*ids)
+	*ids = col.idText(b, *ids)
+	r.block = *ids
+	return r.setText(col.spec, (*ids)[at:])
+}

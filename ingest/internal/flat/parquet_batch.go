@@ -1,0 +1,531 @@
+package flat
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/span"
+)
+
+// The batch reader of flat Parquet tables.
+//
+// Parquet is the format users reach for when logs are big, and DuckDB
+// reads it as typed column vectors; reading it value by value through
+// parquet.Value (the row path in parquet.go) costs ten times more than
+// the analysis itself. So, for the physical types a flat table uses, this
+// reader takes each page's typed data as it lies in memory (int64, int32,
+// double, float slices, bit-packed booleans, byte arrays as one buffer and
+// offsets, dictionary indexes) and walks the columns of a row group in
+// lockstep, one page per column at a time, building spans with the same
+// typed setters as the row path — so both give the same spans, the same
+// skips and the same errors (parquet_batch_test.go checks it).
+//
+// A dictionary is prepared once per column chunk: each entry's string is
+// interned (hop, service, name, kind, peer) or its status parsed once,
+// instead of once per row.
+//
+// Row groups are decoded in parallel, one goroutine per core, each
+// building chunks of spans that reach Emit in row-group order on the
+// calling goroutine, so output and error positions are deterministic.
+// Memory is bounded by the pages being read (one per column per worker)
+// and a few chunks of chunkRows spans per worker, whatever the row group
+// size. Ids are copied into the chunk's own buffer, so with
+// Options.Borrowed the id strings alias it and nothing is allocated per
+// span.
+
+// pqChunkRows is the number of rows a worker hands over at once: large
+// enough that the hand-off costs nothing per span, small enough (about
+// 400 KB of spans) to stay in cache.
+const pqChunkRows = 2048
+
+// pqChunksPerWorker bounds the chunks a worker has in flight: enough
+// that a worker rarely waits for the emitting goroutine.
+const pqChunksPerWorker = 3
+
+// pqChunk is a run of consecutive rows of one row group, decoded.
+type pqChunk struct {
+	spans  []span.Span
+	rows   []int64 // 1-based row index in the file of each span
+	events []pqEvent
+	ids    []byte      // the id text the spans' ids alias (Options.Borrowed)
+	attrs  []span.Attr // the spans' attributes (Options.Borrowed: their Attrs alias it)
+	err    error       // a read error after the rows of this chunk: the last chunk
+	used   int64       // spans a Branch took (Options.Fork)
+	owner  chan *pqChunk
+}
+
+// pqEvent is a row that does not become a span, placed before span
+// `before` of its chunk.
+type pqEvent struct {
+	before         int
+	row            int64
+	reason, detail string
+	id             uint64           // a filtered span's key (filteredKey)
+	soft           []record.SoftErr // values a kept span lost (see lineEvent)
+	taken          bool
+}
+
+// batchable reports whether every column has a physical type the batch
+// reader decodes (INT96 timestamps, for one, take the row path).
+func batchable(pf *parquet.File, cols []flatCol) bool {
+	for _, c := range cols {
+		leaf, ok := pf.Schema().Lookup(c.name)
+		if !ok || leaf.MaxRepetitionLevel > 0 || leaf.MaxDefinitionLevel > 1 {
+			return false
+		}
+		switch leaf.Node.Type().Kind() {
+		case parquet.Boolean, parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.ByteArray, parquet.FixedLenByteArray:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// decodeFlatBatch reads the row groups of pf in parallel and emits their
+// spans in order.
+func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error {
+	rgs := pf.RowGroups()
+	first := make([]int64, len(rgs)) // 0-based index of each row group's first row
+	var total int64
+	for i, rg := range rgs {
+		first[i] = total
+		total += rg.NumRows()
+	}
+	workers := min(max(1, runtime.GOMAXPROCS(0)), max(1, len(rgs)))
+	outs := make([]chan *pqChunk, len(rgs))
+	for i := range outs {
+		outs[i] = make(chan *pqChunk, pqChunksPerWorker)
+	}
+	stop := make(chan struct{})
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var branches []record.Branch
+	var pqWorkers []*pqWorker
+	for range workers {
+		w := newPQWorker(src, pf, cols)
+		pqWorkers = append(pqWorkers, w)
+		if src.Options().Fork != nil {
+			w.src, w.branch = src, src.Options().Fork.Branch()
+			branches = append(branches, w.branch)
+			w.fastPlan(src)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				g := next
+				next++
+				mu.Unlock()
+				if g >= len(rgs) {
+					return
+				}
+				if !w.rowGroup(rgs[g], first[g], outs[g], stop) {
+					return
+				}
+			}
+		}()
+	}
+	var err error
+	for g := range rgs {
+		for ch := range outs[g] {
+			if err == nil {
+				err = deliverPQ(src, ch)
+			}
+			ch.spans, ch.rows, ch.events, ch.ids, ch.attrs, ch.err, ch.used = ch.spans[:0], ch.rows[:0], ch.events[:0], ch.ids[:0], ch.attrs[:0], nil, 0
+			ch.owner <- ch
+		}
+		if err != nil {
+			break
+		}
+	}
+	// After an error, workers still decoding see stop wherever they wait
+	// (a free chunk, room in their row group's channel) and return; wait
+	// for them, as the file must not be closed under them.
+	close(stop)
+	wg.Wait()
+	for _, br := range branches {
+		br.Close()
+	}
+	u := &unitStats{}
+	for _, w := range pqWorkers {
+		u.merge(w.units)
+	}
+	unitNotes(src, u, true)
+	return err
+}
+
+// deliverPQ hands a chunk's spans and skips on, in row order. With a
+// Fork the chunk's spans were checked and taken by a Branch already: they
+// are counted here, and those it asked to see again go to Ordered.
+func deliverPQ(src *record.Source, ch *pqChunk) error {
+	ev := ch.events
+	fork := src.Options().Fork
+	used := false
+	event := func(e *pqEvent) {
+		switch {
+		case e.soft != nil:
+			if e.taken || used {
+				src.Stats().Ignore(src.Name, 0, e.row, e.soft, src.Options().MaxErrors)
+			}
+		case record.IsFilter(e.reason):
+			src.Stats().Filter(e.reason, e.id)
+		default:
+			src.Skip(0, e.row, e.reason, e.detail)
+		}
+	}
+	for i := range ch.spans {
+		for len(ev) > 0 && ev[0].before <= i {
+			event(&ev[0])
+			ev = ev[1:]
+		}
+		if fork != nil {
+			fork.Ordered(&ch.spans[i])
+		} else {
+			used = src.Emit(&ch.spans[i], 0, ch.rows[i])
+		}
+	}
+	src.Stats().Read += ch.used
+	src.Stats().Used += ch.used
+	for i := range ev {
+		event(&ev[i])
+	}
+	return ch.err
+}
+
+// pqWorker is one decoding goroutine's state.
+type pqWorker struct {
+	cols    []flatCol
+	recs    []flatRecord // the batch, filled column by column
+	bad     []error      // per record of the batch: its first bad value
+	sel     []int32      // rows of a page stretch holding a value (fill)
+	iota    []int32      // 0, 1, … pqBatchRows-1: the rows of a stretch without nulls
+	borrow  bool
+	free    chan *pqChunk
+	scratch []byte
+	curs    []pqCursor
+	src     *record.Source // with a Fork: for accept
+	branch  record.Branch  // with a Fork: this worker's consumer
+	// ids holds the id text of the current batch with a Fork (and
+	// Options.Borrowed): most spans stop at their Branch, so only those
+	// it gives back have their ids copied to the chunk (keep).
+	ids []byte
+	// held are the pages the cursors moved past during the batch, with a
+	// Fork: the batch's text ids alias them (fastID) until keep copies
+	// the few that go on, so they are released only after the batch.
+	held []parquet.Page
+	// units gathers what the unit checks need from the worker's records.
+	units *unitStats
+	// vals holds the page positions of the values apply sets.
+	vals []int32
+	// attrs are the attributes of each record of the batch, when the
+	// table has columns no span field takes (nil otherwise); owned is
+	// where spans that keep theirs (no Options.Borrowed) get them from.
+	attrs [][]span.Attr
+	owned []span.Attr
+	// The fast rows' state (parquet_fast.go), when the file has them:
+	// each column's role, and per batch row what the first pass read,
+	// where each column's value is, the rows left for records and
+	// those the Branch took already; one is the span it takes.
+	roles []pqRole
+	lite  []pqLite
+	vidx  [][]int32
+	need  []int32
+	again []bool
+	one   span.Span
+}
+
+// idBuf is where the batch's id text goes: the chunk's buffer, or with a
+// Fork the worker's batch buffer.
+func (w *pqWorker) idBuf(ch *pqChunk) *[]byte {
+	if w.branch != nil {
+		return &w.ids
+	}
+	return &ch.ids
+}
+
+// keep copies the ids of a span a Branch gave back from the batch buffer
+// to the chunk's, which lives until the chunk is emitted.
+func (w *pqWorker) keep(ch *pqChunk, sp *span.Span) {
+	for _, id := range [...]*string{&sp.TraceID, &sp.SpanID, &sp.ParentID} {
+		if len(*id) == 0 {
+			continue
+		}
+		at := len(ch.ids)
+		ch.ids = append(ch.ids, *id...)
+		*id = unsafe.String(&ch.ids[at], len(*id))
+	}
+}
+
+func newPQWorker(src *record.Source, pf *parquet.File, cols []flatCol) *pqWorker {
+	in := &record.Interner{}
+	us := &unitStats{}
+	w := &pqWorker{units: us, cols: cols, recs: make([]flatRecord, pqBatchRows), bad: make([]error, pqBatchRows), borrow: src.Options().Borrowed,
+		free: make(chan *pqChunk, pqChunksPerWorker), curs: make([]pqCursor, len(cols)),
+		sel: make([]int32, pqBatchRows), iota: make([]int32, pqBatchRows), vals: make([]int32, pqBatchRows)}
+	for i := range w.iota {
+		w.iota[i] = int32(i)
+	}
+	for i := range w.recs {
+		w.recs[i].intern, w.recs[i].units = in, us
+	}
+	for range pqChunksPerWorker {
+		w.free <- &pqChunk{owner: w.free}
+	}
+	for _, c := range cols {
+		if c.attr {
+			w.attrs = make([][]span.Attr, pqBatchRows)
+			break
+		}
+	}
+	for i, c := range cols {
+		leaf, _ := pf.Schema().Lookup(c.name)
+		k := leaf.Node.Type().Kind()
+		w.curs[i] = pqCursor{col: &w.cols[i], maxDef: byte(leaf.MaxDefinitionLevel), kind: k,
+			fast: fastOf(&w.cols[i], k, w.borrow), target: targetOf(&w.cols[i])}
+		if t := w.curs[i].target; t != nil {
+			var probe flatRecord
+			w.curs[i].toff = uintptr(unsafe.Pointer(t(&probe))) - uintptr(unsafe.Pointer(&probe))
+		}
+		if w.curs[i].fast == fastID && src.Options().Fork != nil {
+			w.curs[i].hold = &w.held
+		}
+	}
+	return w
+}
+
+// rowGroup decodes one row group into chunks sent to out, which it
+// closes. It returns false when the reader stopped (stop closed).
+func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk, stop chan struct{}) (ok bool) {
+	defer close(out)
+	chunks := rg.ColumnChunks()
+	for i := range w.curs {
+		w.curs[i].open(chunks[w.cols[i].idx])
+	}
+	defer func() {
+		for i := range w.curs {
+			w.curs[i].close()
+		}
+	}()
+	var ch *pqChunk
+	send := func() bool {
+		select {
+		case out <- ch:
+			ch = nil
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	// A panic of the Parquet library on a corrupt page becomes the error
+	// of the chunk, like any read error: it must not take the run down.
+	defer func() {
+		if r := recover(); r != nil {
+			if ch == nil {
+				select {
+				case ch = <-w.free:
+				case <-stop:
+					ok = false
+					return
+				}
+			}
+			ch.err = fmt.Errorf("corrupt Parquet file: %v", r)
+			ok = send()
+		}
+	}()
+	n := rg.NumRows()
+	for r := int64(0); r < n; {
+		select {
+		case ch = <-w.free:
+		case <-stop:
+			return false
+		}
+		end := min(n, r+pqChunkRows)
+		if ch.spans == nil { // full size at once: growing by doubling is garbage
+			ch.spans, ch.rows = make([]span.Span, 0, pqChunkRows), make([]int64, 0, pqChunkRows)
+		}
+		if w.borrow {
+			ch.ids = grow(ch.ids, pqChunkRows*64)
+		}
+		if w.branch != nil {
+			// With a Fork a chunk holds only the spans a Branch gave
+			// back (the trace sample) and the skips, so it is cut when
+			// those could fill it, not after a fixed number of rows:
+			// a worker ahead of the emitting goroutine would otherwise
+			// wait for it after a few thousand rows, and the workers
+			// would take turns instead of decoding side by side.
+			end = n
+		}
+		for r < end && len(ch.spans)+pqBatchRows <= pqChunkRows && len(ch.events)+pqBatchRows <= pqChunkRows {
+			k, ok := w.batch(ch, first+r, int(min(end-r, pqBatchRows)))
+			if !ok {
+				return send()
+			}
+			r += int64(k)
+		}
+		if !send() {
+			return false
+		}
+	}
+	return true
+}
+
+// pqBatchRows is how many records are filled column by column at a time:
+// few enough (about 80 KB of records) that they stay in the core's cache
+// next to the pages while every column passes over them. 1024 rows (330
+// KB) measured 5% slower on the 10M-span benchmark, 128 no faster.
+const pqBatchRows = 256
+
+// batch decodes the m rows after row `base` (0-based) into ch, column by
+// column: each record sees its columns in the same order as on the row
+// path, so the spans, skips and details are the same. It returns the rows
+// it read (m, or fewer when fast rows cut the batch at a page's end) and
+// false after a read error (ch.err, naming the first row and column that
+// failed in row order; the rows before it are in ch).
+func (w *pqWorker) batch(ch *pqChunk, base int64, m int) (int, bool) {
+	if w.borrow && w.branch != nil {
+		w.ids = grow(w.ids, m*64)
+	}
+	if w.roles != nil {
+		n, ok, handled := w.fastBatch(ch, base, m)
+		if handled {
+			return n, ok
+		}
+		m = n
+	}
+	recs := w.recs[:m]
+	for i := range recs {
+		recs[i].reset()
+	}
+	for i := range w.attrs[:min(m, len(w.attrs))] {
+		w.attrs[i] = w.attrs[i][:0]
+	}
+	clear(w.bad[:m])
+	limit, errCol := m, -1
+	var rerr error
+	for j := range w.curs {
+		c := &w.curs[j]
+		k, err := w.fill(c, limit, ch)
+		if err != nil && k < limit {
+			limit, errCol, rerr = k, j, err
+		}
+	}
+	for i := range recs[:limit] {
+		w.row(ch, &recs[i], base+int64(i)+1, int32(i), false)
+	}
+	w.release()
+	if errCol >= 0 {
+		ch.err = pqRowError(base+int64(limit)+1, w.curs[errCol].col.name, rerr)
+		return m, false
+	}
+	return m, true
+}
+
+// pqRowError is a read error, positioned.
+func pqRowError(row int64, col string, err error) error {
+	return fmt.Errorf("row %d, column %s: %v", row, col, err)
+}
+
+// row turns the filled record of batch row i (row `row` of the file) into
+// a span or an event of ch. again says the Branch took the row already
+// (fastBatch) and asked to see it again: it goes on to the chunk.
+func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again bool) {
+	if bad := w.bad[i]; bad != nil {
+		ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: "bad value", detail: bad.Error()})
+		return
+	}
+	reason, detail := rec.finish()
+	if w.attrs != nil && len(w.attrs[i]) > 0 {
+		rec.sp.Attrs = w.attrs[i] // valid for the batch: the chunk copies what it keeps
+	}
+	if reason == "" && w.branch != nil {
+		reason, detail = w.src.Accept(&rec.sp)
+	}
+	if reason != "" {
+		e := pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail}
+		if record.IsFilter(reason) {
+			e.id, e.detail = record.FilteredKey(&rec.sp), ""
+		}
+		ch.events = append(ch.events, e)
+		return
+	}
+	if w.branch != nil {
+		if !again {
+			ch.used++
+			if len(rec.soft) > 0 {
+				ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft), taken: true})
+			}
+			if !w.branch.Take(&rec.sp) {
+				return
+			}
+		}
+		if w.borrow {
+			w.keep(ch, &rec.sp)
+		}
+	}
+	if len(rec.sp.Attrs) > 0 {
+		rec.sp.Attrs = w.keepAttrs(ch, rec.sp.Attrs)
+	}
+	ch.spans = append(ch.spans, rec.sp)
+	ch.rows = append(ch.rows, row)
+	if w.branch == nil && len(rec.soft) > 0 {
+		ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft)})
+	}
+}
+
+// release gives back the pages the batch's ids aliased (see held).
+func (w *pqWorker) release() {
+	for i, p := range w.held {
+		parquet.Release(p)
+		w.held[i] = nil
+	}
+	w.held = w.held[:0]
+}
+
+// fill applies column c to the first m records of the batch and returns
+// how many rows it read (fewer than m after a read error).
+func (w *pqWorker) fill(c *pqCursor, m int, ch *pqChunk) (int, error) {
+	in := w.recs[0].intern
+	for i := 0; i < m; {
+		if c.di >= c.dn {
+			if err := c.load(in); err != nil {
+				return i, err
+			}
+			continue
+		}
+		n := min(c.dn-c.di, m-i)
+		// The rows of this stretch that hold a value; values are
+		// consecutive in the page from c.vi.
+		var sel []int32
+		if defs := c.defs; defs != nil {
+			// Written at every row, kept where a value is: no branch
+			// to mispredict on columns with nulls here and there.
+			buf, j := w.sel[:n], 0
+			for t, d := range defs[c.di : c.di+n] {
+				buf[j] = int32(i + t)
+				if d == c.maxDef {
+					j++
+				}
+			}
+			sel = buf[:j]
+		} else {
+			sel = w.iota[i : i+n]
+		}
+		vals := w.vals[:len(sel)]
+		for k := range vals {
+			vals[k] = int32(c.vi + k)
+		}
+		c.vi += len(sel)
+		c.di += n
+		i += n
+		w.apply(c, sel, vals, ch)
+	}
+	return m, nil
+}
