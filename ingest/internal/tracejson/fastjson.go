@@ -227,7 +227,7 @@ func fastElems(b []byte, i int, f func(at int) int) (end int, ok bool) {
 // fastHexID is normID for the usual id, lowercase hex of the full width and
 // not all zero: aliasing v with borrow, a copy otherwise.
 func fastHexID(v []byte, width int, borrow bool) string {
-	if len(v) != width {
+	if len(v) == 0 || len(v) > width {
 		return record.NormID(v, width)
 	}
 	var bad, nonzero byte
@@ -240,6 +240,17 @@ func fastHexID(v []byte, width int, borrow bool) string {
 	}
 	if nonzero == 0 {
 		return ""
+	}
+	if len(v) < width {
+		// Left-padded with zeros, as NormID pads a 64-bit trace id or
+		// an id that dropped its leading zeros (Jaeger): one allocation.
+		id := make([]byte, width)
+		pad := width - len(v)
+		for i := range pad {
+			id[i] = '0'
+		}
+		copy(id[pad:], v)
+		return unsafe.String(&id[0], width)
 	}
 	if borrow {
 		return bstr(v)

@@ -2,6 +2,7 @@ package tracejson
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -97,11 +98,14 @@ func (s *jstream) chunk() ([]byte, error) {
 // consume discards n bytes of b (the start of the buffered input),
 // counting its lines.
 func (s *jstream) consume(b []byte, n int) {
-	for i, c := range b[:n] {
-		if c == '\n' {
-			s.line++
-			s.lineStart = s.off + int64(i) + 1
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:n], '\n')
+		if j < 0 {
+			break
 		}
+		i += j + 1
+		s.line++
+		s.lineStart = s.off + int64(i)
 	}
 	s.br.Discard(n)
 	s.off += int64(n)

@@ -315,10 +315,16 @@ func (w *jsonWalker) zipkinFastEndpoint(v []byte, local bool, fr *zipkinFastReco
 	if ip4 == nil {
 		ip4 = ip6
 	}
+	// zipkinEndpointAttrs's attributes, their keys as constants.
+	dst, ipKey, portKey := &rec.Attrs, "net.peer.ip", "net.peer.port"
 	if local {
-		fr.local = zipkinEndpointAttrs(fr.local, &w.attrIntern, "net.host.", ip4, port)
-	} else {
-		rec.Attrs = zipkinEndpointAttrs(rec.Attrs, &w.attrIntern, "net.peer.", ip4, port)
+		dst, ipKey, portKey = &fr.local, "net.host.ip", "net.host.port"
+	}
+	if len(ip4) > 0 {
+		*dst = append(*dst, span.Attr{Key: ipKey, Value: w.attrIntern.Get(ip4)})
+	}
+	if len(port) > 0 {
+		*dst = append(*dst, span.Attr{Key: portKey, Value: w.attrIntern.Get(port)})
 	}
 	return true
 }
