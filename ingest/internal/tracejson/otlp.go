@@ -680,6 +680,11 @@ func otlpEvents(raw []byte, rec *record.TraceRecord) error {
 // reason (one over --max-record included). raw is the span's JSON and at
 // its position, for callers that read more from it.
 func (w *jsonWalker) nextOTLPSpan(rec *record.TraceRecord) (raw []byte, at pos, ok bool, err error) {
+	if otlpFastEnabled {
+		if raw, at, ok := w.otlpSpanInPlace(rec); ok {
+			return raw, at, true, nil
+		}
+	}
 	raw, at, err = w.raw(w.buf)
 	w.buf = raw
 	if err == errTooLong {

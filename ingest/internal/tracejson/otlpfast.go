@@ -598,3 +598,35 @@ func (w *jsonWalker) otlpFastCommit(st *otlpFastState, from, n int) {
 	}
 	w.index += int64(n)
 }
+
+// otlpSpanInPlace is nextOTLPSpan's fast path, for the spans of a big
+// document (one pretty-printed TracesData, a line longer than the line
+// buffer): the span at the reader's position is read with otlpFastSpan in
+// place in the read buffer, without the streaming tokenizer's copy, and
+// consumed, as nextOTLPSpan would have read it (the same index, position
+// and raw bytes, copied to w.buf for the callers that read more of them).
+// ok is false, with nothing consumed and rec reset, when the general path
+// must read it.
+func (w *jsonWalker) otlpSpanInPlace(rec *record.TraceRecord) (raw []byte, at pos, ok bool) {
+	c, err := w.next()
+	if err != nil || c != '{' {
+		return nil, at, false
+	}
+	at = w.here()
+	maxRec := w.src.Options().MaxRecord
+	b, n := w.fastInPlace(false, func(b []byte) int {
+		e, ok := w.otlpFastSpan(b, 0, rec, false)
+		if !ok || e > maxRec {
+			return -1
+		}
+		return e
+	})
+	if n < 0 {
+		rec.Reset()
+		return nil, at, false
+	}
+	w.buf = append(w.buf[:0], b[:n]...)
+	w.s.consume(b, n)
+	w.index++
+	return w.buf, at, true
+}
