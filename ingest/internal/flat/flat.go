@@ -164,7 +164,7 @@ type flatRecord struct {
 	block []byte
 	// keys caches the fields of the keys seen at each position (lookup).
 	keys []keySlot
-	// codeText is a code kept as text (see codes.go); errType the
+	// codeText is a code kept as text (see codes.go in ingest/internal/record); errType the
 	// error.type, which stands for it when no code is given.
 	codeText, errType string
 	// codeNamed: the code is a gRPC name other than OK (UNAVAILABLE),
@@ -184,7 +184,7 @@ type flatRecord struct {
 	units    *unitStats
 	durKey   string
 	probe    bool
-	// at gathers the attributes (attrs.go): the fields no span field
+	// at gathers the attributes (record.AttrSet): the fields no span field
 	// took, and the members of attribute objects.
 	at record.AttrSet
 	// top marks the fields the line set itself (bit fieldGroup(f)):

@@ -58,7 +58,7 @@ type Options struct {
 	// An emit that keeps a span must clone those strings. Off by default.
 	Borrowed bool
 	// Fork, when set, lets a reader that decodes on several goroutines
-	// consume spans there instead of calling emit (see Fork in jsonl.go).
+	// consume spans there instead of calling emit (see Fork in fork.go).
 	Fork Fork
 	// OnFile, when set, is called before the spans of each file are
 	// emitted, with its index in Stats.Files (a partial summary records

@@ -5,7 +5,7 @@ package tracejson
 //
 // These helpers read a value in place from a buffer that holds it whole,
 // and give up (ok false, or -1) on anything the general path's tokenizers
-// (jsonstream.go, scan.go) might judge otherwise: an escape, a malformed
+// (jsonstream.go, record.Scanner) might judge otherwise: an escape, a malformed
 // scalar, unbalanced brackets, deep nesting. A caller that gives up leaves
 // the value to the general path, which decides every error and position.
 

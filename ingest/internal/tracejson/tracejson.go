@@ -7,7 +7,7 @@ package tracejson
 // jsonWalker walks the document's outer structure token by token with the
 // streaming tokenizer of jsonstream.go, in time linear in the input, and
 // takes only the repeated leaves — one span, or one Jaeger trace — as raw
-// bytes, which the small scanner of scan.go then reads field by field.
+// bytes, which the small scanner of record.Scanner then reads field by field.
 // Memory is bounded by --max-record (the largest span or trace kept), not
 // by the file; a leaf over it is skipped as it streams by, counted, and
 // the walk goes on with the next one.
