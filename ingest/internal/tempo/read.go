@@ -82,11 +82,38 @@ type tempoReader struct {
 	evVals     [tkCount][][]parquet.Value
 	evNameG    []parquet.Value
 	evOne      [tkCount][]parquet.Value
+
+	// out, when set, collects the row group's spans and skips for the
+	// goroutine that delivers them in order (parallel.go).
+	out *chunkOut
 }
 
+// Decode reads the spans of a block's data.parquet, whose layout is l:
+// its row groups on Workers() goroutines when it has several
+// (parallel.go), else here.
 func Decode(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 	src.SetDefaultHopBy("service+name")
-	s := pf.Schema()
+	meta := readTempoMeta(src)
+	t, err := newReader(src, pf.Schema(), l, meta)
+	if err != nil {
+		return err
+	}
+	rgs := pf.RowGroups()
+	if workers := min(Workers(), len(rgs)); workers > 1 {
+		return decodeParallel(src, pf, l, meta, t, workers)
+	}
+	var index int64
+	for gi, rg := range rgs {
+		if err := t.rowGroup(rg, &index); err != nil {
+			return fmt.Errorf("row group %d: %v", gi+1, err)
+		}
+	}
+	return nil
+}
+
+// newReader plans the projection of a block: the columns read and how
+// they nest. Each decoding goroutine has a reader of its own.
+func newReader(src *record.Source, s *parquet.Schema, l *tempoLayout, meta *tempoMeta) (*tempoReader, error) {
 	t := &tempoReader{src: src, hopAttr: src.Options().HopAttr(), anchor: -1}
 	for i, alts := range tempoColNames {
 		for _, n := range alts {
@@ -100,7 +127,7 @@ func Decode(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 		}
 	}
 	if t.cols[tcDur] == nil && (t.cols[tcEnd] == nil || t.cols[tcStart] == nil) {
-		return fmt.Errorf("Tempo block without span durations: no %sDurationNano, nor start and end columns", l.span)
+		return nil, fmt.Errorf("Tempo block without span durations: no %sDurationNano, nor start and end columns", l.span)
 	}
 	if t.anchor < 0 {
 		t.anchor = tcDur
@@ -130,7 +157,6 @@ func Decode(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 	for key, c := range tempoSpanColumns {
 		spanScalar(key, l.span+c)
 	}
-	meta := readTempoMeta(src)
 	for key, c := range meta.dedicatedColumns("span") {
 		spanScalar(key, l.span+c)
 	}
@@ -187,14 +213,7 @@ func Decode(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 		}
 	}
 	t.all = append(append(append(t.all, t.spanKV.cols()...), t.resKV.cols()...), t.evKV.cols()...)
-
-	var index int64
-	for gi, rg := range pf.RowGroups() {
-		if err := t.rowGroup(rg, &index); err != nil {
-			return fmt.Errorf("row group %d: %v", gi+1, err)
-		}
-	}
-	return nil
+	return t, nil
 }
 
 func sortAttrs(a []tattr) {
@@ -327,7 +346,9 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			rec.Ignore("attributes", attrErr)
 		}
 		if reason, detail := t.span(&rec, &vals); reason != "" {
-			t.src.Skip(0, *index, reason, detail)
+			if !t.skip(*index, reason, detail) {
+				return errStopped
+			}
 			continue
 		}
 		rec.Span.TraceID, rec.Span.Service = traceID, service
@@ -336,7 +357,9 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 		}
 		rec.Finish(&t.intern)
 		t.setAttrs(&rec)
-		t.src.EmitSoft(&rec.Span, 0, *index, rec.Soft)
+		if !t.emit(&rec, *index) {
+			return errStopped
+		}
 	}
 	for _, c := range t.all {
 		if !c.exhausted() {

@@ -1,0 +1,249 @@
+package tempo
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/span"
+)
+
+// A Tempo block's row groups are decoded in parallel, as a flat table's
+// are (ingest/internal/flat/parquet_batch.go): each worker has a tempoReader of its own (its
+// column cursors, attribute lists, interners and buffers), takes the next
+// row group and hands its spans and skips over in chunks; the goroutine
+// that called Read delivers the chunks in row-group order, so spans,
+// skips, their positions and the first error are those of the sequential
+// reader. A row group's spans are numbered from 1 by its worker, which
+// does not know how many spans the row groups before it hold; the
+// delivering goroutine adds that count. Memory is bounded by the pages
+// being read and tempoChunksPerWorker chunks of tempoChunkSpans spans per
+// worker, whatever the row group size.
+
+// Workers is the number of decoding goroutines (a variable so that
+// tests can compare the sequential reader with the parallel one).
+var Workers = record.Workers
+
+// tempoChunkSpans is the number of spans (and skips) handed over at
+// once: enough that the hand-off costs nothing per span, few enough
+// (about 1 MB) to stay in cache.
+const tempoChunkSpans = 4096
+
+// tempoChunksPerWorker bounds the chunks a worker has in flight.
+const tempoChunksPerWorker = 3
+
+// errStopped ends a worker's row group once the delivering goroutine
+// stopped (after an error in an earlier row group).
+var errStopped = errors.New("stopped")
+
+// tempoItem is a span, or a span slot skipped, at its index in its row
+// group.
+type tempoItem struct {
+	index          int64
+	sp             span.Span
+	soft           []record.SoftErr
+	reason, detail string // a skip
+}
+
+// tempoChunk is a run of a row group's items, in order.
+type tempoChunk struct {
+	items []tempoItem
+	attrs []span.Attr // the spans' Attrs (Options.Borrowed: they alias it)
+	spans int64       // last chunk of a row group: the spans it numbered
+	last  bool
+	err   error // last chunk: the row group's error
+	owner chan *tempoChunk
+}
+
+// chunkOut is a worker's side of the hand-off.
+type chunkOut struct {
+	free   chan *tempoChunk
+	out    chan *tempoChunk
+	stop   chan struct{}
+	ch     *tempoChunk
+	borrow bool
+}
+
+// chunk returns the chunk being filled, waiting for a free one when
+// needed; nil once the delivering goroutine stopped.
+func (o *chunkOut) chunk() *tempoChunk {
+	if o.ch == nil {
+		select {
+		case o.ch = <-o.free:
+		case <-o.stop:
+			return nil
+		}
+	}
+	return o.ch
+}
+
+// send hands the chunk being filled over.
+func (o *chunkOut) send() bool {
+	select {
+	case o.out <- o.ch:
+		o.ch = nil
+		return true
+	case <-o.stop:
+		return false
+	}
+}
+
+// add appends an item, handing the chunk over when it is full.
+func (o *chunkOut) add(it tempoItem) bool {
+	ch := o.chunk()
+	if ch == nil {
+		return false
+	}
+	ch.items = append(ch.items, it)
+	if len(ch.items) >= tempoChunkSpans {
+		return o.send()
+	}
+	return true
+}
+
+// skip records a span slot that does not give a span.
+func (t *tempoReader) skip(index int64, reason, detail string) bool {
+	if t.out == nil {
+		t.src.Skip(0, index, reason, detail)
+		return true
+	}
+	return t.out.add(tempoItem{index: index, reason: reason, detail: detail})
+}
+
+// emit hands a span on, or keeps it for the delivering goroutine: its
+// strings are the reader's own (interned or allocated), but its Attrs
+// (with Options.Borrowed) and soft errors are buffers reused for the next
+// span, so they are copied.
+func (t *tempoReader) emit(rec *record.TraceRecord, index int64) bool {
+	if t.out == nil {
+		t.src.EmitSoft(&rec.Span, 0, index, rec.Soft)
+		return true
+	}
+	ch := t.out.chunk()
+	if ch == nil {
+		return false
+	}
+	it := tempoItem{index: index, sp: rec.Span}
+	if len(rec.Soft) > 0 {
+		it.soft = slices.Clone(rec.Soft)
+	}
+	if t.out.borrow && len(it.sp.Attrs) > 0 {
+		// Earlier spans of the chunk keep the backing array they were
+		// given if this append moves it: it is only appended to until
+		// the chunk is delivered.
+		n := len(ch.attrs)
+		ch.attrs = append(ch.attrs, it.sp.Attrs...)
+		it.sp.Attrs = ch.attrs[n:len(ch.attrs):len(ch.attrs)]
+	}
+	return t.out.add(it)
+}
+
+// decodeParallel reads the row groups of pf on `workers` goroutines;
+// first is the reader Decode planned, the first worker's.
+func decodeParallel(src *record.Source, pf *parquet.File, l *tempoLayout, meta *tempoMeta, first *tempoReader, workers int) error {
+	rgs := pf.RowGroups()
+	outs := make([]chan *tempoChunk, len(rgs))
+	for i := range outs {
+		outs[i] = make(chan *tempoChunk, tempoChunksPerWorker)
+	}
+	stop := make(chan struct{})
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range workers {
+		t := first
+		if w > 0 {
+			var err error
+			if t, err = newReader(src, pf.Schema(), l, meta); err != nil {
+				return err
+			}
+		}
+		o := &chunkOut{free: make(chan *tempoChunk, tempoChunksPerWorker), stop: stop, borrow: src.Options().Borrowed}
+		for range tempoChunksPerWorker {
+			o.free <- &tempoChunk{items: make([]tempoItem, 0, tempoChunkSpans), owner: o.free}
+		}
+		t.out = o
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				g := next
+				next++
+				mu.Unlock()
+				if g >= len(rgs) || !t.parallelRowGroup(rgs[g], g, outs[g]) {
+					return
+				}
+			}
+		}()
+	}
+	var base int64
+	var err error
+deliver:
+	for g := range rgs {
+		for ch := range outs[g] {
+			for i := range ch.items {
+				it := &ch.items[i]
+				if it.reason != "" {
+					src.Skip(0, base+it.index, it.reason, it.detail)
+				} else {
+					src.EmitSoft(&it.sp, 0, base+it.index, it.soft)
+				}
+			}
+			if ch.last {
+				base += ch.spans
+				err = ch.err
+			}
+			clear(ch.items) // drop the strings the spans held
+			ch.items, ch.attrs, ch.spans, ch.last, ch.err = ch.items[:0], ch.attrs[:0], 0, false, nil
+			ch.owner <- ch
+			if err != nil {
+				break deliver
+			}
+		}
+	}
+	// After an error, workers still decoding see stop wherever they wait
+	// and return; wait for them, as the file must not be closed under
+	// them.
+	close(stop)
+	wg.Wait()
+	return err
+}
+
+// parallelRowGroup decodes row group g (0-based) into chunks on out, the
+// last of which carries its span count and error. It reports false when
+// the delivering goroutine stopped.
+func (t *tempoReader) parallelRowGroup(rg parquet.RowGroup, g int, out chan *tempoChunk) (ok bool) {
+	defer close(out)
+	o := t.out
+	o.out = out
+	var index int64
+	finish := func(err error) bool {
+		if o.chunk() == nil {
+			return false
+		}
+		o.ch.last, o.ch.spans, o.ch.err = true, index, err
+		return o.send()
+	}
+	// A panic of the Parquet library on a corrupt page ends the read
+	// with the error the Parquet decoder makes of it (record.NoPanic) after
+	// the spans before it, as on one goroutine.
+	defer func() {
+		if r := recover(); r != nil {
+			finish(fmt.Errorf("corrupt Parquet file: %v", r))
+			ok = false
+		}
+	}()
+	err := t.rowGroup(rg, &index)
+	switch {
+	case err == errStopped:
+		return false
+	case err != nil:
+		finish(fmt.Errorf("row group %d: %v", g+1, err))
+		return false
+	}
+	return finish(nil)
+}
