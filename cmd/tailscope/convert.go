@@ -3,14 +3,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/tailscope/tailscope/export"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/logs"
 )
 
 const convertUsage = `Usage: tailscope convert [flags] PATH... -o OUT.{jsonl,parquet,arrow}
@@ -77,42 +76,11 @@ func runConvert(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	copt := logs.ConvertOptions{Format: to, Attributes: attrs, Name: describe(output), Strict: in.strict}
 	var st *ingest.Stats
 	err = writeTo(e, output, func(w io.Writer) error {
-		ew, err := export.New(to, w)
-		if err != nil {
-			return err
-		}
-		var werr error
-		st, err = ingest.Read(paths, opt, func(sp *span.Span) {
-			if werr != nil {
-				return
-			}
-			if !attrs && sp.Attrs != nil {
-				c := *sp
-				c.Attrs = nil
-				sp = &c
-			}
-			werr = ew.Write(sp)
-		})
-		if err != nil {
-			return err
-		}
-		if werr != nil {
-			return fmt.Errorf("writing %s: %w", describe(output), werr)
-		}
-		if in.strict && st.Skipped > 0 {
-			var b strings.Builder
-			fmt.Fprintf(&b, "--strict: %d of %d records skipped; nothing written", st.Skipped, st.Read)
-			for _, x := range st.Errors[:min(len(st.Errors), 5)] {
-				fmt.Fprintf(&b, "\n  %s", x)
-			}
-			return errors.New(b.String())
-		}
-		if err := ew.Close(); err != nil {
-			return fmt.Errorf("writing %s: %w", describe(output), err)
-		}
-		return nil
+		st, err = logs.Convert(paths, opt, w, copt)
+		return err
 	})
 	if err != nil {
 		return err
