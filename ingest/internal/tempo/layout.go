@@ -88,6 +88,9 @@ type tcol struct {
 	cur  *record.Cursor
 	peek parquet.Value
 	has  bool
+	// arena holds the bytes of the values group returned last: they are
+	// copied there rather than cloned one by one (an allocation each).
+	arena []byte
 }
 
 func (c *tcol) open(chunks []parquet.ColumnChunk) {
@@ -116,13 +119,15 @@ func (c *tcol) take() (parquet.Value, error) {
 
 // group returns the values of the next slot at repetition level rep: its
 // first value and every following value that repeats deeper. The values
-// are copies (they outlive the page they came from).
+// are copies (they outlive the page they came from), valid until the next
+// call to group on c.
 func (c *tcol) group(rep int, dst []parquet.Value) ([]parquet.Value, error) {
 	v, err := c.take()
 	if err != nil {
 		return dst, err
 	}
-	dst = append(dst[:0], v.Clone())
+	c.arena = c.arena[:0]
+	dst = append(dst[:0], c.keep(v))
 	for {
 		v, ok := c.cur.Next()
 		if !ok {
@@ -135,8 +140,30 @@ func (c *tcol) group(rep int, dst []parquet.Value) ([]parquet.Value, error) {
 			c.peek, c.has = v, true
 			return dst, nil
 		}
-		dst = append(dst, v.Clone())
+		dst = append(dst, c.keep(v))
 	}
+}
+
+// keep copies v out of its page: the bytes of a byte array into c.arena.
+// When an append moves the arena, the values kept before it keep the old
+// array, which nothing writes to again.
+func (c *tcol) keep(v parquet.Value) parquet.Value {
+	if v.IsNull() {
+		return v
+	}
+	var mk func([]byte) parquet.Value
+	switch v.Kind() {
+	case parquet.ByteArray:
+		mk = parquet.ByteArrayValue
+	case parquet.FixedLenByteArray:
+		mk = parquet.FixedLenByteArrayValue
+	default:
+		return v // no bytes outside the value
+	}
+	b := v.ByteArray()
+	n := len(c.arena)
+	c.arena = append(c.arena, b...)
+	return mk(c.arena[n:len(c.arena):len(c.arena)]).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
 }
 
 // exhausted reports whether every value of the row group was used.
