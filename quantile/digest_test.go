@@ -119,3 +119,28 @@ func TestDigestExactAndMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestExactGrowth holds the exact phase's four-fold growth to what
+// append would have kept: every value, in order, within ExactLimit+1 of
+// capacity, and a sketch at the value past the limit.
+func TestDigestExactGrowth(t *testing.T) {
+	var d Digest
+	for i := range ExactLimit {
+		d.Add(int64(ExactLimit - i))
+		if c := cap(d.exact); c > ExactLimit+1 {
+			t.Fatalf("after %d values: capacity %d, over the exact limit", i+1, c)
+		}
+	}
+	if !d.Exact() || d.N() != ExactLimit || len(d.exact) != ExactLimit {
+		t.Fatalf("exact %v, n %d, len %d", d.Exact(), d.N(), len(d.exact))
+	}
+	for i, x := range d.exact {
+		if x != int64(ExactLimit-i) {
+			t.Fatalf("value %d is %d, want %d", i, x, ExactLimit-i)
+		}
+	}
+	d.Add(7)
+	if d.Exact() || d.exact != nil {
+		t.Fatal("still exact past the limit")
+	}
+}
