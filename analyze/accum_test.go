@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tailscope/tailscope/span"
 )
@@ -236,5 +238,50 @@ func BenchmarkAnalyze(b *testing.B) {
 			acc.Add(&ss[i])
 		}
 		acc.Report(Options{})
+	}
+}
+
+// TestAccumSampleOwnsIDs feeds spans whose ids alias one buffer the
+// caller overwrites after each Add (as readers with borrowed ids do):
+// the sample must keep each span's ids as they were, a trace's spans
+// sharing their trace id or not, empty ids included.
+func TestAccumSampleOwnsIDs(t *testing.T) {
+	a := NewAccum(0)
+	buf := make([]byte, 64)
+	type ids struct{ trace, span, parent string }
+	var want []ids
+	for i := range 50 {
+		tr := fmt.Sprintf("t%03d", i/4)
+		if i%7 == 0 {
+			tr = "" // its own trace
+		}
+		sp := fmt.Sprintf("s%03d", i)
+		par := ""
+		if i%4 != 0 {
+			par = fmt.Sprintf("s%03d", i-1)
+		}
+		n := copy(buf, tr)
+		n += copy(buf[n:], sp)
+		copy(buf[n:], par)
+		s := span.Span{Hop: "h", Duration: 1,
+			TraceID:  unsafe.String(&buf[0], len(tr)),
+			SpanID:   unsafe.String(&buf[len(tr)], len(sp)),
+			ParentID: unsafe.String(&buf[len(tr)+len(sp)], len(par))}
+		if par == "" {
+			s.ParentID = ""
+		}
+		a.Add(&s)
+		for j := range buf {
+			buf[j] = 'x'
+		}
+		want = append(want, ids{tr, sp, par})
+	}
+	if len(a.spans) != len(want) {
+		t.Fatalf("sample holds %d spans, want %d", len(a.spans), len(want))
+	}
+	for i, s := range a.spans {
+		if got := (ids{s.TraceID, s.SpanID, s.ParentID}); got != want[i] {
+			t.Errorf("span %d: ids %q, want %q", i, got, want[i])
+		}
 	}
 }
