@@ -34,19 +34,6 @@ import (
 // through the ordered hand-off: the one goroutine that must see spans in
 // order then sees a small share of them.
 
-// lineEvent is a record of a block that does not become a span (a skip,
-// or a span a filter left out), or the values a kept span lost,
-// positioned before span index `before` of the block.
-type lineEvent struct {
-	before int
-	line   int64
-	reason string
-	detail string
-	id     uint64           // a filtered span's key (filteredKey)
-	soft   []record.SoftErr // values the span before `before` lost (or, taken, the span taken)
-	taken  bool             // soft: the span was taken by a Branch (used whatever Emit says)
-}
-
 // block is a run of whole lines and, once decoded, its spans.
 type block struct {
 	buf       []byte
@@ -56,12 +43,9 @@ type block struct {
 	tooLong int64
 	err     error // an I/O error after the lines of buf
 
-	spans  []span.Span
-	attrs  []span.Attr // the borrowed spans' attributes (their Attrs alias it)
-	lines  []int64
-	events []lineEvent
-	used   int64 // spans a Branch took (Fork only)
-	done   chan struct{}
+	record.Batch             // its spans with their lines, and its skips
+	attrs        []span.Attr // the borrowed spans' attributes (their Attrs alias it)
+	done         chan struct{}
 }
 
 // decodeJSONLParallel reads src in blocks and decodes them concurrently.
@@ -117,7 +101,11 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 	for b := range ordered {
 		<-b.done
 		if err == nil {
-			err = deliver(src, b)
+			src.Deliver(&b.Batch)
+			if b.tooLong > 0 {
+				src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.Options().MaxRecord))
+			}
+			err = b.err
 		}
 		if err != nil {
 			select {
@@ -127,8 +115,8 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 			}
 		}
 		// Spans may alias buf (Options.Borrowed): recycle only now.
-		b.spans, b.attrs, b.lines, b.events = b.spans[:0], b.attrs[:0], b.lines[:0], b.events[:0]
-		b.err, b.tooLong, b.used = nil, 0, 0
+		b.Reset()
+		b.attrs, b.err, b.tooLong = b.attrs[:0], nil, 0
 		if cap(b.buf) > 4*record.BlockSize {
 			b.buf = nil // a long line's buffer: not kept in the pool
 		}
@@ -147,51 +135,6 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 	}
 	unitNotes(src, u, false) // durations were checked before (probeUnits)
 	return err
-}
-
-// deliver hands a decoded block's spans and skips on, in line order.
-// With a Fork the block's spans were checked and taken by a Branch
-// already: they are counted here, and those it asked to see again go to
-// Ordered.
-func deliver(src *record.Source, b *block) error {
-	ev := b.events
-	fork := src.Options().Fork
-	used := false // whether the last span emitted was used
-	event := func(e *lineEvent) {
-		switch {
-		case e.soft != nil:
-			if e.taken || used {
-				src.Stats().Ignore(src.Name, e.line, 0, e.soft, src.Options().MaxErrors)
-			}
-		case record.IsFilter(e.reason):
-			src.Stats().Filter(e.reason, e.id)
-		default:
-			src.Skip(e.line, 0, e.reason, e.detail)
-		}
-	}
-	for i := range b.spans {
-		for len(ev) > 0 && ev[0].before <= i {
-			event(&ev[0])
-			ev = ev[1:]
-		}
-		if fork != nil {
-			fork.Ordered(&b.spans[i])
-		} else {
-			used = src.Emit(&b.spans[i], b.lines[i], 0)
-		}
-	}
-	src.Stats().Read += b.used
-	src.Stats().Used += b.used
-	for i := range ev {
-		event(&ev[i])
-	}
-	if b.tooLong > 0 {
-		src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.Options().MaxRecord))
-	}
-	if b.err != nil {
-		return b.err
-	}
-	return nil
 }
 
 // splitLines cuts src.R into blocks that end at a newline and passes them
@@ -355,7 +298,7 @@ func (d *blockDecoder) decode(b *block) {
 		ln := line
 		line++
 		if len(l) > d.max+1 {
-			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, reason: "record too long", detail: fmt.Sprintf("over %d bytes (raise with --max-record)", d.max)})
+			b.Events = append(b.Events, record.Event{Before: len(b.Spans), At: ln, Reason: "record too long", Detail: fmt.Sprintf("over %d bytes (raise with --max-record)", d.max)})
 			continue
 		}
 		l = trimEOL(l)
@@ -377,35 +320,35 @@ func (d *blockDecoder) decode(b *block) {
 			reason, detail = d.src.Accept(&rec.sp)
 		}
 		if reason != "" {
-			e := lineEvent{before: len(b.spans), line: ln, reason: reason, detail: detail}
+			e := record.Event{Before: len(b.Spans), At: ln, Reason: reason, Detail: detail}
 			if record.IsFilter(reason) {
-				e.id, e.detail = record.FilteredKey(&rec.sp), ""
+				e.ID, e.Detail = record.FilteredKey(&rec.sp), ""
 			}
-			b.events = append(b.events, e)
+			b.Events = append(b.Events, e)
 			continue
 		}
 		if d.branch != nil {
-			b.used++
+			b.Used++
 			if len(rec.soft) > 0 {
-				b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, soft: slices.Clone(rec.soft), taken: true})
+				b.Events = append(b.Events, record.Event{Before: len(b.Spans), At: ln, Soft: slices.Clone(rec.soft), Taken: true})
 			}
 			if !d.branch.Take(&rec.sp) {
 				continue
 			}
 			rec.materialize()
 		}
-		b.spans = append(b.spans, rec.sp)
+		b.Spans = append(b.Spans, rec.sp)
 		if d.borrow && len(rec.sp.Attrs) > 0 {
 			// The record reuses its list on the next line, and the block's
 			// spans are handed on after the whole block: they keep theirs
 			// in the block (owned records gave each span its own).
 			s := len(b.attrs)
 			b.attrs = append(b.attrs, rec.sp.Attrs...)
-			b.spans[len(b.spans)-1].Attrs = b.attrs[s:len(b.attrs):len(b.attrs)]
+			b.Spans[len(b.Spans)-1].Attrs = b.attrs[s:len(b.attrs):len(b.attrs)]
 		}
-		b.lines = append(b.lines, ln)
+		b.At = append(b.At, ln)
 		if d.branch == nil && len(rec.soft) > 0 {
-			b.events = append(b.events, lineEvent{before: len(b.spans), line: ln, soft: slices.Clone(rec.soft)})
+			b.Events = append(b.Events, record.Event{Before: len(b.Spans), At: ln, Soft: slices.Clone(rec.soft)})
 		}
 	}
 	rec.block = nil

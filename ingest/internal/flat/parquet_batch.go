@@ -49,25 +49,12 @@ const pqChunksPerWorker = 3
 
 // pqChunk is a run of consecutive rows of one row group, decoded.
 type pqChunk struct {
-	spans  []span.Span
-	rows   []int64 // 1-based row index in the file of each span
-	events []pqEvent
-	ids    []byte      // the id text the spans' ids alias (Options.Borrowed)
-	attrs  []span.Attr // the spans' attributes (Options.Borrowed: their Attrs alias it)
-	err    error       // a read error after the rows of this chunk: the last chunk
-	used   int64       // spans a Branch took (Options.Fork)
-	owner  chan *pqChunk
-}
-
-// pqEvent is a row that does not become a span, placed before span
-// `before` of its chunk.
-type pqEvent struct {
-	before         int
-	row            int64
-	reason, detail string
-	id             uint64           // a filtered span's key (filteredKey)
-	soft           []record.SoftErr // values a kept span lost (see lineEvent)
-	taken          bool
+	record.Batch             // its spans with their 1-based rows in the file, and its skips
+	ids          []byte      // the id text the spans' ids alias (Options.Borrowed)
+	attrs        []span.Attr // the spans' attributes (Options.Borrowed: their Attrs alias it)
+	err          error       // a read error after the rows of this chunk: the last chunk
+	used         int64       // spans a Branch took (Options.Fork)
+	owner        chan *pqChunk
 }
 
 // batchable reports whether every column has a physical type the batch
@@ -137,9 +124,11 @@ func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error
 	for g := range rgs {
 		for ch := range outs[g] {
 			if err == nil {
-				err = deliverPQ(src, ch)
+				src.Deliver(&ch.Batch)
+				err = ch.err
 			}
-			ch.spans, ch.rows, ch.events, ch.ids, ch.attrs, ch.err, ch.used = ch.spans[:0], ch.rows[:0], ch.events[:0], ch.ids[:0], ch.attrs[:0], nil, 0
+			ch.Reset()
+			ch.ids, ch.attrs, ch.err = ch.ids[:0], ch.attrs[:0], nil
 			ch.owner <- ch
 		}
 		if err != nil {
@@ -160,44 +149,6 @@ func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error
 	}
 	unitNotes(src, u, true)
 	return err
-}
-
-// deliverPQ hands a chunk's spans and skips on, in row order. With a
-// Fork the chunk's spans were checked and taken by a Branch already: they
-// are counted here, and those it asked to see again go to Ordered.
-func deliverPQ(src *record.Source, ch *pqChunk) error {
-	ev := ch.events
-	fork := src.Options().Fork
-	used := false
-	event := func(e *pqEvent) {
-		switch {
-		case e.soft != nil:
-			if e.taken || used {
-				src.Stats().Ignore(src.Name, 0, e.row, e.soft, src.Options().MaxErrors)
-			}
-		case record.IsFilter(e.reason):
-			src.Stats().Filter(e.reason, e.id)
-		default:
-			src.Skip(0, e.row, e.reason, e.detail)
-		}
-	}
-	for i := range ch.spans {
-		for len(ev) > 0 && ev[0].before <= i {
-			event(&ev[0])
-			ev = ev[1:]
-		}
-		if fork != nil {
-			fork.Ordered(&ch.spans[i])
-		} else {
-			used = src.Emit(&ch.spans[i], 0, ch.rows[i])
-		}
-	}
-	src.Stats().Read += ch.used
-	src.Stats().Used += ch.used
-	for i := range ev {
-		event(&ev[i])
-	}
-	return ch.err
 }
 
 // pqWorker is one decoding goroutine's state.
@@ -277,7 +228,7 @@ func newPQWorker(src *record.Source, pf *parquet.File, cols []flatCol) *pqWorker
 		w.recs[i].intern, w.recs[i].units = in, us
 	}
 	for range pqChunksPerWorker {
-		w.free <- &pqChunk{owner: w.free}
+		w.free <- &pqChunk{Batch: record.Batch{Rows: true}, owner: w.free}
 	}
 	for _, c := range cols {
 		if c.attr {
@@ -348,8 +299,8 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk,
 			return false
 		}
 		end := min(n, r+pqChunkRows)
-		if ch.spans == nil { // full size at once: growing by doubling is garbage
-			ch.spans, ch.rows = make([]span.Span, 0, pqChunkRows), make([]int64, 0, pqChunkRows)
+		if ch.Spans == nil { // full size at once: growing by doubling is garbage
+			ch.Spans, ch.At = make([]span.Span, 0, pqChunkRows), make([]int64, 0, pqChunkRows)
 		}
 		if w.borrow {
 			ch.ids = grow(ch.ids, pqChunkRows*64)
@@ -363,7 +314,7 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk,
 			// would take turns instead of decoding side by side.
 			end = n
 		}
-		for r < end && len(ch.spans)+pqBatchRows <= pqChunkRows && len(ch.events)+pqBatchRows <= pqChunkRows {
+		for r < end && len(ch.Spans)+pqBatchRows <= pqChunkRows && len(ch.Events)+pqBatchRows <= pqChunkRows {
 			k, ok := w.batch(ch, first+r, int(min(end-r, pqBatchRows)))
 			if !ok {
 				return send()
@@ -438,7 +389,7 @@ func pqRowError(row int64, col string, err error) error {
 // (fastBatch) and asked to see it again: it goes on to the chunk.
 func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again bool) {
 	if bad := w.bad[i]; bad != nil {
-		ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, reason: "bad value", detail: bad.Error()})
+		ch.Events = append(ch.Events, record.Event{Before: len(ch.Spans), At: row, Reason: "bad value", Detail: bad.Error()})
 		return
 	}
 	reason, detail := rec.finish()
@@ -449,18 +400,18 @@ func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again b
 		reason, detail = w.src.Accept(&rec.sp)
 	}
 	if reason != "" {
-		e := pqEvent{before: len(ch.spans), row: row, reason: reason, detail: detail}
+		e := record.Event{Before: len(ch.Spans), At: row, Reason: reason, Detail: detail}
 		if record.IsFilter(reason) {
-			e.id, e.detail = record.FilteredKey(&rec.sp), ""
+			e.ID, e.Detail = record.FilteredKey(&rec.sp), ""
 		}
-		ch.events = append(ch.events, e)
+		ch.Events = append(ch.Events, e)
 		return
 	}
 	if w.branch != nil {
 		if !again {
-			ch.used++
+			ch.Used++
 			if len(rec.soft) > 0 {
-				ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft), taken: true})
+				ch.Events = append(ch.Events, record.Event{Before: len(ch.Spans), At: row, Soft: slices.Clone(rec.soft), Taken: true})
 			}
 			if !w.branch.Take(&rec.sp) {
 				return
@@ -473,10 +424,10 @@ func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again b
 	if len(rec.sp.Attrs) > 0 {
 		rec.sp.Attrs = w.keepAttrs(ch, rec.sp.Attrs)
 	}
-	ch.spans = append(ch.spans, rec.sp)
-	ch.rows = append(ch.rows, row)
+	ch.Spans = append(ch.Spans, rec.sp)
+	ch.At = append(ch.At, row)
 	if w.branch == nil && len(rec.soft) > 0 {
-		ch.events = append(ch.events, pqEvent{before: len(ch.spans), row: row, soft: slices.Clone(rec.soft)})
+		ch.Events = append(ch.Events, record.Event{Before: len(ch.Spans), At: row, Soft: slices.Clone(rec.soft)})
 	}
 }
 

@@ -235,7 +235,7 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			continue
 		}
 		l.fill(sp)
-		ch.used++
+		ch.Used++
 		if w.branch.Take(sp) {
 			need, again[i] = append(need, int32(i)), true
 			continue
