@@ -190,25 +190,7 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 	made := c.spec
 	made.alias = false
 	setInt := func(n int64, scale int64) error {
-		switch f {
-		case fStart, fEnd:
-			if scale != 1 {
-				if n > math.MaxInt64/scale || n < 0 {
-					if r.badTime == nil {
-						r.badTime = fmt.Errorf("time %d out of range", n)
-					}
-					return nil
-				}
-				n *= scale
-			}
-			if f == fEnd {
-				r.end, r.hasEnd = n, true
-			} else {
-				r.sp.Start, r.hasStart = n, true
-			}
-			return nil
-		case fDuration, fDurationNs:
-			r.sp.Duration, r.hasDur, r.durField = n, true, f
+		if r.setTypedInt(f, n, scale) {
 			return nil
 		}
 		return r.setText(made, strconv.AppendInt((*scratch)[:0], n, 10))

@@ -272,26 +272,10 @@ func (r *flatRecord) setParquetBool(c *flatCol, b bool, scratch *[]byte) error {
 }
 
 func (r *flatRecord) setParquetInt(c *flatCol, n int64, scratch *[]byte) error {
+	if r.setTypedInt(c.spec.f, n, c.scale) {
+		return nil
+	}
 	switch c.spec.f {
-	case fStart, fEnd:
-		if c.scale != 1 {
-			if n > math.MaxInt64/c.scale || n < 0 {
-				if r.badTime == nil {
-					r.badTime = fmt.Errorf("time %d out of range", n)
-				}
-				return nil
-			}
-			n *= c.scale
-		}
-		if c.spec.f == fEnd {
-			r.end, r.hasEnd = n, true
-		} else {
-			r.sp.Start, r.hasStart = n, true
-		}
-		return nil
-	case fDuration, fDurationNs:
-		r.sp.Duration, r.hasDur, r.durField = n, true, c.spec.f
-		return nil
 	case fCode: // what set does with the decimal text, without it
 		r.sp.Code, r.codeSet, r.codeText, r.codeNamed = int(n), true, "", false
 		r.errTimeout = r.errTimeout || n == 408 || n == 504

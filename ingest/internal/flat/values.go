@@ -163,3 +163,35 @@ func parseTime(f field, str bool, v []byte) (int64, error) {
 	}
 	return t.UnixNano(), nil
 }
+
+// setTypedInt sets a start, end or duration that a columnar format (Arrow,
+// Parquet) holds as a typed integer, and reports false for any other field.
+// Times are scaled to nanoseconds by the column's unit (scale 1 when they
+// are nanoseconds already); one that int64 nanoseconds cannot hold, or a
+// negative one in a coarser unit, is remembered as the record's bad time
+// instead of wrapping into a plausible date. Both columnar readers share
+// this so that a file reads the same in either format.
+func (r *flatRecord) setTypedInt(f field, n, scale int64) bool {
+	switch f {
+	case fStart, fEnd:
+		if scale != 1 {
+			if n > math.MaxInt64/scale || n < 0 {
+				if r.badTime == nil {
+					r.badTime = fmt.Errorf("time %d out of range", n)
+				}
+				return true
+			}
+			n *= scale
+		}
+		if f == fEnd {
+			r.end, r.hasEnd = n, true
+		} else {
+			r.sp.Start, r.hasStart = n, true
+		}
+		return true
+	case fDuration, fDurationNs:
+		r.sp.Duration, r.hasDur, r.durField = n, true, f
+		return true
+	}
+	return false
+}
