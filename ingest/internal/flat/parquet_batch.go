@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
@@ -85,14 +84,6 @@ func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error
 		total += rg.NumRows()
 	}
 	workers := min(max(1, runtime.GOMAXPROCS(0)), max(1, len(rgs)))
-	outs := make([]chan *pqChunk, len(rgs))
-	for i := range outs {
-		outs[i] = make(chan *pqChunk, pqChunksPerWorker)
-	}
-	stop := make(chan struct{})
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
 	var branches []record.Branch
 	var pqWorkers []*pqWorker
 	for range workers {
@@ -103,43 +94,19 @@ func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error
 			branches = append(branches, w.branch)
 			w.fastPlan(src)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				g := next
-				next++
-				mu.Unlock()
-				if g >= len(rgs) {
-					return
-				}
-				if !w.rowGroup(rgs[g], first[g], outs[g], stop) {
-					return
-				}
-			}
-		}()
 	}
-	var err error
-	for g := range rgs {
-		for ch := range outs[g] {
-			if err == nil {
-				src.Deliver(&ch.Batch)
-				err = ch.err
-			}
+	err := record.Ordered(len(rgs), workers, pqChunksPerWorker,
+		func(wi, g int, out chan<- *pqChunk, stop <-chan struct{}) bool {
+			return pqWorkers[wi].rowGroup(rgs[g], first[g], out, stop)
+		},
+		func(ch *pqChunk) error {
+			src.Deliver(&ch.Batch)
+			err := ch.err
 			ch.Reset()
 			ch.ids, ch.attrs, ch.err = ch.ids[:0], ch.attrs[:0], nil
 			ch.owner <- ch
-		}
-		if err != nil {
-			break
-		}
-	}
-	// After an error, workers still decoding see stop wherever they wait
-	// (a free chunk, room in their row group's channel) and return; wait
-	// for them, as the file must not be closed under them.
-	close(stop)
-	wg.Wait()
+			return err
+		})
 	for _, br := range branches {
 		br.Close()
 	}
@@ -252,10 +219,9 @@ func newPQWorker(src *record.Source, pf *parquet.File, cols []flatCol) *pqWorker
 	return w
 }
 
-// rowGroup decodes one row group into chunks sent to out, which it
-// closes. It returns false when the reader stopped (stop closed).
-func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan *pqChunk, stop chan struct{}) (ok bool) {
-	defer close(out)
+// rowGroup decodes one row group into chunks sent to out (a task of
+// record.Ordered). It returns false when the reader stopped (stop closed).
+func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan<- *pqChunk, stop <-chan struct{}) (ok bool) {
 	chunks := rg.ColumnChunks()
 	for i := range w.curs {
 		w.curs[i].open(chunks[w.cols[i].idx])

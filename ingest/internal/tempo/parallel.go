@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/tailscope/tailscope/ingest/internal/record"
@@ -61,8 +60,8 @@ type tempoChunk struct {
 // chunkOut is a worker's side of the hand-off.
 type chunkOut struct {
 	free   chan *tempoChunk
-	out    chan *tempoChunk
-	stop   chan struct{}
+	out    chan<- *tempoChunk
+	stop   <-chan struct{}
 	ch     *tempoChunk
 	borrow bool
 }
@@ -145,46 +144,27 @@ func (t *tempoReader) emit(rec *record.TraceRecord, index int64) bool {
 // first is the reader Decode planned, the first worker's.
 func decodeParallel(src *record.Source, pf *parquet.File, l *tempoLayout, meta *tempoMeta, first *tempoReader, workers int) error {
 	rgs := pf.RowGroups()
-	outs := make([]chan *tempoChunk, len(rgs))
-	for i := range outs {
-		outs[i] = make(chan *tempoChunk, tempoChunksPerWorker)
-	}
-	stop := make(chan struct{})
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := range workers {
-		t := first
-		if w > 0 {
-			var err error
-			if t, err = newReader(src, pf.Schema(), l, meta); err != nil {
-				return err
-			}
+	readers := []*tempoReader{first}
+	for len(readers) < workers {
+		t, err := newReader(src, pf.Schema(), l, meta)
+		if err != nil {
+			return err
 		}
-		o := &chunkOut{free: make(chan *tempoChunk, tempoChunksPerWorker), stop: stop, borrow: src.Options().Borrowed}
+		readers = append(readers, t)
+	}
+	for _, t := range readers {
+		o := &chunkOut{free: make(chan *tempoChunk, tempoChunksPerWorker), borrow: src.Options().Borrowed}
 		for range tempoChunksPerWorker {
 			o.free <- &tempoChunk{items: make([]tempoItem, 0, tempoChunkSpans), owner: o.free}
 		}
 		t.out = o
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				g := next
-				next++
-				mu.Unlock()
-				if g >= len(rgs) || !t.parallelRowGroup(rgs[g], g, outs[g]) {
-					return
-				}
-			}
-		}()
 	}
 	var base int64
-	var err error
-deliver:
-	for g := range rgs {
-		for ch := range outs[g] {
+	return record.Ordered(len(rgs), workers, tempoChunksPerWorker,
+		func(w, g int, out chan<- *tempoChunk, stop <-chan struct{}) bool {
+			return readers[w].parallelRowGroup(rgs[g], g, out, stop)
+		},
+		func(ch *tempoChunk) error {
 			for i := range ch.items {
 				it := &ch.items[i]
 				if it.reason != "" {
@@ -193,6 +173,7 @@ deliver:
 					src.EmitSoft(&it.sp, 0, base+it.index, it.soft)
 				}
 			}
+			var err error
 			if ch.last {
 				base += ch.spans
 				err = ch.err
@@ -200,26 +181,16 @@ deliver:
 			clear(ch.items) // drop the strings the spans held
 			ch.items, ch.attrs, ch.spans, ch.last, ch.err = ch.items[:0], ch.attrs[:0], 0, false, nil
 			ch.owner <- ch
-			if err != nil {
-				break deliver
-			}
-		}
-	}
-	// After an error, workers still decoding see stop wherever they wait
-	// and return; wait for them, as the file must not be closed under
-	// them.
-	close(stop)
-	wg.Wait()
-	return err
+			return err
+		})
 }
 
 // parallelRowGroup decodes row group g (0-based) into chunks on out, the
 // last of which carries its span count and error. It reports false when
 // the delivering goroutine stopped.
-func (t *tempoReader) parallelRowGroup(rg parquet.RowGroup, g int, out chan *tempoChunk) (ok bool) {
-	defer close(out)
+func (t *tempoReader) parallelRowGroup(rg parquet.RowGroup, g int, out chan<- *tempoChunk, stop <-chan struct{}) (ok bool) {
 	o := t.out
-	o.out = out
+	o.out, o.stop = out, stop
 	var index int64
 	finish := func(err error) bool {
 		if o.chunk() == nil {
