@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -118,5 +120,75 @@ func TestTempoParallelCorrupt(t *testing.T) {
 	}
 	if decodeErrs == 0 {
 		t.Error("200 damaged blocks and not one decoding error")
+	}
+}
+
+// collectFork is a Fork that renders every span it is given: a Branch
+// hands every third span back to Ordered, so both ways are exercised.
+type collectFork struct {
+	mu    sync.Mutex
+	lines []string
+	n     int
+}
+
+type collectBranch struct{ f *collectFork }
+
+func (f *collectFork) Branch() record.Branch { return collectBranch{f} }
+func (f *collectFork) Ordered(sp *span.Span) { f.add(sp) }
+func (f *collectFork) add(sp *span.Span) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lines = append(f.lines, fmt.Sprintf("%+v", *sp))
+}
+func (b collectBranch) Take(sp *span.Span) bool {
+	b.f.mu.Lock()
+	b.f.n++
+	again := b.f.n%3 == 0
+	b.f.mu.Unlock()
+	if !again {
+		b.f.add(sp)
+	}
+	return again
+}
+func (b collectBranch) Close() {}
+
+// With a Fork (what the analysis gives), parallel workers check and hand
+// spans to their Branch themselves: the spans, counts, skips, filtered
+// spans and ignored values are those of the sequential read (order aside,
+// which a Fork does not promise across branches).
+func TestTempoParallelFork(t *testing.T) {
+	data := writeParquet(t, manyTempoTraces(60), parquet.MaxRowsPerRowGroup(7), parquet.PageBufferSize(512))
+	read := func(workers int, opt record.Options) string {
+		old := tempo.Workers
+		tempo.Workers = func() int { return workers }
+		defer func() { tempo.Workers = old }()
+		f := &collectFork{}
+		opt.Fork = f
+		st, err := ReadStream("data.parquet", bytes.NewReader(data), opt, func(sp *span.Span) { f.add(sp) })
+		slices.Sort(f.lines)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s\nread %d used %d skipped %d filtered %d %v %v ignored %d %v\n", strings.Join(f.lines, "\n"), st.Read, st.Used, st.Skipped, st.Filtered, st.SkippedByReason, st.FilteredByReason, st.Ignored, st.IgnoredByField)
+		for _, e := range st.Errors {
+			fmt.Fprintf(&b, "skip: %v\n", e)
+		}
+		for _, e := range st.IgnoredExamples {
+			fmt.Fprintf(&b, "ignored: %v\n", e)
+		}
+		fmt.Fprintf(&b, "err: %v\n", err)
+		return b.String()
+	}
+	for _, opt := range []record.Options{{MaxErrors: 10000}, {Borrowed: true, MaxErrors: 10000}, {ExcludeHops: regexp.MustCompile(`fetch`), MaxErrors: 10000}} {
+		seq := read(1, opt)
+		if strings.Contains(seq, " skipped 0 ") || strings.Contains(seq, " ignored 0 ") {
+			t.Fatalf("the block does not exercise skips and ignored values:\n%s", seq[max(0, len(seq)-500):])
+		}
+		if opt.ExcludeHops != nil && strings.Contains(seq, " filtered 0 ") {
+			t.Fatalf("--hops filters nothing:\n%s", seq[strings.Index(seq, "\nread "):][:300])
+		}
+		for _, w := range []int{2, 3} {
+			if par := read(w, opt); par != seq {
+				t.Errorf("%+v, %d workers: parallel with a Fork and sequential differ:\n%s", opt, w, firstDiff(par, seq))
+			}
+		}
 	}
 }

@@ -38,18 +38,11 @@ const tempoChunksPerWorker = 3
 // stopped (after an error in an earlier row group).
 var errStopped = errors.New("stopped")
 
-// tempoItem is a span, or a span slot skipped, at its index in its row
-// group.
-type tempoItem struct {
-	index          int64
-	sp             span.Span
-	soft           []record.SoftErr
-	reason, detail string // a skip
-}
-
-// tempoChunk is a run of a row group's items, in order.
+// tempoChunk is a run of a row group's spans and skips, in order, each at
+// its index in the row group (the delivering goroutine adds the spans of
+// the row groups before it).
 type tempoChunk struct {
-	items []tempoItem
+	record.Batch
 	attrs []span.Attr // the spans' Attrs (Options.Borrowed: they alias it)
 	spans int64       // last chunk of a row group: the spans it numbered
 	last  bool
@@ -90,14 +83,9 @@ func (o *chunkOut) send() bool {
 	}
 }
 
-// add appends an item, handing the chunk over when it is full.
-func (o *chunkOut) add(it tempoItem) bool {
-	ch := o.chunk()
-	if ch == nil {
-		return false
-	}
-	ch.items = append(ch.items, it)
-	if len(ch.items) >= tempoChunkSpans {
+// added hands the chunk being filled over once it is full.
+func (o *chunkOut) added() bool {
+	if len(o.ch.Spans)+len(o.ch.Events) >= tempoChunkSpans {
 		return o.send()
 	}
 	return true
@@ -109,13 +97,23 @@ func (t *tempoReader) skip(index int64, reason, detail string) bool {
 		t.src.Skip(0, index, reason, detail)
 		return true
 	}
-	return t.out.add(tempoItem{index: index, reason: reason, detail: detail})
+	ch := t.out.chunk()
+	if ch == nil {
+		return false
+	}
+	ch.Events = append(ch.Events, record.Event{Before: len(ch.Spans), At: index, Reason: reason, Detail: detail})
+	return t.out.added()
 }
 
-// emit hands a span on, or keeps it for the delivering goroutine: its
+// emit hands a span on. On one goroutine it goes to Source.EmitSoft. In
+// parallel, with a Fork (the analysis), the worker checks it and hands it
+// to its own Branch, as the flat readers' workers do, so that the
+// per-span accumulation runs on every core; only the spans the Branch asks
+// to see again in order, and the skips, go to the delivering goroutine.
+// Without a Fork the span waits in the chunk for Source.Emit there. Its
 // strings are the reader's own (interned or allocated), but its Attrs
 // (with Options.Borrowed) and soft errors are buffers reused for the next
-// span, so they are copied.
+// span, so a span kept in the chunk gets copies.
 func (t *tempoReader) emit(rec *record.TraceRecord, index int64) bool {
 	if t.out == nil {
 		t.src.EmitSoft(&rec.Span, 0, index, rec.Soft)
@@ -125,19 +123,38 @@ func (t *tempoReader) emit(rec *record.TraceRecord, index int64) bool {
 	if ch == nil {
 		return false
 	}
-	it := tempoItem{index: index, sp: rec.Span}
-	if len(rec.Soft) > 0 {
-		it.soft = slices.Clone(rec.Soft)
+	if t.branch != nil {
+		if reason, detail := t.src.Accept(&rec.Span); reason != "" {
+			e := record.Event{Before: len(ch.Spans), At: index, Reason: reason, Detail: detail}
+			if record.IsFilter(reason) {
+				e.ID, e.Detail = record.FilteredKey(&rec.Span), ""
+			}
+			ch.Events = append(ch.Events, e)
+			return t.out.added()
+		}
+		ch.Used++
+		if len(rec.Soft) > 0 {
+			ch.Events = append(ch.Events, record.Event{Before: len(ch.Spans), At: index, Soft: slices.Clone(rec.Soft), Taken: true})
+		}
+		if !t.branch.Take(&rec.Span) {
+			return t.out.added()
+		}
 	}
-	if t.out.borrow && len(it.sp.Attrs) > 0 {
+	sp := rec.Span
+	if t.out.borrow && len(sp.Attrs) > 0 {
 		// Earlier spans of the chunk keep the backing array they were
 		// given if this append moves it: it is only appended to until
 		// the chunk is delivered.
 		n := len(ch.attrs)
-		ch.attrs = append(ch.attrs, it.sp.Attrs...)
-		it.sp.Attrs = ch.attrs[n:len(ch.attrs):len(ch.attrs)]
+		ch.attrs = append(ch.attrs, sp.Attrs...)
+		sp.Attrs = ch.attrs[n:len(ch.attrs):len(ch.attrs)]
 	}
-	return t.out.add(it)
+	ch.Spans = append(ch.Spans, sp)
+	ch.At = append(ch.At, index)
+	if t.branch == nil && len(rec.Soft) > 0 {
+		ch.Events = append(ch.Events, record.Event{Before: len(ch.Spans), At: index, Soft: slices.Clone(rec.Soft)})
+	}
+	return t.out.added()
 }
 
 // decodeParallel reads the row groups of pf on `workers` goroutines;
@@ -152,37 +169,49 @@ func decodeParallel(src *record.Source, pf *parquet.File, l *tempoLayout, meta *
 		}
 		readers = append(readers, t)
 	}
+	var branches []record.Branch
 	for _, t := range readers {
 		o := &chunkOut{free: make(chan *tempoChunk, tempoChunksPerWorker), borrow: src.Options().Borrowed}
 		for range tempoChunksPerWorker {
-			o.free <- &tempoChunk{items: make([]tempoItem, 0, tempoChunkSpans), owner: o.free}
+			ch := &tempoChunk{owner: o.free}
+			ch.Rows = true
+			ch.Spans = make([]span.Span, 0, tempoChunkSpans)
+			o.free <- ch
 		}
 		t.out = o
+		if fork := src.Options().Fork; fork != nil {
+			t.branch = fork.Branch()
+			branches = append(branches, t.branch)
+		}
 	}
 	var base int64
-	return record.Ordered(len(rgs), workers, tempoChunksPerWorker,
+	err := record.Ordered(len(rgs), workers, tempoChunksPerWorker,
 		func(w, g int, out chan<- *tempoChunk, stop <-chan struct{}) bool {
 			return readers[w].parallelRowGroup(rgs[g], g, out, stop)
 		},
 		func(ch *tempoChunk) error {
-			for i := range ch.items {
-				it := &ch.items[i]
-				if it.reason != "" {
-					src.Skip(0, base+it.index, it.reason, it.detail)
-				} else {
-					src.EmitSoft(&it.sp, 0, base+it.index, it.soft)
-				}
+			for i := range ch.At {
+				ch.At[i] += base
 			}
+			for i := range ch.Events {
+				ch.Events[i].At += base
+			}
+			src.Deliver(&ch.Batch)
 			var err error
 			if ch.last {
 				base += ch.spans
 				err = ch.err
 			}
-			clear(ch.items) // drop the strings the spans held
-			ch.items, ch.attrs, ch.spans, ch.last, ch.err = ch.items[:0], ch.attrs[:0], 0, false, nil
+			clear(ch.Spans) // drop the strings the spans held
+			ch.Reset()
+			ch.attrs, ch.spans, ch.last, ch.err = ch.attrs[:0], 0, false, nil
 			ch.owner <- ch
 			return err
 		})
+	for _, br := range branches {
+		br.Close()
+	}
+	return err
 }
 
 // parallelRowGroup decodes row group g (0-based) into chunks on out, the
