@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
@@ -45,7 +44,6 @@ type block struct {
 
 	record.Batch             // its spans with their lines, and its skips
 	attrs        []span.Attr // the borrowed spans' attributes (their Attrs alias it)
-	done         chan struct{}
 }
 
 // decodeJSONLParallel reads src in blocks and decodes them concurrently.
@@ -53,12 +51,8 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 	workers := record.Workers()
 	free := make(chan *block, 2*workers+2)
 	for range cap(free) {
-		free <- &block{done: make(chan struct{}, 1)}
+		free <- &block{}
 	}
-	todo := make(chan *block, cap(free))
-	ordered := make(chan *block, cap(free))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var branches []record.Branch
 	var decoders []*blockDecoder
 	for range workers {
@@ -80,52 +74,36 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 				d.rec.lazy = true
 			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range todo {
-				d.decode(b)
-				b.done <- struct{}{}
-			}
-		}()
 	}
-	go func() {
-		defer close(ordered)
-		defer close(todo)
-		splitLines(src, free, stop, func(b *block) {
-			ordered <- b
-			todo <- b
-		})
-	}()
-	var err error
-	for b := range ordered {
-		<-b.done
-		if err == nil {
+	err := record.Ordered(workers, cap(free), 1,
+		func(send func(*block) bool, stop <-chan struct{}) { splitLines(src, free, stop, send) },
+		func(w int, b *block, out chan<- *block, stop <-chan struct{}) bool {
+			decoders[w].decode(b)
+			select {
+			case out <- b:
+				return true
+			case <-stop:
+				return false
+			}
+		},
+		func(b *block) error {
 			src.Deliver(&b.Batch)
 			if b.tooLong > 0 {
 				src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.Options().MaxRecord))
 			}
-			err = b.err
-		}
-		if err != nil {
-			select {
-			case <-stop:
-			default:
-				close(stop)
+			err := b.err
+			// Spans may alias buf (Options.Borrowed): recycle only now.
+			b.Reset()
+			b.attrs, b.err, b.tooLong = b.attrs[:0], nil, 0
+			if cap(b.buf) > 4*record.BlockSize {
+				b.buf = nil // a long line's buffer: not kept in the pool
 			}
-		}
-		// Spans may alias buf (Options.Borrowed): recycle only now.
-		b.Reset()
-		b.attrs, b.err, b.tooLong = b.attrs[:0], nil, 0
-		if cap(b.buf) > 4*record.BlockSize {
-			b.buf = nil // a long line's buffer: not kept in the pool
-		}
-		select {
-		case free <- b:
-		default:
-		}
-	}
-	wg.Wait()
+			select {
+			case free <- b:
+			default:
+			}
+			return err
+		})
 	for _, br := range branches {
 		br.Close()
 	}
@@ -142,7 +120,7 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 // --max-record: it becomes a block of its own, and one longer than that is
 // skipped to its end without being kept, so rejecting it costs about
 // --max-record of memory, once.
-func splitLines(src *record.Source, free chan *block, stop chan struct{}, send func(*block)) {
+func splitLines(src *record.Source, free chan *block, stop <-chan struct{}, send func(*block) bool) {
 	r := src.R
 	maxRec := src.Options().MaxRecord
 	var carry []byte // the start of a line continued in the next block (shorter than a block)
@@ -164,7 +142,9 @@ func splitLines(src *record.Source, free chan *block, stop chan struct{}, send f
 			b.buf, long = long, nil
 			b.firstLine = line
 			line++
-			send(b)
+			if !send(b) {
+				return
+			}
 			continue
 		}
 		if need := len(carry) + record.BlockSize/2; cap(b.buf) < max(record.BlockSize, need) {
@@ -198,7 +178,9 @@ func splitLines(src *record.Source, free chan *block, stop chan struct{}, send f
 				if tooLong {
 					b.firstLine, b.tooLong = line, line
 					line++
-					send(b)
+					if !send(b) {
+						return
+					}
 					if err == io.EOF {
 						return
 					}
@@ -212,7 +194,9 @@ func splitLines(src *record.Source, free chan *block, stop chan struct{}, send f
 		}
 		b.firstLine = line
 		line += int64(bytes.Count(b.buf, record.Newline))
-		send(b)
+		if !send(b) {
+			return
+		}
 		if eof {
 			return
 		}

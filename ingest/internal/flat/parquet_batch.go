@@ -95,7 +95,7 @@ func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error
 			w.fastPlan(src)
 		}
 	}
-	err := record.Ordered(len(rgs), workers, pqChunksPerWorker,
+	err := record.Ordered(workers, workers+1, pqChunksPerWorker, record.Tasks(len(rgs)),
 		func(wi, g int, out chan<- *pqChunk, stop <-chan struct{}) bool {
 			return pqWorkers[wi].rowGroup(rgs[g], first[g], out, stop)
 		},

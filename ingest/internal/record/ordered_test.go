@@ -26,7 +26,7 @@ func TestOrdered(t *testing.T) {
 			const per = 7 // outputs per task
 			var got []int
 			running := make(chan struct{}, 64)
-			err := Ordered(tc.n, tc.workers, tc.per,
+			err := Ordered(tc.workers, tc.workers+1, tc.per, Tasks(tc.n),
 				func(w, i int, out chan<- int, stop <-chan struct{}) bool {
 					if w < 0 || w >= tc.workers {
 						t.Errorf("worker %d of %d", w, tc.workers)

@@ -185,7 +185,7 @@ func decodeParallel(src *record.Source, pf *parquet.File, l *tempoLayout, meta *
 		}
 	}
 	var base int64
-	err := record.Ordered(len(rgs), workers, tempoChunksPerWorker,
+	err := record.Ordered(workers, workers+1, tempoChunksPerWorker, record.Tasks(len(rgs)),
 		func(w, g int, out chan<- *tempoChunk, stop <-chan struct{}) bool {
 			return readers[w].parallelRowGroup(rgs[g], g, out, stop)
 		},
