@@ -389,3 +389,22 @@ func fastMicros(v []byte) (int64, bool) {
 	}
 	return n * 1000, true
 }
+
+// fastSpanMember reads the value of a span member that a fast span
+// scanner knows (bit f of seen) the way the general path takes it. When
+// ok is false the caller returns end: the member's end for a null (the
+// general path passes it over), -1 for bad JSON or a member seen before
+// (the general path's order rules decide, so the span goes back to it).
+func fastSpanMember(b []byte, at int, seen *uint32, f uint32) (k record.JSONKind, v []byte, end int, ok bool) {
+	k, v, end, ok = fastValue(b, at)
+	switch {
+	case !ok:
+		return k, v, -1, false
+	case k == record.KNull:
+		return k, v, end, false
+	case *seen&f != 0:
+		return k, v, -1, false
+	}
+	*seen |= f
+	return k, v, end, true
+}

@@ -187,17 +187,10 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 		default:
 			return fastSkip(b, at) // passed over by the general path too
 		}
-		k, v, vend, ok := fastValue(b, at)
+		k, v, vend, ok := fastSpanMember(b, at, &seen, f)
 		if !ok {
-			return -1
+			return vend
 		}
-		if k == record.KNull {
-			return vend // the general path passes a null member over
-		}
-		if seen&f != 0 {
-			return -1 // a repeated member: the general path's order rules
-		}
-		seen |= f
 		switch f {
 		case zsTrace:
 			if k != record.KString {
