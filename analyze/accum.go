@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -68,6 +69,19 @@ type Accum struct {
 	// (sp's strings may be borrowed: lastID is a copy).
 	lastID   []byte
 	lastHash uint64
+	// spec is the sample's head start (see Expect): the level the sample
+	// jumped to at its first overflow, 0 when it did not jump. ranks
+	// counts every span by its hash's rank, whether the sample or a Part
+	// turned it away, so that Held can check the jump at the end;
+	// expected is what Expect announced; noSpec is set once the Accum
+	// holds spans it did not rank (a summary's); overflowed is set at
+	// the sample's first overflow.
+	spec       uint
+	ranks      [65]int64
+	expected   int64
+	margin     int64
+	noSpec     bool
+	overflowed bool
 }
 
 // hopAcc is what an Accum keeps of one hop over all spans.
@@ -145,6 +159,7 @@ func (a *Accum) sample(sp *span.Span) {
 		a.loose++
 		x = mix(a.loose)
 	}
+	a.ranks[bits.LeadingZeros64(x)]++
 	if a.level > 0 && x>>(64-a.level) != 0 {
 		return
 	}
@@ -176,6 +191,14 @@ func (a *Accum) SetFile(i int) { a.file = int32(i) }
 
 // fit raises the sample's level until the kept spans fit in its limit.
 func (a *Accum) fit() {
+	if len(a.spans) > a.limit && !a.overflowed {
+		// The first overflow: the only moment a jump may happen (see
+		// Expect).
+		a.overflowed = true
+		if a.level == 0 && a.expected > 0 && !a.noSpec {
+			a.jump()
+		}
+	}
 	for len(a.spans) > a.limit && a.level < 63 {
 		next := a.level + 1
 		keep := 0
@@ -203,6 +226,110 @@ func (a *Accum) fit() {
 		clear(a.spans[keep:])
 		a.spans, a.hashes, a.files = a.spans[:keep], a.hashes[:keep], a.files[:keep]
 	}
+}
+
+// The sample's head start.
+//
+// Left to itself the sample passes through every level from 0 to its
+// final one, and at each it keeps every span of the traces under it until
+// it overflows: on 10M spans that is some 450,000 spans copied into the
+// sample (and, with Parts, sent in order to the one goroutine that owns
+// it) to end with 80,000. When the reader can tell how many spans are
+// coming (Expect: a Parquet file's row count, a JSON-lines file's size
+// over its mean line), the sample jumps at its first overflow straight to
+// a level a little below the one that many spans would end at, and skips
+// the levels in between.
+//
+// The jump is only a shortcut: the result must be the sample that
+// climbing level by level gives, to the byte. It is when two things hold.
+// Write c_L for the number of spans whose hash has rank at least L (rank:
+// leading zero bits; level L keeps exactly the traces of rank >= L, so
+// the kept spans at level L are the c_L of them read so far).
+//
+//  1. Climbing never met the one irregular step below the jump: a level
+//     L whose kept spans all have rank exactly L when they overflow
+//     (halving would empty the sample, so the limit is doubled instead;
+//     see fit). That needs c_L > limit while c_{L+1} = 0, so at least
+//     limit+1 spans read and none of rank above L among them. If one of
+//     the first limit+1 spans has rank >= L+1, it cannot happen at L.
+//     The jump is taken when those limit+1 spans overflow the sample at
+//     level 0, so the highest rank among them is known: the jump goes no
+//     higher than it (first-overflow rule, checked by construction).
+//  2. Climbing would have reached the jump's level J by the end:
+//     c_{J-1} > limit over the whole input (checked by Held at the end,
+//     from ranks, which counts every span once: the spans the sample saw
+//     here and those the Parts turned away).
+//
+// Without the irregular step, climbing sits at each moment at the lowest
+// level L with c_L <= limit; after the jump the sample sits at the higher
+// of J and that level (the same rule applied from J). Once climbing
+// reaches J the two coincide, and 2 says it does. When 2 fails (the
+// estimate was too high, or a few huge traces hold most spans) Held
+// reports false and the caller reads the input again without a head
+// start; a caller that cannot read its input twice must not call Expect.
+
+// Expect tells a that about n more spans are coming (exact: n is a count,
+// not an estimate), before they come. It only makes the sample cheaper to
+// build: the result is the same, or Held reports false. Call it before
+// the spans it announces, on the goroutine that calls Add and Ordered.
+func (a *Accum) Expect(n int64, exact bool) {
+	if n <= 0 {
+		return
+	}
+	a.expected += n
+	// An estimate may be off: aim lower (a missed jump costs a re-read).
+	m := int64(2)
+	if !exact {
+		m = 4
+	}
+	a.margin = max(a.margin, m)
+}
+
+// jump raises the level at the sample's first overflow, as far as the
+// expected number of spans and the first-overflow rule allow.
+func (a *Accum) jump() {
+	// The level J at which n spans would still leave about margin×limit
+	// spans of rank >= J-1: the largest J with n >= margin·limit·2^(J-1).
+	j := uint(0)
+	for n := a.expected / (a.margin * int64(a.limit)); n > 0; n >>= 1 {
+		j++
+	}
+	top := uint(0) // the highest rank among the first limit+1 spans
+	for _, x := range a.hashes {
+		top = max(top, uint(bits.LeadingZeros64(x)))
+	}
+	j = min(j, top)
+	if j < 2 {
+		return // level 1 is where fit goes anyway
+	}
+	a.spec = j
+	a.level = j
+	a.shared.Store(uint32(j))
+	keep := 0
+	for i := range a.spans {
+		if a.hashes[i]>>(64-j) == 0 {
+			a.spans[keep], a.hashes[keep], a.files[keep] = a.spans[i], a.hashes[i], a.files[i]
+			keep++
+		}
+	}
+	clear(a.spans[keep:])
+	a.spans, a.hashes, a.files = a.spans[:keep], a.hashes[:keep], a.files[:keep]
+}
+
+// Held reports whether the sample is the one climbing level by level
+// gives (see Expect): true without a jump, or when the whole input holds
+// more than limit spans of rank >= J-1 for the jump's level J. Call it
+// once every Part has merged. When it is false the sample is not the
+// right one and the input must be read again without Expect.
+func (a *Accum) Held() bool {
+	if a.spec == 0 {
+		return true
+	}
+	var c int64
+	for r := a.spec - 1; r < uint(len(a.ranks)); r++ {
+		c += a.ranks[r]
+	}
+	return c > int64(a.SampleSpans)
 }
 
 // Part is the per-hop half of an Accum for one decoding goroutine. The
@@ -240,7 +367,10 @@ type Part struct {
 	// lastID and lastHash are the previous span's trace id and its hash.
 	lastID   []byte
 	lastHash uint64
-	_        [64]byte
+	// ranks counts the spans Add turned away by their hash's rank (see
+	// Accum.Held); the sample counts the others.
+	ranks [65]int64
+	_     [64]byte
 }
 
 // publishEvery is how many spans a Part adds between telling its Accum
@@ -294,7 +424,11 @@ func (p *Part) Add(sp *span.Span) bool {
 		p.lastID = append(p.lastID[:0], sp.TraceID...) // a copy: sp's may be borrowed
 		p.lastHash = hashID(sp.TraceID)
 	}
-	return p.lastHash>>(64-level) == 0
+	if p.lastHash>>(64-level) == 0 {
+		return true
+	}
+	p.ranks[bits.LeadingZeros64(p.lastHash)]++
+	return false
 }
 
 // publish adds the Part's new attempts to the counts of all Parts, and
@@ -335,6 +469,9 @@ func (p *Part) publish() {
 // order in which Parts merge does not change the result.
 func (a *Accum) Merge(p *Part) {
 	a.total += p.n
+	for r, n := range p.ranks {
+		a.ranks[r] += n
+	}
 	names := make([]string, 0, len(p.hops))
 	for name := range p.hops {
 		names = append(names, name)

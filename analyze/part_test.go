@@ -18,8 +18,12 @@ import (
 // level), the spans a Part forwards reach Ordered in input order, and the
 // Parts merge at the end.
 func forked(ss []span.Span, sampleSpans, parts, lag int, seed uint64) *Accum {
+	return forkedInto(NewAccum(sampleSpans), ss, parts, lag, seed)
+}
+
+// forkedInto is forked into a given (empty) Accum.
+func forkedInto(acc *Accum, ss []span.Span, parts, lag int, seed uint64) *Accum {
 	r := rand.New(rand.NewPCG(seed, 1))
-	acc := NewAccum(sampleSpans)
 	ps := make([]*Part, parts)
 	for i := range ps {
 		ps[i] = acc.Part()

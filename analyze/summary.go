@@ -144,6 +144,7 @@ func FromState(s *State) (*Accum, error) {
 	}
 	a := NewAccum(s.SampleSpans)
 	a.limit, a.level, a.total, a.loose = s.Limit, s.Level, s.Total, s.Loose
+	a.noSpec = true // its spans were never ranked here (see Expect)
 	a.shared.Store(uint32(s.Level))
 	var sum int64
 	for i := range s.Hops {
@@ -384,6 +385,7 @@ func (a *Accum) Absorb(o *Accum, aFile, oFile []int) error {
 		a.interleave(o)
 	}
 	a.level = level
+	a.noSpec = true // o's spans were never ranked here (see Expect)
 	a.SampleSpans = min(a.SampleSpans, o.SampleSpans)
 	a.limit = a.SampleSpans
 	a.fit()
