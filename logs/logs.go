@@ -179,8 +179,61 @@ func isSummary(path string) bool {
 }
 
 // readLogs reads log files (no summaries) into an accumulator.
+//
+// When every input can be read twice, the readers may tell the
+// accumulator how many spans are coming, so that its trace sample skips
+// the levels it would only pass through (analyze.Accum.Expect). That
+// head start is checked at the end; in the rare case it missed (a few
+// huge traces hold most spans, or a size estimate was far off), the
+// inputs are read again without it, so the result is always the one
+// reading level by level gives.
 func readLogs(paths []string, opt Options) (*Logs, error) {
+	head := rereadable(paths)
+	for {
+		l, err := readLogsOnce(paths, opt, head)
+		if err != nil || l.acc.Held() {
+			return l, err
+		}
+		if testHookReread != nil {
+			testHookReread()
+		}
+		head = false
+	}
+}
+
+// testHookReread, when set by a test, is called before a second read.
+var testHookReread func()
+
+// rereadable reports whether every path names regular files or
+// directories (not standard input, a pipe or a device), which a second
+// read finds as they were.
+func rereadable(paths []string) bool {
+	for _, p := range paths {
+		if p == "-" {
+			return false
+		}
+		matches := []string{p}
+		if _, err := os.Stat(p); err != nil {
+			if matches, _ = filepath.Glob(p); len(matches) == 0 {
+				return false
+			}
+		}
+		for _, m := range matches {
+			fi, err := os.Stat(m)
+			if err != nil || !(fi.Mode().IsRegular() || fi.IsDir()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readLogsOnce is one read of readLogs, with the head start or without.
+func readLogsOnce(paths []string, opt Options, head bool) (*Logs, error) {
 	l := &Logs{acc: analyze.NewAccum(opt.SampleSpans)}
+	if head {
+		opt.Ingest.Expect = l.acc.Expect
+	}
 	iopt := opt.Ingest
 	if opt.Progress != nil {
 		iopt.Progress = opt.Progress.Bytes

@@ -53,6 +53,7 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 	for range cap(free) {
 		free <- &block{}
 	}
+	expectLines(src)
 	var branches []record.Branch
 	var decoders []*blockDecoder
 	for range workers {
@@ -113,6 +114,26 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 	}
 	unitNotes(src, u, false) // durations were checked before (probeUnits)
 	return err
+}
+
+// expectLines estimates the lines of a plain file from its size and the
+// mean length of the lines already buffered (the format's sniff read
+// them), for Options.Expect.
+func expectLines(src *record.Source) {
+	if src.File == nil || src.Options().Expect == nil {
+		return
+	}
+	fi, err := src.File.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	head, _ := src.R.Peek(record.SniffWindow)
+	if cut := bytes.LastIndexByte(head, '\n'); cut >= 0 {
+		head = head[:cut+1]
+	}
+	if n := bytes.Count(head, record.Newline); n >= 16 {
+		src.Expect(int64(float64(fi.Size())*float64(n)/float64(len(head))), false)
+	}
 }
 
 // splitLines cuts src.R into blocks that end at a newline and passes them

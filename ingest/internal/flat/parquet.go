@@ -101,6 +101,7 @@ func DecodeParquet(src *record.Source, pf *parquet.File) error {
 		}
 		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
 	}
+	src.Expect(pf.NumRows(), true)
 	if batchable(pf, cols) && !RowPath {
 		return decodeFlatBatch(src, pf, cols)
 	}

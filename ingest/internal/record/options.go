@@ -64,6 +64,13 @@ type Options struct {
 	// emitted, with its index in Stats.Files (a partial summary records
 	// which file each sampled span came from).
 	OnFile func(i int)
+	// Expect, when set, is told how many spans an input holds before its
+	// first span is emitted, by the readers that know (a Parquet file's
+	// row count, exact) or can estimate it cheaply (a plain JSON-lines
+	// file's size over the mean length of its first lines). It is called
+	// on the goroutine that calls emit and Fork.Ordered; a consumer may
+	// only use it as a hint (analyze.Accum.Expect).
+	Expect func(spans int64, exact bool)
 }
 
 // HopAttr returns KEY when HopBy is attr:KEY.

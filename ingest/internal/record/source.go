@@ -24,6 +24,14 @@ type Source struct {
 	hopDefault string
 }
 
+// Expect passes Options.Expect what the reader knows of the input's size
+// in spans (see there).
+func (s *Source) Expect(n int64, exact bool) {
+	if s.opt.Expect != nil && n > 0 {
+		s.opt.Expect(n, exact)
+	}
+}
+
 // Options returns the read options.
 func (s *Source) Options() *Options { return s.opt }
 
