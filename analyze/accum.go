@@ -69,19 +69,19 @@ type Accum struct {
 	// (sp's strings may be borrowed: lastID is a copy).
 	lastID   []byte
 	lastHash uint64
-	// spec is the sample's head start (see Expect): the level the sample
-	// jumped to at its first overflow, 0 when it did not jump. ranks
-	// counts every span by its hash's rank, whether the sample or a Part
-	// turned it away, so that Held can check the jump at the end;
-	// expected is what Expect announced; noSpec is set once the Accum
-	// holds spans it did not rank (a summary's); overflowed is set at
-	// the sample's first overflow.
-	spec       uint
-	ranks      [65]int64
-	expected   int64
-	margin     int64
-	noSpec     bool
-	overflowed bool
+	// The sample's head start (see Expect). spec is the level the
+	// sample jumped to, 0 when it did not jump; target the level Expect
+	// aims at (0: none); top the highest rank among the spans before the
+	// first overflow; ranks counts every span by its hash's rank, whether
+	// the sample or a Part turned it away, so that Held can check the
+	// jump at the end; expected and estimated are what Expect was told;
+	// noSpec is set once the Accum holds spans it did not rank (a
+	// summary's); overflowed at the sample's first overflow.
+	spec, target, top uint
+	ranks             [65]int64
+	expected          int64
+	estimated, noSpec bool
+	overflowed        bool
 }
 
 // hopAcc is what an Accum keeps of one hop over all spans.
@@ -159,7 +159,16 @@ func (a *Accum) sample(sp *span.Span) {
 		a.loose++
 		x = mix(a.loose)
 	}
-	a.ranks[bits.LeadingZeros64(x)]++
+	r := uint(bits.LeadingZeros64(x))
+	a.ranks[r]++
+	if a.level == 0 && a.target > 0 && !a.overflowed {
+		// Before the first overflow every span is kept: its rank is
+		// known in input order (see Expect).
+		a.top = max(a.top, r)
+		if r >= a.target {
+			a.jump(a.target)
+		}
+	}
 	if a.level > 0 && x>>(64-a.level) != 0 {
 		return
 	}
@@ -192,11 +201,11 @@ func (a *Accum) SetFile(i int) { a.file = int32(i) }
 // fit raises the sample's level until the kept spans fit in its limit.
 func (a *Accum) fit() {
 	if len(a.spans) > a.limit && !a.overflowed {
-		// The first overflow: the only moment a jump may happen (see
-		// Expect).
+		// The first overflow: the last moment a jump may happen, and
+		// then no higher than the highest rank so far (see Expect).
 		a.overflowed = true
-		if a.level == 0 && a.expected > 0 && !a.noSpec {
-			a.jump()
+		if a.level == 0 && a.target > 0 && a.top >= 2 {
+			a.jump(min(a.target, a.top))
 		}
 	}
 	for len(a.spans) > a.limit && a.level < 63 {
@@ -236,9 +245,9 @@ func (a *Accum) fit() {
 // sample (and, with Parts, sent in order to the one goroutine that owns
 // it) to end with 80,000. When the reader can tell how many spans are
 // coming (Expect: a Parquet file's row count, a JSON-lines file's size
-// over its mean line), the sample jumps at its first overflow straight to
-// a level a little below the one that many spans would end at, and skips
-// the levels in between.
+// over its mean line), the sample jumps early, straight to a level a
+// little below the one that many spans would end at, and skips the levels
+// in between.
 //
 // The jump is only a shortcut: the result must be the sample that
 // climbing level by level gives, to the byte. It is when two things hold.
@@ -246,19 +255,21 @@ func (a *Accum) fit() {
 // leading zero bits; level L keeps exactly the traces of rank >= L, so
 // the kept spans at level L are the c_L of them read so far).
 //
-//  1. Climbing never met the one irregular step below the jump: a level
-//     L whose kept spans all have rank exactly L when they overflow
-//     (halving would empty the sample, so the limit is doubled instead;
-//     see fit). That needs c_L > limit while c_{L+1} = 0, so at least
-//     limit+1 spans read and none of rank above L among them. If one of
-//     the first limit+1 spans has rank >= L+1, it cannot happen at L.
-//     The jump is taken when those limit+1 spans overflow the sample at
-//     level 0, so the highest rank among them is known: the jump goes no
-//     higher than it (first-overflow rule, checked by construction).
-//  2. Climbing would have reached the jump's level J by the end:
-//     c_{J-1} > limit over the whole input (checked by Held at the end,
-//     from ranks, which counts every span once: the spans the sample saw
-//     here and those the Parts turned away).
+//  1. Climbing never met the one irregular step below the jump's level
+//     J: a level L whose kept spans all have rank exactly L when they
+//     overflow (halving would empty the sample, so the limit is doubled
+//     instead; see fit). That needs c_L > limit while c_{L+1} = 0: at
+//     least limit+1 spans read, none of rank above L among them. So if
+//     one of the first limit+1 spans has rank >= J, it cannot happen
+//     below J. Until the first overflow the sample keeps every span and
+//     sees them in input order, so it jumps to J as soon as a span of
+//     rank >= J comes — on ordinary logs within the first few thousand
+//     spans — and, if none has come by the first overflow, to the
+//     highest rank seen (checked by construction).
+//  2. Climbing would have reached J by the end: c_{J-1} > limit over the
+//     whole input (checked by Held at the end, from ranks, which counts
+//     every span once: the spans the sample saw and those the Parts
+//     turned away).
 //
 // Without the irregular step, climbing sits at each moment at the lowest
 // level L with c_L <= limit; after the jump the sample sits at the higher
@@ -273,35 +284,34 @@ func (a *Accum) fit() {
 // build: the result is the same, or Held reports false. Call it before
 // the spans it announces, on the goroutine that calls Add and Ordered.
 func (a *Accum) Expect(n int64, exact bool) {
-	if n <= 0 {
+	if n <= 0 || a.noSpec {
 		return
 	}
 	a.expected += n
-	// An estimate may be off: aim lower (a missed jump costs a re-read).
-	m := int64(2)
-	if !exact {
-		m = 4
+	a.estimated = a.estimated || !exact
+	// Aim where the spans would leave 1.5×limit of them at the level
+	// below (3×limit for an estimate): a count is off only by how the
+	// hashes fall, an estimate by more, and a missed jump costs a second
+	// read. J is the largest level with expected >= unit × 2^(J-1).
+	limit := int64(a.SampleSpans)
+	if limit <= 0 {
+		limit = DefaultSampleSpans
 	}
-	a.margin = max(a.margin, m)
-}
-
-// jump raises the level at the sample's first overflow, as far as the
-// expected number of spans and the first-overflow rule allow.
-func (a *Accum) jump() {
-	// The level J at which n spans would still leave about margin×limit
-	// spans of rank >= J-1: the largest J with n >= margin·limit·2^(J-1).
+	unit := limit * 3 / 2
+	if a.estimated {
+		unit = limit * 3
+	}
 	j := uint(0)
-	for n := a.expected / (a.margin * int64(a.limit)); n > 0; n >>= 1 {
+	for k := a.expected / unit; k > 0; k >>= 1 {
 		j++
 	}
-	top := uint(0) // the highest rank among the first limit+1 spans
-	for _, x := range a.hashes {
-		top = max(top, uint(bits.LeadingZeros64(x)))
+	if j >= 2 {
+		a.target = j // level 1 is where climbing goes first anyway
 	}
-	j = min(j, top)
-	if j < 2 {
-		return // level 1 is where fit goes anyway
-	}
+}
+
+// jump raises the level from 0 to j (see Expect).
+func (a *Accum) jump(j uint) {
 	a.spec = j
 	a.level = j
 	a.shared.Store(uint32(j))
