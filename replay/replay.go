@@ -57,6 +57,7 @@ package replay
 
 import (
 	"container/heap"
+	"github.com/tailscope/tailscope/internal/par"
 	"hash/fnv"
 	"math"
 	"sort"
@@ -171,20 +172,12 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 	if opt.RetryModel == ModelIndependent {
 		pool = attemptPool(reqs)
 	}
-	out := make([]Outcome, 0, len(reqs))
+	var out []Outcome
 	tally, hedges := map[string]int{}, map[string]int{}
 	if len(opt.Throttle) > 0 && !opt.Probe {
 		out = throttled(reqs, p, pool, tally, hedges, opt.Throttle)
-	}
-	for _, r := range reqs {
-		if len(out) == len(reqs) {
-			break
-		}
-		if opt.Probe {
-			out = append(out, probe(r, p, pool))
-			continue
-		}
-		out = append(out, one(r, p, pool, tally, hedges))
+	} else {
+		out = independent(reqs, p, pool, opt.Probe, tally, hedges)
 	}
 	res := summarise(out)
 	res.AttemptsByHop = tally
@@ -194,6 +187,43 @@ func Run(reqs []*span.Request, p *policy.Policy, opt Options) *Result {
 	}
 	return res
 }
+
+// independent replays reqs one by one, as Run does without a throttle:
+// then no request's replay reads anything another's writes (the policy
+// and the pool are only read), so the requests are split over the cores
+// (package par). Outcomes land at their request's index, and each worker
+// counts attempts and hedges in its own maps, added into tally and hedges
+// afterwards: sums do not depend on the order, so the result is the
+// sequential loop's.
+func independent(reqs []*span.Request, p *policy.Policy, pool map[string][]*span.Attempt, probing bool, tally, hedges map[string]int) []Outcome {
+	out := make([]Outcome, len(reqs))
+	type counts struct{ tally, hedges map[string]int }
+	parts := make([]counts, par.Workers(len(reqs), minPerWorker))
+	par.Ranges(len(reqs), minPerWorker, func(w, lo, hi int) {
+		c := counts{map[string]int{}, map[string]int{}}
+		for i := lo; i < hi; i++ {
+			if probing {
+				out[i] = probe(reqs[i], p, pool)
+			} else {
+				out[i] = one(reqs[i], p, pool, c.tally, c.hedges)
+			}
+		}
+		parts[w] = c
+	})
+	for _, c := range parts {
+		for h, n := range c.tally {
+			tally[h] += n
+		}
+		for h, n := range c.hedges {
+			hedges[h] += n
+		}
+	}
+	return out
+}
+
+// minPerWorker is the fewest requests worth a goroutine of their own: a
+// request replays in microseconds, so small logs stay on one.
+const minPerWorker = 256
 
 // Observed summarises the requests as they were logged, in the same form
 // as a replay: the baseline when no policy in force is known.

@@ -3,7 +3,10 @@ package replay
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -327,5 +330,48 @@ func TestProbeFindsEveryCut(t *testing.T) {
 	}
 	if !o.OK || o.End != 850*ms {
 		t.Errorf("probe ran to %v ok=%v, want the logged 850ms", time.Duration(o.End), o.OK)
+	}
+}
+
+// TestRunSplitMatchesOneWorker: Run splits the requests over the cores;
+// the outcomes, their order, the summary and the tallies must be those of
+// one worker, for every option that takes that path.
+func TestRunSplitMatchesOneWorker(t *testing.T) {
+	c := matrix.Article()
+	c.Normal, c.Tail, c.Slow, c.TailFirstHop = 900, 200, 100, 50
+	rows := matrix.Generate(c)
+	var buf bytes.Buffer
+	if err := matrix.WriteTrue(&buf, c, rows); err != nil {
+		t.Fatal(err)
+	}
+	var spans []span.Span
+	if _, err := ingest.ReadStream("m.jsonl", &buf, ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
+		t.Fatal(err)
+	}
+	reqs, _ := span.Assemble(spans)
+	if len(reqs) < 4*minPerWorker {
+		t.Fatalf("%d requests: too few to split over 4 workers", len(reqs))
+	}
+	p := &policy.Policy{Budget: 20 * time.Second, Hops: map[string]policy.Hop{}}
+	for i, name := range c.Hops {
+		p.Hops[name] = policy.Hop{Timeout: time.Duration(400+300*i) * time.Millisecond, Retries: 2,
+			Backoff: policy.Backoff{Base: 50 * time.Millisecond, Max: 50 * time.Millisecond},
+			Hedge:   policy.Hedge{Delay: time.Duration(200+100*i) * time.Millisecond, Max: 1}}
+	}
+	for _, opt := range []Options{{}, {Probe: true}, {RetryModel: ModelIndependent}} {
+		prev := runtime.GOMAXPROCS(1)
+		want := Run(reqs, p, opt)
+		runtime.GOMAXPROCS(4)
+		got := Run(reqs, p, opt)
+		runtime.GOMAXPROCS(prev)
+		if math.IsNaN(want.FailMean) && math.IsNaN(got.FailMean) {
+			want.FailMean, got.FailMean = 0, 0 // nothing failed; NaN is never DeepEqual
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("options %+v: the split replay differs from one worker's", opt)
+		}
+		if want.Hedges == 0 && !opt.Probe {
+			t.Errorf("options %+v: no hedges sent: the test does not cover the hedge tally", opt)
+		}
 	}
 }
