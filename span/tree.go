@@ -2,6 +2,7 @@ package span
 
 import (
 	"cmp"
+	"github.com/tailscope/tailscope/internal/par"
 	"slices"
 	"sort"
 	"strings"
@@ -118,27 +119,67 @@ type Problems struct {
 // Later copies of a span id within a trace are marked Duplicate and left
 // out of the tree.
 func Assemble(spans []Span) ([]*Request, Problems) {
-	var pr Problems
-	byTrace := make(map[string][]*Span)
-	var order []string
-	var loose []*Span
+	// Number the traces in order of first appearance and lay each trace's
+	// spans out contiguously in one array (a counting sort), rather than
+	// growing a slice per trace in a map: one map lookup a span, three
+	// allocations in all.
+	traceOf := make([]int32, len(spans))
+	num := make(map[string]int32)
+	var ids []string
+	var sizes []int32
 	for i := range spans {
-		s := &spans[i]
-		if s.TraceID == "" {
-			loose = append(loose, s)
+		id := spans[i].TraceID
+		if id == "" {
+			traceOf[i] = -1 // a request of its own, after the traces
 			continue
 		}
-		if _, ok := byTrace[s.TraceID]; !ok {
-			order = append(order, s.TraceID)
+		t, ok := num[id]
+		if !ok {
+			t = int32(len(ids))
+			num[id] = t
+			ids = append(ids, id)
+			sizes = append(sizes, 0)
 		}
-		byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
+		traceOf[i] = t
+		sizes[t]++
 	}
-	reqs := make([]*Request, 0, len(order)+len(loose))
-	for _, id := range order {
-		reqs = append(reqs, assembleTrace(id, byTrace[id], &pr))
+	loose := len(spans) - sumOf(sizes)
+	n := len(ids) + loose
+	from := make([]int32, n+1) // trace t's spans are byTrace[from[t]:from[t+1]]
+	for t, c := range sizes {
+		from[t+1] = from[t] + c
 	}
-	for _, s := range loose {
-		reqs = append(reqs, assembleTrace("", []*Span{s}, &pr))
+	for t := len(ids); t < n; t++ {
+		from[t+1] = from[t] + 1
+	}
+	byTrace := make([]*Span, len(spans))
+	next := append([]int32(nil), from[:n]...)
+	l := int32(len(ids))
+	for i, t := range traceOf {
+		if t < 0 {
+			t, l = l, l+1
+		}
+		byTrace[next[t]] = &spans[i]
+		next[t]++
+	}
+	// Each trace is assembled on its own: the traces are split over the
+	// cores (package par), each request lands at its trace's index and each
+	// worker counts its own Problems, added up after in worker order.
+	reqs := make([]*Request, n)
+	probs := make([]Problems, par.Workers(n, minTracesPerWorker))
+	par.Ranges(n, minTracesPerWorker, func(w, lo, hi int) {
+		pr := &probs[w]
+		for t := lo; t < hi; t++ {
+			id := ""
+			if t < len(ids) {
+				id = ids[t]
+			}
+			reqs[t] = assembleTrace(id, byTrace[from[t]:from[t+1]:from[t+1]], pr)
+		}
+	})
+	var pr Problems
+	for _, p := range probs {
+		pr.add(p)
 	}
 	sort.SliceStable(reqs, func(i, j int) bool {
 		if reqs[i].Start != reqs[j].Start {
@@ -147,6 +188,27 @@ func Assemble(spans []Span) ([]*Request, Problems) {
 		return reqs[i].TraceID < reqs[j].TraceID
 	})
 	return reqs, pr
+}
+
+// minTracesPerWorker is the fewest traces worth a goroutine of their own.
+const minTracesPerWorker = 64
+
+func sumOf(xs []int32) int {
+	n := 0
+	for _, x := range xs {
+		n += int(x)
+	}
+	return n
+}
+
+// add adds o's counts to p's.
+func (p *Problems) add(o Problems) {
+	p.DuplicateSpanIDs += o.DuplicateSpanIDs
+	p.Cycles += o.Cycles
+	p.ClockSkew += o.ClockSkew
+	p.AsyncChildren += o.AsyncChildren
+	p.Orphans += o.Orphans
+	p.TooDeep += o.TooDeep
 }
 
 // tree is one trace's spans by index, with each span's children: slices,

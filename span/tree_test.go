@@ -2,6 +2,9 @@ package span
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -146,5 +149,75 @@ func TestDepthCap(t *testing.T) {
 	}
 	if pr.TooDeep != 100 || depth+1 != MaxDepth {
 		t.Errorf("too deep %d, tree depth %d (+ root); want 100 cut and %d levels", pr.TooDeep, depth, MaxDepth)
+	}
+}
+
+// TestProblemsAddEveryField: Assemble counts problems per worker and adds
+// them up; a counter that add forgot would silently read 0.
+func TestProblemsAddEveryField(t *testing.T) {
+	var o Problems
+	v := reflect.ValueOf(&o).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetInt(int64(i + 1))
+	}
+	var sum Problems
+	sum.add(o)
+	sum.add(o)
+	s := reflect.ValueOf(sum)
+	for i := range s.NumField() {
+		if got, want := s.Field(i).Int(), int64(2*(i+1)); got != want {
+			t.Errorf("%s = %d after adding it twice, want %d", s.Type().Field(i).Name, got, want)
+		}
+	}
+}
+
+// TestAssembleParallelMatchesOneTrace: traces assembled on several workers
+// give the requests that assembling each trace alone gives, in order, and
+// the problems of all of them.
+func TestAssembleParallelMatchesOneTrace(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var spans []Span
+	for i := range 1000 {
+		tr := fmt.Sprintf("t%04d", i)
+		st := int64(i%37) * 1000
+		spans = append(spans,
+			Span{TraceID: tr, SpanID: "a", Hop: "root", Start: st, Duration: 100},
+			Span{TraceID: tr, SpanID: "b", ParentID: "a", Hop: "db", Start: st + 10, Duration: 20, Status: Error},
+			Span{TraceID: tr, SpanID: "c", ParentID: "a", Hop: "db", Start: st + 40, Duration: 20},
+		)
+		if i%10 == 0 {
+			spans = append(spans, Span{TraceID: tr, SpanID: "b", ParentID: "a", Hop: "db", Start: st + 10, Duration: 20}) // duplicate
+		}
+		if i%7 == 0 {
+			spans = append(spans, Span{TraceID: "o" + tr, SpanID: "d", ParentID: "gone", Hop: "cache", Start: st, Duration: 5}) // orphan
+		}
+	}
+	spans = append(spans, Span{SpanID: "loose", Hop: "x", Start: 5, Duration: 1})
+	reqs, pr := Assemble(spans)
+	if len(reqs) != 1144 {
+		t.Fatalf("%d requests, want 1144 (1000 traces, 143 of orphans, a loose span)", len(reqs))
+	}
+	if want := (Problems{DuplicateSpanIDs: 100, Orphans: 143}); pr != want {
+		t.Errorf("problems %+v, want %+v", pr, want)
+	}
+	for i, r := range reqs {
+		if i > 0 && (r.Start < reqs[i-1].Start || r.Start == reqs[i-1].Start && r.TraceID < reqs[i-1].TraceID) {
+			t.Fatalf("request %d (%s at %d) out of order after %s at %d", i, r.TraceID, r.Start, reqs[i-1].TraceID, reqs[i-1].Start)
+		}
+		if r.TraceID == "" {
+			continue
+		}
+		if !strings.HasPrefix(r.TraceID, "o") && (r.Root == nil || len(r.Calls) != 1 || len(r.Calls[0].Attempts) != 2) {
+			t.Fatalf("%s: want a root over one db call of two attempts, got root %v, %d calls", r.TraceID, r.Root, len(r.Calls))
+		}
+		var alone []Span
+		for _, s := range spans {
+			if s.TraceID == r.TraceID {
+				alone = append(alone, s)
+			}
+		}
+		if want, _ := Assemble(alone); !reflect.DeepEqual(r, want[0]) {
+			t.Fatalf("%s: assembled among many differs from assembled alone", r.TraceID)
+		}
 	}
 }
