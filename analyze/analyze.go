@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
@@ -413,24 +414,43 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		}
 	}
 	rep.unbounded = unboundedHops(seen)
-	rep.Hops = make([]Hop, 0, len(names))
-	for _, n := range names {
-		from := len(rep.Warnings)
-		h := hopStats(n, byHop[n], calls[n], roots[n], opt, rep)
-		if fill != nil {
-			rep.opt = opt
-			fill(&h, rep, from)
-		}
-		if state != nil {
-			attribute(&h, state(n))
-		} else {
-			attribute(&h, hopAccOf(n, byHop[n]))
-		}
-		rep.Hops = append(rep.Hops, h)
+	rep.opt = opt
+	// Each hop's numbers depend on its own spans, calls and state only, so
+	// the hops are split over the cores (package par), beside the request
+	// statistics, which read only reqs. Each hop gets a scratch report to
+	// collect its warnings in (hopStats adds them, fill replaces them: it
+	// only reads the report's options and edits its warnings from `from`
+	// on); they are appended in hop-name order afterwards, as the
+	// sequential loop added them.
+	rep.Hops = make([]Hop, len(names))
+	hopWarnings := make([][]Warning, len(names))
+	var tail *Warning
+	par.Do(func() {
+		par.Ranges(len(names), 1, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				n := names[i]
+				scratch := &Report{opt: opt}
+				h := hopStats(n, byHop[n], calls[n], roots[n], opt, scratch)
+				if fill != nil {
+					fill(&h, scratch, 0)
+				}
+				if state != nil {
+					attribute(&h, state(n))
+				} else {
+					attribute(&h, hopAccOf(n, byHop[n]))
+				}
+				rep.Hops[i], hopWarnings[i] = h, scratch.Warnings
+			}
+		})
+	}, func() {
+		rep.Requests = requestStats(reqs)
+		tail = hiddenTail(reqs)
+	})
+	for _, ws := range hopWarnings {
+		rep.Warnings = append(rep.Warnings, ws...)
 	}
-	rep.Requests = requestStats(reqs)
-	if w := hiddenTail(reqs); w != nil {
-		rep.Warnings = append(rep.Warnings, *w)
+	if tail != nil {
+		rep.Warnings = append(rep.Warnings, *tail)
 	}
 	addProblemWarnings(rep, probs)
 	rec := Recommend(rep, reqs, opt)
@@ -441,8 +461,16 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	}
 	rep.recommended = rec
 	rep.RecommendedPolicy = DocOf(rec)
-	rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec)
-	whereTailComesFrom(rep, reqs)
+	// The predicted effect only replays reqs under the recommendation (it
+	// reads the policy, writes nothing shared); the tail's sources only
+	// read reqs and write the report's hops and ranking: run them at once.
+	// Ejections come after both, as they read the gaps and write the
+	// policy's comments.
+	par.Do(func() {
+		rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec)
+	}, func() {
+		whereTailComesFrom(rep, reqs)
+	})
 	recommendEjections(rep, rec)
 	return rep
 }
