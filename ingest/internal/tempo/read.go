@@ -100,6 +100,13 @@ func Decode(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 		return err
 	}
 	rgs := pf.RowGroups()
+	// The anchor column holds a value per span, and one per empty list
+	// above it (rare): its count is a close estimate of the spans.
+	var spans int64
+	for _, rg := range rgs {
+		spans += rg.ColumnChunks()[t.cols[t.anchor].leaf.ColumnIndex].NumValues()
+	}
+	src.Expect(spans, false)
 	if workers := min(Workers(), len(rgs)); workers > 1 {
 		return decodeParallel(src, pf, l, meta, t, workers)
 	}
