@@ -3,6 +3,7 @@ package flat
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
@@ -33,11 +34,13 @@ type layoutEntry struct {
 	key    string // the key, for an attribute (f == fNone)
 	// w and m are quoted as two little-endian words and their masks (for
 	// keys of up to 16 bytes with quotes; m[0] == 0 for longer ones), so
-	// that checking a guess is two loads and compares.
-	w, m    [2]uint64
-	f       field
-	hopAttr bool  // the key of --hop-by attr:KEY
-	next    int32 // the entry that followed this one last time (0: none)
+	// that checking a guess is two loads and compares; wc and mc are the
+	// same for the key followed by its colon (mc[0] == 0 when that is
+	// longer than 16 bytes), the way a log without spaces writes it.
+	w, m, wc, mc [2]uint64
+	f            field
+	hopAttr      bool  // the key of --hop-by attr:KEY
+	next         int32 // the entry that followed this one last time (0: none)
 }
 
 // maxLayout bounds the keys remembered; a line with more distinct keys
@@ -56,53 +59,72 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 	if i >= n || line[i] != '{' {
 		return false
 	}
+	ents := ly.ent
 	cur := int32(0)
+	var nt numText // every field set by scanNumber: not cleared per member
 	for {
-		i = skipWS(line, i+1)
+		i++ // past '{' or ','
+		if i < n && line[i] <= ' ' {
+			i = skipWS(line, i)
+		}
 		if i >= n || line[i] != '"' {
 			return false // includes the empty object: rare, left to decodeLine
 		}
-		// The key: the predicted one, else scanned and looked up.
-		e := ly.ent[cur].next
-		if e > 0 {
-			g := &ly.ent[e]
+		// The key: the predicted one (with its colon when the line has
+		// no space there), else scanned and looked up.
+		var ent *layoutEntry
+		colon := false
+		if e := ents[cur].next; e > 0 {
+			g := &ents[e]
 			if g.m[0] != 0 && n-i >= 16 {
-				if binary.LittleEndian.Uint64(line[i:])&g.m[0] != g.w[0] || binary.LittleEndian.Uint64(line[i+8:])&g.m[1] != g.w[1] {
-					e = 0
+				a, b := binary.LittleEndian.Uint64(line[i:]), binary.LittleEndian.Uint64(line[i+8:])
+				if g.mc[0] != 0 && a&g.mc[0] == g.wc[0] && b&g.mc[1] == g.wc[1] {
+					ent, colon = g, true
+				} else if a&g.m[0] == g.w[0] && b&g.m[1] == g.w[1] {
+					ent = g
 				}
-			} else if q := g.quoted; n-i < len(q) || string(line[i:i+len(q)]) != string(q) {
-				e = 0
+			} else if q := g.quoted; n-i >= len(q) && string(line[i:i+len(q)]) == string(q) {
+				ent = g
+			}
+			if ent != nil {
+				cur = e
+				i += len(ent.quoted)
 			}
 		}
-		var ent *layoutEntry
-		if e > 0 {
-			ent = &ly.ent[e]
-			i += len(ent.quoted)
-		} else {
+		if ent == nil {
 			j, ok := record.PlainString(line, i+1)
 			if !ok {
 				return false
 			}
-			e = t.layoutEntry(ly, line[i:j+1])
+			e := t.layoutEntry(ly, line[i:j+1])
 			if e < 0 {
 				return false
 			}
-			ly.ent[cur].next = e
-			ent = &ly.ent[e]
+			ents = ly.ent // layoutEntry may have grown it
+			ents[cur].next = e
+			cur = e
+			ent = &ents[e]
 			i = j + 1
 		}
-		cur = e
-		i = skipWS(line, i)
-		if i >= n || line[i] != ':' {
-			return false
+		if colon {
+			i++
+		} else {
+			if i < n && line[i] <= ' ' {
+				i = skipWS(line, i)
+			}
+			if i >= n || line[i] != ':' {
+				return false
+			}
+			i++
 		}
-		i = skipWS(line, i+1)
+		if i < n && line[i] <= ' ' {
+			i = skipWS(line, i)
+		}
 		if i >= n {
 			return false
 		}
 		// The value.
 		var v []byte
-		var nt numText
 		str, num := false, false
 		switch c := line[i]; {
 		case c == '"':
@@ -149,6 +171,9 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 				return false
 			}
 		}
+		if i < n && line[i] == ',' {
+			continue
+		}
 		i = skipWS(line, i)
 		if i >= n {
 			return false
@@ -180,19 +205,26 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 	if e.f == fNone && !e.hopAttr {
 		e.key = record.ValidText(quoted[1 : len(quoted)-1]) // an attribute's
 	}
-	if len(quoted) <= 16 {
-		var buf [16]byte
-		copy(buf[:], quoted)
-		for k := range 16 {
-			if k < len(quoted) {
-				e.m[k/8] |= 0xff << (8 * (k % 8))
-			}
-		}
-		e.w[0] = binary.LittleEndian.Uint64(buf[:]) & e.m[0]
-		e.w[1] = binary.LittleEndian.Uint64(buf[8:]) & e.m[1]
-	}
+	e.w, e.m = words16(quoted)
+	e.wc, e.mc = words16(append(quoted[:len(quoted):len(quoted)], ':'))
 	ly.ent = append(ly.ent, e)
 	return int32(len(ly.ent) - 1)
+}
+
+// words16 is b as two little-endian words and the masks of its bytes;
+// all zero when b is longer than 16 bytes.
+func words16(b []byte) (w, m [2]uint64) {
+	if len(b) > 16 {
+		return w, m
+	}
+	var buf [16]byte
+	copy(buf[:], b)
+	for k := range b {
+		m[k/8] |= 0xff << (8 * (k % 8))
+	}
+	w[0] = binary.LittleEndian.Uint64(buf[:]) & m[0]
+	w[1] = binary.LittleEndian.Uint64(buf[8:]) & m[1]
+	return w, m
 }
 
 // numText is a number's text, scanned once, with its digits: the
@@ -275,6 +307,33 @@ func (nt *numText) dec() (float64, bool) {
 	return x, true
 }
 
+// scaled is the number times 10^exp when that is an integer below 2^50
+// in magnitude, with no float arithmetic: what int64(math.Round(x*10^exp))
+// gives for the x that int or dec answer, to the bit. Then float64(m)
+// and 10^k are exact, the division and the product are each correctly
+// rounded (relative error at most 2^-53 each), so the float result lies
+// within N·2^-52 < 1/4 of the exact integer N and rounds to it (math.Round
+// is symmetric, so the sign follows). A duration in ms or µs with at most
+// that many decimals — what loggers write — thus skips a division, a
+// product and a rounding. Anything else (more decimals, more than 15
+// digits, exponents) answers false and takes the float path.
+func (nt *numText) scaled(exp int) (int64, bool) {
+	if !nt.plain || nt.nd > 15 || nt.frac > exp || (nt.dot && nt.frac == 0) {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(nt.m, pow10u[exp-nt.frac])
+	if hi != 0 || lo >= 1<<50 {
+		return 0, false
+	}
+	if nt.neg {
+		return -int64(lo), true
+	}
+	return int64(lo), true
+}
+
+// pow10u are the powers of ten up to 10^6 (the ms scale), as integers.
+var pow10u = [...]uint64{1, 10, 100, 1000, 10_000, 100_000, 1_000_000}
+
 // setNumber is set for a number value, for the fields whose parsers the
 // scan has done already: it stores exactly what set would, and leaves
 // everything else (other fields, values that set would parse further or
@@ -292,12 +351,16 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 			return true
 		}
 	case fDurationMs, fDurationUs, fDurationNs: // parseDuration
-		scale := 1.0
+		scale, exp := 1.0, 0
 		switch f {
 		case fDurationMs:
-			scale = 1e6
+			scale, exp = 1e6, 6
 		case fDurationUs:
-			scale = 1e3
+			scale, exp = 1e3, 3
+		}
+		if d, ok := nt.scaled(exp); ok {
+			sp.Duration, r.hasDur, r.durField = d, true, f
+			return true
 		}
 		if n, ok := nt.int(); ok {
 			if x := float64(n) * scale; record.FiniteNs(x) {
@@ -325,6 +388,10 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 			return true
 		}
 	case fTimeoutMs: // atofAlloc
+		if t, ok := nt.scaled(6); ok && t >= 0 {
+			sp.TimeoutInForce = t
+			return true
+		}
 		x, ok := 0.0, false
 		if n, isInt := nt.int(); isInt && n > -(1<<53) && n < 1<<53 {
 			x, ok = float64(n), true

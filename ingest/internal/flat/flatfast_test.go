@@ -3,6 +3,7 @@ package flat
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -231,6 +232,62 @@ func TestScanNumberAgrees(t *testing.T) {
 				t.Errorf("%q: dec %v %v, atofBytes %v %v", nt.text, x, ok, wx, wok)
 			}
 		}
+	}
+}
+
+// scaled gives what the float arithmetic of parseDuration and atofAlloc
+// gives (int64(math.Round(x*10^exp))), wherever it answers: on random
+// numbers of every length and decimals, and at the edges (2^50, 15 digits,
+// more decimals than the scale, negative zero).
+func TestScaledAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	cases := []string{"0", "-0", "-0.0", "7.514", "9921.447", "3000", "1.000001", "1.0000001", "0.000001", "-2.5",
+		"1125899906.842623", "1125899906.842624", "1125899906842623", "1125899906842624", "999999999999999", "9999999999999999",
+		"1125899.906842", "112589990684262.3", "1.", "1e3", "123456789012345.6"}
+	for range 200_000 {
+		var b []byte
+		if r.IntN(4) == 0 {
+			b = append(b, '-')
+		}
+		nd := 1 + r.IntN(17)
+		dot := -1
+		if r.IntN(3) > 0 {
+			dot = r.IntN(nd + 1)
+		}
+		for k := range nd {
+			if k == dot {
+				b = append(b, '.')
+			}
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		cases = append(cases, string(b))
+	}
+	answered := 0
+	for _, c := range cases {
+		var nt numText
+		scanNumber([]byte(c), 0, &nt)
+		for _, exp := range []int{0, 3, 6} {
+			got, ok := nt.scaled(exp)
+			if !ok {
+				continue
+			}
+			answered++
+			x, xok := 0.0, false
+			if n, iok := nt.int(); iok {
+				x, xok = float64(n), true
+			} else {
+				x, xok = nt.dec()
+			}
+			if !xok {
+				t.Fatalf("%q: scaled(%d) answered %d where int and dec do not", c, exp, got)
+			}
+			if want := int64(math.Round(x * pow10[exp])); got != want {
+				t.Fatalf("%q: scaled(%d) = %d, float path %d", c, exp, got, want)
+			}
+		}
+	}
+	if answered < len(cases) {
+		t.Errorf("scaled answered only %d times over %d numbers", answered, len(cases))
 	}
 }
 
