@@ -211,7 +211,9 @@ func TestScanNumberAgrees(t *testing.T) {
 		cases = append(cases, string(b))
 	}
 	for _, c := range cases {
-		for _, tail := range []string{"", ",", "}", " x"} {
+		// Tails long and short: a number followed by eight bytes or more
+		// is read a word at a time, one near the end a byte at a time.
+		for _, tail := range []string{"", ",", "}", " x", `,"attempt":1}`, "\x00\xff\xfa\x3a\x2f\x40`\xfa\x39"} {
 			in := []byte(c + tail)
 			var nt numText
 			scanNumber(in, 0, &nt)
