@@ -377,31 +377,36 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	}
 	rep := &Report{Schema: Schema, ReadStats: ReadStats{SkippedByReason: map[string]int64{}}, Hops: []Hop{}, Warnings: []Warning{}}
 
+	// The spans by hop and the calls by hop read different inputs: build
+	// them at once.
 	byHop := map[string][]*span.Span{}
-	for i := range spans {
-		s := &spans[i]
-		if s.Duplicate {
-			continue // counted in the duplicate-span-id warning
-		}
-		byHop[s.Hop] = append(byHop[s.Hop], s)
-	}
 	calls := map[string][]*span.Call{}
-	var walk func(cs []*span.Call)
-	walk = func(cs []*span.Call) {
-		for _, c := range cs {
-			calls[c.Hop] = append(calls[c.Hop], c)
-			for _, a := range c.Attempts {
-				walk(a.Calls)
+	roots := map[string]int{}
+	par.Do(func() {
+		for i := range spans {
+			s := &spans[i]
+			if s.Duplicate {
+				continue // counted in the duplicate-span-id warning
+			}
+			byHop[s.Hop] = append(byHop[s.Hop], s)
+		}
+	}, func() {
+		var walk func(cs []*span.Call)
+		walk = func(cs []*span.Call) {
+			for _, c := range cs {
+				calls[c.Hop] = append(calls[c.Hop], c)
+				for _, a := range c.Attempts {
+					walk(a.Calls)
+				}
 			}
 		}
-	}
-	roots := map[string]int{}
-	for _, r := range reqs {
-		walk(r.Calls)
-		if r.Root != nil {
-			roots[r.Root.Hop]++
+		for _, r := range reqs {
+			walk(r.Calls)
+			if r.Root != nil {
+				roots[r.Root.Hop]++
+			}
 		}
-	}
+	})
 	names := make([]string, 0, len(byHop))
 	for n := range byHop {
 		names = append(names, n)

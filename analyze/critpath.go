@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -68,13 +69,20 @@ type pathItem struct {
 	lo, hi int64
 }
 
+// window is a child's logged start and end, i its index among its
+// siblings.
+type window struct {
+	start, end int64
+	i          int
+}
+
 // pathWalker holds the scratch space of critical-path walks.
 type pathWalker struct {
 	p       *paths
 	dense   []int64
 	touched []int32
 	stack   []pathItem
-	order   []int
+	order   []window
 	lastHop string
 	lastIdx int32
 }
@@ -163,30 +171,31 @@ func (w *pathWalker) item(it pathItem) {
 		n = len(cs)
 		iv = func(i int) (int64, int64) { return cs[i].Start(), cs[i].End() }
 	}
+	// Each child's window is taken once, not in every comparison: a
+	// call's end is a loop over its attempts.
 	w.order = w.order[:0]
 	for i := range n {
-		w.order = append(w.order, i)
+		s, e := iv(i)
+		w.order = append(w.order, window{s, e, i})
 	}
 	// Latest end first (ties: latest start first, then input order): a
 	// total order.
-	slices.SortFunc(w.order, func(a, b int) int {
-		sa, ea := iv(a)
-		sb, eb := iv(b)
-		if c := cmp.Compare(eb, ea); c != 0 {
+	slices.SortFunc(w.order, func(a, b window) int {
+		if c := cmp.Compare(b.end, a.end); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(sb, sa); c != 0 {
+		if c := cmp.Compare(b.start, a.start); c != 0 {
 			return c
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(a.i, b.i)
 	})
 	cursor, own := it.hi, int64(0)
-	for _, i := range w.order {
+	for _, o := range w.order {
 		if cursor <= it.lo {
 			break
 		}
-		s, e := iv(i)
-		s, e = max(s, it.lo), min(e, cursor)
+		i := o.i
+		s, e := max(o.start, it.lo), min(o.end, cursor)
 		if e <= s {
 			continue
 		}
@@ -236,12 +245,32 @@ func (w *pathWalker) failureOrigin(r *span.Request) int32 {
 
 // criticalPaths walks every request; hops seeds the hop index (hops met
 // in the trees and not listed are added).
+//
+// Each request's walk reads only its own tree, so the requests are split
+// over the cores (package par), each path landing at its request's index.
+// The one thing walks share is the hop index: each worker indexes into its
+// own copy of the seeded one, which gives the same numbers as one walker as
+// long as every hop met is listed (in a report it is: the hops are those of
+// the same spans). A hop that is not listed takes the next number in the
+// order the requests meet it, which only one walker in request order gets
+// right: then the walk is done again on one.
 func criticalPaths(hops []string, reqs []*span.Request) *paths {
+	hops = slices.Clip(hops) // a worker's appends must not share a backing array
 	p := newPaths(hops)
-	w := &pathWalker{p: p}
-	p.reqs = make([]reqPath, 0, len(reqs))
-	for _, r := range reqs {
-		p.reqs = append(p.reqs, w.walk(r))
+	p.reqs = make([]reqPath, len(reqs))
+	grew := make([]bool, par.Workers(len(reqs), minReqsPerWorker))
+	par.Ranges(len(reqs), minReqsPerWorker, func(wi, lo, hi int) {
+		w := &pathWalker{p: newPaths(hops)}
+		for i := lo; i < hi; i++ {
+			p.reqs[i] = w.walk(reqs[i])
+		}
+		grew[wi] = len(w.p.hops) > len(hops)
+	})
+	if slices.Contains(grew, true) {
+		w := &pathWalker{p: p}
+		for i, r := range reqs {
+			p.reqs[i] = w.walk(r)
+		}
 	}
 	return p
 }

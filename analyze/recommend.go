@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -701,59 +702,82 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 	from := map[string]time.Duration{}
 	because := map[string]string{}
 	for round := 0; round <= span.MaxDepth; round++ {
-		need := map[string]int64{}
-		inner := map[string]string{}
-		// visit returns a hop with retries at or below cs ("" if none), and
-		// the longest timeout among the nearest timed calls below that are
-		// always nested, with its hop.
-		var visit func(cs []*span.Call) (string, time.Duration, string)
-		visit = func(cs []*span.Call) (string, time.Duration, string) {
-			found := ""
-			var longest time.Duration
-			longestHop := ""
-			for _, c := range cs {
-				below := ""
-				var belowT time.Duration
-				belowHop := ""
-				for _, a := range c.Attempts {
-					h, t, th := visit(a.Calls)
-					if h != "" {
-						below = h
-					}
-					if t > belowT {
-						belowT, belowHop = t, th
-					}
-				}
-				hp := p.ForCall(c.Hop, c.Role == span.RoleCall)
-				if below != "" && hp.Timeout > 0 {
+		// Each request's visit reads only its tree and p (changed between
+		// rounds, not during one), so the requests are split over the
+		// cores (package par). Each worker keeps, per hop, the largest need
+		// it met first and its reason; merging the workers in order with
+		// the same strict "larger" test keeps the first request's reason
+		// among those with the largest need, as one pass in order does.
+		type needs struct {
+			need  map[string]int64
+			inner map[string]string
+		}
+		parts := make([]needs, par.Workers(len(reqs), minReqsPerWorker))
+		par.Ranges(len(reqs), minReqsPerWorker, func(w, lo, hi int) {
+			need := map[string]int64{}
+			inner := map[string]string{}
+			// visit returns a hop with retries at or below cs ("" if none), and
+			// the longest timeout among the nearest timed calls below that are
+			// always nested, with its hop.
+			var visit func(cs []*span.Call) (string, time.Duration, string)
+			visit = func(cs []*span.Call) (string, time.Duration, string) {
+				found := ""
+				var longest time.Duration
+				longestHop := ""
+				for _, c := range cs {
+					below := ""
+					var belowT time.Duration
+					belowHop := ""
 					for _, a := range c.Attempts {
-						if lat, _ := worstAttempt(a.Span, a.Calls, p); lat > need[c.Hop] {
-							need[c.Hop], inner[c.Hop] = lat, "so that the retries of "+below+" below it can run (its calls at their timeouts, with every retry, need up to that"
+						h, t, th := visit(a.Calls)
+						if h != "" {
+							below = h
+						}
+						if t > belowT {
+							belowT, belowHop = t, th
 						}
 					}
-				}
-				if hp.Timeout > 0 && belowT > hp.Timeout && int64(belowT) > need[c.Hop] {
-					need[c.Hop], inner[c.Hop] = int64(belowT), "so that "+belowHop+", always called under it, can use its own "+FormatDuration(belowT)+" (that"
-				}
-				switch {
-				case hp.Retries > 0:
-					found = c.Hop
-				case below != "" && found == "":
-					found = below
-				}
-				switch {
-				case hp.Timeout > 0:
-					if calls[c.Hop] > 0 && nested[c.Hop] == calls[c.Hop] && hp.Timeout > longest {
-						longest, longestHop = hp.Timeout, c.Hop
+					hp := p.ForCall(c.Hop, c.Role == span.RoleCall)
+					if below != "" && hp.Timeout > 0 {
+						for _, a := range c.Attempts {
+							if lat, _ := worstAttempt(a.Span, a.Calls, p); lat > need[c.Hop] {
+								need[c.Hop], inner[c.Hop] = lat, "so that the retries of "+below+" below it can run (its calls at their timeouts, with every retry, need up to that"
+							}
+						}
 					}
-				case belowT > longest:
-					longest, longestHop = belowT, belowHop
+					if hp.Timeout > 0 && belowT > hp.Timeout && int64(belowT) > need[c.Hop] {
+						need[c.Hop], inner[c.Hop] = int64(belowT), "so that "+belowHop+", always called under it, can use its own "+FormatDuration(belowT)+" (that"
+					}
+					switch {
+					case hp.Retries > 0:
+						found = c.Hop
+					case below != "" && found == "":
+						found = below
+					}
+					switch {
+					case hp.Timeout > 0:
+						if calls[c.Hop] > 0 && nested[c.Hop] == calls[c.Hop] && hp.Timeout > longest {
+							longest, longestHop = hp.Timeout, c.Hop
+						}
+					case belowT > longest:
+						longest, longestHop = belowT, belowHop
+					}
+				}
+				return found, longest, longestHop
+			}
+			for _, r := range reqs[lo:hi] {
+				visit(r.Calls)
+			}
+			parts[w] = needs{need, inner}
+		})
+		need := map[string]int64{}
+		inner := map[string]string{}
+		for _, pt := range parts {
+			for hop, n := range pt.need {
+				if n > need[hop] {
+					need[hop], inner[hop] = n, pt.inner[hop]
 				}
 			}
-			return found, longest, longestHop
-		}
-		for _, r := range reqs {
-			visit(r.Calls)
 		}
 		changed := false
 		for hop, n := range need {
@@ -825,10 +849,16 @@ func recount(chk *RecommendationCheck, res *replay.Result) {
 // (1 + margin), and always above the longest hop timeout so that every
 // per-attempt timeout can fire before the budget.
 func budgetFor(reqs []*span.Request, p *policy.Policy, margin float64) time.Duration {
-	var worst int64
-	for _, r := range reqs {
-		worst = max(worst, r.Latency(), worstRequest(r, p))
-	}
+	// Each request's worst case reads only its tree and p: the requests
+	// are split over the cores (package par), and the largest of the
+	// workers' maxima is the same whatever the split.
+	most := make([]int64, par.Workers(len(reqs), minReqsPerWorker))
+	par.Ranges(len(reqs), minReqsPerWorker, func(w, lo, hi int) {
+		for _, r := range reqs[lo:hi] {
+			most[w] = max(most[w], r.Latency(), worstRequest(r, p))
+		}
+	})
+	worst := slices.Max(most)
 	if worst == 0 {
 		return 0
 	}
@@ -838,6 +868,10 @@ func budgetFor(reqs []*span.Request, p *policy.Policy, margin float64) time.Dura
 	}
 	return b
 }
+
+// minReqsPerWorker is the fewest requests worth a goroutine of their own
+// in a walk over the requests' trees.
+const minReqsPerWorker = 128
 
 // worstRequest is how long the request can run when every call with a
 // timeout runs every configured attempt to it: the root's own time (or the
