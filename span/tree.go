@@ -217,6 +217,15 @@ func (p *Problems) add(o Problems) {
 type tree struct {
 	spans []*Span
 	kids  [][]int32
+	// The slabs groupCalls cuts the trace's attempts, calls and the
+	// slices of pointers to them from: a span is one attempt of at most
+	// one call, so each holds at most one entry a span, and a trace costs
+	// a few allocations rather than several a span.
+	atts     []Attempt
+	attPtrs  []*Attempt
+	calls    []Call
+	callPtrs []*Call
+	order    []int32
 }
 
 func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
@@ -255,7 +264,8 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 	}
 	// Children in one backing array, in input order.
 	backing := make([]int32, n)
-	t := &tree{spans: kept, kids: make([][]int32, n)}
+	t := &tree{spans: kept, kids: make([][]int32, n),
+		atts: make([]Attempt, 0, n), attPtrs: make([]*Attempt, 0, n), calls: make([]Call, 0, n), callPtrs: make([]*Call, 0, n), order: make([]int32, 0, n)}
 	off := int32(0)
 	for i := range n {
 		t.kids[i] = backing[off : off : off+nkids[i]]
@@ -356,7 +366,9 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 // into calls, recursing into their children (at most MaxDepth levels:
 // cutDeep has cut the rest).
 func (t *tree) groupCalls(sibs []int32, parent, grand int32) []*Call {
-	sorted := append([]int32(nil), sibs...)
+	o := len(t.order)
+	t.order = append(t.order, sibs...)
+	sorted := t.order[o:len(t.order):len(t.order)]
 	slices.SortFunc(sorted, func(a, b int32) int { return cmpSibling(t.spans[a], t.spans[b]) })
 	// Whether a hop's attempt numbers count from 0 or 1 is decided from the
 	// siblings: an explicit 0 among them means 0-based (gRPC's and OTel's
@@ -371,24 +383,38 @@ func (t *tree) groupCalls(sibs []int32, parent, grand int32) []*Call {
 			zeroBased[s.Hop] = true
 		}
 	}
-	var calls []*Call
+	// First the siblings' attempts and calls, so that each call's attempts
+	// and the group's calls are contiguous in the slabs; then the calls
+	// below each attempt.
+	firstAtt, firstCall := len(t.attPtrs), len(t.callPtrs)
 	var cur *Call
+	callFrom := 0
 	for _, i := range sorted {
 		s := t.spans[i]
-		a := &Attempt{Span: s}
-		if kids := t.kids[i]; len(kids) > 0 {
-			a.Calls = t.groupCalls(kids, i, parent)
-		}
+		t.atts = append(t.atts, Attempt{Span: s})
+		t.attPtrs = append(t.attPtrs, &t.atts[len(t.atts)-1])
+		end := len(t.attPtrs)
 		if cur != nil && cur.Hop == s.Hop {
 			zb := zeroBased[s.Hop]
 			last := cur.Attempts[len(cur.Attempts)-1].Span
 			if continuesCall(AttemptIndex(last, zb), AttemptIndex(s, zb), last, s) {
-				cur.Attempts = append(cur.Attempts, a)
+				cur.Attempts = t.attPtrs[callFrom:end:end]
 				continue
 			}
 		}
-		cur = &Call{Hop: s.Hop, Attempts: []*Attempt{a}, Role: t.roleOf(i, parent, grand)}
-		calls = append(calls, cur)
+		callFrom = end - 1
+		t.calls = append(t.calls, Call{Hop: s.Hop, Attempts: t.attPtrs[callFrom:end:end], Role: t.roleOf(i, parent, grand)})
+		cur = &t.calls[len(t.calls)-1]
+		t.callPtrs = append(t.callPtrs, cur)
+	}
+	calls := t.callPtrs[firstCall:len(t.callPtrs):len(t.callPtrs)]
+	if len(calls) == 0 {
+		return nil
+	}
+	for k, i := range sorted {
+		if kids := t.kids[i]; len(kids) > 0 {
+			t.attPtrs[firstAtt+k].Calls = t.groupCalls(kids, i, parent)
+		}
 	}
 	// Calls by start; ties in the order of their first attempts (a total
 	// order on distinct spans, so an unstable sort is deterministic).
