@@ -113,6 +113,8 @@ type Report struct {
 	// against another window of logs (see compare.go).
 	Compare *Comparison `json:"compare,omitempty"`
 	paths   *paths
+	// replayed is Recommend's last replay, for the predicted effect.
+	replayed *lastReplay
 	// unbounded is set when the hop names look unbounded (cardinality.go).
 	unbounded *Unbounded
 }
@@ -466,13 +468,14 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	}
 	rep.recommended = rec
 	rep.RecommendedPolicy = DocOf(rec)
-	// The predicted effect only replays reqs under the recommendation (it
-	// reads the policy, writes nothing shared); the tail's sources only
+	// The predicted effect only replays reqs under the recommendation, or
+	// reuses Recommend's last replay (it reads the policy, writes nothing
+	// shared); the tail's sources only
 	// read reqs and write the report's hops and ranking: run them at once.
 	// Ejections come after both, as they read the gaps and write the
 	// policy's comments.
 	par.Do(func() {
-		rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec)
+		rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec, rep.replayed)
 	}, func() {
 		whereTailComesFrom(rep, reqs)
 	})

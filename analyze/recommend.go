@@ -211,7 +211,7 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	chk := raiseUntilSafe(rep, reqs, p, opt, target)
 	if nested := coverNestedRetries(rep, reqs, p, opt); len(nested) > 0 {
 		// Timeouts only grew: replay once more for the final numbers.
-		recount(chk, replay.Run(reqs, p, replay.Options{}))
+		recount(chk, replayAll(rep, reqs, p))
 		for _, h := range nested {
 			if !slices.Contains(chk.RaisedHops, h) {
 				chk.RaisedHops = append(chk.RaisedHops, h)
@@ -291,7 +291,7 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 	var res *replay.Result
 	for round := 1; ; round++ {
 		p.Budget = budgetFor(reqs, p, opt.Margin)
-		res = replay.Run(reqs, p, replay.Options{})
+		res = replayAll(rep, reqs, p)
 		var broken []replay.Outcome
 		chk.Undetermined = 0
 		for _, o := range res.Outcomes {

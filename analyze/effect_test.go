@@ -1,0 +1,42 @@
+package analyze
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/replay"
+	"github.com/tailscope/tailscope/span"
+)
+
+// TestPredictedEffectReusesOnlyAnUnchangedReplay: the recommendation's
+// column of the predicted effect is Recommend's last replay when the
+// policy did not change after it, and a fresh replay when it did (here a
+// --max-budget cap); either way it equals replaying the final policy.
+func TestPredictedEffectReusesOnlyAnUnchangedReplay(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	spans := build(3,
+		scenario{hop: "pay", calls: 600, timeout: 2 * s, retries: 1, backoff: 100 * ms, attempt: persistent(0.05, 3*s, 5*s), mark: true},
+		scenario{hop: "ship", calls: 600, timeout: 1 * s, attempt: persistent(0.02, 2*s, 3*s), mark: true})
+	for _, tc := range []struct {
+		name   string
+		opt    Options
+		reused bool
+	}{
+		{"unchanged", Options{}, true},
+		{"budget capped after the replay", Options{MaxBudget: 500 * ms}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := append([]span.Span(nil), spans...)
+			reqs, probs := span.Assemble(sp)
+			rep := Run(sp, reqs, probs, tc.opt)
+			if got := rep.replayed.of(rep.Recommended()) != nil; got != tc.reused {
+				t.Errorf("Recommend's last replay reusable: %v, want %v", got, tc.reused)
+			}
+			want := replay.Run(reqs, rep.Recommended(), replay.Options{}).Summary()
+			if got := rep.PredictedEffect[len(rep.PredictedEffect)-1]; got.Policy != "recommended" || !reflect.DeepEqual(got.Summary, want) {
+				t.Errorf("predicted effect %+v, want a replay of the final policy %+v", got.Summary, want)
+			}
+		})
+	}
+}
