@@ -169,12 +169,13 @@ func Assemble(spans []Span) ([]*Request, Problems) {
 	probs := make([]Problems, par.Workers(n, minTracesPerWorker))
 	par.Ranges(n, minTracesPerWorker, func(w, lo, hi int) {
 		pr := &probs[w]
+		tr := newTree(int(from[hi] - from[lo]))
 		for t := lo; t < hi; t++ {
 			id := ""
 			if t < len(ids) {
 				id = ids[t]
 			}
-			reqs[t] = assembleTrace(id, byTrace[from[t]:from[t+1]:from[t+1]], pr)
+			reqs[t] = tr.assemble(id, byTrace[from[t]:from[t+1]:from[t+1]], pr)
 		}
 	})
 	var pr Problems
@@ -213,25 +214,58 @@ func (p *Problems) add(o Problems) {
 
 // tree is one trace's spans by index, with each span's children: slices,
 // not maps keyed by pointer, because a trace can hold a million spans and
-// every step below visits each of them.
+// every step below visits each of them. One tree assembles trace after
+// trace (one a worker), reusing its scratch space.
 type tree struct {
 	spans []*Span
 	kids  [][]int32
-	// The slabs groupCalls cuts the trace's attempts, calls and the
-	// slices of pointers to them from: a span is one attempt of at most
-	// one call, so each holds at most one entry a span, and a trace costs
-	// a few allocations rather than several a span.
+	// Scratch space, reused from trace to trace.
+	byID                         map[string]int32
+	parent, nkids, backing, tops []int32
+	stack, order                 []int32
+	reached                      []bool
+	// The slabs groupCalls cuts the attempts, calls and the slices of
+	// pointers to them from, sized up front for every span the tree will
+	// assemble: a span is one attempt of at most one call, so each holds
+	// at most one entry a span, and a worker costs a few allocations
+	// rather than several a span. They are never reused: the requests
+	// point into them.
 	atts     []Attempt
 	attPtrs  []*Attempt
 	calls    []Call
 	callPtrs []*Call
-	order    []int32
 }
 
-func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
+// newTree makes a tree to assemble traces of n spans in all.
+func newTree(n int) *tree {
+	return &tree{byID: map[string]int32{},
+		atts: make([]Attempt, 0, n), attPtrs: make([]*Attempt, 0, n), calls: make([]Call, 0, n), callPtrs: make([]*Call, 0, n)}
+}
+
+// bigTrace is the size above which a trace's span-id map is not kept for
+// the next trace: clearing a map costs its capacity, not its length.
+const bigTrace = 4096
+
+// zeroed returns s resized to n zero values, reusing its array when large
+// enough.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// assemble builds the request of one trace's spans ss.
+func (t *tree) assemble(id string, ss []*Span, pr *Problems) *Request {
 	// De-duplicate span ids: the first copy wins.
-	byID := make(map[string]int32, len(ss))
-	kept := ss[:0:0]
+	clear(t.byID)
+	if len(ss) > bigTrace {
+		t.byID = make(map[string]int32, len(ss))
+	}
+	byID := t.byID
+	kept := t.spans[:0]
 	for _, s := range ss {
 		if s.SpanID != "" {
 			if _, dup := byID[s.SpanID]; dup {
@@ -243,10 +277,12 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 		}
 		kept = append(kept, s)
 	}
+	t.spans = kept
 	n := len(kept)
-	parent := make([]int32, n)
-	nkids := make([]int32, n)
-	var tops []int32
+	parent := zeroed(t.parent, n)
+	nkids := zeroed(t.nkids, n)
+	t.parent, t.nkids = parent, nkids
+	tops := t.tops[:0]
 	for i, s := range kept {
 		p, ok := byID[s.ParentID]
 		switch {
@@ -262,10 +298,14 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 			nkids[p]++
 		}
 	}
+	if len(ss) > bigTrace {
+		t.byID = map[string]int32{}
+	}
 	// Children in one backing array, in input order.
-	backing := make([]int32, n)
-	t := &tree{spans: kept, kids: make([][]int32, n),
-		atts: make([]Attempt, 0, n), attPtrs: make([]*Attempt, 0, n), calls: make([]Call, 0, n), callPtrs: make([]*Call, 0, n), order: make([]int32, 0, n)}
+	backing := zeroed(t.backing, n)
+	t.backing = backing
+	t.kids = zeroed(t.kids, n)
+	t.order = t.order[:0]
 	off := int32(0)
 	for i := range n {
 		t.kids[i] = backing[off : off : off+nkids[i]]
@@ -279,8 +319,9 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 	// Spans unreachable from a top span sit in a parent cycle: re-attach
 	// them at the top so that nothing is silently lost. The walk keeps its
 	// own stack: a parent chain can be as deep as the input.
-	reached := make([]bool, n)
-	var stack []int32
+	reached := zeroed(t.reached, n)
+	t.reached = reached
+	stack := t.stack[:0]
 	walk := func(top int32) {
 		stack = append(stack[:0], top)
 		reached[top] = true
@@ -315,6 +356,7 @@ func assembleTrace(id string, ss []*Span, pr *Problems) *Request {
 			walk(int32(i))
 		}
 	}
+	t.stack, t.tops = stack, tops
 	t.cutDeep(tops, pr)
 	for p, cs := range t.kids {
 		ps := kept[p]
