@@ -162,12 +162,30 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			if !rec.setNumber(ent.f, &nt) {
 				return false
 			}
-		case str && rec.lazy && ent.f == fService:
-			rec.lazySvc = v // v lies in the line: valid until the next line
-		case str && rec.lazy && ent.f == fName:
-			rec.lazyName = v
+		case str:
+			// The string fields every line has, stored here as set stores
+			// them (a call and a second switch a member saved); the rest
+			// go to set.
+			switch {
+			case ent.f == fTraceID:
+				rec.sp.TraceID = rec.idString(v)
+			case ent.f == fSpanID:
+				rec.sp.SpanID = rec.idString(v)
+			case ent.f == fParentID:
+				rec.sp.ParentID = rec.idString(v)
+			case ent.f == fHop:
+				rec.sp.Hop = rec.intern.Get(v)
+			case rec.lazy && ent.f == fService:
+				rec.lazySvc = v // v lies in the line: valid until the next line
+			case rec.lazy && ent.f == fName:
+				rec.lazyName = v
+			default:
+				if rec.set(ent.f, true, v) != nil {
+					return false
+				}
+			}
 		default:
-			if rec.set(ent.f, str, v) != nil {
+			if rec.set(ent.f, false, v) != nil {
 				return false
 			}
 		}

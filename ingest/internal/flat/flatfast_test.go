@@ -80,6 +80,11 @@ func TestFastLineAgrees(t *testing.T) {
 		`{"hop":"a","duration_ms":1,"pod":"p-1","zone":"eu-1","n":12.5,"big":1e400,"ok":true,"off":false,"none":null,"empty":""}`,
 		"{\"hop\":\"a\",\"duration_ms\":1,\"bad\":\"x\xffy\",\"k\xfe\":2}",
 		`{"hop":"a","duration_ms":1,"otel.status_description":"gone"}`,
+		// Ids and the hop as the fast path stores them itself: empty,
+		// numbers (to set), null, repeated.
+		`{"trace_id":"","span_id":"","parent_id":"","hop":"","duration_ms":1}`,
+		`{"trace_id":12,"span_id":3.5,"parent_id":null,"hop":7,"duration_ms":1}`,
+		`{"trace_id":"a","trace_id":"b","span_id":"s","span_id":null,"hop":"h","hop":"i","duration_ms":1}`,
 	}
 	leave := []string{
 		`{}`,
