@@ -41,6 +41,13 @@ type layoutEntry struct {
 	f            field
 	hopAttr      bool  // the key of --hop-by attr:KEY
 	next         int32 // the entry that followed this one last time (0: none)
+	alt          int32 // the one that followed it the time before (0: none)
+}
+
+// keyAt reports whether line holds the entry's quoted key at i.
+func (g *layoutEntry) keyAt(line []byte, i int) bool {
+	q := g.quoted
+	return len(line)-i >= len(q) && string(line[i:i+len(q)]) == string(q)
 }
 
 // maxLayout bounds the keys remembered; a line with more distinct keys
@@ -83,11 +90,19 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 				} else if a&g.m[0] == g.w[0] && b&g.m[1] == g.w[1] {
 					ent = g
 				}
-			} else if q := g.quoted; n-i >= len(q) && string(line[i:i+len(q)]) == string(q) {
+			} else if g.keyAt(line, i) {
 				ent = g
 			}
 			if ent != nil {
 				cur = e
+				i += len(ent.quoted)
+			} else if e2 := ents[cur].alt; e2 > 0 && ents[e2].keyAt(line, i) {
+				// The other key met after this one (a root span's line
+				// without parent_id among child spans' lines): first
+				// guess from now on.
+				ents[cur].next, ents[cur].alt = e2, e
+				cur = e2
+				ent = &ents[e2]
 				i += len(ent.quoted)
 			}
 		}
@@ -101,7 +116,9 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 				return false
 			}
 			ents = ly.ent // layoutEntry may have grown it
-			ents[cur].next = e
+			if ents[cur].next != e {
+				ents[cur].next, ents[cur].alt = e, ents[cur].next
+			}
 			cur = e
 			ent = &ents[e]
 			i = j + 1
