@@ -100,12 +100,12 @@ func (kv *tkv) cols() []*tcol {
 // slot that holds the list, or an ancestor of it).
 func (kv *tkv) read(rep int) error {
 	var err error
-	if kv.keyG, err = kv.key.group(rep, kv.keyG); err != nil {
+	if kv.keyG, err = kv.key.group(rep); err != nil {
 		return err
 	}
 	for k, c := range kv.vals {
 		if c != nil {
-			if kv.valG[k], err = c.group(rep, kv.valG[k]); err != nil {
+			if kv.valG[k], err = c.group(rep); err != nil {
 				return err
 			}
 		}

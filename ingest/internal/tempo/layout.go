@@ -80,21 +80,22 @@ func LookupPath(s *parquet.Schema, path string) (parquet.LeafColumn, bool) {
 	return s.Lookup(strings.Split(path, ".")...)
 }
 
-// tcol is one projected column, read slot by slot with one value of
-// lookahead, so that the values of a nested list can be gathered.
+// tcol is one projected column, read slot by slot: a slot's values are
+// taken where the cursor buffered them, the value after a group (the next
+// slot's first) left there for the next take or group.
 type tcol struct {
 	path string
 	leaf parquet.LeafColumn
 	cur  *record.Cursor
-	peek parquet.Value
-	has  bool
-	// arena holds the bytes of the values group returned last: they are
-	// copied there rather than cloned one by one (an allocation each).
+	// own and arena hold a group that runs past the cursor's buffer: its
+	// values copied, and the bytes of its byte arrays (copied there
+	// rather than cloned one by one, an allocation each).
+	own   []parquet.Value
 	arena []byte
 }
 
 func (c *tcol) open(chunks []parquet.ColumnChunk) {
-	c.cur, c.has = record.NewCursor(chunks[c.leaf.ColumnIndex]), false
+	c.cur = record.NewCursor(chunks[c.leaf.ColumnIndex])
 }
 
 func (c *tcol) fail() error {
@@ -106,9 +107,9 @@ func (c *tcol) fail() error {
 
 // take returns the next value, valid until the next call on c.
 func (c *tcol) take() (parquet.Value, error) {
-	if c.has {
-		c.has = false
-		return c.peek, nil
+	if b := c.cur.Buffered(); len(b) > 0 {
+		c.cur.Advance(1)
+		return b[0], nil
 	}
 	v, ok := c.cur.Next()
 	if !ok {
@@ -118,30 +119,54 @@ func (c *tcol) take() (parquet.Value, error) {
 }
 
 // group returns the values of the next slot at repetition level rep: its
-// first value and every following value that repeats deeper. The values
-// are copies (they outlive the page they came from), valid until the next
-// call to group on c.
-func (c *tcol) group(rep int, dst []parquet.Value) ([]parquet.Value, error) {
-	v, err := c.take()
-	if err != nil {
-		return dst, err
+// first value and every following value that repeats deeper, valid until
+// the next call on c. A group that ends inside the cursor's buffer is a
+// view of it (no copy); one that reaches the buffer's end is copied out,
+// as the next values overwrite the buffer, and so are the bytes it points
+// to, which may belong to the page the cursor leaves. The cursor reads on
+// exactly when the value after the group is not buffered yet, so a
+// corrupt page fails at the same slot whichever way a group is taken.
+func (c *tcol) group(rep int) ([]parquet.Value, error) {
+	buf := c.cur.Buffered()
+	if len(buf) == 0 {
+		if !c.cur.Fill() {
+			return nil, c.fail()
+		}
+		buf = c.cur.Buffered()
+	}
+	j := 1
+	for j < len(buf) && int(buf[j].RepetitionLevel()) > rep {
+		j++
+	}
+	if j < len(buf) {
+		c.cur.Advance(j)
+		return buf[:j:j], nil
 	}
 	c.arena = c.arena[:0]
-	dst = append(dst[:0], c.keep(v))
+	dst := c.own[:0]
 	for {
-		v, ok := c.cur.Next()
-		if !ok {
+		for _, v := range buf[:j] {
+			dst = append(dst, c.keep(v))
+		}
+		c.cur.Advance(j)
+		if j < len(buf) {
+			break
+		}
+		if !c.cur.Fill() {
 			if c.cur.Err != nil {
+				c.own = dst
 				return dst, c.fail()
 			}
-			return dst, nil
+			break
 		}
-		if v.RepetitionLevel() <= rep {
-			c.peek, c.has = v, true
-			return dst, nil
+		buf = c.cur.Buffered()
+		j = 0
+		for j < len(buf) && int(buf[j].RepetitionLevel()) > rep {
+			j++
 		}
-		dst = append(dst, c.keep(v))
 	}
+	c.own = dst
+	return dst, nil
 }
 
 // keep copies v out of its page: the bytes of a byte array into c.arena.
@@ -168,11 +193,7 @@ func (c *tcol) keep(v parquet.Value) parquet.Value {
 
 // exhausted reports whether every value of the row group was used.
 func (c *tcol) exhausted() bool {
-	if c.has {
-		return false
-	}
-	_, ok := c.cur.Next()
-	return !ok
+	return !c.cur.Fill()
 }
 
 // split cuts the values of one slot into its list elements: an element

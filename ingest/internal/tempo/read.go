@@ -265,9 +265,10 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 				traceID = ""
 			case t.trText:
 				traceID = record.NormID(v.ByteArray(), 32)
+			case len(v.ByteArray()) == 0:
+				traceID = ""
 			default:
-				t.scratch = hex.AppendEncode(t.scratch[:0], v.ByteArray())
-				traceID = record.NormID(t.scratch, 32)
+				traceID = hexOf(v.ByteArray(), 32, &t.scratch)
 			}
 		}
 		if t.svc != nil && rep <= t.rr {
@@ -323,7 +324,7 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 		}
 		if t.evName != nil {
 			var err error
-			if t.evNameG, err = t.evName.group(t.rs, t.evNameG); err != nil {
+			if t.evNameG, err = t.evName.group(t.rs); err != nil {
 				return err
 			}
 			if t.evKV != nil {
@@ -342,7 +343,7 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 				if !ok {
 					return nil
 				}
-				return t.addAttr(&rec, string(key), text, str)
+				return t.addAttrBytes(&rec, key, text, str)
 			})
 		}
 		if t.evName != nil && attrErr == nil {
@@ -391,6 +392,25 @@ func (t *tempoReader) addAttr(rec *record.TraceRecord, key string, text []byte, 
 	return nil
 }
 
+// addAttrBytes is addAttr for a key read from a page: the key is the
+// interned string (no string built per attribute), kept as it is for
+// span.Span.Attrs. A key the interner changed (invalid UTF-8, made
+// U+FFFD) goes the general way, with its bytes as they are.
+func (t *tempoReader) addAttrBytes(rec *record.TraceRecord, kb []byte, text []byte, str bool) error {
+	key := t.attrIntern.Get(kb)
+	if key != string(kb) {
+		return t.addAttr(rec, string(kb), text, str)
+	}
+	if key == "error" {
+		return t.addAttr(rec, key, text, str)
+	}
+	rec.AddAttr(key, text, str, t.hopAttr)
+	if record.AttrKept(key) {
+		rec.Attrs = append(rec.Attrs, span.Attr{Key: key, Value: t.attrIntern.Get(text)})
+	}
+	return nil
+}
+
 // setAttrs makes the span's Attrs its resource's attributes, then its
 // own: a slice of the span's own, or, when spans are borrowed, the
 // reader's buffer, valid until the next span. The strings are interned,
@@ -426,6 +446,22 @@ func (t *tempoReader) resource() (hop string, set bool, err error) {
 			t.resAttrs = append(t.resAttrs, span.Attr{Key: t.attrIntern.Get([]byte(key)), Value: t.attrIntern.Get(text)})
 		}
 	}
+	// keepBytes is keep for a key read from a page, interned rather than
+	// built; one the interner changed (invalid UTF-8) goes through keep
+	// as it is.
+	keepBytes := func(kb []byte, text []byte) {
+		key := t.attrIntern.Get(kb)
+		if key != string(kb) {
+			keep(string(kb), text)
+			return
+		}
+		if t.hopAttr != "" && !set && key == t.hopAttr {
+			hop, set = string(text), true
+		}
+		if len(text) > 0 && record.AttrKept(key) {
+			t.resAttrs = append(t.resAttrs, span.Attr{Key: key, Value: t.attrIntern.Get(text)})
+		}
+	}
 	for _, a := range t.resCols {
 		v, err := a.col.take()
 		if err != nil {
@@ -449,7 +485,7 @@ func (t *tempoReader) resource() (hop string, set bool, err error) {
 	}
 	err = t.resKV.each(t.resKV.keyG, &t.resKV.valG, t.rr, func(key []byte, kind int, v parquet.Value) error {
 		if text, _, ok := tkvText(kind, v, t.scratch); ok {
-			keep(string(key), text)
+			keepBytes(key, text)
 		}
 		return nil
 	})
@@ -571,8 +607,30 @@ func hexID(v parquet.Value, scratch *[]byte) string {
 	if v.Kind() == parquet.ByteArray && isHexText(b) {
 		return record.NormID(b, 16)
 	}
-	*scratch = hex.AppendEncode((*scratch)[:0], b)
-	return record.NormID(*scratch, 16)
+	return hexOf(b, 16, scratch)
+}
+
+// hexOf is record.NormID(hex of b, width) without its checks and copies:
+// the hex of raw bytes is lowercase hex digits already, so what NormID
+// does to it is pad it with zeros to width and take all zeros for no id.
+func hexOf(b []byte, width int, scratch *[]byte) string {
+	zero := true
+	for _, c := range b {
+		if c != 0 {
+			zero = false
+			break
+		}
+	}
+	if zero {
+		return ""
+	}
+	s := (*scratch)[:0]
+	for n := 2 * len(b); n < width; n++ {
+		s = append(s, '0')
+	}
+	s = hex.AppendEncode(s, b)
+	*scratch = s
+	return string(s)
 }
 
 func isHexText(b []byte) bool {
