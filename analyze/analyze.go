@@ -526,7 +526,6 @@ func PercentileKnown(n, known int, q float64) bool {
 
 func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt Options, rep *Report) Hop {
 	h := Hop{Hop: name, Attempts: len(ss), Calls: len(cs) + rootCalls}
-	all := make([]int64, 0, len(ss))
 	var succ, failed []int64
 	cutMin := int64(math.MaxInt64)
 	cutCount := map[int64]int{}
@@ -537,7 +536,6 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	h.TimeoutMs, h.TimeoutSource = timeoutOf(name, ss, opt)
 	T := nsOf(h.TimeoutMs)
 	for _, s := range ss {
-		all = append(all, s.Duration)
 		if s.Failed() {
 			h.FailedAttempts++
 			failed = append(failed, s.Duration)
@@ -553,9 +551,11 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 			}
 		}
 	}
-	quantile.SortInt64(all)
+	// Every attempt, and the time-to-success samples below, are sorted
+	// unions of lists sorted once: merging is linear, sorting again is not.
 	quantile.SortInt64(succ)
 	quantile.SortInt64(failed)
+	all := mergeAscending(succ, failed)
 	// Values certainly among the smallest: those below the lowest cut.
 	known := len(all)
 	if censored > 0 {
@@ -573,8 +573,8 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 		}
 	}
 	// Time to success: successes, with censored attempts as ≥ their cut.
-	tts := append(append([]int64(nil), succ...), censoredDurations(ss, T)...)
-	quantile.SortInt64(tts)
+	cens := quantile.SortInt64(censoredDurations(ss, T))
+	tts := mergeAscending(succ, cens)
 	knownTTS := len(tts)
 	if censored > 0 {
 		knownTTS = sort.Search(len(tts), func(i int) bool { return tts[i] >= cutMin })
@@ -590,7 +590,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	}
 	h.ttsAt, h.ttsKnown = func(q float64) float64 { return quantile.Int64(tts, q) }, knownTTS
 
-	h.KMLatencyMs = kmLatency(succ, censoredDurations(ss, T))
+	h.KMLatencyMs = kmLatency(succ, cens)
 	h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))
 	h.CallFailureHistogram = callFailureHistogram(cs)
 	h.LatencyHistogram = LogHistogram(all)
@@ -606,6 +606,20 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 				censored, len(ss), 100*float64(censored)/float64(len(ss)), fmtMs(h.Censored.TimeoutMs), joinNames(unknown), fmtMs(h.Censored.AtLeastMs))})
 	}
 	return h
+}
+
+// mergeAscending returns the ascending union of two ascending slices, in
+// a new slice.
+func mergeAscending(a, b []int64) []int64 {
+	out := make([]int64, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0] < a[0] {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

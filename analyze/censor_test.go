@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -269,5 +270,18 @@ func TestAveragesHideTail(t *testing.T) {
 	// Failures spread through the body move the median: no note.
 	if w := hiddenTail(mk(lat, func(i int) bool { return i%2 == 0 })); w != nil {
 		t.Errorf("failures in the body: %+v", w)
+	}
+}
+
+func TestMergeAscending(t *testing.T) {
+	for _, tc := range []struct{ a, b, want []int64 }{
+		{nil, nil, []int64{}},
+		{[]int64{1, 3}, nil, []int64{1, 3}},
+		{nil, []int64{2}, []int64{2}},
+		{[]int64{1, 3, 3, 9}, []int64{0, 3, 4, 10, 11}, []int64{0, 1, 3, 3, 3, 4, 9, 10, 11}},
+	} {
+		if got := mergeAscending(tc.a, tc.b); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("mergeAscending(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
