@@ -201,7 +201,7 @@ func (k *cardinalityCase) run(bin, dir string, runs int, logf func(string, ...an
 		}}
 		for run := 0; run < runs; run++ {
 			for i := range r.ks {
-				m, err := measure(r.ks[i].cmd)
+				m, err := measureWarm(r.ks[i].cmd, path)
 				if err != nil {
 					return nil, fmt.Errorf("cardinality %d hops, %s: %v", h, r.ks[i].name, err)
 				}

@@ -14,7 +14,9 @@
 // what tailscope does (per-hop quantiles, time-to-success, failure
 // histogram, retry yield, request outcomes). DuckDB gets 2 threads, the
 // machine's cores. Each process is timed from start to exit (start-up
-// included for both) and its peak RSS read from the kernel's rusage.
+// included for both) and its peak RSS read from the kernel's rusage;
+// before each run its input file is read through, untimed, so that every
+// run starts with the file in the page cache (see measureWarm).
 //
 // With -ratio (default) it also runs tailscope on N/10 spans, to show that
 // peak memory does not grow with the input.
@@ -186,15 +188,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return []string{"node", script, file, fmt.Sprint(c.threads)}
 	}
 	contenders := []contender{
-		{name: tsJSONL, cmd: ts(jsonl)},
-		{name: dqJSONL, cmd: duck(qj)},
-		{name: dfJSONL, cmd: duck(fj)},
-		{name: tsParquet, cmd: ts(pq)},
-		{name: dqParquet, cmd: duck(qp)},
-		{name: dfParquet, cmd: duck(fp)},
+		{name: tsJSONL, cmd: ts(jsonl), in: jsonl},
+		{name: dqJSONL, cmd: duck(qj), in: jsonl},
+		{name: dfJSONL, cmd: duck(fj), in: jsonl},
+		{name: tsParquet, cmd: ts(pq), in: pq},
+		{name: dqParquet, cmd: duck(qp), in: pq},
+		{name: dfParquet, cmd: duck(fp), in: pq},
 	}
 	if c.ratio {
-		contenders = append(contenders, contender{name: smallName(c), cmd: ts(small)})
+		contenders = append(contenders, contender{name: smallName(c), cmd: ts(small), in: small})
 	}
 	otlp, err := otlpContenders(c, nj, logf, ts, duck, sql)
 	if err != nil {
@@ -206,18 +208,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	contenders = append(contenders, tempo...)
-	// A warm-up pass puts the files in the page cache for everyone.
-	for _, p := range []string{jsonl, pq} {
-		if err := warm(p); err != nil {
-			return err
-		}
-	}
 	vers := versions(c.duckDir)
 	before := readMachineState()
 	for r := 0; r < c.runs; r++ {
 		for i := range contenders {
 			k := &contenders[i]
-			m, err := measure(k.cmd)
+			m, err := measureWarm(k.cmd, k.in)
 			if err != nil {
 				return fmt.Errorf("%s: %v", k.name, err)
 			}
@@ -374,6 +370,7 @@ func size(path string) string {
 type contender struct {
 	name string
 	cmd  []string
+	in   string // the input file, read through before each run (see measureWarm)
 	m    []measurement
 }
 
@@ -404,6 +401,22 @@ func measure(argv []string) (measurement, error) {
 	}
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	return measurement{wall: wall, cpu: cpu, rssMB: float64(ru.Maxrss) * 1024 / 1e6}, nil
+}
+
+// measureWarm is measure after reading the input file through, untimed,
+// so that every run starts with the file in the page cache. One warm-up
+// at the start is not enough: this machine's kernel reclaims pages that
+// went unread for a while (DAMON), so after minutes of other contenders
+// the first run of a round read part of its file from disk (a JSON-lines
+// run took 2.9, 5.6 and 4.0 s in one bench, the contender after it, on
+// the pages it had just brought back, 3.6–4.3 s).
+func measureWarm(argv []string, in string) (measurement, error) {
+	if in != "" {
+		if err := warm(in); err != nil {
+			return measurement{}, err
+		}
+	}
+	return measure(argv)
 }
 
 func tail(s string, n int) string {

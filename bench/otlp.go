@@ -210,8 +210,8 @@ func otlpContenders(c config, n int, logf func(string, ...any), ts, duck func(st
 		return nil, err
 	}
 	return []contender{
-		{name: otlpTS, cmd: ts(path)},
-		{name: otlpDuck, cmd: duck(q)},
+		{name: otlpTS, cmd: ts(path), in: path},
+		{name: otlpDuck, cmd: duck(q), in: path},
 	}, nil
 }
 

@@ -424,7 +424,7 @@ func tempoContenders(c config, n int, logf func(string, ...any), ts, duck func(s
 		return nil, err
 	}
 	return []contender{
-		{name: tempoTS, cmd: ts(path)},
-		{name: tempoDuck, cmd: duck(q)},
+		{name: tempoTS, cmd: ts(path), in: path},
+		{name: tempoDuck, cmd: duck(q), in: path},
 	}, nil
 }
