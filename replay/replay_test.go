@@ -212,15 +212,7 @@ func TestReplayAgainstReference(t *testing.T) {
 		c.Normal, c.Tail, c.Slow = 20+rng.IntN(150), rng.IntN(30), rng.IntN(20)
 		c.TailFirstHop = rng.IntN(c.Tail + 1)
 		rows := matrix.Generate(c)
-		var buf bytes.Buffer
-		if err := matrix.WriteTrue(&buf, c, rows); err != nil {
-			t.Fatal(err)
-		}
-		var spans []span.Span
-		if _, err := ingest.ReadStream("m.jsonl", &buf, ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
-			t.Fatal(err)
-		}
-		reqs, _ := span.Assemble(spans)
+		reqs := matrixRequests(t, c, rows)
 		for trial := 0; trial < 5; trial++ {
 			p := &policy.Policy{Hops: map[string]policy.Hop{}}
 			ref := &policy.Policy{Hops: map[string]policy.Hop{}}
@@ -339,16 +331,7 @@ func TestProbeFindsEveryCut(t *testing.T) {
 func TestRunSplitMatchesOneWorker(t *testing.T) {
 	c := matrix.Article()
 	c.Normal, c.Tail, c.Slow, c.TailFirstHop = 900, 200, 100, 50
-	rows := matrix.Generate(c)
-	var buf bytes.Buffer
-	if err := matrix.WriteTrue(&buf, c, rows); err != nil {
-		t.Fatal(err)
-	}
-	var spans []span.Span
-	if _, err := ingest.ReadStream("m.jsonl", &buf, ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
-		t.Fatal(err)
-	}
-	reqs, _ := span.Assemble(spans)
+	reqs := matrixRequests(t, c, matrix.Generate(c))
 	if len(reqs) < 4*minPerWorker {
 		t.Fatalf("%d requests: too few to split over 4 workers", len(reqs))
 	}
@@ -374,4 +357,20 @@ func TestRunSplitMatchesOneWorker(t *testing.T) {
 			t.Errorf("options %+v: no hedges sent: the test does not cover the hedge tally", opt)
 		}
 	}
+}
+
+// matrixRequests writes the matrix's rows for c as the true run logs
+// them, and reads them back into requests.
+func matrixRequests(t *testing.T, c matrix.Config, rows []matrix.Request) []*span.Request {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := matrix.WriteTrue(&buf, c, rows); err != nil {
+		t.Fatal(err)
+	}
+	var spans []span.Span
+	if _, err := ingest.ReadStream("m.jsonl", &buf, ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
+		t.Fatal(err)
+	}
+	reqs, _ := span.Assemble(spans)
+	return reqs
 }
