@@ -325,11 +325,7 @@ func (d *blockDecoder) decode(b *block) {
 			reason, detail = d.src.Accept(&rec.sp)
 		}
 		if reason != "" {
-			e := record.Event{Before: len(b.Spans), At: ln, Reason: reason, Detail: detail}
-			if record.IsFilter(reason) {
-				e.ID, e.Detail = record.FilteredKey(&rec.sp), ""
-			}
-			b.Events = append(b.Events, e)
+			b.Reject(&rec.sp, ln, reason, detail)
 			continue
 		}
 		if d.branch != nil {

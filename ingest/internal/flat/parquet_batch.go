@@ -366,11 +366,7 @@ func (w *pqWorker) row(ch *pqChunk, rec *flatRecord, row int64, i int32, again b
 		reason, detail = w.src.Accept(&rec.sp)
 	}
 	if reason != "" {
-		e := record.Event{Before: len(ch.Spans), At: row, Reason: reason, Detail: detail}
-		if record.IsFilter(reason) {
-			e.ID, e.Detail = record.FilteredKey(&rec.sp), ""
-		}
-		ch.Events = append(ch.Events, e)
+		ch.Reject(&rec.sp, row, reason, detail)
 		return
 	}
 	if w.branch != nil {

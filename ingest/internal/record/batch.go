@@ -35,6 +35,17 @@ func (b *Batch) Reset() {
 	b.Spans, b.At, b.Events, b.Used = b.Spans[:0], b.At[:0], b.Events[:0], 0
 }
 
+// Reject places a record that became no span before the batch's next
+// span: a span a filter left out, counted by its key (FilteredKey), or a
+// skipped record with its reason and detail.
+func (b *Batch) Reject(sp *span.Span, at int64, reason, detail string) {
+	e := Event{Before: len(b.Spans), At: at, Reason: reason, Detail: detail}
+	if IsFilter(reason) {
+		e.ID, e.Detail = FilteredKey(sp), ""
+	}
+	b.Events = append(b.Events, e)
+}
+
 // pos is an At value as Source's (line, index) pair.
 func (b *Batch) pos(at int64) (line, index int64) {
 	if b.Rows {

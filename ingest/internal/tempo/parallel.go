@@ -125,11 +125,7 @@ func (t *tempoReader) emit(rec *record.TraceRecord, index int64) bool {
 	}
 	if t.branch != nil {
 		if reason, detail := t.src.Accept(&rec.Span); reason != "" {
-			e := record.Event{Before: len(ch.Spans), At: index, Reason: reason, Detail: detail}
-			if record.IsFilter(reason) {
-				e.ID, e.Detail = record.FilteredKey(&rec.Span), ""
-			}
-			ch.Events = append(ch.Events, e)
+			ch.Reject(&rec.Span, index, reason, detail)
 			return t.out.added()
 		}
 		ch.Used++
