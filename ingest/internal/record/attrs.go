@@ -71,8 +71,16 @@ func (a *AttrSet) KeyOf(k []byte) string { return a.interner().Get(k) }
 // (attrKept: the trace formats leave them out too, so the same span gives
 // the same Attrs in every format); text that is not valid UTF-8 is
 // repaired (a copy).
+// KeepValue reports whether an attribute goes into span.Span.Attrs: a key
+// attribution uses (AttrKept) with a value that is not empty and not over
+// MaxAttrValue. Every reader asks it, so that Attrs hold the same kind of
+// values whatever the format.
+func KeepValue(key string, v []byte) bool {
+	return len(v) > 0 && len(v) <= MaxAttrValue && AttrKept(key)
+}
+
 func (a *AttrSet) Add(tier uint8, key string, v []byte, alias bool) {
-	if len(v) == 0 || len(v) > MaxAttrValue || !AttrKept(key) {
+	if !KeepValue(key, v) {
 		return
 	}
 	var val string

@@ -71,9 +71,9 @@ func (r *TraceRecord) Reset() {
 	*r = TraceRecord{Soft: r.Soft[:0], Attrs: r.Attrs[:0], peer: r.peer[:0]}
 }
 
-// KeepAttr records a scalar attribute for span.Span.Attrs (see attrKept).
+// KeepAttr records a scalar attribute for span.Span.Attrs (see KeepValue).
 func (r *TraceRecord) KeepAttr(in *Interner, key string, v []byte) {
-	if AttrKept(key) {
+	if KeepValue(key, v) {
 		r.Attrs = append(r.Attrs, span.Attr{Key: in.Get([]byte(key)), Value: in.Get(v)})
 	}
 }

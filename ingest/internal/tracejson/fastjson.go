@@ -289,7 +289,7 @@ func fastNanos(v []byte) (int64, bool) {
 // fastKeepAttr is keepAttr, aliasing the key and value with borrow (when
 // they are valid UTF-8, as the interner would return them).
 func (w *jsonWalker) fastKeepAttr(rec *record.TraceRecord, key, v []byte, borrow bool) {
-	if !record.AttrKept(bstr(key)) {
+	if !record.KeepValue(bstr(key), v) {
 		return
 	}
 	if borrow && utf8.Valid(key) && utf8.Valid(v) {

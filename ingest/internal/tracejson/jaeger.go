@@ -237,7 +237,7 @@ func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 					if w.hopAttr != "" && tk == w.hopAttr {
 						p.hop, p.hopSet = string(tv), true
 					}
-					if !bin && record.AttrKept(tk) {
+					if !bin && record.KeepValue(tk, tv) {
 						p.attrs = append(p.attrs, span.Attr{Key: w.attrIntern.Get([]byte(tk)), Value: w.attrIntern.Get(tv)})
 					}
 					return nil

@@ -216,7 +216,7 @@ func (w *jsonWalker) jaegerFastProcess(b []byte, i int, p *jaegerProcess) int {
 					if w.hopAttr != "" && bstr(tk) == w.hopAttr {
 						p.hop, p.hopSet = string(tv), true
 					}
-					if !bin && record.AttrKept(bstr(tk)) {
+					if !bin && record.KeepValue(bstr(tk), tv) {
 						p.attrs = append(p.attrs, span.Attr{Key: w.attrIntern.Get(tk), Value: w.attrIntern.Get(tv)})
 					}
 				})

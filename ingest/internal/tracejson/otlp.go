@@ -289,7 +289,7 @@ func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
 			if w.hopAttr != "" && ak == w.hopAttr {
 				res.hop, res.hopSet = string(av), true
 			}
-			if record.AttrKept(ak) {
+			if record.KeepValue(ak, av) {
 				res.attrs = append(res.attrs, span.Attr{Key: w.attrIntern.Get([]byte(ak)), Value: w.attrIntern.Get(av)})
 			}
 			return nil

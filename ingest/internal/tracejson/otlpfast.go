@@ -325,7 +325,7 @@ func (w *jsonWalker) otlpFastResource(b []byte, i int, res *otlpResource) int {
 			if w.hopAttr != "" && bstr(ak) == w.hopAttr {
 				res.hop, res.hopSet = string(av), true
 			}
-			if record.AttrKept(bstr(ak)) {
+			if record.KeepValue(bstr(ak), av) {
 				res.attrs = append(res.attrs, span.Attr{Key: w.attrIntern.Get(ak), Value: w.attrIntern.Get(av)})
 			}
 		})
