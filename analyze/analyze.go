@@ -732,10 +732,14 @@ func requestStats(reqs []*span.Request) Requests {
 func addProblemWarnings(rep *Report, p span.Problems) {
 	add := func(n int, code, msg string) {
 		if n > 0 {
+			// The singular messages spell the count out ("1 span"): only
+			// the plural ones have a verb for it.
 			if s, ok := singularProblem[code]; ok && n == 1 {
 				msg = s
+			} else {
+				msg = fmt.Sprintf(msg, n)
 			}
-			rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: fmt.Sprintf(msg, n)})
+			rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: msg})
 		}
 	}
 	add(p.DuplicateSpanIDs, "duplicate-span-id", "%d spans repeat a span id already seen in their trace; the first copy was kept")
