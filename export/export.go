@@ -43,6 +43,12 @@ type Writer interface {
 	Close() error
 }
 
+// CarriesAttributes reports whether format writes span attributes
+// (span.Span.Attrs). Parquet's schema has no column for them yet: a
+// caller asking for attributes in Parquet must refuse rather than write
+// a file without them.
+func CarriesAttributes(format string) bool { return format == "jsonl" || format == "arrow" }
+
 // New returns a writer of format to w.
 func New(format string, w io.Writer) (Writer, error) {
 	switch format {

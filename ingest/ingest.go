@@ -96,7 +96,40 @@ func readFile(name string, opt *record.Options, prog *progress, st *record.Stats
 	}
 	defer f.Close()
 	defer prog.fileDone()
-	return readStream(name, prog.wrap(f, fileSize(f)), f, opt, st, emit)
+	before, _ := f.Stat()
+	err = readStream(name, prog.wrap(f, fileSize(f)), f, opt, st, emit)
+	if changed := stillThere(name, f, before); changed != nil {
+		return changed // the cause of any error the read met
+	}
+	return err
+}
+
+// stillThere reports a regular file that shrank, or whose name came to
+// name another file, while it was read: a log truncated (logrotate's
+// copytruncate, truncate) or rotated away under the reader. Either way
+// the spans read are some part of the log that nobody can name, which a
+// report must not pass off as the log (it would show as one "bad JSON"
+// skip at the cut, and a report on the rest). A file that grew was only
+// appended to, which a reader of a live log expects.
+func stillThere(name string, f *os.File, before os.FileInfo) error {
+	if before == nil || !before.Mode().IsRegular() {
+		return nil
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	if after.Size() < before.Size() {
+		return fmt.Errorf("%s: the file shrank from %d to %d bytes while it was read (truncated or rotated): its report would cover an unknown part of it; read it again, or read a copy", name, before.Size(), after.Size())
+	}
+	now, err := os.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: the file was removed or renamed while it was read (rotated?): read the file under its new name", name)
+	}
+	if err == nil && !os.SameFile(after, now) {
+		return fmt.Errorf("%s: the file was replaced by another while it was read (rotated?): read it again, or read the rotated file by its own name", name)
+	}
+	return nil
 }
 
 // ReadStream decodes one already-open input named name (for messages). It

@@ -52,6 +52,14 @@ func expand(paths []string) (files []string, passed []record.PassedFile, notes [
 	return w.files, w.passed, w.notes, nil
 }
 
+// Files lists the files that Read would read for paths, in its order
+// ("-" for stdin), or the error Read would stop on. A command uses it to
+// refuse an output file that is one of its inputs before reading any.
+func Files(paths []string) ([]string, error) {
+	files, _, _, err := expand(paths)
+	return files, err
+}
+
 func (w *walker) paths(paths []string) error {
 	for _, p := range paths {
 		if p == "-" {

@@ -143,6 +143,9 @@ func runAnalyze(e *env, args []string) error {
 	if err := tf.check(); err != nil {
 		return err
 	}
+	if err := notAnInput(e, out.output, fs.Args(), tf.compare, named(an.policyInForce)); err != nil {
+		return err
+	}
 	aopt, err := an.options()
 	if err != nil {
 		return err

@@ -147,6 +147,9 @@ func runCheck(e *env, args []string) error {
 	if len(c.policies) == 0 {
 		return usagef("no --policy given: name at least one policy file to check")
 	}
+	if err := notAnInput(e, out.output, fs.Args(), c.policies, named(c.baseline, an.policyInForce)); err != nil {
+		return err
+	}
 	copt, err := c.options()
 	if err != nil {
 		return err

@@ -29,7 +29,8 @@ as in analyze; --since/--until/--hops filter what is written.
 
 --attributes also writes each span's attributes (resource and span
 attributes, a flat log's other fields and columns): an "attributes" object
-in JSON lines, a list of key/value pairs in Arrow (not in Parquet yet);
+in JSON lines, a list of key/value pairs in Arrow; Parquet cannot carry
+them yet, so --attributes with a Parquet output is refused (exit 2);
 tailscope reads them back as they were. They are off by default because
 attribute values can hold user data (URLs with tokens, user ids, SQL), and
 the file would carry every one of them.
@@ -68,12 +69,20 @@ func runConvert(e *env, args []string) error {
 	} else if !validOutput(to) {
 		return usagef("--to %q: want %s", to, strings.Join(export.Formats, ", "))
 	}
+	if attrs && !export.CarriesAttributes(to) {
+		// Writing the spans without them and saying "wrote N spans"
+		// would lose what was asked for without a word.
+		return usagef("--attributes: %s output does not carry attributes yet; write JSON lines (.jsonl) or Arrow (.arrow), or drop --attributes", to)
+	}
 	paths := fs.Args()
 	if len(paths) == 0 {
 		return usagef("no input: give one or more files, directories, globs, or - for stdin")
 	}
 	opt, err := in.options(e)
 	if err != nil {
+		return err
+	}
+	if err := notAnInput(e, output, paths); err != nil {
 		return err
 	}
 	copt := logs.ConvertOptions{Format: to, Attributes: attrs, Name: describe(output), Strict: in.strict}

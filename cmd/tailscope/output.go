@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/report"
 )
 
@@ -47,6 +48,73 @@ func writeTo(e *env, path string, render func(w io.Writer) error) error {
 		return render(e.stdout)
 	}
 	return writeFile(path, render)
+}
+
+// notAnInput refuses, before anything is read, an output that is one of
+// the command's inputs: written atomically, a report would replace the log
+// it was made from. "The same file" is decided by device and inode
+// (os.SameFile), so a symbolic link, a hard link, /dev/stdout or
+// /dev/fd/N naming an input is caught as the input's own name is; inputs
+// are the files the readers would read (directories walked, globs
+// expanded, standard input when "-" names it) and the other files the
+// command reads (policies). With no -o, standard output redirected onto
+// an input (>> in.jsonl) is refused too: the reader would meet its own
+// report. Only regular files are compared: a device such as /dev/null is
+// never replaced. Usage error (exit 2): the command line is wrong.
+func notAnInput(e *env, output string, inputs ...[]string) error {
+	var out os.FileInfo
+	name := "-o " + output
+	if output == "" || output == "-" {
+		f, ok := e.stdout.(*os.File)
+		if !ok {
+			return nil
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return nil
+		}
+		out, name = fi, "standard output"
+	} else if fi, err := os.Stat(output); err == nil {
+		out = fi
+	}
+	if out == nil || !out.Mode().IsRegular() {
+		return nil // a new file, or not a file a rename would replace
+	}
+	for _, paths := range inputs {
+		files, err := ingest.Files(paths)
+		if err != nil {
+			files = paths // the read will say what is wrong; check what is named
+		}
+		for _, f := range files {
+			var fi os.FileInfo
+			var err error
+			if f == "-" {
+				sf, ok := e.stdin.(*os.File)
+				if !ok {
+					continue
+				}
+				fi, err = sf.Stat()
+				f = "standard input"
+			} else {
+				fi, err = os.Stat(f)
+			}
+			if err == nil && os.SameFile(out, fi) {
+				return usagef("%s is an input (the same file as %s): refusing to replace what is read; write the output to another file", name, f)
+			}
+		}
+	}
+	return nil
+}
+
+// named is the names given, without the empty ones (a flag not set).
+func named(names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // writeFile writes an output file without damaging what the path names:

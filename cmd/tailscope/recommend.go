@@ -60,6 +60,9 @@ func runRecommend(e *env, args []string) error {
 	if emit != "policy" && emit != "envoy" && emit != "grpc" {
 		return usagef("--emit %q: want policy, envoy or grpc", emit)
 	}
+	if err := notAnInput(e, output, fs.Args(), named(an.policyInForce)); err != nil {
+		return err
+	}
 	aopt, err := an.options()
 	if err != nil {
 		return err

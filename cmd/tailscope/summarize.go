@@ -49,6 +49,9 @@ func runSummarize(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := notAnInput(e, output, paths); err != nil {
+		return err
+	}
 	lo := logs.Options{Ingest: opt, SampleSpans: in.sampleSpans}
 	m := newMeter(e, in.quiet)
 	if m != nil {
@@ -91,6 +94,9 @@ func runMerge(e *env, args []string) error {
 	paths := fs.Args()
 	if len(paths) == 0 {
 		return usagef("no input: give the summaries to merge")
+	}
+	if err := notAnInput(e, output, paths); err != nil {
+		return err
 	}
 	s, err := summary.MergeFiles(paths)
 	if err != nil {

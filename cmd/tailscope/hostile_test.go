@@ -1,0 +1,117 @@
+// Hostile shapes of the command line and of the files it names: an output that is an input, a log that shrinks
+// while it is read, a combination of flags that would drop data silently.
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copySeed writes a copy of the seed logs (and policy A) into dir.
+func copySeed(t *testing.T, dir string) {
+	t.Helper()
+	for _, n := range []string{"spans.jsonl", "A.yaml"} {
+		b, err := os.ReadFile(filepath.Join(seedDir, n))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, n), b, 0o644))
+	}
+}
+
+// `analyze in.jsonl -o in.jsonl` replaced the log with its report and
+// exited 0. Every command that writes a file refuses (exit 2) an output
+// that is one of the files it reads, however the two names reach it: the
+// same name, a symbolic link, a hard link, a folder that holds it,
+// /dev/stdin when "-" reads it, a policy or baseline it reads; and
+// nothing is written. The control shows the same commands write a new
+// file.
+func TestOutputNeverReplacesAnInput(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	must(t, os.Symlink("spans.jsonl", filepath.Join(dir, "link.jsonl")))
+	must(t, os.Link(filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "hard.jsonl")))
+	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	must(t, os.Symlink("../spans.jsonl", filepath.Join(dir, "sub", "up.jsonl")))
+	if r := runIn(t, dir, "", "summarize", "-q", "spans.jsonl", "-o", "part.tss"); r.code != 0 {
+		t.Fatalf("summarize: exit %d: %s", r.code, r.stderr)
+	}
+	before := map[string]string{}
+	for _, n := range []string{"spans.jsonl", "A.yaml", "part.tss"} {
+		before[n] = readFile(t, filepath.Join(dir, n))
+	}
+	for _, c := range []struct {
+		args  []string
+		stdin string
+	}{
+		{args: []string{"analyze", "spans.jsonl", "-o", "spans.jsonl"}},
+		{args: []string{"analyze", "spans.jsonl", "-o", "link.jsonl"}},
+		{args: []string{"analyze", "link.jsonl", "-o", "hard.jsonl"}},
+		{args: []string{"analyze", "--format", "json", "sub", "-o", "spans.jsonl"}},
+		{args: []string{"analyze", "sp*.jsonl", "-o", "hard.jsonl"}},
+		{args: []string{"analyze", "-", "-o", "/dev/stdin"}, stdin: "spans.jsonl"},
+		{args: []string{"analyze", "part.tss", "-o", "part.tss"}},
+		{args: []string{"analyze", "--policy-in-force", "A.yaml", "spans.jsonl", "-o", "A.yaml"}},
+		{args: []string{"analyze", "--compare", "link.jsonl", "part.tss", "-o", "spans.jsonl"}},
+		{args: []string{"convert", "spans.jsonl", "-o", "hard.jsonl"}},
+		{args: []string{"convert", "--to", "jsonl", "spans.jsonl", "-o", "link.jsonl"}},
+		{args: []string{"summarize", "spans.jsonl", "-o", "spans.jsonl"}},
+		{args: []string{"summarize", "part.tss", "-o", "part.tss"}},
+		{args: []string{"merge", "part.tss", "-o", "part.tss"}},
+		{args: []string{"recommend", "spans.jsonl", "-o", "link.jsonl"}},
+		{args: []string{"check", "--policy", "A.yaml", "spans.jsonl", "-o", "A.yaml"}},
+		{args: []string{"check", "--policy", "A.yaml", "--baseline", "hard.jsonl", "spans.jsonl", "-o", "link.jsonl"}},
+	} {
+		r := runIn(t, dir, c.stdin, c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "is an input") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying the output is an input", c.args, r.code, r.stderr)
+		}
+		for n, want := range before {
+			if got := readFile(t, filepath.Join(dir, n)); got != want {
+				t.Fatalf("%v changed %s", c.args, n)
+			}
+		}
+	}
+	// The control: the same commands write a file that is no input.
+	for _, args := range [][]string{
+		{"analyze", "-q", "spans.jsonl", "-o", "report.txt"},
+		{"convert", "-q", "link.jsonl", "-o", "out.jsonl"},
+		{"summarize", "-q", "sub", "-o", "other.tss"},
+		{"merge", "part.tss", "-o", "all.tss"},
+	} {
+		if r := runIn(t, dir, "", args...); r.code != 0 {
+			t.Errorf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// `convert --attributes -o x.parquet` wrote the spans without their
+// attributes and said "wrote N spans". Asking for attributes in a format
+// that cannot carry them is a usage error, however the format is named,
+// and no file is written; the formats that carry them still do.
+func TestConvertAttributesNeedAFormatThatCarriesThem(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	for _, args := range [][]string{
+		{"convert", "--attributes", "spans.jsonl", "-o", "x.parquet"},
+		{"convert", "--attributes", "spans.jsonl", "-o", "x.PQ"},
+		{"convert", "--attributes", "--to", "parquet", "spans.jsonl", "-o", "x.jsonl"},
+		{"convert", "--to", "parquet", "--attributes", "spans.jsonl"},
+	} {
+		r := runIn(t, dir, "", args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--attributes") || strings.Contains(r.stderr, "wrote") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming --attributes", args, r.code, r.stderr)
+		}
+	}
+	for _, n := range listDir(t, dir) {
+		if n != "spans.jsonl" && n != "A.yaml" {
+			t.Errorf("a refused convert left %s", n)
+		}
+	}
+	for _, out := range []string{"x.jsonl", "x.arrow"} {
+		if r := runIn(t, dir, "", "convert", "-q", "--attributes", "spans.jsonl", "-o", out); r.code != 0 {
+			t.Errorf("--attributes -o %s: exit %d: %s", out, r.code, r.stderr)
+		}
+	}
+}
