@@ -93,7 +93,6 @@ type analysisView struct {
 	// per policy (see effectRows).
 	EffectHead []string
 	EffectRows [][]string
-	Unit       string
 	Hops       []hopView
 	Budget     string
 	// Rec are the hops the recommended policy sets a timeout for (they
@@ -131,12 +130,16 @@ type hopView struct {
 	Notes                       []int
 	Attempts, Calls, Failed     int
 	P50, P95, P99, Max, Timeout string
-	TimeoutSource               string
-	Class, Evidence             string
-	Action, RecTimeout, Basis   string
-	RecRetries                  int
-	Yield                       string
-	Latency, Failures           *chart
+	// HeadP50 and HeadP99 are the hop section's header values, written as
+	// its chart's marks write them (the table's cells are in the column's
+	// unit, the section's in the value's own).
+	HeadP50, HeadP99          string
+	TimeoutSource             string
+	Class, Evidence           string
+	Action, RecTimeout, Basis string
+	RecRetries                int
+	Yield                     string
+	Latency, Failures         *chart
 	// Timed is false for a hop the policy gives no timeout of its own
 	// (callee-side, in-process, request): no timeout or retries shown.
 	Timed bool
@@ -236,13 +239,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if len(rep.PredictedEffect) > 0 {
 		av.EffectHead, _, av.EffectRows = effectRows(rep.PredictedEffect)
 	}
-	var all []*float64
-	for _, h := range rep.Hops {
-		l := h.LatencyMs
-		all = append(all, l.P50, l.P95, l.P99, l.Max, atLeast(h.Censored))
-	}
-	u := unitFor(all...)
-	av.Unit = u.name
+	u50, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p95"), hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")
 	fn := newFootnotes(rep.Warnings)
 	av.Hops = make([]hopView, len(rep.Hops))
 	for i, h := range rep.Hops {
@@ -250,8 +247,9 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		hv := hopView{
 			ID: fmt.Sprintf("hop-%d", i+1), Name: h.Hop, Notes: fn.byHop[h.Hop],
 			Attempts: h.Attempts, Calls: h.Calls, Failed: h.FailedAttempts,
-			P50: percentile(u, l.P50, "p50", h.Censored), P95: percentile(u, l.P95, "p95", h.Censored),
-			P99: percentile(u, l.P99, "p99", h.Censored), Max: percentile(u, l.Max, "max", h.Censored),
+			P50: percentile(u50, l.P50, "p50", h.Censored), P95: percentile(u95, l.P95, "p95", h.Censored),
+			P99: percentile(u99, l.P99, "p99", h.Censored), Max: percentile(umax, l.Max, "max", h.Censored),
+			HeadP50: markText(l.P50, "p50", h.Censored), HeadP99: markText(l.P99, "p99", h.Censored),
 			Timeout: optDur(h.TimeoutMs), TimeoutSource: h.TimeoutSource,
 			Class: h.FailureClass, Evidence: h.Evidence,
 			Action: h.Recommendation.Action, RecTimeout: recTimeout(h.Recommendation),
@@ -383,12 +381,12 @@ func drawnHops(hops []analyze.Hop, limit int) []int {
 func latencyMarks(h *analyze.Hop) []markIn {
 	var ms []markIn
 	if v := h.LatencyMs.P50; v != nil {
-		ms = append(ms, markIn{"p50", *v, "p50 " + dur(*v), false})
+		ms = append(ms, markIn{"p50", *v, "p50 " + markText(v, "p50", h.Censored), false})
 	}
 	if v := h.LatencyMs.P99; v != nil {
-		ms = append(ms, markIn{"p99", *v, "p99 " + dur(*v), false})
+		ms = append(ms, markIn{"p99", *v, "p99 " + markText(v, "p99", h.Censored), false})
 	} else if h.Censored != nil {
-		ms = append(ms, markIn{"p99", h.Censored.AtLeastMs, "p99 ≥ " + dur(h.Censored.AtLeastMs), true})
+		ms = append(ms, markIn{"p99", h.Censored.AtLeastMs, "p99 " + markText(nil, "p99", h.Censored), true})
 	}
 	if h.TimeoutMs != nil {
 		ms = append(ms, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
@@ -397,6 +395,22 @@ func latencyMarks(h *analyze.Hop) []markIn {
 		ms = append(ms, markIn{"recommended", r.TimeoutMs, "recommended " + dur(r.TimeoutMs), false})
 	}
 	return ms
+}
+
+// markText is a hop percentile as its chart's mark and its section's
+// header write it: "250ms", "≥ 3s" when censored, "–" when unknown.
+func markText(v *float64, name string, c *analyze.Censored) string {
+	if v != nil {
+		return dur(*v)
+	}
+	if c != nil {
+		for _, x := range c.Unknown {
+			if x == name {
+				return "≥ " + dur(c.AtLeastMs)
+			}
+		}
+	}
+	return "–"
 }
 
 func yieldText(y *analyze.Yield) string {

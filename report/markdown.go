@@ -109,12 +109,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
 	writeTailMarkdown(e, rep)
 
-	var all []*float64
-	for _, h := range rep.Hops {
-		l := h.LatencyMs
-		all = append(all, l.P50, l.P95, l.P99, l.Max, atLeast(h.Censored))
-	}
-	u := unitFor(all...)
+	u50, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p95"), hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")
 	fn := newFootnotes(rep.Warnings)
 	var rows [][]string
 	for _, h := range rep.Hops {
@@ -128,8 +123,8 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 			name += " " + m
 		}
 		rows = append(rows, []string{name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
-			percentile(u, l.P50, "p50", h.Censored), percentile(u, l.P95, "p95", h.Censored),
-			percentile(u, l.P99, "p99", h.Censored), percentile(u, l.Max, "max", h.Censored), to, md(h.FailureClass),
+			percentile(u50, l.P50, "p50", h.Censored), percentile(u95, l.P95, "p95", h.Censored),
+			percentile(u99, l.P99, "p99", h.Censored), percentile(umax, l.Max, "max", h.Censored), to, md(h.FailureClass),
 			md(h.Recommendation.Action), recTimeout(h.Recommendation), recRetries(h.Recommendation)})
 	}
 	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries"},

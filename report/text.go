@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -88,28 +89,33 @@ func (t *table) write(e *errWriter, indent string) {
 	}
 }
 
-// unit picks one unit for a column of ms values: ms below a second, s
-// above, so that a column reads without mental conversion.
+// unit is the one unit of a column of ms values, so that a column reads
+// without mental conversion: seconds when every value is a second or more,
+// microseconds when every value is below a millisecond, else milliseconds.
+// Each cell then shows three significant digits in that unit (5.73ms,
+// 57.3ms, 573ms, 1100ms; 52.3µs; seconds to the millisecond, 1.42s): a column of a millisecond-scale
+// system must not read "<0.01s" and print 5.73 ms and 9.11 ms alike.
 type unit struct {
 	div  float64
 	name string
-	prec int
 }
 
 func unitFor(vals ...*float64) unit {
-	m := 0.0
+	lo, hi := math.Inf(1), 0.0
 	for _, v := range vals {
-		if v != nil && *v > m {
-			m = *v
+		if v != nil && *v > 0 {
+			lo, hi = min(lo, *v), max(hi, *v)
 		}
 	}
 	switch {
-	case m >= 1000:
-		return unit{1000, "s", 2}
-	case m < 10:
-		return unit{1, "ms", 2} // a column of fast hops: 0.42ms, not 0ms
+	case hi == 0:
+		return unit{1, "ms"}
+	case lo >= 1000:
+		return unit{1000, "s"}
+	case hi < 1:
+		return unit{0.001, "µs"}
 	}
-	return unit{1, "ms", 0}
+	return unit{1, "ms"}
 }
 
 func (u unit) f(v *float64) string {
@@ -119,14 +125,45 @@ func (u unit) f(v *float64) string {
 	return u.text(*v)
 }
 
+// maxDecimals bounds a cell's decimals: below a thousandth of the
+// column's unit the cell says so ("<0.001ms") rather than print digits
+// no one compares.
+const maxDecimals = 3
+
 func (u unit) text(v float64) string {
 	x := v / u.div
-	if x > 0 && x < 0.5*math.Pow(10, -float64(u.prec)) {
-		// Too small to show at the column's precision: say so rather
-		// than print zero.
-		return fmt.Sprintf("<%.*f%s", u.prec, math.Pow(10, -float64(u.prec)), u.name)
+	switch {
+	case x < 0:
+		return "-" + u.text(-v)
+	case x == 0:
+		return "0" + u.name
+	case x < 0.5*math.Pow(10, -maxDecimals):
+		return fmt.Sprintf("<%.*f%s", maxDecimals, math.Pow(10, -maxDecimals), u.name)
 	}
-	return fmt.Sprintf("%.*f%s", u.prec, x, u.name)
+	if u.name == "s" {
+		// Seconds keep the millisecond up to 100 s, as in sentences
+		// (10.57s): at least three significant digits, never fewer than a
+		// sentence of the same report shows.
+		d := 2
+		if x >= 100 {
+			d = max(0, 3-int(math.Floor(math.Log10(x))))
+		}
+		return strconv.FormatFloat(x, 'f', d, 64) + u.name
+	}
+	return sigDigits(x, 3) + u.name
+}
+
+// sigDigits prints x (> 0) with n significant digits, or as an integer
+// when it has more digits than that before the point (1100, not 1.1e3),
+// with at most maxDecimals decimals.
+func sigDigits(x float64, n int) string {
+	d := min(max(n-1-int(math.Floor(math.Log10(x))), 0), maxDecimals)
+	s := strconv.FormatFloat(x, 'f', d, 64)
+	// 9.996 at two decimals rounds up to 10.00: one digit too many.
+	if y, err := strconv.ParseFloat(s, 64); err == nil && d > 0 && math.Floor(math.Log10(y)) > math.Floor(math.Log10(x)) {
+		s = strconv.FormatFloat(x, 'f', d-1, 64)
+	}
+	return s
 }
 
 func dur(ms float64) string { return analyze.FormatDuration(time.Duration(ms * 1e6)) }
@@ -136,13 +173,44 @@ func pct(x float64) string {
 	return strings.Replace(s, ".0%", "%", 1)
 }
 
-// atLeast is the lower bound shown for censored percentiles, so that the
-// column's unit also fits the "≥" cells.
-func atLeast(c *analyze.Censored) *float64 {
-	if c == nil {
-		return nil
+// latencyAt is a hop's percentile by its name in Censored.Unknown.
+func latencyAt(l analyze.Latency, name string) *float64 {
+	switch name {
+	case "p50":
+		return l.P50
+	case "p90":
+		return l.P90
+	case "p95":
+		return l.P95
+	case "p99":
+		return l.P99
+	case "p999":
+		return l.P999
+	case "max":
+		return l.Max
 	}
-	return &c.AtLeastMs
+	return nil
+}
+
+// hopColumnUnit is the unit of one latency column of a hop table (p50,
+// p90, p95, p99 or max), from the cells it shows: a censored cell shows its
+// lower bound. Each column has its own: the p50 of a millisecond-scale
+// system reads in ms even when its max column reads in seconds.
+func hopColumnUnit(hops []analyze.Hop, name string) unit {
+	vs := make([]*float64, 0, len(hops))
+	for i := range hops {
+		h := &hops[i]
+		v := latencyAt(h.LatencyMs, name)
+		if v == nil && h.Censored != nil {
+			for _, x := range h.Censored.Unknown {
+				if x == name {
+					v = &h.Censored.AtLeastMs
+				}
+			}
+		}
+		vs = append(vs, v)
+	}
+	return unitFor(vs...)
 }
 
 // percentile shows a hop percentile, or "≥ cut" when it is censored.
@@ -320,13 +388,9 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
 	writeTailText(e, rep)
-	var all []*float64
-	for _, h := range rep.Hops {
-		l := h.LatencyMs
-		all = append(all, l.P50, l.P90, l.P95, l.P99, l.Max, atLeast(h.Censored))
-	}
 	lo, hi := histRange(rep.Hops)
-	u := unitFor(all...)
+	u50, u90, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p90"), hopColumnUnit(rep.Hops, "p95"),
+		hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")
 	fn := newFootnotes(rep.Warnings)
 	spark := "LATENCY"
 	if hi > lo {
@@ -347,9 +411,9 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 			name += " " + m
 		}
 		t.add(name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
-			percentile(u, l.P50, "p50", h.Censored), percentile(u, l.P90, "p90", h.Censored),
-			percentile(u, l.P95, "p95", h.Censored), percentile(u, l.P99, "p99", h.Censored),
-			percentile(u, l.Max, "max", h.Censored), to, h.FailureClass, sparkline(h.LatencyHistogram, lo, hi, 16))
+			percentile(u50, l.P50, "p50", h.Censored), percentile(u90, l.P90, "p90", h.Censored),
+			percentile(u95, l.P95, "p95", h.Censored), percentile(u99, l.P99, "p99", h.Censored),
+			percentile(umax, l.Max, "max", h.Censored), to, h.FailureClass, sparkline(h.LatencyHistogram, lo, hi, 16))
 	}
 	t.paint = func(row, col int, cell string) string {
 		switch {

@@ -1,0 +1,240 @@
+package report
+
+import (
+	"bytes"
+	"html"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/logs"
+)
+
+func TestUnitCells(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name string
+		col  []*float64
+		want []string
+	}{
+		// A millisecond-scale column: what used to read "<0.01s" and
+		// "0.01s" for both 5.73 ms and 9.11 ms.
+		{"ms scale", []*float64{f(5.73), f(9.11), f(0.4), f(57.31), f(573.1), f(1101)}, []string{"5.73ms", "9.11ms", "0.400ms", "57.3ms", "573ms", "1101ms"}},
+		// Every value a second or more: seconds, to the millisecond.
+		{"seconds", []*float64{f(1000), f(10570), f(123456)}, []string{"1.00s", "10.57s", "123.5s"}},
+		// Every value below a millisecond: microseconds.
+		{"µs scale", []*float64{f(0.0523), f(0.5), f(0.0051)}, []string{"52.3µs", "500µs", "5.10µs"}},
+		// Rounding up past a power of ten keeps three digits.
+		{"round up", []*float64{f(9.996), f(99.96), f(0.9996)}, []string{"10.0ms", "100ms", "1.00ms"}},
+		// Too small for the column's unit, zero, nothing.
+		{"tiny", []*float64{f(0.0001), f(0), nil, f(12)}, []string{"<0.001ms", "0ms", "–", "12.0ms"}},
+		{"empty", []*float64{nil, f(0)}, []string{"–", "0ms"}},
+	} {
+		u := unitFor(c.col...)
+		for i, v := range c.col {
+			if got := u.f(v); got != c.want[i] {
+				t.Errorf("%s: cell %d = %q, want %q", c.name, i, got, c.want[i])
+			}
+		}
+	}
+}
+
+// sigDigitsOf counts the significant digits a cell shows ("0.029ms": 2,
+// "1101ms": 4) and its decimals.
+func sigDigitsOf(cell string) (sig, decimals int) {
+	num := strings.TrimLeft(cell, "≥<")
+	num = strings.TrimRightFunc(num, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i := strings.IndexByte(num, '.'); i >= 0 {
+		decimals = len(num) - i - 1
+	}
+	digits := strings.TrimLeft(strings.ReplaceAll(num, ".", ""), "0")
+	return len(digits), decimals
+}
+
+// cellValue reads a cell back in ms.
+func cellValue(t *testing.T, cell string) float64 {
+	t.Helper()
+	num := strings.TrimLeft(cell, "≥")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(num, "µs"):
+		num, mult = strings.TrimSuffix(num, "µs"), 0.001
+	case strings.HasSuffix(num, "ms"):
+		num = strings.TrimSuffix(num, "ms")
+	case strings.HasSuffix(num, "s"):
+		num, mult = strings.TrimSuffix(num, "s"), 1000
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		t.Fatalf("cell %q: %v", cell, err)
+	}
+	return v * mult
+}
+
+var (
+	reHTMLHopRow = regexp.MustCompile(`<tr data-hop="([^"]*)"><td class="hopname">.*?</td>((?:<td class="num">[^<]*</td>)+)`)
+	reHTMLNum    = regexp.MustCompile(`<td class="num">([^<]*)</td>`)
+	reHTMLFacts  = regexp.MustCompile(`p50 <b>([^<]*)</b> · p99 <b>([^<]*)</b>`)
+	reHTMLMark   = regexp.MustCompile(`<text[^>]*>(p50|p99) ([^<]*)</text>`)
+)
+
+// realReports reads the real exports the tests can reach: the TrainTicket
+// minute kept in testdata/real, and the Online Boutique and TrainTicket
+// minutes of ../shared/data when present.
+func realReports(t *testing.T) map[string]*analyze.Report {
+	t.Helper()
+	nezha := map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
+		"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
+	out := map[string]*analyze.Report{}
+	for _, p := range []string{"../testdata/real/nezha-trainticket/fault-12_06_trace.csv",
+		"../../shared/data/nezha-online-boutique/2022-08-23-12_02_trace.csv",
+		"../../shared/data/nezha-trainticket/baseline-11_39_trace.csv"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		l, err := logs.Read([]string{p}, logs.Options{Ingest: ingest.Options{Map: nezha}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = l.Report(analyze.Options{})
+	}
+	if len(out) == 0 {
+		t.Fatal("no real export found")
+	}
+	return out
+}
+
+// On real millisecond-scale exports, the hop table's latency cells show
+// three significant digits (or the thousandth of their unit), two values
+// that differ by more than 1% never print alike, and the text, Markdown and
+// HTML tables print the same cells; the HTML section of a hop says its p50
+// and p99 as its chart's marks do.
+func TestHopTableUnitsOnRealExports(t *testing.T) {
+	for path, rep := range realReports(t) {
+		t.Run(path, func(t *testing.T) {
+			var txt, md, ht bytes.Buffer
+			for f, b := range map[string]*bytes.Buffer{"text": &txt, "markdown": &md, "html": &ht} {
+				if err := Analysis(b, f, rep, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The Markdown table: hop, attempts, calls, failed, p50, p95, p99, max.
+			mdCells := map[string][]string{}
+			for _, line := range strings.Split(md.String(), "\n") {
+				cells := strings.Split(strings.Trim(line, "| "), " | ")
+				if len(cells) == 13 && cells[0] != "hop" && !strings.HasPrefix(cells[0], ":--") {
+					name := strings.TrimRight(cells[0], " ¹²³⁴⁵⁶⁷⁸⁹⁰˒")
+					mdCells[html.UnescapeString(regexp.MustCompile(`\\(.)`).ReplaceAllString(name, "$1"))] = cells[4:8]
+				}
+			}
+			if len(mdCells) != len(rep.Hops) {
+				t.Fatalf("markdown hop table has %d rows, want %d", len(mdCells), len(rep.Hops))
+			}
+			byCol := make([]map[string]float64, 4) // column → cell → value
+			for i := range byCol {
+				byCol[i] = map[string]float64{}
+			}
+			for _, h := range rep.Hops {
+				cells := mdCells[h.Hop]
+				if cells == nil {
+					t.Fatalf("hop %q not in the markdown table", h.Hop)
+				}
+				l := h.LatencyMs
+				for i, v := range []*float64{l.P50, l.P95, l.P99, l.Max} {
+					c := cells[i]
+					if v == nil || strings.HasPrefix(c, "≥") {
+						continue
+					}
+					sig, dec := sigDigitsOf(c)
+					if *v > 0 && sig < 3 && dec < 3 {
+						t.Errorf("%s: cell %q for %.4gms shows %d significant digits", h.Hop, c, *v, sig)
+					}
+					if got := cellValue(t, c); math.Abs(got-*v) > 0.005**v+0.0005 {
+						t.Errorf("%s: cell %q reads %.4gms, the value is %.4gms", h.Hop, c, got, *v)
+					}
+					if w, ok := byCol[i][c]; ok && math.Abs(w-*v) > 0.01*max(w, *v) {
+						t.Errorf("column %d: %.4gms and %.4gms both print as %q", i, w, *v, c)
+					}
+					byCol[i][c] = *v
+				}
+				// The text row holds the same cells, in order.
+				for _, line := range strings.Split(txt.String(), "\n") {
+					if strings.HasPrefix(line, h.Hop+" ") && strings.Contains(line, " "+cells[0]+" ") {
+						rest := line
+						for _, c := range cells {
+							i := strings.Index(rest, " "+c+" ")
+							if i < 0 {
+								t.Errorf("text row of %s lacks %q in order: %s", h.Hop, c, line)
+								break
+							}
+							rest = rest[i+len(c)+1:]
+						}
+					}
+				}
+			}
+			page := ht.String()
+			rows := reHTMLHopRow.FindAllStringSubmatch(page, -1)
+			if len(rows) != len(rep.Hops) {
+				t.Fatalf("HTML hop table has %d rows, want %d", len(rows), len(rep.Hops))
+			}
+			for _, r := range rows {
+				name := html.UnescapeString(r[1])
+				nums := reHTMLNum.FindAllStringSubmatch(r[2], -1)
+				want := mdCells[name]
+				for i := range want {
+					if got := html.UnescapeString(nums[3+i][1]); got != want[i] {
+						t.Errorf("%s: HTML cell %q, markdown %q", name, got, want[i])
+					}
+				}
+			}
+			// Each drawn hop's header against its latency chart's marks.
+			sections := strings.Split(page, `<article class="panel hop"`)
+			checked := 0
+			for _, s := range sections[1:] {
+				facts := reHTMLFacts.FindStringSubmatch(s)
+				if facts == nil {
+					continue
+				}
+				marks := map[string]string{}
+				for _, m := range reHTMLMark.FindAllStringSubmatch(s, -1) {
+					marks[m[1]] = html.UnescapeString(m[2])
+				}
+				for i, k := range []string{"p50", "p99"} {
+					head := html.UnescapeString(facts[1+i])
+					if m, ok := marks[k]; ok && m != head {
+						t.Errorf("hop section: header %s %q, chart mark %q", k, head, m)
+					}
+				}
+				checked++
+			}
+			if checked == 0 {
+				t.Error("no hop section with a header found in the HTML page")
+			}
+		})
+	}
+}
+
+// The real exports' pages, opened in headless Chromium at 1400 px: no
+// console message, nothing wider than the window, the hop table in its
+// card.
+func TestChromiumRealExports(t *testing.T) {
+	bin := chromiumPath(t)
+	for path, rep := range realReports(t) {
+		var b bytes.Buffer
+		if err := Analysis(&b, "html", rep, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		l := measure(t, bin, b.Bytes(), 1400, "")
+		if l.Rows != len(rep.Hops) {
+			t.Errorf("%s: the hop table has %d rows, want %d", path, l.Rows, len(rep.Hops))
+		}
+		if why := l.fits(); why != "" {
+			t.Errorf("%s at 1400 px: %s", path, why)
+		}
+	}
+}
