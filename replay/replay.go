@@ -866,8 +866,19 @@ func (s *run) pick(c *span.Call, k int) *span.Attempt {
 // draw is a deterministic uniform number in [0,1) for (trace, hop, k):
 // replays are repeatable, and two policies see the same luck.
 func (s *run) draw(hop string, k int, salt byte) float64 {
+	return draw(s.trace, hop, k, salt)
+}
+
+// Jitter is the draw in [0,1) that the replay gives the backoff's jitter
+// before retry k of a call to hop in the request trace. A runtime that
+// applies the same policy (package enforce) can be handed the same luck,
+// so that its outcome on the same latencies can be compared with the
+// replay's exactly.
+func Jitter(trace, hop string, k int) float64 { return draw(trace, hop, k, 0) }
+
+func draw(trace, hop string, k int, salt byte) float64 {
 	h := fnv.New64a()
-	h.Write([]byte(s.trace))
+	h.Write([]byte(trace))
 	h.Write([]byte{0, salt})
 	h.Write([]byte(hop))
 	h.Write([]byte{byte(k), byte(k >> 8)})
