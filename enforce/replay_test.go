@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -112,6 +114,9 @@ func drive(t *testing.T, pol *enforce.Policy, counts *enforce.Counts, r *span.Re
 			if !errors.As(err, &d) {
 				t.Fatalf("%s: %s gave up with %T %v, not a *Degraded", r.TraceID, c.Hop, err, err)
 			}
+			if !plainWords.MatchString(d.Missing) || strings.Contains(d.Missing, errLogged.Error()) || strings.Contains(d.Error(), errLogged.Error()) {
+				t.Errorf("%s: Missing %q is not plain words, or carries the error", r.TraceID, d.Missing)
+			}
 			o.end, o.failedHop = now, d.Hop
 			break
 		}
@@ -126,18 +131,27 @@ func drive(t *testing.T, pol *enforce.Policy, counts *enforce.Counts, r *span.Re
 
 // runAll drives every request in order through one Policy (so that retry
 // throttling carries from one to the next, as in the replay) in one
-// bubble.
-func runAll(t *testing.T, p *policy.Policy, throttle map[string]policy.RetryBudget, reqs []*span.Request) []outcome {
+// bubble. It returns each request's outcome, and the attempts and hedges
+// by hop over them all.
+func runAll(t *testing.T, p *policy.Policy, throttle map[string]policy.RetryBudget, reqs []*span.Request) (out []outcome, attempts, hedges map[string]int) {
 	t.Helper()
-	out := make([]outcome, len(reqs))
+	out = make([]outcome, len(reqs))
+	attempts, hedges = map[string]int{}, map[string]int{}
 	synctest.Test(t, func(t *testing.T) {
 		var counts enforce.Counts
 		pol := enforce.New(p, enforce.Options{Jitter: replayJitter, Observe: counts.Observe, Throttle: throttle})
 		for i, r := range reqs {
 			out[i] = drive(t, pol, &counts, r)
+			s := counts.Snapshot()
+			for h, n := range s.AttemptsByHop {
+				attempts[h] += n
+			}
+			for h, n := range s.HedgesByHop {
+				hedges[h] += n
+			}
 		}
 	})
-	return out
+	return out, attempts, hedges
 }
 
 // TestSeedTable runs the seed sample through enforce under the five seed
@@ -157,7 +171,7 @@ func TestSeedTable(t *testing.T) {
 	want := map[string]int{"A": 181, "B": 181, "C": 200, "D": 181, "E": 170}
 	for _, p := range pols {
 		t.Run(p.Name, func(t *testing.T) {
-			got := runAll(t, p, nil, reqs)
+			got, attempts, hedges := runAll(t, p, nil, reqs)
 			succeeded := 0
 			for _, o := range got {
 				if o.ok {
@@ -167,15 +181,18 @@ func TestSeedTable(t *testing.T) {
 			if len(reqs) != 200 || succeeded != want[p.Name] {
 				t.Errorf("%d/%d succeeded through enforce, want %d/200", succeeded, len(reqs), want[p.Name])
 			}
-			compare(t, reqs, got, replay.Run(reqs, p, replay.Options{}))
+			compare(t, reqs, got, attempts, hedges, replay.Run(reqs, p, replay.Options{}))
 		})
 	}
 }
 
 // compare fails t for every request whose outcome through enforce is not
-// the replay's.
-func compare(t *testing.T, reqs []*span.Request, got []outcome, res *replay.Result) {
+// the replay's, and when the attempts or hedges by hop differ.
+func compare(t *testing.T, reqs []*span.Request, got []outcome, attempts, hedges map[string]int, res *replay.Result) {
 	t.Helper()
+	if !maps.Equal(attempts, res.AttemptsByHop) || !maps.Equal(hedges, res.HedgesByHop) {
+		t.Errorf("by hop: enforce attempts %v hedges %v\n\treplay  attempts %v hedges %v", attempts, hedges, res.AttemptsByHop, res.HedgesByHop)
+	}
 	bad := 0
 	for i, o := range res.Outcomes {
 		if o.Undetermined {
@@ -205,9 +222,9 @@ func TestRandomAgainstReplay(t *testing.T) {
 		reqs := randomMatrix(rng, 30)
 		p, throttle := randomPolicy(rng)
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			got := runAll(t, p, throttle, reqs)
+			got, attempts, hedges := runAll(t, p, throttle, reqs)
 			res := replay.Run(reqs, p, replay.Options{Throttle: throttle})
-			compare(t, reqs, got, res)
+			compare(t, reqs, got, attempts, hedges, res)
 			if t.Failed() {
 				t.Logf("policy:\n%sthrottle %+v", p.Marshal(), throttle)
 			}
