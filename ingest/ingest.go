@@ -54,7 +54,7 @@ func Read(paths []string, opt record.Options, emit func(*span.Span)) (*record.St
 	if opt.Format != "auto" && decoders[opt.Format] == nil {
 		return nil, fmt.Errorf("unknown --input %q (want auto, %s)", opt.Format, strings.Join(Formats, ", "))
 	}
-	files, passed, notes, err := expand(paths)
+	files, passed, notes, err := expand(paths, opt.Remote)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +89,9 @@ func readFile(name string, opt *record.Options, prog *progress, st *record.Stats
 		}
 		defer prog.fileDone()
 		return readStream("<stdin>", prog.wrap(opt.Stdin, 0), nil, opt, st, emit)
+	}
+	if opt.Remote != nil && opt.Remote.Claims(name) {
+		return readRemote(name, opt, prog, st, emit)
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -128,6 +131,23 @@ func stillThere(name string, f *os.File, before os.FileInfo) error {
 	}
 	if err == nil && !os.SameFile(after, now) {
 		return fmt.Errorf("%s: the file was replaced by another while it was read (rotated?): read it again, or read the rotated file by its own name", name)
+	}
+	return nil
+}
+
+// readRemote reads a path that opt.Remote serves, and its notes.
+func readRemote(name string, opt *record.Options, prog *progress, st *record.Stats, emit func(*span.Span)) error {
+	r, err := opt.Remote.Open(name)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	defer prog.fileDone()
+	if err := readStream(name, prog.wrap(r, 0), nil, opt, st, emit); err != nil {
+		return err
+	}
+	if n, ok := r.(interface{ Notes() []string }); ok {
+		st.Notes = append(st.Notes, n.Notes()...)
 	}
 	return nil
 }

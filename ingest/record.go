@@ -20,6 +20,8 @@ type (
 	Fork = record.Fork
 	// Branch is the consumer of one decoding goroutine.
 	Branch = record.Branch
+	// Remote serves paths that are not files (see Options.Remote).
+	Remote = record.Remote
 )
 
 const (

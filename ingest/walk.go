@@ -39,13 +39,14 @@ type walker struct {
 	passed []record.PassedFile
 	notes  []string
 	seen   map[fileID]string // files and directories met, by identity
+	remote record.Remote     // serves the paths it claims (URLs), or nil
 }
 
 // expand turns paths into the list of files to read: directories walked,
 // globs expanded, "-" kept for stdin. passed are the files found and not
 // read, with their reasons.
-func expand(paths []string) (files []string, passed []record.PassedFile, notes []string, err error) {
-	w := &walker{seen: map[fileID]string{}}
+func expand(paths []string, remote record.Remote) (files []string, passed []record.PassedFile, notes []string, err error) {
+	w := &walker{seen: map[fileID]string{}, remote: remote}
 	if err := w.paths(paths); err != nil {
 		return nil, nil, nil, err
 	}
@@ -56,13 +57,13 @@ func expand(paths []string) (files []string, passed []record.PassedFile, notes [
 // ("-" for stdin), or the error Read would stop on. A command uses it to
 // refuse an output file that is one of its inputs before reading any.
 func Files(paths []string) ([]string, error) {
-	files, _, _, err := expand(paths)
+	files, _, _, err := expand(paths, nil)
 	return files, err
 }
 
 func (w *walker) paths(paths []string) error {
 	for _, p := range paths {
-		if p == "-" {
+		if p == "-" || w.remote != nil && w.remote.Claims(p) {
 			w.files = append(w.files, p)
 			continue
 		}

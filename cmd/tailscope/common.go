@@ -67,6 +67,7 @@ type inputFlags struct {
 	maxRecord   int
 	maxSpill    int64
 	sampleSpans int
+	src         sourceFlags
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
@@ -82,6 +83,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRecord, "max-record", ingest.DefaultMaxRecord, "largest line or JSON document accepted, bytes (protects memory)")
 	fs.Int64Var(&f.maxSpill, "max-spill", ingest.DefaultMaxSpill, "largest temporary copy of a Parquet input read from stdin or a compressed file, bytes")
 	fs.IntVar(&f.sampleSpans, "sample-spans", analyze.DefaultSampleSpans, "spans kept whole for call trees, retry yield and replay; larger logs use a\ndeterministic sample of traces (per-hop percentiles stay over all spans)")
+	f.src.register(fs)
 }
 
 // Times --since and --until may name: those whose Unix nanoseconds an
@@ -157,6 +159,10 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 		}
 		*x.dst = re
 	}
+	// A path written as a URL is a tracing backend's query API.
+	if o.Remote, err = f.src.remote(e, o, f.quiet); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -175,6 +181,7 @@ func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
 	if m != nil {
 		lo.Progress = m
 	}
+	f.src.m = m
 	l, err := logs.Read(paths, lo)
 	m.done()
 	if err != nil {

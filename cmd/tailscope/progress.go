@@ -31,6 +31,7 @@ type meter struct {
 	width int       // length of the line drawn, to blank it
 	read  int64
 	total int64
+	fetch string // what a fetch from a source URL has done, when one runs
 }
 
 // Timing of the meter.
@@ -103,6 +104,18 @@ func (m *meter) Spans(n int64) {
 	}
 }
 
+// fetched shows what a fetch from a source URL has done ("" when it is
+// over), in front of the read's counts.
+func (m *meter) fetched(s string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fetch = s
+	m.tick()
+}
+
 // tick redraws when it is time to; m.mu is held.
 func (m *meter) tick() {
 	t := m.now()
@@ -144,7 +157,11 @@ func (m *meter) done() {
 // line is the meter's text after elapsed time.
 func (m *meter) line(elapsed time.Duration) string {
 	var b strings.Builder
-	b.WriteString("tailscope: read ")
+	if m.fetch != "" {
+		b.WriteString("tailscope: " + m.fetch + " · read ")
+	} else {
+		b.WriteString("tailscope: read ")
+	}
 	b.WriteString(sizeText(m.read))
 	if m.total > 0 {
 		fmt.Fprintf(&b, " of %s (%d%%)", sizeText(m.total), min(100, m.read*100/m.total))

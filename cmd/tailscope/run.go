@@ -60,6 +60,7 @@ func commands() []command {
 		{"convert", "convert any supported input to tailscope's flat span schema", runConvert},
 		{"summarize", "write the analysis state of some logs to a partial summary (.tss)", runSummarize},
 		{"merge", "combine partial summaries into one", runMerge},
+		{"pull", "save a window of traces from Jaeger, Tempo or Zipkin for later runs", runPull},
 		{"demo", "run check on the embedded seed sample with the article's configs A–E", runDemo},
 	}
 }

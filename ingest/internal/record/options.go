@@ -71,6 +71,18 @@ type Options struct {
 	// on the goroutine that calls emit and Fork.Ordered; a consumer may
 	// only use it as a hint (analyze.Accum.Expect).
 	Expect func(spans int64, exact bool)
+	// Remote, when set, serves the paths it claims in place of the file
+	// system: a tracing backend's query API named by a URL (package
+	// source). Such a path is neither walked nor opened as a file; its
+	// stream is read as a file's content is, and when the stream has
+	// Notes() []string, they join Stats.Notes once it is read.
+	Remote Remote
+}
+
+// Remote opens the paths that are not files (see Options.Remote).
+type Remote interface {
+	Claims(path string) bool
+	Open(path string) (io.ReadCloser, error)
 }
 
 // HopAttr returns KEY when HopBy is attr:KEY.

@@ -1,0 +1,170 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// HTTPError is a response the API gave with a status that is not a
+// success, after any retries: it names the request and the status, and
+// quotes the start of the body (the APIs say there what was wrong).
+type HTTPError struct {
+	URL    string
+	Status int
+	Body   string
+}
+
+func (e *HTTPError) Error() string {
+	msg := fmt.Sprintf("GET %s: HTTP %d %s", e.URL, e.Status, http.StatusText(e.Status))
+	if b := strings.TrimSpace(e.Body); b != "" {
+		msg += ": " + b
+	}
+	return msg
+}
+
+// maxQuoted bounds how much of an error body an HTTPError quotes.
+const maxQuoted = 200
+
+// quote is the start of an error body, valid UTF-8 on one line.
+func quote(b []byte) string {
+	if len(b) > maxQuoted {
+		b = b[:maxQuoted]
+		for len(b) > 0 && !utf8.Valid(b) {
+			b = b[:len(b)-1]
+		}
+	}
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "?")), " ")
+}
+
+// retryable reports whether a status says "try again later".
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// maxWait caps one wait between tries, whatever Retry-After asks.
+const maxWait = 30 * time.Second
+
+// get fetches u and returns its body when the status is 200, or an
+// *HTTPError. 429, 5xx and network errors are retried (o.Retries times,
+// waiting o.Backoff, doubled each time, or what Retry-After asks, capped);
+// a 404 is not, and is returned as an *HTTPError for the caller to judge.
+// At most o.Concurrency requests are in flight at once, whoever calls.
+func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
+	wait := f.o.Backoff
+	for try := 0; ; try++ {
+		if try > 0 {
+			f.count(func(p *Progress) { p.Retries++ })
+		}
+		f.count(func(p *Progress) { p.Requests++ })
+		body, status, retryAfter, err := f.once(ctx, u)
+		if err == nil && status == http.StatusOK {
+			return body, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var herr error
+		if err != nil {
+			herr = fmt.Errorf("GET %s: %w", u.Redacted(), unwrapURL(err))
+		} else {
+			herr = &HTTPError{URL: u.Redacted(), Status: status, Body: quote(body)}
+			if !retryable(status) {
+				return nil, herr
+			}
+		}
+		if errors.Is(err, errTooLarge) || try >= f.o.Retries {
+			if try > 0 {
+				return nil, fmt.Errorf("%w (tried %d times)", herr, try+1)
+			}
+			return nil, herr
+		}
+		d := wait
+		if retryAfter > d {
+			d = retryAfter
+		}
+		d = min(d, maxWait)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		wait *= 2
+	}
+}
+
+// errTooLarge is a body over Options.MaxResponse.
+var errTooLarge = errors.New("response too large")
+
+// unwrapURL drops the *url.Error wrapper (its message repeats the method
+// and URL that get already names).
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// once makes one request, holding a slot of the concurrency bound, with
+// the per-request timeout around the whole exchange.
+func (f *fetcher) once(ctx context.Context, u *url.URL) (body []byte, status int, retryAfter time.Duration, err error) {
+	select {
+	case f.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, 0, 0, ctx.Err()
+	}
+	defer func() { <-f.sem }()
+	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for k, vs := range f.o.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.o.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			err = fmt.Errorf("no answer within %v (--fetch-timeout)", f.o.Timeout)
+		}
+		return nil, 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(resp.Body, f.o.MaxResponse+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("response not read within %v (--fetch-timeout)", f.o.Timeout)
+		}
+		return nil, 0, 0, err
+	}
+	if int64(len(body)) > f.o.MaxResponse {
+		return nil, 0, 0, fmt.Errorf("%w: over %d bytes; ask for fewer traces per search (--fetch-limit)", errTooLarge, f.o.MaxResponse)
+	}
+	return body, resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After")), nil
+}
+
+// parseRetryAfter reads Retry-After as seconds or an HTTP date.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t)
+	}
+	return 0
+}

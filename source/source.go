@@ -1,0 +1,244 @@
+// Package source reads traces straight from a tracing backend's query API
+// — Jaeger (api_v3), Grafana Tempo, Zipkin — so that a URL can stand
+// wherever a path to span logs is accepted.
+//
+// None of these APIs pages: a search returns at most its limit of traces.
+// So a window is cut into slices, each slice is asked for on its own, and a
+// slice that comes back full is cut in two and asked for again, down to a
+// floor; a slice still full at the floor is kept as the sample the store
+// returned, and a note says so. Requests run a few at a time, are retried
+// with backoff on 429 and 5xx, and each has a timeout.
+//
+// A trace can come back from several requests (it spans two slices, or,
+// for Jaeger, several services). Each is kept by exactly one request, the
+// one that covers the trace's owner: its earliest span (for Jaeger, in
+// the queried service), so no memory of the traces seen is needed.
+//
+// The package only fetches: what comes out is the API's own JSON (OTLP
+// JSON lines for Jaeger and Tempo, Zipkin v2 arrays for Zipkin), streamed
+// in window order into the same readers that read exported files
+// (package ingest). It must not decode spans into tailscope's model nor
+// print anything: a command renders the progress and notes it reports.
+package source
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The APIs a source URL can name.
+const (
+	Jaeger = "jaeger"
+	Tempo  = "tempo"
+	Zipkin = "zipkin"
+)
+
+// Target is a parsed source URL.
+type Target struct {
+	// API is Jaeger, Tempo or Zipkin.
+	API string
+	// Base is the HTTP(S) address of the API, path prefix included.
+	Base *url.URL
+	// Query is Tempo's TraceQL search ("{}" when none was given).
+	Query string
+	// Raw is the URL as the user wrote it, for messages.
+	Raw string
+}
+
+var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// IsURL reports whether p is written as a URL (scheme://…) rather than a
+// path: such a path is always a source, so that a mistyped scheme is
+// reported as such instead of as a missing file.
+func IsURL(p string) bool { return schemeRE.MatchString(p) }
+
+// defaultPorts are the query ports each backend listens on out of the box.
+var defaultPorts = map[string]string{Jaeger: "16686", Tempo: "3200", Zipkin: "9411"}
+
+// Parse reads a source URL: jaeger://HOST[:PORT][/PREFIX],
+// tempo://HOST[:PORT][/PREFIX][?q=TRACEQL], zipkin://HOST[:PORT][/PREFIX],
+// each also as API+http:// and API+https://. Credentials in the URL are
+// refused: the URL is printed in messages and reports, so they belong in
+// --header or --token.
+func Parse(raw string) (*Target, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("source %q: %v", raw, err)
+	}
+	api, transport, _ := strings.Cut(strings.ToLower(u.Scheme), "+")
+	if _, ok := defaultPorts[api]; !ok {
+		return nil, fmt.Errorf("source %q: unknown scheme %q (want jaeger://, tempo:// or zipkin://, optionally +http or +https)", raw, u.Scheme)
+	}
+	switch transport {
+	case "":
+		transport = "http"
+	case "http", "https":
+	default:
+		return nil, fmt.Errorf("source %q: unknown transport %q in %q (want %s+http or %s+https)", raw, transport, u.Scheme, api, api)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("source %s: credentials in the URL would be printed in messages and reports; give them with --header or --token", redact(u))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("source %q: no host", raw)
+	}
+	if u.Fragment != "" {
+		return nil, fmt.Errorf("source %q: a fragment (#…) means nothing here", raw)
+	}
+	t := &Target{API: api, Raw: raw}
+	q := u.Query()
+	for k := range q {
+		if api == Tempo && k == "q" {
+			continue
+		}
+		return nil, fmt.Errorf("source %q: unknown parameter %q (%s takes none but %s)", raw, k, api, map[bool]string{true: "q=TRACEQL", false: "--since/--until and the --fetch-… flags"}[api == Tempo])
+	}
+	if api == Tempo {
+		t.Query = strings.TrimSpace(q.Get("q"))
+		if t.Query == "" {
+			t.Query = "{}"
+		}
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = strings.TrimSuffix(host, ":") + ":" + defaultPorts[api]
+	}
+	t.Base = &url.URL{Scheme: transport, Host: host, Path: strings.TrimSuffix(u.Path, "/")}
+	return t, nil
+}
+
+// redact is u without its password, for a message.
+func redact(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		c.User = url.User(c.User.Username())
+		return strings.Replace(c.String(), "@", ":***@", 1)
+	}
+	return c.String()
+}
+
+// Options say what to fetch and how.
+type Options struct {
+	// Since and Until bound the window: traces whose earliest span starts
+	// in [Since, Until). Zero Until is now; zero Since is an hour before
+	// Until.
+	Since, Until time.Time
+	// Slice is the length of the first cut of the window (DefaultSlice
+	// when 0); MinSlice the floor below which a full slice is not cut
+	// again (DefaultMinSlice when 0; never below what the API can
+	// express: a second for Tempo, a millisecond for Zipkin).
+	Slice, MinSlice time.Duration
+	// Limit is the most traces asked for in one search (DefaultLimit).
+	Limit int
+	// Concurrency bounds the requests in flight (DefaultConcurrency).
+	Concurrency int
+	// Timeout bounds each request, its body included (DefaultTimeout).
+	Timeout time.Duration
+	// Retries is how often a request that met 429, a 5xx or a network
+	// error is tried again (DefaultRetries; a negative value none);
+	// Backoff the first wait, doubled each time (DefaultBackoff).
+	Retries int
+	Backoff time.Duration
+	// MaxResponse bounds the body of one response, in bytes
+	// (DefaultMaxResponse): a search that returns more must ask for fewer
+	// traces (--fetch-limit).
+	MaxResponse int64
+	// Header is sent with every request (authorization). It is never
+	// printed, nor written anywhere.
+	Header http.Header
+	// Client makes the requests (http.DefaultClient's transport when nil).
+	Client *http.Client
+	// Progress, when set, is told how the fetch goes after each request;
+	// it may be called from several goroutines, one at a time.
+	Progress func(Progress)
+}
+
+// Defaults of Options.
+const (
+	DefaultSlice       = 5 * time.Minute
+	DefaultMinSlice    = time.Second
+	DefaultLimit       = 500
+	DefaultConcurrency = 4
+	DefaultTimeout     = 30 * time.Second
+	DefaultRetries     = 4
+	DefaultBackoff     = 500 * time.Millisecond
+	DefaultMaxResponse = 256 << 20
+	DefaultWindow      = time.Hour
+)
+
+// Progress is how a fetch is going.
+type Progress struct {
+	// Source is the URL as given.
+	Source string
+	// Slices are the slices (per service, for Jaeger) known so far, Done
+	// those fetched, Split those that came back full and were cut.
+	Slices, Done, Split int
+	// Traces are the traces kept, Requests the HTTP requests made,
+	// Retries those that were repeats.
+	Traces, Requests, Retries int
+	// Final is set on the last report, when the fetch is over.
+	Final bool
+}
+
+// withDefaults fills in what o leaves zero, for target t.
+func (o Options) withDefaults(t *Target, now time.Time) Options {
+	if o.Until.IsZero() {
+		o.Until = now
+	}
+	if o.Since.IsZero() {
+		o.Since = o.Until.Add(-DefaultWindow)
+	}
+	if o.Slice <= 0 {
+		o.Slice = DefaultSlice
+	}
+	if o.MinSlice <= 0 {
+		o.MinSlice = DefaultMinSlice
+	}
+	if g := t.granularity(); o.MinSlice < g {
+		o.MinSlice = g
+	}
+	if o.Slice < o.MinSlice {
+		o.Slice = o.MinSlice
+	}
+	if o.Limit <= 0 {
+		o.Limit = DefaultLimit
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Retries == 0 {
+		o.Retries = DefaultRetries
+	} else if o.Retries < 0 {
+		o.Retries = 0
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.MaxResponse <= 0 {
+		o.MaxResponse = DefaultMaxResponse
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	return o
+}
+
+// granularity is the finest time the API's search takes: Tempo's start and
+// end are Unix seconds, Zipkin's endTs and lookback milliseconds, Jaeger's
+// times RFC 3339 with nanoseconds.
+func (t *Target) granularity() time.Duration {
+	switch t.API {
+	case Tempo:
+		return time.Second
+	case Zipkin:
+		return time.Millisecond
+	}
+	return time.Nanosecond
+}
