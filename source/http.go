@@ -49,6 +49,22 @@ func retryable(status int) bool {
 	return status == http.StatusTooManyRequests || status >= 500
 }
 
+// hideSecrets blanks in s what the request's headers hold (a server or a
+// proxy may echo the authorization it refused), so that an error never
+// shows a credential.
+func (f *fetcher) hideSecrets(s string) string {
+	for _, vs := range f.o.Header {
+		for _, v := range vs {
+			for _, w := range append([]string{v}, strings.Fields(v)...) {
+				if len(w) >= 4 {
+					s = strings.ReplaceAll(s, w, "***")
+				}
+			}
+		}
+	}
+	return s
+}
+
 // maxWait caps one wait between tries, whatever Retry-After asks.
 const maxWait = 30 * time.Second
 
@@ -75,7 +91,7 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
 		if err != nil {
 			herr = fmt.Errorf("GET %s: %w", u.Redacted(), unwrapURL(err))
 		} else {
-			herr = &HTTPError{URL: u.Redacted(), Status: status, Body: quote(body)}
+			herr = &HTTPError{URL: u.Redacted(), Status: status, Body: f.hideSecrets(quote(body))}
 			if !retryable(status) {
 				return nil, herr
 			}

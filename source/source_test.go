@@ -267,6 +267,15 @@ func TestAuth(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "HTTP 401") || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("err %v, want a 401 that does not print the token", err)
 	}
+	// A server that echoes the credential it refused.
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad credentials: "+r.Header.Get("Authorization")+" / "+r.Header.Get("X-Api-Key"), http.StatusForbidden)
+	}))
+	defer echo.Close()
+	_, _, _, err = fetchAll(t, "zipkin://"+host(echo), source.Options{Since: t0, Until: t0.Add(time.Minute), Header: http.Header{"Authorization": {"Bearer s3cr3t-token"}, "X-Api-Key": {"k3y-s3cr3t"}}})
+	if err == nil || !strings.Contains(err.Error(), "HTTP 403 Forbidden: bad credentials: *** / ***") {
+		t.Fatalf("echoing server: err %v, want the credentials blanked", err)
+	}
 }
 
 // TestTempo: search, then each owned trace by id: ids that lost their
