@@ -77,6 +77,7 @@ type fetcher struct {
 	prog    Progress
 	head    *piece // the pieces not yet written, in window order
 	waiting int    // pieces done and not yet written
+	held    int    // the most pieces ever done and not yet written
 	running int
 	err     error
 	sampled []sampledSlice
@@ -122,7 +123,8 @@ func (f *fetcher) count(fn func(*Progress)) {
 // writes what they keep to w in window order. A worker takes the earliest
 // piece not started, and none is started while 2×Concurrency finished
 // pieces wait for an earlier one to be written: what is held in memory is
-// bounded by that many responses, whatever the window.
+// bounded by 3×Concurrency−1 responses (those, and the ones then in
+// flight), whatever the window.
 func (f *fetcher) run(ctx context.Context, w io.Writer) error {
 	services := []string{""}
 	if f.t.API == Jaeger {
@@ -249,6 +251,7 @@ func (f *fetcher) work(ctx context.Context) {
 			}
 			p.out, p.state = out, done
 			f.waiting++
+			f.held = max(f.held, f.waiting)
 			f.prog.Done++
 		}
 		prog := f.prog

@@ -89,6 +89,16 @@ func TestSourceURL(t *testing.T) {
 		t.Errorf("recommend of the URL differs:\n%s\nfrom the export's:\n%s", polURL, polFile)
 	}
 
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(pol, []byte(polFile), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	checkFile, _ := runOK(t, append([]string{"check", "-q", "--format", "json", "--policy", pol, file}, window...)...)
+	checkURL, _ := runOK(t, append([]string{"check", "-q", "--format", "json", "--policy", pol, url}, fetch...)...)
+	if strip := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, url, "X"), file, "X") }; strip(checkURL) != strip(checkFile) {
+		t.Errorf("check of the URL differs:\n%.2000s\nfrom the export's:\n%.2000s", checkURL, checkFile)
+	}
+
 	dir := t.TempDir()
 	_, stderr = runOK(t, append([]string{"pull", url, "-o", dir}, fetch...)...)
 	saved, _ := filepath.Glob(filepath.Join(dir, "jaeger-127.0.0.1_*-20260304T100000Z-20260304T101000Z.jsonl"))
