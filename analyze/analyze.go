@@ -76,6 +76,23 @@ type ReadStats struct {
 	// Notes are the reader's remarks on the input: files passed over,
 	// units that look wrong, values ignored.
 	Notes []string `json:"notes,omitempty"`
+	// DuplicateSpans counts the spans that repeat a span id already seen
+	// in their trace: the call trees keep the first copy only, so the
+	// reports' headers say so beside the span count.
+	DuplicateSpans int64 `json:"duplicate_spans,omitempty"`
+}
+
+// FilesRead counts the inputs that were read: a Tempo block's meta.json,
+// bloom filters and index are listed in Inputs with the reason they were
+// passed over, and are not files the spans came from.
+func (r ReadStats) FilesRead() int {
+	n := 0
+	for _, in := range r.Inputs {
+		if in.SkippedReason == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Report is the result of an analysis: the tailscope.report/v1 document.
@@ -730,6 +747,7 @@ func requestStats(reqs []*span.Request) Requests {
 }
 
 func addProblemWarnings(rep *Report, p span.Problems) {
+	rep.DuplicateSpans = int64(p.DuplicateSpanIDs)
 	add := func(n int, code, msg string) {
 		if n > 0 {
 			// The singular messages spell the count out ("1 span"): only

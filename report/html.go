@@ -213,7 +213,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if rq.SuccessRate < 1 {
 		rateClass = "warn"
 	}
-	p.Summary = fmt.Sprintf("%s in %s over %s", count(rep.Spans, "span", "spans"), count(rq.Count, "request", "requests"), count(len(rep.Hops)+hidden, "hop", "hops"))
+	p.Summary = fmt.Sprintf("%s in %s over %s", spansText(rep.ReadStats), count(rq.Count, "request", "requests"), count(len(rep.Hops)+hidden, "hop", "hops"))
 	p.Cards = []card{
 		{"Requests", fmt.Sprint(rq.Count), fmt.Sprintf("%d succeeded", rq.Succeeded), ""},
 		{"Success rate", pct(rq.SuccessRate), fmt.Sprintf("%d failed", rq.Count-rq.Succeeded), rateClass},
@@ -281,14 +281,15 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		}
 		hv.Latency = histChart(hv.ID+"-latency", "latency", h.Hop, "Latency of "+h.Hop+" attempts",
 			h.LatencyHistogram, latencyMarks(h), true, 640, 210, 0, "lat")
-		var fm []markIn
-		if h.TimeoutMs != nil {
-			fm = append(fm, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
-		}
-		hv.Failures = histChart(hv.ID+"-failures", "failures", h.Hop, "When "+h.Hop+" attempts failed",
-			h.FailureHistogram, fm, false, 420, 210, 0, "fail")
-		if len(h.FailureHistogram) == 0 {
-			hv.Failures.Empty = "no failed attempts"
+		// A hop with no failure gets no failure chart: an empty frame
+		// beside every healthy hop's latency was a chart to read for nothing.
+		if len(h.FailureHistogram) > 0 {
+			var fm []markIn
+			if h.TimeoutMs != nil {
+				fm = append(fm, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
+			}
+			hv.Failures = histChart(hv.ID+"-failures", "failures", h.Hop, "When "+h.Hop+" attempts failed",
+				h.FailureHistogram, fm, false, 420, 210, 0, "fail")
 		}
 	}
 	if av.NotDrawn = len(rep.Hops) - len(av.Drawn); av.NotDrawn > 0 {
@@ -300,10 +301,9 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if rq.MeanTimeToFailureMs != nil {
 		lm = append(lm, markIn{"mean", *rq.MeanTimeToFailureMs, "mean " + dur(*rq.MeanTimeToFailureMs), false})
 	}
-	av.Landing = histChart("requests-landing", "landing", "", "When failed requests gave up",
-		rq.FailureLanding, lm, false, 1080, 200, 0, "fail")
-	if len(rq.FailureLanding) == 0 {
-		av.Landing.Empty = "no request failed"
+	if len(rq.FailureLanding) > 0 {
+		av.Landing = histChart("requests-landing", "landing", "", "When failed requests gave up",
+			rq.FailureLanding, lm, false, 1080, 200, 0, "fail")
 	}
 	p.Analysis = av
 	return htmlTemplate.Execute(w, p)
@@ -444,7 +444,7 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 		}
 	}
 	p.Summary = fmt.Sprintf("%s replayed over %s (%s)", count(len(rep.Results), "policy", "policies"),
-		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"))
+		count(rep.Requests, "request", "requests"), spansText(rep.ReadStats))
 	rows := rep.Results
 	if rep.Baseline != nil {
 		rows = append([]check.Result{*rep.Baseline}, rows...)

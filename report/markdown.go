@@ -104,8 +104,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
 	}
-	files := len(rep.Inputs)
-	e.printf("%s from %s (%s).\n\n", count(rep.Spans, "span", "spans"), count(files, "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
+	e.printf("%s from %s (%s).\n\n", md(spansText(rep.ReadStats)), count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
 	writeTailMarkdown(e, rep)
 
@@ -211,7 +210,7 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 		}
 	}
 	e.printf("%s checked by replaying %s (%s, %d skipped)", count(len(rep.Results), "policy", "policies"),
-		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"), rep.Skipped)
+		count(rep.Requests, "request", "requests"), md(spansText(rep.ReadStats)), rep.Skipped)
 	if failed > 0 {
 		e.printf("; **%d failed**", failed)
 	}

@@ -78,11 +78,24 @@ func gapHops(rep *analyze.Report) []*analyze.Hop {
 	return out
 }
 
-// gapLine is one gap in a few words; the warning holds the sentence.
+// gapRule heads the gaps of the tail's section: what they mean, and the
+// thresholds a gap passed to be listed (analyze.GapMinMs and the halves),
+// stated once.
+func gapRule() string {
+	return fmt.Sprintf("between caller and callee (the gap's p99 at least %s and half the caller's p99, the callee's p99 at most half of it, over %d calls or more): "+
+		"the time goes to the network, a queue or a connection pool, so a longer callee timeout or more callee capacity will not help",
+		dur(analyze.GapMinMs), analyze.GapMinPairs)
+}
+
+// gapLine is one gap in a few words, under gapRule.
 func gapLine(h *analyze.Hop) string {
 	g := h.Gap
-	return fmt.Sprintf("%s → %s: gap p99 %s of the caller's p99 %s, callee p99 %s: the time is spent between them; a longer callee timeout or more callee capacity will not help",
-		h.Hop, g.ServerHop, optDur(g.GapP99Ms), optDur(g.ClientP99Ms), optDur(g.ServerP99Ms))
+	s := fmt.Sprintf("%s → %s: gap p99 %s (p50 %s) of the caller's p99 %s, callee p99 %s, over %d calls",
+		h.Hop, g.ServerHop, optDur(g.GapP99Ms), optDur(g.GapP50Ms), optDur(g.ClientP99Ms), optDur(g.ServerP99Ms), g.Pairs)
+	if len(g.Examples) > 0 {
+		s += "; " + examplesText(g.Examples)
+	}
+	return s
 }
 
 func examplesText(ids []string) string {
@@ -184,8 +197,11 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 			e.printf("    %s\n", e.paint(ansiDim, attrMore))
 		}
 	}
-	for _, h := range gapHops(rep) {
-		e.printf("  %s %s\n", e.paint(ansiAmber, "between caller and callee:"), Visible(gapLine(h)))
+	if gs := gapHops(rep); len(gs) > 0 {
+		e.printf("  %s\n", e.paint(ansiAmber, gapRule()))
+		for _, h := range gs {
+			e.printf("    %s\n", Visible(gapLine(h)))
+		}
 	}
 	if c := rep.Compare; c != nil {
 		e.printf("\n%s: %s → %s\n", e.paint(ansiBold, "what changed"), Visible(c.Before.Label), Visible(c.After.Label))
@@ -258,10 +274,11 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		}
 		e.printf("\n")
 	}
-	for _, h := range gaps {
-		e.printf("⚠ Between caller and callee: %s  \n", md(gapLine(h)))
-	}
 	if len(gaps) > 0 {
+		e.printf("⚠ %s:\n\n", md(capFirst(gapRule())))
+		for _, h := range gaps {
+			e.printf("- %s\n", md(gapLine(h)))
+		}
 		e.printf("\n")
 	}
 	if c := rep.Compare; c != nil {
@@ -300,6 +317,7 @@ type tailView struct {
 	Rows            []tailRowView
 	More            string
 	Gaps            []string
+	GapRule         string
 	Compare         *compareView
 	// Attrs are the attributions shown (attrLine), AttrMore a note on the
 	// rest.
@@ -354,6 +372,9 @@ func tailViewOf(rep *analyze.Report) *tailView {
 	for _, h := range gapHops(rep) {
 		v.Gaps = append(v.Gaps, gapLine(h))
 	}
+	if len(v.Gaps) > 0 {
+		v.GapRule = capFirst(gapRule())
+	}
 	if c := rep.Compare; c != nil {
 		cv := &compareView{Before: windowLine(c.Before), After: windowLine(c.After), BeforeLabel: c.Before.Label, AfterLabel: c.After.Label,
 			Head: []string{"hop", "tail +", "p50", "p95", "p99", "failed", "class", "why"}}
@@ -403,8 +424,13 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 <p class="muted">{{vis .AttrMore}}.</p>
 {{- end}}
 {{- end}}
+{{- if .Gaps}}
+<div class="gaps" style="border-left:3px solid var(--warn);padding-left:10px"><p>⚠ {{vis .GapRule}}:</p>
+<ul>
 {{- range .Gaps}}
-<p class="gap" data-gap="1" style="border-left:3px solid var(--warn);padding-left:10px">⚠ Between caller and callee: {{vis .}}</p>
+<li class="gap" data-gap="1">{{vis .}}</li>
+{{- end}}
+</ul></div>
 {{- end}}
 </div>
 {{- end}}

@@ -166,6 +166,19 @@ func sigDigits(x float64, n int) string {
 	return s
 }
 
+// spansText is the span count of a report's header, with the copies of a
+// repeated span id the call trees left out ("45398 spans (73 duplicates
+// left out of the requests)"): the per-hop numbers count every span read,
+// the requests only the first copy (the duplicate-span-id warning says
+// which was kept).
+func spansText(rs analyze.ReadStats) string {
+	s := count(rs.Spans, "span", "spans")
+	if d := rs.DuplicateSpans; d > 0 {
+		s += fmt.Sprintf(" (%s left out of the requests)", count(d, "duplicate", "duplicates"))
+	}
+	return s
+}
+
 func dur(ms float64) string { return analyze.FormatDuration(time.Duration(ms * 1e6)) }
 
 func pct(x float64) string {
@@ -381,9 +394,8 @@ func readCounts(read, filtered, skipped int64) string {
 func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	e := &errWriter{w: w, color: opt.Color}
 	rep, hidden := boundedHops(rep)
-	files := len(rep.Inputs)
 	e.printf("%s: %s in %s from %s (%s)\n\n", e.paint(ansiBold, "tailscope analyze"),
-		count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"), count(files, "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
+		spansText(rep.ReadStats), count(rep.Requests.Count, "request", "requests"), count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
@@ -648,7 +660,7 @@ func failText(r check.Replay) string {
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
 	e := &errWriter{w: w, color: opt.Color}
 	e.printf("%s: %s replayed from %s (%s)\n\n", e.paint(ansiBold, "tailscope check"),
-		count(rep.Requests, "request", "requests"), count(rep.Spans, "span", "spans"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
+		count(rep.Requests, "request", "requests"), spansText(rep.ReadStats), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, nil)
 	}

@@ -20,6 +20,11 @@ var groupedCodes = map[string]func(n int) string{
 	},
 }
 
+// shownInTail are the warnings the tail's section states with their
+// numbers ("between caller and callee"): listed again as footnotes they
+// said the same thing twice.
+var shownInTail = map[string]bool{"gap-tail": true}
+
 // groupListMax is how many hop names a grouped line spells out; the rest
 // are counted ("… and 24 more") and carry the footnote mark in the table.
 const groupListMax = 5
@@ -43,6 +48,9 @@ func notes(ws []analyze.Warning) []note {
 	out := make([]note, 0, len(ws))
 	done := map[string]bool{}
 	for _, w := range ws {
+		if shownInTail[w.Code] {
+			continue
+		}
 		hs := hops[w.Code]
 		if w.Hop == "" || len(hs) < 2 {
 			out = append(out, note{Code: w.Code, Hop: w.Hop, Message: w.Message})
