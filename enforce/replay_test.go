@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -23,11 +24,12 @@ import (
 
 // The differential tests run logged requests through enforce under virtual
 // time (testing/synctest): every hop is a fake that, for its k-th attempt,
-// sleeps the latency the log gives that call's k-th attempt (the last one
-// beyond those, as the replay's same-wall model does) and fails if that
-// attempt failed. The replay's predictions for the same policy must come
-// out request by request: the outcome, the time it ended to the
-// nanosecond, the hop that failed, the attempts and the hedges.
+// replays the call's k-th logged attempt (the last one beyond those, as
+// the replay's same-wall model does): makes its child calls, sleeps the
+// time it took of its own, and fails if that attempt failed. The replay's
+// predictions for the same policy must come out request by request: the
+// outcome, the time it ended to the nanosecond, the hop it blames, the
+// attempts and the hedges.
 
 // traceKey carries the request's trace id to the jitter draw.
 type traceKey struct{}
@@ -57,25 +59,72 @@ func fromReplay(o replay.Outcome) outcome {
 	return outcome{ok: o.OK, end: o.End, failedHop: o.FailedHop, attempts: o.Attempts, hedges: o.Hedges}
 }
 
-// drive runs the logged request r through pol, inside a synctest bubble.
-// Its top-level calls are made one after another, as the application
-// that logged them did, each started where the replay places it: at its
-// logged offset, moved by the largest change among the calls that had
-// ended (as logged) before it started. counts must be pol's Observe hook.
+// drive runs the logged request r through pol, inside a synctest bubble,
+// as the application that logged it would: its top-level calls one after
+// another (see calls), each attempt of a call a fake (see attempt).
+// counts must be pol's Observe hook.
 //
-// The driver takes requests without a root span, whose calls have no
-// child calls and are not logged as cut by a timeout (censored): the
-// shape of the seed sample and of randomMatrix.
+// The driver takes requests without a root span whose attempts are not
+// logged as cut by a timeout (censored), in which a call that failed as
+// logged is the last of its siblings, and only the first top-level call
+// has child calls: the shapes of the seed sample and of randomMatrix.
 func drive(t *testing.T, pol *enforce.Policy, counts *enforce.Counts, r *span.Request) outcome {
 	t.Helper()
 	counts.Reset()
 	ctx, done := pol.Request(context.WithValue(context.Background(), traceKey{}, r.TraceID))
 	defer done()
+	d := &driver{t: t, pol: pol, trace: r.TraceID}
+	d.budget, d.bounded = ctx.Deadline()
 	start := time.Now()
+	k := d.calls(ctx, r.Calls, r.Start, start, true)
+	var o outcome
+	switch {
+	case k.failed:
+		o.end, o.failedHop = int64(k.failAt.Sub(start)), k.blame
+	case k.still:
+		o.end, o.failedHop = int64(k.end.Sub(start)), k.stillBlame
+	default:
+		o.ok, o.end = true, int64(k.end.Sub(start))
+	}
+	s := counts.Snapshot()
+	o.attempts, o.hedges = s.Attempts, s.Hedges
+	return o
+}
+
+// driver holds what the fakes of one request share.
+type driver struct {
+	t       *testing.T
+	pol     *enforce.Policy
+	trace   string
+	budget  time.Time // the request's deadline, when bounded
+	bounded bool
+}
+
+// kids is how sibling calls went, in the replay's terms: when the last
+// one waited for ended and its logged end; a call that succeeded as
+// logged failing (failed, at failAt, blaming blame: the rest are not
+// made); one that failed as logged (loggedFailed) still failing (still).
+type kids struct {
+	end                 time.Time
+	origEnd             int64
+	failed              bool
+	failAt              time.Time
+	blame               string
+	loggedFailed, still bool
+	stillBlame          string
+}
+
+// calls makes the sibling calls cs, whose logged origin (their parent's
+// logged start) is now t0, one after another: each started where the
+// replay places it, at its logged offset moved by the largest change among
+// the siblings that had ended (as logged) before it started. The wait
+// before a call ends with ctx: a call due after the deadline starts, and
+// fails, at it.
+func (d *driver) calls(ctx context.Context, cs []*span.Call, origin int64, t0 time.Time, top bool) kids {
+	k := kids{end: t0}
 	type finished struct{ origEnd, delta int64 }
 	var ended []finished
-	var o outcome
-	for _, c := range r.Calls {
+	for _, c := range cs {
 		var shift int64
 		waited := false
 		for _, f := range ended {
@@ -83,50 +132,123 @@ func drive(t *testing.T, pol *enforce.Policy, counts *enforce.Counts, r *span.Re
 				shift, waited = f.delta, true
 			}
 		}
-		// The application's own work between calls stops when the
-		// request's budget runs out: a call due after it starts (and
-		// fails) at the deadline.
-		pause := time.NewTimer(time.Until(start.Add(time.Duration(c.Start() - r.Start + shift))))
+		k.origEnd = max(k.origEnd, c.End()-origin)
+		pause := time.NewTimer(time.Until(t0.Add(time.Duration(c.Start() - origin + shift))))
 		select {
 		case <-pause.C:
 		case <-ctx.Done():
 		}
 		pause.Stop()
-		var next atomic.Int64
-		err := pol.Call(ctx, c.Hop, func(ctx context.Context) error {
-			k := int(next.Add(1)) - 1
-			a := c.Attempts[min(k, len(c.Attempts)-1)].Span
-			tm := time.NewTimer(time.Duration(a.Duration))
-			defer tm.Stop()
-			select {
-			case <-tm.C:
-				if a.Failed() {
-					return errLogged
-				}
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		now := int64(time.Since(start))
-		if err != nil {
-			var d *enforce.Degraded
-			if !errors.As(err, &d) {
-				t.Fatalf("%s: %s gave up with %T %v, not a *Degraded", r.TraceID, c.Hop, err, err)
-			}
-			if !plainWords.MatchString(d.Missing) || strings.Contains(d.Missing, errLogged.Error()) || strings.Contains(d.Error(), errLogged.Error()) {
-				t.Errorf("%s: Missing %q is not plain words, or carries the error", r.TraceID, d.Missing)
-			}
-			o.end, o.failedHop = now, d.Hop
-			break
+		blame, err := d.call(ctx, c, top)
+		now := time.Now()
+		logged := c.Failed()
+		k.loggedFailed = k.loggedFailed || logged
+		if err != nil && !logged {
+			k.failed, k.failAt, k.blame = true, now, blame
+			return k
 		}
-		ended = append(ended, finished{c.End() - r.Start, now - (c.End() - r.Start)})
-		o.end = max(o.end, now)
+		if err != nil && !k.still {
+			k.still, k.stillBlame = true, blame
+		}
+		ended = append(ended, finished{c.End() - origin, int64(now.Sub(t0)) - (c.End() - origin)})
+		if now.After(k.end) {
+			k.end = now
+		}
 	}
-	o.ok = o.failedHop == ""
-	s := counts.Snapshot()
-	o.attempts, o.hedges = s.Attempts, s.Hedges
-	return o
+	return k
+}
+
+// call makes the logged call c through the policy; its k-th attempt
+// replays the k-th logged attempt (the last one beyond them). On failure
+// it returns the hop the replay blames: that of the attempt that failed
+// last (the later sent when two end together). top says that it runs in
+// the bubble's own goroutine.
+func (d *driver) call(ctx context.Context, c *span.Call, top bool) (string, error) {
+	var next atomic.Int64
+	var mu sync.Mutex
+	type record struct {
+		at    time.Time
+		k     int
+		blame string
+	}
+	var failures []record
+	err := d.pol.Call(ctx, c.Hop, func(actx context.Context) error {
+		k := int(next.Add(1)) - 1
+		blame, err := d.attempt(actx, c.Hop, c.Attempts[min(k, len(c.Attempts)-1)])
+		if err != nil {
+			mu.Lock()
+			failures = append(failures, record{time.Now(), k, blame})
+			mu.Unlock()
+		}
+		return err
+	})
+	if err == nil {
+		return "", nil
+	}
+	var g *enforce.Degraded
+	if !errors.As(err, &g) || g.Hop != c.Hop {
+		d.t.Fatalf("%s: %s gave up with %T %v, not its own *Degraded", d.trace, c.Hop, err, err)
+	}
+	if !plainWords.MatchString(g.Missing) || strings.Contains(g.Missing, errLogged.Error()) || strings.Contains(g.Error(), errLogged.Error()) {
+		d.t.Errorf("%s: Missing %q is not plain words, or carries the error", d.trace, g.Missing)
+	}
+	if top {
+		// An attempt cut at its deadline may still be returning (Call
+		// does not wait for it): let every fake of the bubble settle
+		// before reading what they recorded. (The calls below the top
+		// ones are leaves, which blame their own hop.)
+		synctest.Wait()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	blame := c.Hop // no attempt ran: the deadline had passed
+	var last record
+	for i, f := range failures {
+		if i == 0 || f.at.After(last.at) || f.at.Equal(last.at) && f.k > last.k {
+			last, blame = f, f.blame
+		}
+	}
+	return blame, err
+}
+
+// attempt is the fake of one attempt replaying the logged attempt a of a
+// call to hop: its child calls made as calls makes them, the time it took
+// of its own before, between and after them slept, and its logged outcome
+// returned — a logged error that a failed child explains clears when the
+// children now succeed. It returns the hop to blame with a failure: a
+// child that failed, unless the attempt's own timeout (a deadline sooner
+// than the request's) cut it.
+func (d *driver) attempt(ctx context.Context, hop string, a *span.Attempt) (string, error) {
+	t := time.Now()
+	cut := func() bool {
+		dl, ok := ctx.Deadline()
+		own := ok && (!d.bounded || dl.Before(d.budget))
+		return own && !time.Now().Before(dl)
+	}
+	k := d.calls(ctx, a.Calls, a.Span.Start, t, false)
+	if k.failed {
+		if cut() {
+			return hop, ctx.Err()
+		}
+		return k.blame, errLogged
+	}
+	lat := max(0, a.Span.Duration+int64(k.end.Sub(t))-k.origEnd)
+	tm := time.NewTimer(time.Until(t.Add(time.Duration(lat))))
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+		return hop, ctx.Err()
+	}
+	switch {
+	case a.Span.Status != span.Error:
+		return "", nil
+	case k.loggedFailed && !k.still:
+		return "", nil
+	case k.still:
+		return k.stillBlame, errLogged
+	}
+	return hop, errLogged
 }
 
 // runAll drives every request in order through one Policy (so that retry
@@ -211,7 +333,8 @@ func compare(t *testing.T, reqs []*span.Request, got []outcome, attempts, hedges
 
 // TestRandomAgainstReplay: random policies (budgets, timeouts, retries,
 // backoff with each jitter, budget_aware, hedges, retry throttling) over
-// random latency matrices agree with the replay request by request.
+// random latency matrices, flat chains and chains whose first call makes
+// calls of its own, agree with the replay request by request.
 func TestRandomAgainstReplay(t *testing.T) {
 	rounds := 100
 	if testing.Short() {
@@ -219,8 +342,17 @@ func TestRandomAgainstReplay(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	for round := range rounds {
-		reqs := randomMatrix(rng, 30)
+		nested := round%2 == 1
+		reqs := randomMatrix(rng, 30, nested)
 		p, throttle := randomPolicy(rng)
+		if nested {
+			// A hedge of an attempt with child calls differs in what
+			// counts: the replay counts the children a cancelled hedge
+			// would have called after the winner answered.
+			h := p.For("front")
+			h.Hedge = policy.Hedge{}
+			p.Hops["front"] = h
+		}
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			got, attempts, hedges := runAll(t, p, throttle, reqs)
 			res := replay.Run(reqs, p, replay.Options{Throttle: throttle})
@@ -232,47 +364,69 @@ func TestRandomAgainstReplay(t *testing.T) {
 	}
 }
 
-var matrixHops = []string{"front", "retrieve", "rank", "generate"}
+var (
+	matrixHops = []string{"front", "retrieve", "rank", "generate"}
+	childHops  = []string{"index", "cache"}
+)
 
 // randomMatrix is n logged requests in a row, each a chain of one to four
-// calls (sometimes with a pause between them), each call one to three
-// attempts back to back: every attempt but the last failed, and the last
-// one failed too in a fifth of the calls, which then end their request.
-// Latencies are drawn to the nanosecond from a fast body and a slow tail,
-// so that no two events of a run fall on the same instant by chance.
-func randomMatrix(rng *rand.Rand, n int) []*span.Request {
+// calls (see chain). With nested, half the attempts of each request's
+// first call make a chain of one or two child calls of their own, after
+// some time of their own and before some more.
+func randomMatrix(rng *rand.Rand, n int, nested bool) []*span.Request {
 	reqs := make([]*span.Request, 0, n)
 	for i := range n {
 		trace := fmt.Sprintf("r%03d", i)
 		t0 := int64(i) * int64(time.Hour)
-		at := t0
 		r := &span.Request{TraceID: trace, Start: t0}
-		for j := range 1 + rng.IntN(len(matrixHops)) {
-			if j > 0 && rng.IntN(3) == 0 {
-				at += rng.Int64N(int64(50 * time.Millisecond))
-			}
-			c := &span.Call{Hop: matrixHops[j], Role: span.RoleCall}
-			tries := 1 + rng.IntN(3)
-			lastOK := rng.IntN(5) != 0
-			for a := range tries {
-				sp := &span.Span{TraceID: trace, SpanID: fmt.Sprintf("%s-%d-%d", trace, j, a), Hop: c.Hop,
-					Start: at, Duration: latency(rng), Status: span.OK}
-				if a < tries-1 || !lastOK {
-					sp.Status = span.Error
-				}
-				at += sp.Duration
-				c.Attempts = append(c.Attempts, &span.Attempt{Span: sp})
-			}
-			r.Calls = append(r.Calls, c)
-			if !lastOK {
-				r.Failed = true
-				break
-			}
-		}
-		r.End = at
+		r.Calls, r.End, r.Failed = chain(rng, trace, matrixHops[:1+rng.IntN(len(matrixHops))], t0, nested)
 		reqs = append(reqs, r)
 	}
 	return reqs
+}
+
+// chain is calls to hops one after another from at (sometimes with a
+// pause between them), each call one to three attempts back to back:
+// every attempt but the last failed, and the last one failed too in a
+// fifth of the calls, which then end the chain. Latencies are drawn to
+// the nanosecond from a fast body and a slow tail, so that no two events
+// of a run fall on the same instant by chance. With nested, the first
+// call's attempts may have child calls (a chain of childHops); an attempt
+// whose children failed failed.
+func chain(rng *rand.Rand, trace string, hops []string, at int64, nested bool) (calls []*span.Call, end int64, failed bool) {
+	for j, hop := range hops {
+		if j > 0 && rng.IntN(3) == 0 {
+			at += rng.Int64N(int64(50 * time.Millisecond))
+		}
+		c := &span.Call{Hop: hop, Role: span.RoleCall}
+		tries := 1 + rng.IntN(3)
+		lastOK := rng.IntN(5) != 0
+		for a := range tries {
+			sp := &span.Span{TraceID: trace, SpanID: fmt.Sprintf("%s-%s-%d", trace, hop, a), Hop: hop, Start: at, Status: span.OK}
+			att := &span.Attempt{Span: sp}
+			if a < tries-1 || !lastOK {
+				sp.Status = span.Error
+			}
+			if nested && j == 0 && rng.IntN(2) == 0 {
+				inner := at + rng.Int64N(int64(30*time.Millisecond))
+				var childFailed bool
+				att.Calls, inner, childFailed = chain(rng, sp.SpanID, childHops[:1+rng.IntN(len(childHops))], inner, false)
+				sp.Duration = inner + between(rng, time.Millisecond, 200*time.Millisecond) - at
+				if childFailed {
+					sp.Status = span.Error
+				}
+			} else {
+				sp.Duration = latency(rng)
+			}
+			at += sp.Duration
+			c.Attempts = append(c.Attempts, att)
+		}
+		calls = append(calls, c)
+		if c.Failed() {
+			return calls, at, true
+		}
+	}
+	return calls, at, false
 }
 
 func latency(rng *rand.Rand) int64 {
@@ -302,7 +456,7 @@ func randomPolicy(rng *rand.Rand) (*policy.Policy, map[string]policy.RetryBudget
 	}
 	p.Default = randomHop(rng)
 	hedged := p.Default.Hedge.Delay > 0
-	for _, h := range matrixHops {
+	for _, h := range append(matrixHops, childHops...) {
 		if rng.IntN(2) == 0 {
 			p.Hops[h] = randomHop(rng)
 			hedged = hedged || p.Hops[h].Hedge.Delay > 0
@@ -312,7 +466,7 @@ func randomPolicy(rng *rand.Rand) (*policy.Policy, map[string]policy.RetryBudget
 		return p, nil
 	}
 	th := map[string]policy.RetryBudget{}
-	for _, h := range matrixHops {
+	for _, h := range append(matrixHops, childHops...) {
 		if rng.IntN(2) == 0 {
 			th[h] = policy.RetryBudget{MaxTokens: 2 + rng.IntN(6), TokenRatio: rng.Float64()}
 		}
