@@ -144,6 +144,11 @@ func readRemote(name string, opt *record.Options, prog *progress, st *record.Sta
 	defer r.Close()
 	defer prog.fileDone()
 	if err := readStream(name, prog.wrap(r, 0), nil, opt, st, emit); err != nil {
+		// A failed fetch is reported as itself, not at the position
+		// where the decoder met it.
+		if f, ok := r.(interface{ Err() error }); ok && f.Err() != nil {
+			return fmt.Errorf("%s: %w", name, f.Err())
+		}
 		return err
 	}
 	if n, ok := r.(interface{ Notes() []string }); ok {

@@ -28,10 +28,23 @@ func (m memRemote) Open(path string) (io.ReadCloser, error) {
 type noted struct {
 	io.Reader
 	notes []string
+	err   error
 }
 
 func (n *noted) Close() error    { return nil }
 func (n *noted) Notes() []string { return n.notes }
+func (n *noted) Err() error      { return n.err }
+
+// failing reads some of a document, then fails as a fetch does.
+type failing struct{ n int }
+
+func (f *failing) Read(p []byte) (int, error) {
+	if f.n > 0 {
+		f.n = 0
+		return copy(p, "{\"resourceSpans\":[{\"scopeSpans\":["), nil
+	}
+	return 0, errors.New("GET http://x/api: HTTP 503")
+}
 
 func TestRemote(t *testing.T) {
 	otlp := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"a"}}]},"scopeSpans":[{"spans":[` +
@@ -55,8 +68,22 @@ func TestRemote(t *testing.T) {
 	if _, err := ingest.Read([]string{"mem://three"}, ingest.Options{Remote: r}, func(*span.Span) {}); err == nil || err.Error() != "mem://three: HTTP 404" {
 		t.Errorf("a stream that cannot be opened: %v", err)
 	}
+	// A fetch that fails mid-stream is reported as its own error, not at
+	// the position where the decoder met it.
+	fr := failRemote{}
+	if _, err := ingest.Read([]string{"mem://four"}, ingest.Options{Remote: fr}, func(*span.Span) {}); err == nil || err.Error() != "mem://four: GET http://x/api: HTTP 503" {
+		t.Errorf("a failed fetch: %v", err)
+	}
 	// Without the remote, the same path is a missing file.
 	if _, err := ingest.Read([]string{"mem://two"}, ingest.Options{}, func(*span.Span) {}); err == nil {
 		t.Error("mem://two read without a remote")
 	}
+}
+
+type failRemote struct{}
+
+func (failRemote) Claims(path string) bool { return strings.HasPrefix(path, "mem://") }
+
+func (failRemote) Open(path string) (io.ReadCloser, error) {
+	return &noted{Reader: &failing{n: 1}, err: errors.New("GET http://x/api: HTTP 503")}, nil
 }

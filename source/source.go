@@ -180,8 +180,9 @@ type Progress struct {
 	// Traces are the traces kept, Requests the HTTP requests made,
 	// Retries those that were repeats.
 	Traces, Requests, Retries int
-	// Final is set on the last report, when the fetch is over.
-	Final bool
+	// Final is set on the last report, when the fetch is over; Failed
+	// too when it ended on an error (which the stream's reader gets).
+	Final, Failed bool
 }
 
 // withDefaults fills in what o leaves zero, for target t.

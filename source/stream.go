@@ -35,6 +35,15 @@ func (s *Stream) Close() error {
 // are complete once Read has returned io.EOF.
 func (s *Stream) Notes() []string { return s.f.notesList() }
 
+// Err is the error that ended the fetch (nil while it runs, or when it
+// ended well): a reader that met a read error can say what failed without
+// the position its decoder adds, which means nothing for a fetch.
+func (s *Stream) Err() error {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	return s.f.failed
+}
+
 // Progress is the fetch's state now.
 func (s *Stream) Progress() Progress {
 	s.f.mu.Lock()
@@ -61,7 +70,11 @@ func Open(ctx context.Context, raw string, o Options) (*Stream, error) {
 	s := &Stream{pr: pr, cancel: cancel, done: make(chan struct{}), f: f}
 	go func() {
 		defer close(s.done)
-		pw.CloseWithError(f.run(ctx, pw))
+		err := f.run(ctx, pw)
+		f.mu.Lock()
+		f.failed = err
+		f.mu.Unlock()
+		pw.CloseWithError(err)
 	}()
 	return s, nil
 }
@@ -78,6 +91,7 @@ type fetcher struct {
 	head    *piece // the pieces not yet written, in window order
 	waiting int    // pieces done and not yet written
 	held    int    // the most pieces ever done and not yet written
+	failed  error  // what ended the fetch, once it ended
 	running int
 	err     error
 	sampled []sampledSlice
@@ -166,7 +180,7 @@ func (f *fetcher) run(ctx context.Context, w io.Writer) error {
 	f.cond.Broadcast()
 	f.mu.Unlock()
 	wg.Wait()
-	f.count(func(p *Progress) { p.Final = true })
+	f.count(func(p *Progress) { p.Final, p.Failed = true, err != nil })
 	return err
 }
 

@@ -127,7 +127,9 @@ func (f *sourceFlags) progress(e *env) func(source.Progress) {
 		}
 		f.m.fetched("")
 		f.m.done()
-		fmt.Fprintf(e.stderr, "tailscope: %s\n", visible(fetchLine(p)))
+		if !p.Failed { // a failure is the command's error message
+			fmt.Fprintf(e.stderr, "tailscope: %s\n", visible(fetchLine(p)))
+		}
 	}
 }
 

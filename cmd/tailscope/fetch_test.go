@@ -161,8 +161,8 @@ func TestSourceErrors(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	code = run(append([]string{"analyze", url, "--fetch-retries", "0"}, window...), strings.NewReader(""), &out, &errb)
-	if code != exitError || !strings.Contains(errb.String(), strings.TrimPrefix(srv.URL, "http://")) {
-		t.Errorf("down server: exit %d, stderr %q; want 1 and the address", code, errb.String())
+	if want := "tailscope: " + url + ": GET " + srv.URL + "/api/v2/traces?"; code != exitError || !strings.HasPrefix(errb.String(), want) || !strings.Contains(errb.String(), "refused") {
+		t.Errorf("down server: exit %d, stderr %q; want 1 and a message starting %q", code, errb.String(), want)
 	}
 
 	for _, c := range []struct {

@@ -75,7 +75,9 @@ type Options struct {
 	// system: a tracing backend's query API named by a URL (package
 	// source). Such a path is neither walked nor opened as a file; its
 	// stream is read as a file's content is, and when the stream has
-	// Notes() []string, they join Stats.Notes once it is read.
+	// Notes() []string, they join Stats.Notes once it is read; when it
+	// has Err() error, a read that failed reports that error (unplaced:
+	// the position a decoder met it at means nothing for a fetch).
 	Remote Remote
 }
 
