@@ -93,6 +93,7 @@ type analysisView struct {
 	// per policy (see effectRows).
 	EffectHead []string
 	EffectRows [][]string
+	EffectNote string
 	Hops       []hopView
 	Budget     string
 	// Rec are the hops the recommended policy sets a timeout for (they
@@ -160,6 +161,8 @@ type checkView struct {
 	Landing   []*chart
 	Findings  []findingsView
 	LandingHi string
+	// CutShort explains the † of the latency cells (see cutShortNote).
+	CutShort string
 }
 
 type policyRow struct {
@@ -237,7 +240,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		av.Check, av.CheckMet, av.Raised = capFirst(checkLine(c)), c.Met, capFirst(raisedLine(c))
 	}
 	if len(rep.PredictedEffect) > 0 {
-		av.EffectHead, _, av.EffectRows = effectRows(rep.PredictedEffect)
+		av.EffectHead, _, av.EffectRows, av.EffectNote = effectRows(rep.PredictedEffect)
 	}
 	u50, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p95"), hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")
 	fn := newFootnotes(rep.Warnings)
@@ -472,12 +475,13 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 		shared = niceCeil(shared)
 	}
 	cv.LandingHi = dur(shared)
+	cv.CutShort = cutShortNote(replayRows(rows, rep.Baseline != nil))
 	for i, r := range rows {
 		base := rep.Baseline != nil && i == 0
 		row := policyRow{
 			Name: r.Policy.Name, Path: r.Policy.Path, HopTimeout: r.HopTimeout, Retries: r.Retries, Budget: r.Budget,
 			OK: okText(r.Replay), Success: successText(r.Replay),
-			P50: u.f(r.Replay.LatencyMs.P50), P95: u.f(r.Replay.LatencyMs.P95), P99: u.f(r.Replay.LatencyMs.P99),
+			P50: latCell(u, r.Replay.LatencyMs.P50, r.Replay), P95: latCell(u, r.Replay.LatencyMs.P95, r.Replay), P99: latCell(u, r.Replay.LatencyMs.P99, r.Replay),
 			Fails: failText(r.Replay), MTTF: optDur(r.Replay.FailureMs.Mean),
 			RetrySpent: dur(r.Replay.RetryMs.Spent), RetryWasted: dur(r.Replay.RetryMs.Wasted),
 			Verdict: r.Verdict, Baseline: base,

@@ -174,7 +174,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	}
 	if len(rep.PredictedEffect) > 0 {
 		e.printf("\n#### Predicted effect (the logged requests replayed)\n\n")
-		head, right, rows := effectRows(rep.PredictedEffect)
+		head, right, rows, note := effectRows(rep.PredictedEffect)
 		for i := range head {
 			head[i] = strings.ToLower(head[i])
 		}
@@ -184,6 +184,9 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 			}
 		}
 		mdTable(e, head, right, rows)
+		if note != "" {
+			e.printf("\n%s\n", md(note))
+		}
 	}
 	mdWarnings(e, rep.Warnings)
 	return e.err
@@ -239,10 +242,13 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 			ttf = dur(*r.Replay.FailureMs.Mean)
 		}
 		cells = append(cells, []string{name, md(r.HopTimeout), md(r.Retries), md(r.Budget), okText(r.Replay), successText(r.Replay),
-			u.f(r.Replay.LatencyMs.P50), u.f(r.Replay.LatencyMs.P95), failText(r.Replay), ttf, dur(r.Replay.RetryMs.Spent), verdict})
+			latCell(u, r.Replay.LatencyMs.P50, r.Replay), latCell(u, r.Replay.LatencyMs.P95, r.Replay), failText(r.Replay), ttf, dur(r.Replay.RetryMs.Spent), verdict})
 	}
 	mdTable(e, []string{"config", "hop timeout", "retries", "budget", "ok", "success", "p50", "p95", "failures land", "mean TTF", "retry time", "verdict"},
 		[]bool{false, true, true, true, true, true, true, true, false, true, true, false}, cells)
+	if note := cutShortNote(replayRows(rows, rep.Baseline != nil)); note != "" {
+		e.printf("\n%s\n", md(note))
+	}
 
 	wrote := false
 	for _, r := range rep.Results {

@@ -2,11 +2,16 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/replay"
 )
 
 // renderAll renders an analysis in text, Markdown and HTML.
@@ -119,6 +124,69 @@ func TestHeaderCountsDuplicates(t *testing.T) {
 	for f, s := range renderAll(t, rep) {
 		if !strings.Contains(s, want) {
 			t.Errorf("%s: the header does not say %q", f, want)
+		}
+	}
+}
+
+// A policy that cuts most requests short has a low p50 over all requests
+// (each failed one counted when it gave up): its latency cells are marked
+// in every format, and the note gives the percentiles over the requests
+// that succeeded, which the JSON holds as latency_ok_ms, equal to the
+// percentiles of the successful outcomes' ends. A row without failures is
+// not marked.
+func TestCutShortLatencyLabelled(t *testing.T) {
+	rep, l := analysisOf(t, "spans.jsonl", "")
+	short, err := policy.Parse("short.yaml", []byte("budget: 30s\ndefault: {timeout: 400ms, retries: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short.Name = "short"
+	pols, err := logs.SeedPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *policy.Policy
+	for _, p := range pols {
+		if p.Name == "C" {
+			c = p
+		}
+	}
+	cr := check.Run(rep, l.Requests, []*policy.Policy{short, c}, check.Options{})
+	sr, cres := cr.Results[0].Replay, cr.Results[1].Replay
+	if sr.Failed == 0 || cres.Failed != 0 || *sr.LatencyMs.P50 >= *cres.LatencyMs.P50 {
+		t.Fatalf("the test needs a policy that fails fast beside one that fails nothing: %+v / %+v", sr, cres)
+	}
+	var ok []int64
+	for _, o := range replay.Run(l.Requests, short, replay.Options{}).Outcomes {
+		if o.OK && !o.Undetermined {
+			ok = append(ok, o.End)
+		}
+	}
+	quantile.SortInt64(ok)
+	wantP50 := math.Round(quantile.Int64(ok, 0.5)/1e3) / 1e3
+	if sr.LatencyOKMs.P50 == nil || *sr.LatencyOKMs.P50 != wantP50 || *sr.LatencyOKMs.P50 <= *sr.LatencyMs.P50 {
+		t.Fatalf("latency_ok_ms %+v, the successes' p50 is %v (all: %v)", sr.LatencyOKMs, wantP50, *sr.LatencyMs.P50)
+	}
+	for _, f := range []string{"text", "markdown", "html", "json"} {
+		var b bytes.Buffer
+		if err := Check(&b, f, cr, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if f == "json" {
+			if !strings.Contains(out, `"latency_ok_ms"`) {
+				t.Errorf("json: no latency_ok_ms")
+			}
+			continue
+		}
+		if n := strings.Count(out, cutShortMark); n < 3 {
+			t.Errorf("%s: %d marks, want the short policy's two cells and the note", f, n)
+		}
+		if !strings.Contains(out, "short: p50 "+dur(*sr.LatencyOKMs.P50)) {
+			t.Errorf("%s: the note does not give the p50 over successes (%s)", f, dur(*sr.LatencyOKMs.P50))
+		}
+		if strings.Contains(out, "C: p50") {
+			t.Errorf("%s: a policy without failures is listed in the note", f)
 		}
 	}
 }

@@ -511,20 +511,24 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	if len(rep.PredictedEffect) > 0 {
 		e.printf("\n%s (the logged requests replayed)\n", e.paint(ansiBold, "predicted effect"))
-		head, right, rows := effectRows(rep.PredictedEffect)
+		head, right, rows, note := effectRows(rep.PredictedEffect)
 		et := &table{head: head, right: right}
 		for _, r := range rows {
 			et.add(r...)
 		}
 		et.write(e, "  ")
+		if note != "" {
+			e.printf("  %s\n", e.paint(ansiDim, Visible(note)))
+		}
 	}
 	writeWarnings(e, rep.Warnings)
 	return e.err
 }
 
 // effectRows lays out the predicted-effect table (policy in force or as
-// logged, against the recommendation) for every renderer.
-func effectRows(effs []analyze.Effect) (head []string, right []bool, rows [][]string) {
+// logged, against the recommendation) for every renderer, with the note
+// its cut-short marks need (see cutShortNote).
+func effectRows(effs []analyze.Effect) (head []string, right []bool, rows [][]string, note string) {
 	var lat []*float64
 	for _, ef := range effs {
 		lat = append(lat, ef.LatencyMs.P50, ef.LatencyMs.P95, ef.LatencyMs.P99)
@@ -532,11 +536,66 @@ func effectRows(effs []analyze.Effect) (head []string, right []bool, rows [][]st
 	u := unitFor(lat...)
 	head = []string{"POLICY", "OK", "SUCCESS", "P50", "P95", "P99", "FAILURES LAND", "RETRY TIME"}
 	right = []bool{false, true, true, true, true, true, false, true}
-	for _, ef := range effs {
-		rows = append(rows, []string{ef.Policy, okText(ef.Summary), successText(ef.Summary),
-			u.f(ef.LatencyMs.P50), u.f(ef.LatencyMs.P95), u.f(ef.LatencyMs.P99), failText(ef.Summary), dur(ef.RetryMs.Spent)})
+	names := make([]string, len(effs))
+	sums := make([]check.Replay, len(effs))
+	for i, ef := range effs {
+		r := ef.Summary
+		rows = append(rows, []string{ef.Policy, okText(r), successText(r),
+			latCell(u, r.LatencyMs.P50, r), latCell(u, r.LatencyMs.P95, r), latCell(u, r.LatencyMs.P99, r), failText(r), dur(ef.RetryMs.Spent)})
+		names[i], sums[i] = ef.Policy, r
 	}
-	return head, right, rows
+	return head, right, rows, cutShortNote(names, sums)
+}
+
+// replayRows are the names and replays of a check table's rows (the
+// baseline first when there is one), for cutShortNote.
+func replayRows(rows []check.Result, baseline bool) ([]string, []check.Replay) {
+	names := make([]string, len(rows))
+	sums := make([]check.Replay, len(rows))
+	for i, r := range rows {
+		names[i], sums[i] = r.Policy.Name, r.Replay
+		if baseline && i == 0 {
+			names[i] += " (baseline)"
+		}
+	}
+	return names, sums
+}
+
+// cutShortMark follows a replayed request percentile that counts failed
+// requests at the time they gave up.
+const cutShortMark = "†"
+
+// latCell is a replayed request percentile: marked when the row has
+// failed requests, whose ends it counts (a request cut short at 60 ms
+// pulls the p50 down as if it had been answered fast).
+func latCell(u unit, v *float64, r check.Replay) string {
+	s := u.f(v)
+	if v != nil && r.Failed > 0 {
+		s += cutShortMark
+	}
+	return s
+}
+
+// cutShortNote explains the marks of latCell, with the percentiles over
+// the requests that succeeded for each marked row, or "" when no row has
+// failures.
+func cutShortNote(names []string, rs []check.Replay) string {
+	var parts []string
+	for i, r := range rs {
+		if r.Failed == 0 {
+			continue
+		}
+		l := r.LatencyOKMs
+		if l.P50 == nil {
+			parts = append(parts, names[i]+": none")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: p50 %s, p95 %s", names[i], dur(*l.P50), optDur(l.P95)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return cutShortMark + " counts each failed request at the time it gave up (a request cut short early reads as a fast one); over the requests that succeeded only, " + strings.Join(parts, "; ")
 }
 
 // rateStyle colours a success rate: green when nothing failed.
@@ -689,9 +748,10 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 			ttf = dur(*r.Replay.FailureMs.Mean)
 		}
 		t.add(name, r.HopTimeout, r.Retries, r.Budget, okText(r.Replay), successText(r.Replay),
-			u.f(r.Replay.LatencyMs.P50), u.f(r.Replay.LatencyMs.P95), failText(r.Replay), ttf,
+			latCell(u, r.Replay.LatencyMs.P50, r.Replay), latCell(u, r.Replay.LatencyMs.P95, r.Replay), failText(r.Replay), ttf,
 			dur(r.Replay.RetryMs.Spent), verdict)
 	}
+	names, sums := replayRows(rows, rep.Baseline != nil)
 	t.paint = func(row, col int, cell string) string {
 		switch {
 		case row < 0:
@@ -704,6 +764,9 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		return ""
 	}
 	t.write(e, "")
+	if note := cutShortNote(names, sums); note != "" {
+		e.printf("%s\n", e.paint(ansiDim, Visible(note)))
+	}
 	for i, r := range rows {
 		if rep.Baseline != nil && i == 0 {
 			continue
