@@ -174,8 +174,9 @@ func (a *Accum) sample(sp *span.Span) {
 	}
 	c := *sp
 	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
-	// The trees do not use attributes, and a reader's may be borrowed.
-	c.Attrs = nil
+	// The trees use no attributes but those that map a hop to its
+	// endpoint (copied: a reader's may be borrowed).
+	c.Attrs = routingAttrs(sp.Attrs)
 	if a.limit == 0 {
 		a.limit = a.SampleSpans
 	}

@@ -241,6 +241,10 @@ type Hop struct {
 	// Gap is the time between this caller-side hop's spans and its
 	// callee's server spans (see gap.go); nil when no call pairs up.
 	Gap *Gap `json:"gap,omitempty"`
+	// Endpoints say where a caller-side hop's calls go: caller, called
+	// service, gRPC method or HTTP route, or why they cannot be mapped
+	// (see endpoint.go). Emitted configs route by them.
+	Endpoints []policy.Endpoint `json:"endpoints,omitempty"`
 
 	// target is the time-to-success at the recommendation's percentile,
 	// ns; targetKnown is false when it is censored or there are no samples.
@@ -497,6 +501,7 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		whereTailComesFrom(rep, reqs)
 	})
 	recommendEjections(rep, rec)
+	mapEndpoints(rep, reqs)
 	return rep
 }
 

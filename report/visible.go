@@ -3,8 +3,9 @@ package report
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/tailscope/tailscope/internal/glyph"
 )
 
 // Visible makes a string from the logs, a policy or the file system safe to
@@ -78,15 +79,6 @@ func Visible(s string) string {
 }
 
 // invisible reports whether the rune r, n bytes long in its string, is one
-// Visible escapes.
-func invisible(r rune, n int) bool {
-	switch {
-	case r == utf8.RuneError && n == 1: // not UTF-8
-		return true
-	case r < 0x20 || (r >= 0x7f && r < 0xa0): // C0, DEL, C1
-		return true
-	case r < 0xad: // printable ASCII and Latin-1: the common case
-		return false
-	}
-	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point)
-}
+// Visible escapes (the rule is glyph.Invisible, shared with the emitted
+// configs).
+func invisible(r rune, n int) bool { return glyph.Invisible(r, n) }
