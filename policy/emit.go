@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -165,9 +167,13 @@ func envoyDur(d time.Duration) string {
 // GRPCMaxAttempts is gRPC's cap on retryPolicy.maxAttempts.
 const GRPCMaxAttempts = 5
 
-// GRPC renders the policy as a gRPC service config with one methodConfig
-// per hop (the hop name used as the service name), and the notes on what
-// could not be expressed.
+// GRPC renders the policy as gRPC service configs, one per channel: a
+// JSON object keyed by "caller → service" whose values are service configs
+// (gRFC A2, A6) with a methodConfig per gRPC endpoint, named by its proto
+// service and method, which is what gRPC matches a call by. An endpoint of
+// a whole service (a flat log's hop) gets the channel's default method
+// config (a name without service). HTTP and unmapped endpoints are left
+// out, and the notes say so and why.
 //
 // Semantics differ: gRPC's methodConfig `timeout` is the deadline of the
 // whole RPC including retries (there is no per-attempt timeout), and
@@ -178,8 +184,9 @@ const GRPCMaxAttempts = 5
 // attempt is sent at once, only when the hop retries). Hedging is not
 // implemented in every gRPC library (gRFC A6: not in gRPC-Go nor in
 // C-core, which C++, Python, Ruby, PHP and Objective-C use), and the notes
-// say so.
-func GRPC(p *Policy, hops []string) (string, []string) {
+// say so. The budget is the caller's deadline on the request, not a
+// channel's: it is not in the output.
+func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 	type retry struct {
 		MaxAttempts          int      `json:"maxAttempts"`
 		InitialBackoff       string   `json:"initialBackoff"`
@@ -193,7 +200,8 @@ func GRPC(p *Policy, hops []string) (string, []string) {
 		NonFatalStatusCodes []string `json:"nonFatalStatusCodes,omitempty"`
 	}
 	type name struct {
-		Service string `json:"service"`
+		Service string `json:"service,omitempty"`
+		Method  string `json:"method,omitempty"`
 	}
 	type method struct {
 		Name          []name   `json:"name"`
@@ -201,20 +209,43 @@ func GRPC(p *Policy, hops []string) (string, []string) {
 		RetryPolicy   *retry   `json:"retryPolicy,omitempty"`
 		HedgingPolicy *hedging `json:"hedgingPolicy,omitempty"`
 	}
-	var notes []string
 	type throttling struct {
 		MaxTokens  int     `json:"maxTokens"`
 		TokenRatio float64 `json:"tokenRatio"`
 	}
-	var cfg struct {
+	type config struct {
 		MethodConfig    []method    `json:"methodConfig"`
 		RetryThrottling *throttling `json:"retryThrottling,omitempty"`
 	}
+	var notes []string
+	noted := map[string]bool{}
+	note := func(s string) {
+		if !noted[s] {
+			noted[s] = true
+			notes = append(notes, s)
+		}
+	}
 	retryable := []string{"UNAVAILABLE", "RESOURCE_EXHAUSTED"}
 	anyHedge := false
-	for _, n := range hops {
+	httpN, httpHops := 0, map[string]bool{}
+	channels := map[string]*config{}
+	budgets := map[string][]string{}
+	for _, e := range eps {
+		n := e.Hop
+		switch {
+		case e.Unmapped != "":
+			note(fmt.Sprintf("%s: not emitted: %s", n, e.Unmapped))
+			continue
+		case !e.IsGRPC() && !e.Whole():
+			httpN++
+			httpHops[n] = true
+			continue
+		}
 		h := p.For(n)
-		m := method{Name: []name{{Service: n}}}
+		m := method{Name: []name{{Service: e.GRPCService, Method: e.GRPCMethod}}}
+		if e.Whole() {
+			m.Name = []name{{}} // the channel's default
+		}
 		if d := callBound(p, h); d > 0 {
 			m.Timeout = envoyDur(d)
 		}
@@ -223,21 +254,21 @@ func GRPC(p *Policy, hops []string) (string, []string) {
 			anyHedge = true
 			attempts := 1 + h.Hedge.Max + h.Retries
 			if attempts > GRPCMaxAttempts {
-				notes = append(notes, fmt.Sprintf("%s: %d attempts (first, %d hedges, %d retries) exceed gRPC's cap; hedgingPolicy.maxAttempts set to %d", n, attempts, h.Hedge.Max, h.Retries, GRPCMaxAttempts))
+				note(fmt.Sprintf("%s: %d attempts (first, %d hedges, %d retries) exceed gRPC's cap; hedgingPolicy.maxAttempts set to %d", n, attempts, h.Hedge.Max, h.Retries, GRPCMaxAttempts))
 				attempts = GRPCMaxAttempts
 			}
 			m.HedgingPolicy = &hedging{MaxAttempts: attempts, HedgingDelay: envoyDur(h.Hedge.Delay)}
 			if h.Retries > 0 {
 				m.HedgingPolicy.NonFatalStatusCodes = retryable
-				notes = append(notes, fmt.Sprintf("%s: a method has a retryPolicy or a hedgingPolicy, not both: its %d %s become hedged attempts sent at once on %s, without backoff", n, h.Retries, plural(h.Retries, "retry", "retries"), strings.Join(retryable, " or ")))
+				note(fmt.Sprintf("%s: a method has a retryPolicy or a hedgingPolicy, not both: its %d %s become hedged attempts sent at once on %s, without backoff", n, h.Retries, plural(h.Retries, "retry", "retries"), strings.Join(retryable, " or ")))
 			}
 			if h.Timeout > 0 {
-				notes = append(notes, fmt.Sprintf("%s: gRPC has no per-attempt timeout; no attempt is cut at %s, the %s deadline bounds the call", n, envoyDur(h.Timeout), m.Timeout))
+				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; no attempt is cut at %s, the %s deadline bounds the call", n, envoyDur(h.Timeout), m.Timeout))
 			}
 		case h.Retries > 0:
 			attempts := h.Retries + 1
 			if attempts > GRPCMaxAttempts {
-				notes = append(notes, fmt.Sprintf("%s: %d retries exceed gRPC's cap; maxAttempts set to %d", n, h.Retries, GRPCMaxAttempts))
+				note(fmt.Sprintf("%s: %d retries exceed gRPC's cap; maxAttempts set to %d", n, h.Retries, GRPCMaxAttempts))
 				attempts = GRPCMaxAttempts
 			}
 			base := h.Backoff.Base
@@ -247,35 +278,54 @@ func GRPC(p *Policy, hops []string) (string, []string) {
 			m.RetryPolicy = &retry{MaxAttempts: attempts, InitialBackoff: envoyDur(base), MaxBackoff: envoyDur(max(h.Backoff.Max, base)),
 				BackoffMultiplier: 2, RetryableStatusCodes: retryable}
 			if h.Timeout > 0 {
-				notes = append(notes, fmt.Sprintf("%s: gRPC has no per-attempt timeout; the %s per attempt becomes a %s deadline for the whole call", n, envoyDur(h.Timeout), m.Timeout))
+				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; the %s per attempt becomes a %s deadline for the whole call", n, envoyDur(h.Timeout), m.Timeout))
 			}
 		}
-		cfg.MethodConfig = append(cfg.MethodConfig, m)
+		ch := e.Channel()
+		c := channels[ch]
+		if c == nil {
+			c = &config{}
+			channels[ch] = c
+		}
+		c.MethodConfig = append(c.MethodConfig, m)
+		// retryThrottling is one per channel: with several hops on it,
+		// the most conservative of their budgets, and a note with each
+		// hop's own.
+		if rb, ok := p.RetryBudgets[n]; ok && rb.MaxTokens > 0 {
+			t := c.RetryThrottling
+			if t == nil {
+				t = &throttling{MaxTokens: rb.MaxTokens, TokenRatio: rb.TokenRatio}
+				c.RetryThrottling = t
+			}
+			t.MaxTokens, t.TokenRatio = min(t.MaxTokens, rb.MaxTokens), min(t.TokenRatio, rb.TokenRatio)
+			own := fmt.Sprintf("%s {maxTokens: %d, tokenRatio: %s}", n, rb.MaxTokens, strconv.FormatFloat(rb.TokenRatio, 'f', -1, 64))
+			if !slices.Contains(budgets[ch], own) {
+				budgets[ch] = append(budgets[ch], own)
+			}
+		}
+	}
+	if httpN > 0 {
+		note(fmt.Sprintf("%d HTTP %s of %d %s left out: a gRPC service config matches gRPC methods only (see --emit envoy, istio or linkerd)",
+			httpN, plural(httpN, "endpoint", "endpoints"), len(httpHops), plural(len(httpHops), "hop", "hops")))
 	}
 	if anyHedge {
-		notes = append(notes, GRPCHedgingSupport)
+		note(GRPCHedgingSupport)
 	}
-	// retryThrottling is one per channel: with several hops, the most
-	// conservative of their budgets, and a note with each hop's own.
-	var each []string
-	for _, n := range hops {
-		rb, ok := p.RetryBudgets[n]
-		if !ok || rb.MaxTokens <= 0 {
-			continue
+	chs := make([]string, 0, len(budgets))
+	for ch := range budgets {
+		chs = append(chs, ch)
+	}
+	sort.Strings(chs)
+	for _, ch := range chs {
+		if each := budgets[ch]; len(each) > 1 {
+			note(ch + ": retryThrottling applies to a whole channel: this config has the most conservative of its hops' budgets: " + strings.Join(each, ", "))
 		}
-		t := cfg.RetryThrottling
-		if t == nil {
-			t = &throttling{MaxTokens: rb.MaxTokens, TokenRatio: rb.TokenRatio}
-			cfg.RetryThrottling = t
-		}
-		t.MaxTokens, t.TokenRatio = min(t.MaxTokens, rb.MaxTokens), min(t.TokenRatio, rb.TokenRatio)
-		each = append(each, fmt.Sprintf("%s {maxTokens: %d, tokenRatio: %s}", n, rb.MaxTokens, strconv.FormatFloat(rb.TokenRatio, 'f', -1, 64)))
 	}
-	if len(each) > 1 {
-		notes = append(notes, "retryThrottling applies to a whole channel (one server): this config has the most conservative of the hops' budgets; for a channel per hop use its own: "+strings.Join(each, ", "))
+	if channels == nil {
+		channels = map[string]*config{}
 	}
-	out, _ := json.MarshalIndent(cfg, "", "  ")
-	return string(out) + "\n", notes
+	out, _ := json.MarshalIndent(channels, "", "  ")
+	return JSONVisible(string(out)) + "\n", notes
 }
 
 // GRPCHedgingSupport is the note on where gRPC's hedgingPolicy works.

@@ -32,7 +32,8 @@ var (
 		"routes[].route.hedge_policy":                {"initial_requests", "additional_request_chance", "hedge_on_per_try_timeout"},
 	}
 	grpcFields = map[string][]string{
-		"":                             {"methodConfig", "retryThrottling", "loadBalancingConfig"},
+		"":                             {"*"}, // an object keyed by channel
+		"*":                            {"methodConfig", "retryThrottling", "loadBalancingConfig"},
 		"methodConfig[]":               {"name", "timeout", "retryPolicy", "hedgingPolicy", "waitForReady"},
 		"methodConfig[].name[]":        {"service", "method"},
 		"methodConfig[].retryPolicy":   {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes"},
@@ -53,12 +54,20 @@ func schemaCheck(t *testing.T, what string, fields map[string][]string, v any, p
 			t.Errorf("%s: an object at %q, which the schema does not have", what, path)
 			return
 		}
+		if len(known) == 1 && known[0] == "*" {
+			// An object keyed by names (gRPC's channels): each value
+			// is the object the schema lists at "*".
+			for _, c := range x {
+				schemaCheck(t, what, fields, c, "*")
+			}
+			return
+		}
 		for k, c := range x {
 			if !slices.Contains(known, k) {
 				t.Errorf("%s: %q is not a documented field of %q (want one of %v)", what, k, path, known)
 				continue
 			}
-			schemaCheck(t, what, fields, c, strings.TrimPrefix(path+"."+k, "."))
+			schemaCheck(t, what, fields, c, strings.TrimPrefix(strings.TrimPrefix(path+"."+k, "*"), "."))
 		}
 	case []any:
 		for _, c := range x {
@@ -128,17 +137,13 @@ func TestEnvoyEmit(t *testing.T) {
 // retries; the notes say where hedging is not implemented.
 func TestGRPCEmit(t *testing.T) {
 	p := emitPolicy()
-	out, notes := GRPC(p, p.HopNames())
+	out, notes := GRPC(p, emitEndpoints(p))
 	var doc any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	schemaCheck(t, "grpc", grpcFields, doc, "")
-	methods := map[string]map[string]any{}
-	for _, m := range doc.(map[string]any)["methodConfig"].([]any) {
-		m := m.(map[string]any)
-		methods[m["name"].([]any)[0].(map[string]any)["service"].(string)] = m
-	}
+	methods := grpcMethods(t, out, "web → backend")
 	want := map[string][3]any{ // maxAttempts, hedgingDelay, nonFatalStatusCodes given
 		"hedged": {float64(4), "0.04s", true},
 		"hedge0": {float64(3), "0.05s", false},
@@ -168,7 +173,7 @@ func TestGRPCEmit(t *testing.T) {
 	q := emitPolicy()
 	delete(q.Hops, "hedged")
 	delete(q.Hops, "hedge0")
-	out, notes = GRPC(q, q.HopNames())
+	out, notes = GRPC(q, emitEndpoints(q))
 	if strings.Contains(out, "hedging") || slices.Contains(notes, GRPCHedgingSupport) {
 		t.Errorf("hedging without a hedge:\n%s\n%q", out, notes)
 	}
@@ -181,7 +186,7 @@ func TestGRPCEmit(t *testing.T) {
 // note.
 func TestGRPCHedgeCap(t *testing.T) {
 	p := &Policy{Default: Hop{}, Hops: map[string]Hop{"x": {Timeout: time.Second, Retries: 3, Hedge: Hedge{Delay: 10 * time.Millisecond, Max: 4}}}}
-	out, notes := GRPC(p, []string{"x"})
+	out, notes := GRPC(p, emitEndpoints(p))
 	if !strings.Contains(out, fmt.Sprintf(`"maxAttempts": %d`, GRPCMaxAttempts)) || !strings.Contains(strings.Join(notes, "\n"), "exceed gRPC's cap") {
 		t.Errorf("no cap:\n%s\n%q", out, notes)
 	}
@@ -206,16 +211,17 @@ func TestEmitRetryBudgets(t *testing.T) {
 	if len(got) != 2 || got["hedged"] != "20/3" || got["retried"] != "5/1" {
 		t.Errorf("envoy retry budgets %v", got)
 	}
-	out, notes := GRPC(p, p.HopNames())
-	var g struct {
+	out, notes := GRPC(p, emitEndpoints(p))
+	var gs map[string]struct {
 		RetryThrottling *struct {
 			MaxTokens  int     `json:"maxTokens"`
 			TokenRatio float64 `json:"tokenRatio"`
 		} `json:"retryThrottling"`
 	}
-	if err := json.Unmarshal([]byte(out), &g); err != nil {
+	if err := json.Unmarshal([]byte(out), &gs); err != nil {
 		t.Fatal(err)
 	}
+	g := gs["web → backend"]
 	if g.RetryThrottling == nil || g.RetryThrottling.MaxTokens != 10 || g.RetryThrottling.TokenRatio != 0.05 {
 		t.Errorf("retryThrottling %+v, want the most conservative {10, 0.05}", g.RetryThrottling)
 	}
@@ -223,7 +229,7 @@ func TestEmitRetryBudgets(t *testing.T) {
 		t.Errorf("notes lack each hop's budget: %q", notes)
 	}
 	p.RetryBudgets = nil
-	if out, _ := GRPC(p, p.HopNames()); strings.Contains(out, "retryThrottling") {
+	if out, _ := GRPC(p, emitEndpoints(p)); strings.Contains(out, "retryThrottling") {
 		t.Errorf("retryThrottling without a budget")
 	}
 	if strings.Contains(Envoy(p, p.HopNames()), "retry_budget") {
@@ -282,4 +288,33 @@ func TestEnvoyOutlierDetection(t *testing.T) {
 	if strings.Contains(Envoy(p, p.HopNames()), "outlier_detection") {
 		t.Error("outlier_detection without an ejection")
 	}
+}
+
+// emitEndpoints puts every hop of p on one gRPC channel, web → backend,
+// as method pkg.Backend/<hop>.
+func emitEndpoints(p *Policy) []Endpoint {
+	var eps []Endpoint
+	for _, n := range p.HopNames() {
+		eps = append(eps, Endpoint{Hop: n, Caller: "web", Service: "backend", GRPCService: "pkg.Backend", GRPCMethod: n})
+	}
+	return eps
+}
+
+// grpcMethods decodes an emitted gRPC document and returns the method
+// configs of one channel by method name.
+func grpcMethods(t *testing.T, out, channel string) map[string]map[string]any {
+	t.Helper()
+	var doc map[string]struct {
+		MethodConfig []map[string]any `json:"methodConfig"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ms := map[string]map[string]any{}
+	for _, m := range doc[channel].MethodConfig {
+		for _, n := range m["name"].([]any) {
+			ms[fmt.Sprint(n.(map[string]any)["method"])] = m
+		}
+	}
+	return ms
 }

@@ -84,7 +84,7 @@ func runRecommend(e *env, args []string) error {
 	case "envoy":
 		body = []byte(policy.Envoy(p, hops))
 	case "grpc":
-		out, notes := policy.GRPC(p, hops)
+		out, notes := policy.GRPC(p, rep.Endpoints(hops))
 		body = []byte(out)
 		if !in.quiet {
 			fmt.Fprintln(e.stderr, "tailscope: gRPC's methodConfig timeout covers the whole call with its retries, and maxAttempts counts the first attempt (at most 5).")
