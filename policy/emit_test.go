@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -11,36 +12,20 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The documented field names of what Envoy and gRPC read, by the path of
-// the object that holds them ("" the top). Envoy: config.route.v3 Route,
-// RouteMatch, RouteAction, RetryPolicy (RetryBackOff) and HedgePolicy;
-// gRPC: the service config (gRFC A2, A6): MethodConfig, its name,
-// retryPolicy, hedgingPolicy and retryThrottling.
-var (
-	envoyFields = map[string][]string{
-		"":                            {"routes", "clusters"},
-		"clusters[]":                  {"name", "circuit_breakers"},
-		"clusters[].circuit_breakers": {"thresholds"},
-		"clusters[].circuit_breakers.thresholds[]":                             {"priority", "max_retries", "retry_budget"},
-		"clusters[].circuit_breakers.thresholds[].retry_budget":                {"budget_percent", "min_retry_concurrency"},
-		"clusters[].circuit_breakers.thresholds[].retry_budget.budget_percent": {"value"},
-		"routes[]":                    {"name", "match", "route"},
-		"routes[].match":              {"prefix", "path", "safe_regex"},
-		"routes[].route":              {"cluster", "timeout", "retry_policy", "hedge_policy"},
-		"routes[].route.retry_policy": {"retry_on", "num_retries", "per_try_timeout", "retry_back_off", "retriable_status_codes"},
-		"routes[].route.retry_policy.retry_back_off": {"base_interval", "max_interval"},
-		"routes[].route.hedge_policy":                {"initial_requests", "additional_request_chance", "hedge_on_per_try_timeout"},
-	}
-	grpcFields = map[string][]string{
-		"":                             {"*"}, // an object keyed by channel
-		"*":                            {"methodConfig", "retryThrottling", "loadBalancingConfig"},
-		"methodConfig[]":               {"name", "timeout", "retryPolicy", "hedgingPolicy", "waitForReady"},
-		"methodConfig[].name[]":        {"service", "method"},
-		"methodConfig[].retryPolicy":   {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes"},
-		"methodConfig[].hedgingPolicy": {"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"},
-		"retryThrottling":              {"maxTokens", "tokenRatio"},
-	}
-)
+// The documented field names of what gRPC reads, by the path of the
+// object that holds them ("" the top): the service config (gRFC A2, A6):
+// MethodConfig, its name, retryPolicy, hedgingPolicy and retryThrottling.
+// (Envoy's output is checked by go-control-plane's own types, which
+// refuse unknown fields: envoy_consumer_test.go.)
+var grpcFields = map[string][]string{
+	"":                             {"*"}, // an object keyed by channel
+	"*":                            {"methodConfig", "retryThrottling", "loadBalancingConfig"},
+	"methodConfig[]":               {"name", "timeout", "retryPolicy", "hedgingPolicy", "waitForReady"},
+	"methodConfig[].name[]":        {"service", "method"},
+	"methodConfig[].retryPolicy":   {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes"},
+	"methodConfig[].hedgingPolicy": {"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"},
+	"retryThrottling":              {"maxTokens", "tokenRatio"},
+}
 
 // schemaCheck walks a decoded document and reports every key that is not
 // a documented field of the object holding it, and every object whose
@@ -90,22 +75,73 @@ func emitPolicy() *Policy {
 		}}
 }
 
-// TestEnvoyEmit: the Envoy routes parse as YAML, use only Envoy's
-// documented field names, and a hedged hop has a hedge_policy hedging on
-// the per-try timeout, which is its hedge delay, with a comment saying so.
+// envoyDocs decodes the Envoy output's YAML documents: route
+// configurations by name, clusters by name.
+func envoyDocs(t *testing.T, out string) (routes, clusters map[string]map[string]any) {
+	t.Helper()
+	routes, clusters = map[string]map[string]any{}, map[string]map[string]any{}
+	dec := yaml.NewDecoder(strings.NewReader(out))
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if err == io.EOF {
+			return routes, clusters
+		}
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if doc == nil {
+			continue
+		}
+		name, _ := doc["name"].(string)
+		if _, ok := doc["virtual_hosts"]; ok {
+			routes[name] = doc
+		} else {
+			clusters[name] = doc
+		}
+	}
+}
+
+// envoyRoutes are the route actions of the output by route name (the hop).
+func envoyRoutes(t *testing.T, out string) map[string]map[string]any {
+	t.Helper()
+	rcs, _ := envoyDocs(t, out)
+	got := map[string]map[string]any{}
+	for _, rc := range rcs {
+		for _, vh := range rc["virtual_hosts"].([]any) {
+			for _, r := range vh.(map[string]any)["routes"].([]any) {
+				r := r.(map[string]any)
+				got[r["name"].(string)] = r["route"].(map[string]any)
+			}
+		}
+	}
+	return got
+}
+
+// TestEnvoyEmit: the Envoy output is a route configuration per caller,
+// a virtual host per called service, routes matching the gRPC method
+// path, to the service's cluster; a hedged hop has a hedge_policy
+// hedging on the per-try timeout, which is its hedge delay, with a
+// comment saying so.
 func TestEnvoyEmit(t *testing.T) {
 	p := emitPolicy()
-	out := Envoy(p, p.HopNames())
-	var doc any
-	if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	out, _ := Envoy(p, emitEndpoints(p), EnvoyOptions{})
+	rcs, _ := envoyDocs(t, out)
+	if len(rcs) != 1 || rcs["web"] == nil {
+		t.Fatalf("route configurations %v, want one named web:\n%s", rcs, out)
 	}
-	schemaCheck(t, "envoy", envoyFields, doc, "")
-	routes := map[string]map[string]any{}
-	for _, r := range doc.(map[string]any)["routes"].([]any) {
+	vh := rcs["web"]["virtual_hosts"].([]any)[0].(map[string]any)
+	if vh["name"] != "backend" || fmt.Sprint(vh["domains"]) != "[backend backend:*]" {
+		t.Errorf("virtual host %v, want backend with its domains", vh)
+	}
+	for _, r := range vh["routes"].([]any) {
 		r := r.(map[string]any)
-		routes[r["name"].(string)] = r["route"].(map[string]any)
+		m := r["match"].(map[string]any)
+		if m["path"] != "/pkg.Backend/"+r["name"].(string) || r["route"].(map[string]any)["cluster"] != "backend" {
+			t.Errorf("route %v: want the method path and the service's cluster", r)
+		}
 	}
+	routes := envoyRoutes(t, out)
 	for _, n := range []string{"hedged", "hedge0"} {
 		rt := routes[n]
 		hp, ok := rt["hedge_policy"].(map[string]any)
@@ -128,6 +164,53 @@ func TestEnvoyEmit(t *testing.T) {
 	}
 	if !strings.Contains(out, "Envoy hedges only on a per-try timeout") || !strings.Contains(out, "no attempt is cut at tailscope's 0.9s per-attempt timeout") {
 		t.Errorf("the output does not say what Envoy's hedging does not cover:\n%s", out)
+	}
+}
+
+// TestEnvoyRouteForms: an HTTP route with parameters is matched by
+// safe_regex, one without exactly, a whole service by the prefix "/"
+// after the others of its virtual host; the method by the :method header;
+// an unmapped endpoint is not routed and its reason is in a comment;
+// --cluster-name's template names the cluster.
+func TestEnvoyRouteForms(t *testing.T) {
+	p := &Policy{Default: Hop{Timeout: time.Second}, Hops: map[string]Hop{"a": {Timeout: time.Second}, "b": {Timeout: 2 * time.Second}, "c": {Timeout: 3 * time.Second}, "d": {}}}
+	eps := []Endpoint{
+		{Hop: "c", Caller: "gw", Service: "orders"},
+		{Hop: "a", Caller: "gw", Service: "orders", Method: "GET", Route: "/order/{id}"},
+		{Hop: "b", Caller: "gw", Service: "orders", Method: "POST", Route: "/order"},
+		{Hop: "d", Caller: "gw", Unmapped: "no called service\nevil: true"},
+	}
+	out, notes := Envoy(p, eps, EnvoyOptions{ClusterName: "outbound|80||{service}.{namespace}.svc.cluster.local", Namespace: "shop"})
+	rcs, _ := envoyDocs(t, out)
+	routes := rcs["gw"]["virtual_hosts"].([]any)[0].(map[string]any)["routes"].([]any)
+	var order []string
+	for _, r := range routes {
+		r := r.(map[string]any)
+		order = append(order, r["name"].(string))
+		m := r["match"].(map[string]any)
+		switch r["name"] {
+		case "a":
+			if m["safe_regex"].(map[string]any)["regex"] != "/order/[^/]+" || !strings.Contains(fmt.Sprint(m["headers"]), "exact:GET") {
+				t.Errorf("a: match %v", m)
+			}
+		case "b":
+			if m["path"] != "/order" {
+				t.Errorf("b: match %v", m)
+			}
+		case "c":
+			if m["prefix"] != "/" {
+				t.Errorf("c: match %v", m)
+			}
+		}
+		if cl := r["route"].(map[string]any)["cluster"]; cl != "outbound|80||orders.shop.svc.cluster.local" {
+			t.Errorf("cluster %v", cl)
+		}
+	}
+	if strings.Join(order, ",") != "b,a,c" {
+		t.Errorf("route order %v, want exact, pattern, whole service", order)
+	}
+	if len(notes) != 1 || !strings.Contains(out, `# d: not routed: no called service\nevil: true`) {
+		t.Errorf("the unmapped endpoint's note: %q\n%s", notes, out)
 	}
 }
 
@@ -177,7 +260,7 @@ func TestGRPCEmit(t *testing.T) {
 	if strings.Contains(out, "hedging") || slices.Contains(notes, GRPCHedgingSupport) {
 		t.Errorf("hedging without a hedge:\n%s\n%q", out, notes)
 	}
-	if e := Envoy(q, q.HopNames()); strings.Contains(e, "hedge_policy") || strings.Contains(e, "hedge after") {
+	if e, _ := Envoy(q, emitEndpoints(q), EnvoyOptions{}); strings.Contains(e, "hedge_policy") || strings.Contains(e, "hedge after") {
 		t.Errorf("envoy: hedge without a hedge:\n%s", e)
 	}
 }
@@ -197,13 +280,14 @@ func TestGRPCHedgeCap(t *testing.T) {
 // conservative, with a note of each hop's own).
 func TestEmitRetryBudgets(t *testing.T) {
 	p := emitPolicy()
-	var doc map[string]any
-	if err := yaml.Unmarshal([]byte(Envoy(p, p.HopNames())), &doc); err != nil {
-		t.Fatal(err)
+	eps := emitEndpoints(p)
+	for i := range eps {
+		eps[i].Service = eps[i].Hop // a service each, so a cluster each
 	}
+	out, _ := Envoy(p, eps, EnvoyOptions{})
+	_, clusters := envoyDocs(t, out)
 	got := map[string]string{}
-	for _, c := range doc["clusters"].([]any) {
-		c := c.(map[string]any)
+	for _, c := range clusters {
 		th := c["circuit_breakers"].(map[string]any)["thresholds"].([]any)[0].(map[string]any)
 		rb := th["retry_budget"].(map[string]any)
 		got[c["name"].(string)] = fmt.Sprint(rb["budget_percent"].(map[string]any)["value"], "/", rb["min_retry_concurrency"])
@@ -232,7 +316,7 @@ func TestEmitRetryBudgets(t *testing.T) {
 	if out, _ := GRPC(p, emitEndpoints(p)); strings.Contains(out, "retryThrottling") {
 		t.Errorf("retryThrottling without a budget")
 	}
-	if strings.Contains(Envoy(p, p.HopNames()), "retry_budget") {
+	if out, _ := Envoy(p, eps, EnvoyOptions{}); strings.Contains(out, "retry_budget") {
 		t.Errorf("retry_budget without a budget")
 	}
 }
@@ -249,17 +333,20 @@ func TestEnvoyOutlierDetection(t *testing.T) {
 		"plain":   {Key: "host", Value: "h1", Of: "failures", Lift: 12, Share: 0.9, Instances: 40},
 	}
 	p.Hops["plain"] = Hop{Timeout: time.Second}
-	out := Envoy(p, p.HopNames())
-	var doc map[string]any
-	if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	eps := emitEndpoints(p)
+	for i := range eps {
+		eps[i].Service = eps[i].Hop
 	}
-	if _, ok := doc["evil"]; ok || strings.Contains(out, "\nevil") {
+	out, _ := Envoy(p, eps, EnvoyOptions{})
+	_, clusters := envoyDocs(t, out)
+	if strings.Contains(out, "\nevil") {
 		t.Errorf("a value's line break escaped its comment:\n%s", out)
 	}
 	got := map[string]map[string]any{}
-	for _, c := range doc["clusters"].([]any) {
-		c := c.(map[string]any)
+	for _, c := range clusters {
+		if c["evil"] != nil {
+			t.Errorf("a value's line break escaped its comment:\n%s", out)
+		}
 		if od, ok := c["outlier_detection"].(map[string]any); ok {
 			got[c["name"].(string)] = od
 		}
@@ -285,7 +372,7 @@ func TestEnvoyOutlierDetection(t *testing.T) {
 		t.Errorf("no reason in the comment:\n%s", out)
 	}
 	p.Ejections = nil
-	if strings.Contains(Envoy(p, p.HopNames()), "outlier_detection") {
+	if out, _ := Envoy(p, eps, EnvoyOptions{}); strings.Contains(out, "outlier_detection") {
 		t.Error("outlier_detection without an ejection")
 	}
 }

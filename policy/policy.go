@@ -13,6 +13,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/tailscope/tailscope/internal/glyph"
 )
 
 // Jitter kinds for backoff.
@@ -331,35 +334,35 @@ func fmtDur(d time.Duration) string {
 	return s
 }
 
-// quoteKey writes a hop name as a YAML key: bare when it is a plain
-// identifier-like name, else as a YAML double-quoted string in which every
-// character YAML does not allow raw (C0, DEL, C1 — JSON quoting leaves DEL
-// and C1 raw —, a BOM, U+FFFE/U+FFFF) is an escape, so that any name —
-// spaces, colons, "#", Unicode spaces, control characters — reads back as
-// itself.
+// quoteKey writes a string from the logs (a hop name, a service, a route)
+// as a YAML scalar that every YAML reader reads back as that string: bare
+// only when it is identifier-like and not a word YAML 1.1 or 1.2 reads as
+// a boolean or null in any case (True, NULL, yes, on, y, ~…; a number
+// cannot start with a letter), else double-quoted with every character
+// YAML does not allow raw (C0, DEL, C1 — JSON quoting leaves DEL and C1
+// raw —, a BOM, U+FFFE/U+FFFF) and every one a reader cannot see
+// (glyph.Invisible: bidi overrides, zero-width characters, line
+// separators) as an escape, so that any name — spaces, colons, "#",
+// Unicode spaces, control characters — reads back as itself and shows
+// what it holds.
 func quoteKey(k string) string {
-	plain := k != "" && k != "null" && k != "true" && k != "false" && k != "~"
-	for i := 0; i < len(k) && plain; i++ {
-		c := k[i]
-		ok := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			(i > 0 && ((c >= '0' && c <= '9') || c == '-' || c == '.' || c == '/'))
-		plain = ok
-	}
-	if plain {
+	if plainScalar(k) {
 		return k
 	}
 	var b strings.Builder
 	b.WriteByte('"')
-	for _, r := range k {
+	for i := 0; i < len(k); {
+		r, n := utf8.DecodeRuneInString(k[i:])
+		i += n
 		switch {
 		case r == '"':
 			b.WriteString(`\"`)
 		case r == '\\':
 			b.WriteString(`\\`)
-		case r == 0x2028 || r == 0x2029:
-			// Printable to YAML but line breaks: escaped, or the key
-			// would end there.
-			fmt.Fprintf(&b, `\u%04x`, r)
+		case glyph.Invisible(r, n) && r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case glyph.Invisible(r, n):
+			fmt.Fprintf(&b, `\u%04x`, r) // bytes that are not UTF-8 as U+FFFD
 		case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000 && r <= 0x10ffff:
 			b.WriteRune(r)
 		case r <= 0xffff:
@@ -371,6 +374,28 @@ func quoteKey(k string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// plainScalar reports whether s can be written bare in YAML and read
+// back as the same string by YAML 1.1 and 1.2 readers alike.
+func plainScalar(s string) bool {
+	if s == "" || yamlWords[strings.ToLower(s)] {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(i > 0 && ((c >= '0' && c <= '9') || c == '-' || c == '.' || c == '/'))
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// yamlWords are the words YAML 1.1 (PyYAML, older Go and Ruby readers)
+// or 1.2 read as booleans or null, in lower case.
+var yamlWords = map[string]bool{"y": true, "yes": true, "n": true, "no": true, "true": true, "false": true,
+	"on": true, "off": true, "null": true}
 
 // ErrNoPolicy is returned when a command needs a policy and none was given.
 var ErrNoPolicy = errors.New("no policy given")

@@ -1,10 +1,6 @@
 package report
 
 import (
-	"fmt"
-	"strings"
-	"unicode/utf8"
-
 	"github.com/tailscope/tailscope/internal/glyph"
 )
 
@@ -35,48 +31,7 @@ import (
 // write themselves (HTML attributes included); the JSON report keeps the
 // strings as they are (its consumers need the real names). Use it for any
 // name from the input echoed to a terminal, stderr included.
-func Visible(s string) string {
-	i := 0
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if invisible(r, n) {
-			break
-		}
-		i += n
-	}
-	if i == len(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	b.WriteString(s[:i])
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if !invisible(r, n) {
-			b.WriteString(s[i : i+n])
-			i += n
-			continue
-		}
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x80:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-		i += n
-	}
-	return b.String()
-}
+func Visible(s string) string { return glyph.Escape(s) }
 
 // invisible reports whether the rune r, n bytes long in its string, is one
 // Visible escapes (the rule is glyph.Invisible, shared with the emitted

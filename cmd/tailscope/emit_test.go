@@ -7,15 +7,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/tailscope/tailscope/policy"
+	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 const nezhaColumns = "trace_id=TraceID,span_id=SpanID,parent_id=ParentID,service=PodName,name=OperationName,start=StartTimeUnixNano,end=EndTimeUnixNano"
@@ -123,4 +129,101 @@ func configDur(t *testing.T, s string) time.Duration {
 		t.Fatalf("duration %q: %v", s, err)
 	}
 	return d
+}
+
+// envoyRouteConfigs reads every document of an Envoy output with
+// go-control-plane (YAML to JSON, protojson, which refuses unknown fields,
+// then ValidateAll) and returns the route configurations by name.
+func envoyRouteConfigs(t *testing.T, out string) map[string]*routev3.RouteConfiguration {
+	t.Helper()
+	rcs := map[string]*routev3.RouteConfiguration{}
+	dec := yaml.NewDecoder(strings.NewReader(out))
+	for i := 0; ; i++ {
+		var doc map[string]any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return rcs
+		} else if err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		if doc == nil {
+			continue
+		}
+		js, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := doc["virtual_hosts"]; !ok {
+			cl := &clusterv3.Cluster{}
+			if err := protojson.Unmarshal(js, cl); err != nil {
+				t.Errorf("cluster document %d: %v", i, err)
+			} else if err := cl.ValidateAll(); err != nil {
+				t.Errorf("cluster document %d: %v", i, err)
+			}
+			continue
+		}
+		rc := &routev3.RouteConfiguration{}
+		if err := protojson.Unmarshal(js, rc); err != nil {
+			t.Errorf("document %d: %v\n%s", i, err, js)
+			continue
+		}
+		if err := rc.ValidateAll(); err != nil {
+			t.Errorf("document %d: %v", i, err)
+		}
+		rcs[rc.GetName()] = rc
+	}
+}
+
+// TestEmitEnvoyRealExports: on both real exports, every document of
+// --emit envoy passes go-control-plane's validation; route configurations
+// are named after callers and virtual hosts and clusters after called
+// services (never a hop label), no route is a catch-all outside its own
+// service's virtual host; on Online Boutique checkoutservice →
+// cartservice GetCart has exactly the policy's timeout.
+func TestEmitEnvoyRealExports(t *testing.T) {
+	for export := range realExports {
+		out, _ := emitOn(t, export, "envoy")
+		pol, _ := emitOn(t, export, "policy")
+		p, err := policy.Parse("policy.yaml", []byte(pol))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rcs := envoyRouteConfigs(t, out)
+		if len(rcs) < 3 {
+			t.Fatalf("%s: %d route configurations", export, len(rcs))
+		}
+		for name, rc := range rcs {
+			if p.Listed(name) || strings.Contains(name, " ") {
+				t.Errorf("%s: route configuration %q is a hop label", export, name)
+			}
+			for _, vh := range rc.GetVirtualHosts() {
+				for _, r := range vh.GetRoutes() {
+					cl := r.GetRoute().GetCluster()
+					if cl != vh.GetName() || p.Listed(cl) {
+						t.Errorf("%s: %s → %s: cluster %q", export, name, vh.GetName(), cl)
+					}
+					if r.GetMatch().GetPrefix() == "/" && len(vh.GetRoutes()) > 1 && r != vh.GetRoutes()[len(vh.GetRoutes())-1] {
+						t.Errorf("%s: a whole-service route before others in %s", export, vh.GetName())
+					}
+				}
+			}
+		}
+		if export != "online-boutique" {
+			continue
+		}
+		want := policyTimeout(t, pol, "checkoutservice hipstershop.CartService/GetCart")
+		found := false
+		for _, vh := range rcs["checkoutservice"].GetVirtualHosts() {
+			for _, r := range vh.GetRoutes() {
+				if r.GetMatch().GetPath() == "/hipstershop.CartService/GetCart" {
+					found = true
+					if vh.GetName() != "cartservice" || r.GetRoute().GetTimeout().AsDuration() != want || r.GetRoute().GetRetryPolicy().GetNumRetries().GetValue() != 0 {
+						t.Errorf("GetCart: %v, want timeout %v on cartservice", r, want)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no GetCart route in checkoutservice's configuration")
+		}
+	}
 }

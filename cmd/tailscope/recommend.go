@@ -36,8 +36,14 @@ that 'tailscope check --policy' reads back and passes:
     --max-budget.
 
 Each hop carries a comment with its basis. Without -o the policy goes to
-stdout. --emit envoy|grpc prints the equivalent Envoy routes or gRPC
-service config instead, with the differences in semantics stated.
+stdout. --emit prints the same policy as the config a proxy or RPC
+library reads, routed by endpoint (calling service, called service, gRPC
+method or HTTP route, as the spans show them), with the differences in
+semantics stated; calls that cannot be mapped are listed, never routed:
+  envoy  an envoy.config.route.v3.RouteConfiguration per calling service
+         (a virtual host per called service, cluster --cluster-name), and
+         the clusters' retry budgets and outlier detection
+  grpc   a JSON object of gRPC service configs keyed by "caller → service"
 
 Examples:
   tailscope recommend logs/ -o policy.yaml
@@ -50,8 +56,11 @@ func runRecommend(e *env, args []string) error {
 	var in inputFlags
 	var an analysisFlags
 	var output, emit string
+	var eopt policy.EnvoyOptions
 	fs.StringVarP(&output, "output", "o", "", "write the policy file here (atomically) instead of stdout")
-	fs.StringVar(&emit, "emit", "policy", "what to write: policy (tailscope's YAML), envoy (route timeout/retry_policy), grpc (service config methodConfig)")
+	fs.StringVar(&emit, "emit", "policy", "what to write: policy (tailscope's YAML), envoy (a RouteConfiguration per caller), grpc (a service config per channel)")
+	fs.StringVar(&eopt.ClusterName, "cluster-name", "{service}", "--emit envoy: the cluster of a called service ({service}, {namespace})")
+	fs.StringVar(&eopt.Namespace, "namespace", "default", "the Kubernetes namespace of the services, for --cluster-name")
 	an.register(fs)
 	in.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -82,7 +91,13 @@ func runRecommend(e *env, args []string) error {
 	case "policy":
 		body = append([]byte(report.PolicyHeader(rep)), p.Marshal()...)
 	case "envoy":
-		body = []byte(policy.Envoy(p, hops))
+		out, notes := policy.Envoy(p, rep.Endpoints(hops), eopt)
+		body = []byte(out)
+		if !in.quiet {
+			for _, n := range notes {
+				fmt.Fprintln(e.stderr, "tailscope:", visible(n))
+			}
+		}
 	case "grpc":
 		out, notes := policy.GRPC(p, rep.Endpoints(hops))
 		body = []byte(out)

@@ -32,7 +32,7 @@ func TestRecommendCallerSideOnly(t *testing.T) {
 		}
 		s := out.String()
 		// The policy names the hop; the configs name its endpoint.
-		want := map[string]string{"policy": "gw call api (client)", "envoy": "gw call api (client)", "grpc": `"gw → api"`}[emit]
+		want := map[string]string{"policy": "gw call api (client)", "envoy": "cluster: api", "grpc": `"gw → api"`}[emit]
 		if !strings.Contains(s, want) {
 			t.Errorf("%s: the client hop's %s is missing:\n%s", emit, want, s)
 		}

@@ -9,6 +9,8 @@
 package glyph
 
 import (
+	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,4 +44,51 @@ func Any(s string) bool {
 		i += n
 	}
 	return false
+}
+
+// Escape writes every character Invisible picks as a Go-style escape
+// (\x1b, \t, \n, \r, \u202e, \U000e0041; a byte that is not UTF-8 as
+// \x9b) and returns s unchanged when it has none. A backslash is not
+// escaped (see report.Visible).
+func Escape(s string) string {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if Invisible(r, n) {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !Invisible(r, n) {
+			b.WriteString(s[i : i+n])
+			i += n
+			continue
+		}
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+		i += n
+	}
+	return b.String()
 }
