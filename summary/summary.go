@@ -45,8 +45,10 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// Version is the format version this build writes and the newest it reads.
-const Version = 1
+// Version is the format version this build writes and the newest it reads
+// (2: sampled spans may carry their routing attributes; a version 1 file,
+// whose spans carry none, reads as before).
+const Version = 2
 
 // Magic starts every summary file.
 var Magic = []byte("\x89TSS\r\n\x1a\n")
@@ -615,6 +617,9 @@ const (
 	flagTimeout = 1 << iota
 	flagAttemptSet
 	flagLoose // no trace id: the sample hash follows
+	// flagAttrs: the span's routing attributes follow (format version 2
+	// on), which map its hop to an endpoint (see analyze.Endpoints).
+	flagAttrs
 )
 
 func encodeSample(st *analyze.State) *enc {
@@ -641,6 +646,10 @@ func encodeSample(st *analyze.State) *enc {
 		sp := &st.Sample[i].Span
 		for _, s := range []string{sp.Service, sp.Name, sp.Kind, sp.Hop, sp.Peer, sp.CodeText} {
 			ref(s)
+		}
+		for _, a := range sp.Attrs {
+			ref(a.Key)
+			ref(a.Value)
 		}
 	}
 	e.n(len(table))
@@ -673,6 +682,9 @@ func encodeSample(st *analyze.State) *enc {
 		if sp.TraceID == "" {
 			flags |= flagLoose
 		}
+		if len(sp.Attrs) > 0 {
+			flags |= flagAttrs
+		}
 		e.u(flags)
 		e.i(int64(sp.Code))
 		e.i(int64(sp.Attempt))
@@ -680,6 +692,13 @@ func encodeSample(st *analyze.State) *enc {
 		e.f(sp.Weight)
 		if sp.TraceID == "" {
 			e.u(x.Hash)
+		}
+		if len(sp.Attrs) > 0 {
+			e.n(len(sp.Attrs))
+			for _, a := range sp.Attrs {
+				e.n(index[a.Key])
+				e.n(index[a.Value])
+			}
 		}
 	}
 	return e
@@ -719,7 +738,7 @@ func decodeSample(d *dec, st *analyze.State, files int) error {
 		sp.TimeoutInForce = d.i()
 		sp.Weight = d.f()
 		sp.Timeout, sp.AttemptSet = flags&flagTimeout != 0, flags&flagAttemptSet != 0
-		if status > int(span.Error) || flags >= flagLoose<<1 || flags&flagLoose != 0 != (sp.TraceID == "") {
+		if status > int(span.Error) || flags >= flagAttrs<<1 || flags&flagLoose != 0 != (sp.TraceID == "") {
 			return fmt.Errorf("sampled span %d: bad status %d or flags %#x", i+1, status, flags)
 		}
 		sp.Status = span.Status(status)
@@ -727,6 +746,14 @@ func decodeSample(d *dec, st *analyze.State, files int) error {
 			x.Hash = d.u()
 		} else {
 			x.Hash = analyze.TraceHash(sp.TraceID)
+		}
+		if flags&flagAttrs != 0 {
+			na := d.count(2)
+			sp.Attrs = make([]span.Attr, 0, na)
+			for range na {
+				k := str()
+				sp.Attrs = append(sp.Attrs, span.Attr{Key: k, Value: str()})
+			}
 		}
 		if x.File >= files {
 			d.fail(fmt.Errorf("sampled span %d: file %d of %d", i+1, x.File, files))

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
+	networkingv1 "istio.io/api/networking/v1"
 )
 
 const nezhaColumns = "trace_id=TraceID,span_id=SpanID,parent_id=ParentID,service=PodName,name=OperationName,start=StartTimeUnixNano,end=EndTimeUnixNano"
@@ -224,6 +225,88 @@ func TestEmitEnvoyRealExports(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no GetCart route in checkoutservice's configuration")
+		}
+	}
+}
+
+// TestEmitMeshRealExports: on both real exports, every Istio
+// VirtualService's spec reads strictly into istio.io/api's type and every
+// Linkerd ServiceProfile is named SERVICE.default.svc.cluster.local; none
+// is named after a hop label; on Online Boutique checkoutservice →
+// cartservice GetCart carries exactly the policy's timeout in both.
+func TestEmitMeshRealExports(t *testing.T) {
+	for export := range realExports {
+		pol, _ := emitOn(t, export, "policy")
+		p, err := policy.Parse("policy.yaml", []byte(pol))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, emit := range []string{"istio", "linkerd"} {
+			out, _ := emitOn(t, export, emit)
+			dec := yaml.NewDecoder(strings.NewReader(out))
+			found := false
+			for n := 0; ; n++ {
+				var doc map[string]any
+				if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+					break
+				} else if err != nil {
+					t.Fatalf("%s %s: %v", export, emit, err)
+				}
+				if doc == nil {
+					continue
+				}
+				name := doc["metadata"].(map[string]any)["name"].(string)
+				if p.Listed(name) || strings.Contains(name, " ") {
+					t.Errorf("%s %s: object named after a hop: %q", export, emit, name)
+				}
+				js, _ := json.Marshal(doc["spec"])
+				if emit == "istio" {
+					vs := &networkingv1.VirtualService{}
+					if err := protojson.Unmarshal(js, vs); err != nil {
+						t.Errorf("%s istio document %d: %v", export, n, err)
+						continue
+					}
+					for _, h := range vs.GetHttp() {
+						for _, m := range h.GetMatch() {
+							if m.GetUri().GetExact() == "/hipstershop.CartService/GetCart" && m.GetSourceLabels()["app"] == "checkoutservice" {
+								found = true
+								if h.GetTimeout().AsDuration() != p.Hops["checkoutservice hipstershop.CartService/GetCart"].Timeout {
+									t.Errorf("istio GetCart: timeout %v", h.GetTimeout().AsDuration())
+								}
+							}
+						}
+					}
+					continue
+				}
+				if !strings.HasSuffix(name, ".default.svc.cluster.local") {
+					t.Errorf("%s linkerd: profile %q", export, name)
+				}
+				if name != "cartservice.default.svc.cluster.local" {
+					continue
+				}
+				var spec struct {
+					Routes []struct {
+						Name      string
+						Condition struct{ Method, PathRegex string }
+						Timeout   string
+					}
+				}
+				_ = json.Unmarshal(js, &spec)
+				for _, r := range spec.Routes {
+					if r.Condition.PathRegex == `/hipstershop\.CartService/GetCart` {
+						found = true
+						// Linkerd applies a route to every caller: the
+						// longest of the callers' timeouts.
+						want := max(p.Hops["checkoutservice hipstershop.CartService/GetCart"].Timeout, p.Hops["frontend hipstershop.CartService/GetCart"].Timeout)
+						if configDur(t, r.Timeout) != want || r.Condition.Method != "POST" {
+							t.Errorf("linkerd GetCart: %+v, want timeout %v", r, want)
+						}
+					}
+				}
+			}
+			if export == "online-boutique" && !found {
+				t.Errorf("%s: no GetCart route of checkoutservice", emit)
+			}
 		}
 	}
 }

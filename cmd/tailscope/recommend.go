@@ -44,6 +44,10 @@ semantics stated; calls that cannot be mapped are listed, never routed:
          (a virtual host per called service, cluster --cluster-name), and
          the clusters' retry budgets and outlier detection
   grpc   a JSON object of gRPC service configs keyed by "caller → service"
+  istio  a networking.istio.io/v1 VirtualService per called service, its
+         routes matching the caller's sourceLabels (app) and the URI
+  linkerd  a linkerd.io/v1alpha2 ServiceProfile per called service
+         (SERVICE.NAMESPACE.svc.cluster.local, --namespace)
 
 Examples:
   tailscope recommend logs/ -o policy.yaml
@@ -58,16 +62,18 @@ func runRecommend(e *env, args []string) error {
 	var output, emit string
 	var eopt policy.EnvoyOptions
 	fs.StringVarP(&output, "output", "o", "", "write the policy file here (atomically) instead of stdout")
-	fs.StringVar(&emit, "emit", "policy", "what to write: policy (tailscope's YAML), envoy (a RouteConfiguration per caller), grpc (a service config per channel)")
+	fs.StringVar(&emit, "emit", "policy", "what to write: policy (tailscope's YAML), envoy (a RouteConfiguration per caller), grpc (a service config per channel), istio (a VirtualService per called service), linkerd (a ServiceProfile per called service)")
 	fs.StringVar(&eopt.ClusterName, "cluster-name", "{service}", "--emit envoy: the cluster of a called service ({service}, {namespace})")
-	fs.StringVar(&eopt.Namespace, "namespace", "default", "the Kubernetes namespace of the services, for --cluster-name")
+	fs.StringVar(&eopt.Namespace, "namespace", "default", "the Kubernetes namespace of the services (--cluster-name, the Istio and Linkerd objects)")
 	an.register(fs)
 	in.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if emit != "policy" && emit != "envoy" && emit != "grpc" {
-		return usagef("--emit %q: want policy, envoy or grpc", emit)
+	switch emit {
+	case "policy", "envoy", "grpc", "istio", "linkerd":
+	default:
+		return usagef("--emit %q: want policy, envoy, grpc, istio or linkerd", emit)
 	}
 	if err := notAnInput(e, output, fs.Args(), named(an.policyInForce)); err != nil {
 		return err
@@ -92,6 +98,18 @@ func runRecommend(e *env, args []string) error {
 		body = append([]byte(report.PolicyHeader(rep)), p.Marshal()...)
 	case "envoy":
 		out, notes := policy.Envoy(p, rep.Endpoints(hops), eopt)
+		body = []byte(out)
+		if !in.quiet {
+			for _, n := range notes {
+				fmt.Fprintln(e.stderr, "tailscope:", visible(n))
+			}
+		}
+	case "istio", "linkerd":
+		f := policy.Istio
+		if emit == "linkerd" {
+			f = policy.Linkerd
+		}
+		out, notes := f(p, rep.Endpoints(hops), eopt.Namespace)
 		body = []byte(out)
 		if !in.quiet {
 			for _, n := range notes {

@@ -25,14 +25,14 @@ func TestRecommendCallerSideOnly(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, emit := range []string{"policy", "envoy", "grpc"} {
+	for _, emit := range []string{"policy", "envoy", "grpc", "istio", "linkerd"} {
 		var out, errb bytes.Buffer
 		if code := run([]string{"recommend", "-q", "--emit", emit, path}, strings.NewReader(""), &out, &errb); code != 0 {
 			t.Fatalf("%s: exit %d: %s", emit, code, errb.String())
 		}
 		s := out.String()
 		// The policy names the hop; the configs name its endpoint.
-		want := map[string]string{"policy": "gw call api (client)", "envoy": "cluster: api", "grpc": `"gw → api"`}[emit]
+		want := map[string]string{"policy": "gw call api (client)", "envoy": "cluster: api", "grpc": `"gw → api"`, "istio": "sourceLabels: {app: gw}", "linkerd": "name: api.default.svc.cluster.local"}[emit]
 		if !strings.Contains(s, want) {
 			t.Errorf("%s: the client hop's %s is missing:\n%s", emit, want, s)
 		}

@@ -1,0 +1,316 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	networkingv1 "istio.io/api/networking/v1"
+)
+
+// yamlDocs decodes every non-empty YAML document of an output.
+func yamlDocs(out string) ([]map[string]any, error) {
+	var docs []map[string]any
+	dec := yaml.NewDecoder(strings.NewReader(out))
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if doc != nil {
+			docs = append(docs, doc)
+		}
+	}
+}
+
+// istioValidate reads each VirtualService's spec strictly into Istio's own
+// type (istio.io/api networking/v1, protojson: unknown fields and wrong
+// types are errors) and returns them by name.
+func istioValidate(out string) (map[string]*networkingv1.VirtualService, error) {
+	docs, err := yamlDocs(out)
+	if err != nil {
+		return nil, err
+	}
+	vss := map[string]*networkingv1.VirtualService{}
+	for i, d := range docs {
+		if d["apiVersion"] != "networking.istio.io/v1" || d["kind"] != "VirtualService" {
+			return nil, fmt.Errorf("document %d: apiVersion %v kind %v", i, d["apiVersion"], d["kind"])
+		}
+		js, err := json.Marshal(d["spec"])
+		if err != nil {
+			return nil, err
+		}
+		vs := &networkingv1.VirtualService{}
+		if err := protojson.Unmarshal(js, vs); err != nil {
+			return nil, fmt.Errorf("document %d: %v\n%s", i, err, js)
+		}
+		name := d["metadata"].(map[string]any)["name"].(string)
+		if !regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`).MatchString(name) {
+			return nil, fmt.Errorf("document %d: %q is not a Kubernetes object name", i, name)
+		}
+		vss[vs.GetHosts()[0]] = vs
+	}
+	return vss, nil
+}
+
+// TestIstioAcceptedByIstioAPI: the VirtualServices of a policy over gRPC,
+// HTTP and whole-service endpoints read strictly into Istio's types; each
+// route matches its caller's sourceLabels and URI, carries the call's
+// timeout and the retries (attempts 0 without: Istio would retry twice on
+// its own); and the check can fail.
+func TestIstioAcceptedByIstioAPI(t *testing.T) {
+	p := emitPolicy()
+	eps := emitEndpoints(p)
+	eps = append(eps, Endpoint{Hop: "plain", Caller: "gw", Service: "orders", Method: "GET", Route: "/order/{id}"},
+		Endpoint{Hop: "plain", Caller: "", Service: "orders"})
+	out, notes := Istio(p, eps, "shop")
+	vss, err := istioValidate(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r := vss["backend"].GetHttp()
+	byName := map[string]int{}
+	for i, x := range r {
+		byName[x.GetName()] = i
+	}
+	plain := r[byName["plain"]]
+	if plain.GetMatch()[0].GetSourceLabels()["app"] != "web" || plain.GetMatch()[0].GetUri().GetExact() != "/pkg.Backend/plain" ||
+		plain.GetTimeout().AsDuration() != 2*time.Second || plain.GetRetries().GetAttempts() != 0 || plain.GetRetries() == nil {
+		t.Errorf("plain: %v", plain)
+	}
+	retried := r[byName["retried"]]
+	if retried.GetRetries().GetAttempts() != 1 || retried.GetRetries().GetPerTryTimeout().AsDuration() != 200*time.Millisecond ||
+		retried.GetTimeout().AsDuration() != callBound(p, p.Hops["retried"]) {
+		t.Errorf("retried: %v", retried)
+	}
+	orders := vss["orders"].GetHttp()
+	if len(orders) != 2 || orders[0].GetMatch()[0].GetUri().GetRegex() != "/order/[^/]+" || orders[0].GetMatch()[0].GetMethod().GetExact() != "GET" ||
+		orders[1].GetMatch()[0].GetUri().GetPrefix() != "/" || orders[1].GetMatch()[0].GetSourceLabels() != nil {
+		t.Errorf("orders: %v", orders)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "Istio has no hedging") {
+		t.Errorf("no note on hedging: %q", notes)
+	}
+	if _, err := istioValidate(strings.Replace(out, "retries: {attempts: 0}", "retries: {atempts: 0}", 1)); err == nil {
+		t.Error("an unknown field passed")
+	}
+}
+
+// TestIstioOddNames: services and callers named True, NULL, yes, ~ and
+// with a bidi override keep their names in hosts and sourceLabels, and
+// every VirtualService has a valid object name.
+func TestIstioOddNames(t *testing.T) {
+	p, eps := oddPolicy()
+	out, _ := Istio(p, eps, "")
+	if strings.ContainsRune(out, '\u202e') {
+		t.Errorf("a raw bidi override:\n%s", out)
+	}
+	vss, err := istioValidate(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for i, n := range oddNames() {
+		vs := vss[n]
+		if vs == nil {
+			t.Errorf("%q: no VirtualService (%d of %d read back)", n, len(vss), len(oddNames()))
+			continue
+		}
+		h := vs.GetHttp()[0]
+		if h.GetMatch()[0].GetSourceLabels()["app"] != n || h.GetRoute()[0].GetDestination().GetHost() != n ||
+			h.GetTimeout().AsDuration() != time.Duration(i+1)*100*time.Millisecond {
+			t.Errorf("%q: %v", n, h)
+		}
+	}
+}
+
+// oddPolicy has a hop per odd name, calling a service and route of that
+// name from a caller of that name.
+func oddPolicy() (*Policy, []Endpoint) {
+	p := &Policy{Default: Hop{Timeout: time.Second}, Hops: map[string]Hop{}}
+	var eps []Endpoint
+	for i, n := range oddNames() {
+		p.Hops[n] = Hop{Timeout: time.Duration(i+1) * 100 * time.Millisecond}
+		eps = append(eps, Endpoint{Hop: n, Caller: n, Service: n, Route: "/" + n})
+	}
+	return p, eps
+}
+
+// schemaValidate checks v against an OpenAPI v3 schema of the kinds a CRD
+// uses: type, properties (no others allowed: the CRD does not preserve
+// unknown fields), required, items.
+func schemaValidate(schema map[string]any, v any, path string) error {
+	switch schema["type"] {
+	case "object":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: %T, want an object", path, v)
+		}
+		props, _ := schema["properties"].(map[string]any)
+		for _, r := range asList(schema["required"]) {
+			if _, ok := m[r.(string)]; !ok {
+				return fmt.Errorf("%s: %s is required", path, r)
+			}
+		}
+		for k, x := range m {
+			ps, ok := props[k].(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s: unknown property %q", path, k)
+			}
+			if err := schemaValidate(ps, x, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case "array":
+		xs, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%s: %T, want an array", path, v)
+		}
+		for i, x := range xs {
+			if err := schemaValidate(schema["items"].(map[string]any), x, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case "string":
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: %T (%v), want a string", path, v, v)
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s: %T, want a boolean", path, v)
+		}
+	case "integer":
+		if _, ok := v.(int); !ok {
+			return fmt.Errorf("%s: %T, want an integer", path, v)
+		}
+	case "number":
+		switch v.(type) {
+		case int, float64:
+		default:
+			return fmt.Errorf("%s: %T, want a number", path, v)
+		}
+	}
+	return nil
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+// linkerdValidate checks every document against the ServiceProfile CRD's
+// schema (testdata) and that each timeout and ttl is a Go duration, as
+// Linkerd parses them; it returns the profiles by name.
+func linkerdValidate(t *testing.T, out string) map[string]map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/linkerd-serviceprofile-v1alpha2.schema.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := yaml.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := yamlDocs(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sps := map[string]map[string]any{}
+	for i, d := range docs {
+		if err := schemaValidate(schema, d, fmt.Sprintf("document %d", i)); err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if d["apiVersion"] != "linkerd.io/v1alpha2" || d["kind"] != "ServiceProfile" {
+			t.Errorf("document %d: %v %v", i, d["apiVersion"], d["kind"])
+		}
+		spec := d["spec"].(map[string]any)
+		for _, r := range asList(spec["routes"]) {
+			r := r.(map[string]any)
+			if s, ok := r["timeout"].(string); ok {
+				if _, err := time.ParseDuration(s); err != nil {
+					t.Errorf("document %d: timeout %q: %v", i, s, err)
+				}
+			}
+			if _, err := regexp.Compile(r["condition"].(map[string]any)["pathRegex"].(string)); err != nil {
+				t.Errorf("document %d: %v", i, err)
+			}
+		}
+		sps[d["metadata"].(map[string]any)["name"].(string)] = spec
+	}
+	return sps
+}
+
+// TestLinkerdAcceptedBySchema: ServiceProfiles named
+// SERVICE.NAMESPACE.svc.cluster.local pass the CRD's schema; routes of
+// several callers to one route merge with the longest timeout; gRPC
+// routes are POSTs to the method path; the retry budget is the service's
+// most conservative; and the schema check can fail.
+func TestLinkerdAcceptedBySchema(t *testing.T) {
+	p := emitPolicy()
+	p.RetryBudgets["retried"] = RetryBudget{RetryRatio: 0.2, MinRetriesPerSecond: 10}
+	eps := emitEndpoints(p)
+	eps = append(eps, Endpoint{Hop: "retried", Caller: "other", Service: "backend", GRPCService: "pkg.Backend", GRPCMethod: "plain"})
+	out, notes := Linkerd(p, eps, "shop")
+	sps := linkerdValidate(t, out)
+	spec := sps["backend.shop.svc.cluster.local"]
+	if spec == nil {
+		t.Fatalf("profiles %v\n%s", sps, out)
+	}
+	var plain map[string]any
+	for _, r := range asList(spec["routes"]) {
+		if r.(map[string]any)["name"] == "plain" {
+			plain = r.(map[string]any)
+		}
+	}
+	c := plain["condition"].(map[string]any)
+	if c["method"] != "POST" || c["pathRegex"] != `/pkg\.Backend/plain` || plain["timeout"] != "2s" || plain["isRetryable"] != true {
+		t.Errorf("plain: %v (want the longest timeout 2s, and retryable as one caller's hop retries)", plain)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "one Linkerd route for the hops plain, retried") {
+		t.Errorf("no note on the merged route: %q", notes)
+	}
+	rb := spec["retryBudget"].(map[string]any)
+	if rb["retryRatio"] != 0.2 || rb["minRetriesPerSecond"] != 10 || rb["ttl"] != "10s" {
+		t.Errorf("retryBudget %v", rb)
+	}
+	var schema map[string]any
+	raw, _ := os.ReadFile("testdata/linkerd-serviceprofile-v1alpha2.schema.yaml")
+	_ = yaml.Unmarshal(raw, &schema)
+	docs, _ := yamlDocs(strings.Replace(out, "isRetryable:", "retryable:", 1))
+	if schemaValidate(schema, docs[0], "") == nil {
+		t.Error("an unknown property passed the schema")
+	}
+}
+
+// TestLinkerdOddNames: odd service names keep their routes' paths and get
+// valid profile names; what a reader cannot see is escaped.
+func TestLinkerdOddNames(t *testing.T) {
+	p, eps := oddPolicy()
+	out, _ := Linkerd(p, eps, "")
+	if strings.ContainsRune(out, '\u202e') {
+		t.Errorf("a raw bidi override:\n%s", out)
+	}
+	sps := linkerdValidate(t, out)
+	if len(sps) != len(oddNames()) {
+		t.Errorf("%d profiles for %d services:\n%s", len(sps), len(oddNames()), out)
+	}
+	for name, spec := range sps {
+		if !regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`).MatchString(name) {
+			t.Errorf("%q is not a Kubernetes object name", name)
+		}
+		r := asList(spec["routes"])[0].(map[string]any)
+		re := regexp.MustCompile("^(?:" + r["condition"].(map[string]any)["pathRegex"].(string) + ")$")
+		if !re.MatchString("/" + r["name"].(string)) {
+			t.Errorf("%s: route %v does not match /%s", name, r, r["name"])
+		}
+	}
+}
