@@ -120,9 +120,15 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 		out.Baseline = &b
 	}
 	for _, p := range pols {
+		// A deployed config is the per-hop policy its routes give the
+		// logged calls, with findings on what it does not cover.
+		var readback []Finding
+		if p.Config != nil {
+			p, readback = readBack(rep, p)
+		}
 		rr := replay.Run(reqs, p, opt.Replay)
 		res := resultOf(rep, p, rr)
-		res.Lint = Lint(rep, reqs, p)
+		res.Lint = append(Lint(rep, reqs, p), readback...)
 		if f := LoggedSuccesses(rr, opt.MaxFalseTimeouts); f != nil {
 			res.Lint = append([]Finding{*f}, res.Lint...)
 		}

@@ -212,7 +212,10 @@ func Linkerd(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 		}
 		b.WriteString("---\napiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata:\n")
 		fmt.Fprintf(&b, "  name: %s\n  namespace: %s\n", quoteKey(k8sName(svc)+"."+k8sName(namespace)+".svc.cluster.local"), quoteKey(k8sName(namespace)))
-		writeComment(&b, "  ", "service: "+svc)
+		// The object name is the service's DNS name, in Kubernetes' letters:
+		// the annotation keeps the name as the logs spell it, for reading
+		// the profile back.
+		fmt.Fprintf(&b, "  annotations: {%s: %s}\n", ServiceAnnotation, quoteKey(svc))
 		b.WriteString("spec:\n  routes:\n")
 		for _, r := range routes {
 			e := r.e

@@ -165,6 +165,9 @@ func schemaValidate(schema map[string]any, v any, path string) error {
 		}
 		for k, x := range m {
 			ps, ok := props[k].(map[string]any)
+			if ap, isMap := schema["additionalProperties"].(map[string]any); !ok && isMap {
+				ps, ok = ap, true
+			}
 			if !ok {
 				return fmt.Errorf("%s: unknown property %q", path, k)
 			}

@@ -62,6 +62,16 @@ func Load(path string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
+	// A deployed config (what recommend --emit writes, or the same kind
+	// written by hand) is read as such; its routes become hops in check.
+	if format := SniffConfig(data); format != "" {
+		c, err := ReadConfig(path, format, data)
+		if err != nil {
+			return nil, err
+		}
+		return &Policy{Name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), Path: path,
+			Hops: map[string]Hop{}, Lines: map[string]int{}, Config: c}, nil
+	}
 	return Parse(path, data)
 }
 

@@ -128,6 +128,10 @@ type Policy struct {
 	// instance, for the emitted Envoy outlier_detection; not part of the
 	// policy file.
 	Ejections map[string]Ejection
+	// Config is set when the file was a deployed config (Envoy, gRPC,
+	// Istio, Linkerd) rather than a policy file: its routes, which only
+	// the logs' endpoints map to hops (check does), and Hops is empty.
+	Config *Config
 }
 
 // Ejection is an instance that outlier detection should eject from a

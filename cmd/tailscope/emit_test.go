@@ -310,3 +310,68 @@ func TestEmitMeshRealExports(t *testing.T) {
 		}
 	}
 }
+
+// checkConfigJSON runs check --policy FILE -f json on a real export and returns
+// the one result's replay successes and its lint codes.
+func checkConfigJSON(t *testing.T, export, policyFile string) (succeeded int, codes map[string]int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code := run([]string{"check", "--map", nezhaColumns, "--policy", policyFile, "-f", "json", realExports[export]}, strings.NewReader(""), &o, &e)
+	if code != 0 && code != 3 {
+		t.Fatalf("check %s: exit %d: %s", policyFile, code, e.String())
+	}
+	var r struct {
+		Results []struct {
+			Lint   []struct{ Code, Severity, Message string }
+			Replay struct{ Succeeded int }
+		}
+	}
+	if err := json.Unmarshal(o.Bytes(), &r); err != nil || len(r.Results) != 1 {
+		t.Fatalf("check %s: %v\n%s", policyFile, err, o.String())
+	}
+	codes = map[string]int{}
+	for _, l := range r.Results[0].Lint {
+		codes[l.Code]++
+	}
+	return r.Results[0].Replay.Succeeded, codes
+}
+
+// TestCheckReadsEmittedConfigs: check --policy reads back what --emit
+// wrote (sniffed: Envoy, gRPC, Istio), maps its routes to the logged hops
+// and replays them exactly as the policy file: the same successes on the
+// real Online Boutique export, every route matching a hop and every hop
+// routed.
+func TestCheckReadsEmittedConfigs(t *testing.T) {
+	pol, _ := emitOn(t, "online-boutique", "policy")
+	want, _ := checkConfigJSON(t, "online-boutique", writeEmitted(t, "policy.yaml", pol))
+	if want == 0 {
+		t.Fatal("no success replayed under the policy")
+	}
+	for _, emit := range []string{"envoy", "grpc", "istio"} {
+		out, _ := emitOn(t, "online-boutique", emit)
+		got, codes := checkConfigJSON(t, "online-boutique", writeEmitted(t, "deployed."+emit, out))
+		if got != want {
+			t.Errorf("%s: %d successes replayed, the policy file %d", emit, got, want)
+		}
+		if codes["route-matches-no-hop"] > 0 || codes["hop-not-routed"] > 0 {
+			t.Errorf("%s: findings %v", emit, codes)
+		}
+	}
+}
+
+// TestCheckConfigFindings: a route that matches no logged call, and a
+// logged call no route takes, are findings of check on a hand-edited
+// config.
+func TestCheckConfigFindings(t *testing.T) {
+	out, _ := emitOn(t, "online-boutique", "envoy")
+	// GetCart's route now names a method the logs never call, so that
+	// route matches nothing and checkoutservice's GetCart is not routed.
+	edited := strings.Replace(out, `path: "/hipstershop.CartService/GetCart"`, `path: "/hipstershop.CartService/GetCartz"`, 1)
+	if edited == out {
+		t.Fatal("fixture: no GetCart route to edit")
+	}
+	_, codes := checkConfigJSON(t, "online-boutique", writeEmitted(t, "edited.yaml", edited))
+	if codes["route-matches-no-hop"] != 1 || codes["hop-not-routed"] != 1 {
+		t.Errorf("findings %v, want one route matching no hop and one hop not routed", codes)
+	}
+}

@@ -1,0 +1,90 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/policy"
+)
+
+// Codes of the findings on a deployed config read back (Envoy, gRPC,
+// Istio, Linkerd).
+const (
+	// CodeRouteNoHop: a route of the config matches no call in the logs.
+	CodeRouteNoHop = "route-matches-no-hop"
+	// CodeHopNotRouted: a logged call no route of the config takes: the
+	// config does not bound it.
+	CodeHopNotRouted = "hop-not-routed"
+	// CodeRoutesDisagree: one hop's calls take routes with different
+	// settings; the replay uses the first.
+	CodeRoutesDisagree = "routes-disagree"
+	// CodeConfigReadback: what reading the format back had to assume.
+	CodeConfigReadback = "config-readback"
+)
+
+// readBack turns a deployed config into the per-hop policy it amounts to
+// on these logs: every caller-side endpoint the analysis mapped takes the
+// first route that matches it (the order Envoy, Istio and Linkerd try
+// routes in), and its hop gets that route's settings. A hop no route
+// takes is left unbounded (no timeout, no retries), as the proxy leaves
+// it. There is no request budget: none of the formats has one.
+func readBack(rep *analyze.Report, p *policy.Policy) (*policy.Policy, []Finding) {
+	cfg := p.Config
+	out := &policy.Policy{Name: p.Name, Path: p.Path, Hops: map[string]policy.Hop{}, Lines: map[string]int{}}
+	var fs []Finding
+	used := make([]bool, len(cfg.Routes))
+	type taken struct {
+		route int
+		calls int
+	}
+	byHop := map[string][]taken{}
+	for _, h := range rep.Hops {
+		for _, e := range h.Endpoints {
+			if e.Unmapped != "" {
+				fs = append(fs, Finding{Code: CodeHopNotRouted, Severity: SevWarning, Hop: h.Hop,
+					Message: fmt.Sprintf("%d of its calls could not be mapped to an endpoint (%s): no route can take them", e.Calls, e.Unmapped)})
+				continue
+			}
+			ri := -1
+			for i := range cfg.Routes {
+				if cfg.Routes[i].Matches(e) {
+					ri = i
+					break
+				}
+			}
+			if ri < 0 {
+				fs = append(fs, Finding{Code: CodeHopNotRouted, Severity: SevWarning, Hop: h.Hop,
+					Message: fmt.Sprintf("no route of the %s config takes %s (%d calls): the config leaves it unbounded", cfg.Format, e.Label(), e.Calls)})
+				continue
+			}
+			used[ri] = true
+			byHop[h.Hop] = append(byHop[h.Hop], taken{ri, e.Calls})
+		}
+	}
+	for hop, ts := range byHop {
+		first := cfg.Routes[ts[0].route]
+		out.Hops[hop] = first.Hop
+		out.Lines[hop] = first.Line
+		for _, t := range ts[1:] {
+			r := cfg.Routes[t.route]
+			if r.Hop != first.Hop {
+				fs = append(fs, Finding{Code: CodeRoutesDisagree, Severity: SevWarning, Hop: hop,
+					Message: fmt.Sprintf("its calls take routes with different settings (%s and %s): replayed with the first", first.Label(), r.Label())})
+				break
+			}
+		}
+	}
+	for i, u := range used {
+		if !u {
+			r := cfg.Routes[i]
+			fs = append(fs, Finding{Code: CodeRouteNoHop, Severity: SevWarning,
+				Message: fmt.Sprintf("route %s matches no call in the logs", r.Label())})
+		}
+	}
+	for _, n := range cfg.Notes {
+		fs = append(fs, Finding{Code: CodeConfigReadback, Severity: SevInfo, Message: n})
+	}
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Code < fs[j].Code })
+	return out, fs
+}

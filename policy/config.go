@@ -1,0 +1,528 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a deployed config read back: the routes of an Envoy, gRPC,
+// Istio or Linkerd file (what --emit writes, or a hand-written one in
+// those forms), each with the caller, called service and request it
+// matches and the per-hop policy its settings amount to. Which hops a
+// route governs depends on the logs: check maps routes to the hops'
+// endpoints (see Route.Matches).
+type Config struct {
+	// Format is envoy, grpc, istio or linkerd.
+	Format string
+	Routes []Route
+	// Notes say what the readback had to assume (the formats' semantics
+	// are not tailscope's).
+	Notes []string
+}
+
+// Route is one route of a config, in the order the consumer tries them.
+type Route struct {
+	// Caller is the calling service ("" any); Service the called one
+	// ("" any, as Envoy's domain "*").
+	Caller, Service string
+	// Method is the HTTP method ("" any). Exactly one of Exact, Prefix,
+	// Regex (RE2, matched against the whole path) or GRPCService (with
+	// GRPCMethod "" for every method of it) is set; none is every path.
+	Method, Exact, Prefix, Regex string
+	GRPCService, GRPCMethod      string
+	// Name is the route's name in the file, Line its line.
+	Name string
+	Line int
+	// Hop is the policy the route's settings amount to.
+	Hop Hop
+	re  *regexp.Regexp
+}
+
+// Label describes the route for a message.
+func (r Route) Label() string {
+	c, s := r.Caller, r.Service
+	if c == "" {
+		c = AnyCaller
+	}
+	if s == "" {
+		s = AnyCaller
+	}
+	m := "every path"
+	switch {
+	case r.Exact != "":
+		m = r.Exact
+	case r.Prefix != "":
+		m = "prefix " + r.Prefix
+	case r.Regex != "":
+		m = "regex " + r.Regex
+	case r.GRPCService != "":
+		m = "/" + r.GRPCService + "/" + r.GRPCMethod
+	}
+	if r.Method != "" {
+		m = r.Method + " " + m
+	}
+	return fmt.Sprintf("line %d: %s → %s %s", r.Line, c, s, m)
+}
+
+// Matches reports whether the route takes the calls of endpoint e: the
+// same caller and service (or any), method and path. A route pattern is
+// tried on the endpoint's path with its parameters filled in (SamplePath)
+// and on the path as logged.
+func (r *Route) Matches(e Endpoint) bool {
+	if e.Unmapped != "" || (r.Caller != "" && r.Caller != e.Caller) || (r.Service != "" && r.Service != e.Service) {
+		return false
+	}
+	if r.Method != "" && r.Method != e.Method && !(e.IsGRPC() && r.Method == "POST") {
+		return false
+	}
+	switch {
+	case r.GRPCService != "":
+		return e.IsGRPC() && r.GRPCService == e.GRPCService && (r.GRPCMethod == "" || r.GRPCMethod == e.GRPCMethod)
+	case r.Exact != "":
+		return r.Exact == e.Path() || r.Exact == e.SamplePath()
+	case r.Prefix != "":
+		return strings.HasPrefix(e.SamplePath(), r.Prefix) || (e.Whole() && r.Prefix == "/")
+	case r.Regex != "":
+		if r.re == nil {
+			return false
+		}
+		if e.Whole() {
+			return r.Regex == e.PathRegex()
+		}
+		return r.re.MatchString(e.SamplePath()) || r.re.MatchString(e.Path())
+	}
+	return true
+}
+
+// SniffConfig names the config format data holds (envoy, grpc, istio,
+// linkerd), or "" for tailscope's own policy file: an Istio or Linkerd
+// object by its apiVersion, an Envoy route configuration by its
+// virtual_hosts, a gRPC document by the methodConfig of its values.
+func SniffConfig(data []byte) string {
+	head := data[:min(len(data), 1<<16)]
+	switch {
+	case bytes.Contains(head, []byte("networking.istio.io/")):
+		return "istio"
+	case bytes.Contains(head, []byte("linkerd.io/")) && bytes.Contains(head, []byte("ServiceProfile")):
+		return "linkerd"
+	case bytes.Contains(head, []byte("virtual_hosts")):
+		return "envoy"
+	case bytes.Contains(head, []byte(`"methodConfig"`)):
+		return "grpc"
+	}
+	return ""
+}
+
+// ReadConfig reads a deployed config of the given format (see
+// SniffConfig). Mistakes are Problems with their line, all of them.
+func ReadConfig(path, format string, data []byte) (*Config, error) {
+	if len(data) > MaxFileSize {
+		return nil, Problems{{File: path, Msg: fmt.Sprintf("larger than %d MiB", MaxFileSize>>20)}}
+	}
+	if n, line := entries(data); n > MaxEntries {
+		return nil, Problems{{File: path, Line: line, Msg: fmt.Sprintf("more than %d entries", MaxEntries)}}
+	}
+	cr := &configReader{path: path, cfg: &Config{Format: format}}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for docs := 0; ; docs++ {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			cr.ps = append(cr.ps, syntaxProblem(path, err))
+			break
+		}
+		doc := &n
+		if doc.Kind == yaml.DocumentNode {
+			if len(doc.Content) == 0 {
+				continue
+			}
+			doc = doc.Content[0]
+		}
+		doc = deref(doc)
+		if doc == nil || isNull(doc) {
+			continue
+		}
+		if doc.Kind != yaml.MappingNode {
+			cr.add(doc, "", "a document that is not a mapping")
+			continue
+		}
+		switch format {
+		case "envoy":
+			cr.envoy(doc)
+		case "grpc":
+			cr.grpc(doc)
+		case "istio":
+			cr.istio(doc)
+		case "linkerd":
+			cr.linkerd(doc)
+		default:
+			return nil, fmt.Errorf("%s: unknown config format %q", path, format)
+		}
+		if len(cr.ps) >= maxProblems {
+			break
+		}
+	}
+	if len(cr.ps) > 0 {
+		return nil, cr.ps
+	}
+	if len(cr.cfg.Routes) == 0 {
+		return nil, Problems{{File: path, Msg: "no route in the " + format + " config"}}
+	}
+	for i := range cr.cfg.Routes {
+		r := &cr.cfg.Routes[i]
+		if r.Regex != "" {
+			re, err := regexp.Compile("^(?:" + r.Regex + ")$")
+			if err != nil {
+				return nil, Problems{{File: path, Line: r.Line, Key: "regex", Msg: err.Error()}}
+			}
+			r.re = re
+		}
+	}
+	return cr.cfg, nil
+}
+
+type configReader struct {
+	path string
+	cfg  *Config
+	ps   Problems
+}
+
+func (cr *configReader) add(n *yaml.Node, key, msg string) {
+	if len(cr.ps) < maxProblems {
+		cr.ps = append(cr.ps, Problem{File: cr.path, Line: n.Line, Col: n.Column, Key: key, Msg: msg})
+	}
+}
+
+// get is the value of key in mapping m (nil when absent or m is not one).
+func get(m *yaml.Node, key string) *yaml.Node {
+	if m == nil {
+		return nil
+	}
+	m = deref(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1] != nil {
+			return deref(m.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// list is the items of a sequence node (none when it is not one).
+func list(n *yaml.Node) []*yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n = deref(n); n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return n.Content
+}
+
+// str is a scalar's text ("" when absent); a non-scalar is a problem.
+func (cr *configReader) str(n *yaml.Node, key string) string {
+	if n == nil || isNull(n) {
+		return ""
+	}
+	if n.Kind != yaml.ScalarNode {
+		cr.add(n, key, "want a string, got "+describe(n))
+		return ""
+	}
+	return n.Value
+}
+
+// dur reads a duration as the configs write them: protobuf JSON ("0.05s")
+// or Go ("50ms", Linkerd); 0 when absent.
+func (cr *configReader) dur(n *yaml.Node, key string) time.Duration {
+	s := cr.str(n, key)
+	if s == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > MaxDuration {
+		cr.add(n, key, fmt.Sprintf("bad duration %s", echo(s)))
+		return 0
+	}
+	return d
+}
+
+func (cr *configReader) count(n *yaml.Node, key string) int {
+	s := cr.str(n, key)
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 || v > 100 {
+		cr.add(n, key, fmt.Sprintf("bad count %s", echo(s)))
+		return 0
+	}
+	return v
+}
+
+// hostService turns a host or domain into a service name: a port or ":*"
+// dropped, a Kubernetes DNS name to its first label; "*" is any.
+func hostService(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i > 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	if h == "*" {
+		return ""
+	}
+	if i := strings.Index(h, ".svc"); i > 0 {
+		h = h[:i]
+		if j := strings.IndexByte(h, '.'); j > 0 {
+			h = h[:j]
+		}
+	}
+	return h
+}
+
+func anyName(s string) string {
+	if s == AnyCaller {
+		return ""
+	}
+	return s
+}
+
+// envoy reads a RouteConfiguration (caller: its name): per virtual host
+// its domains' services, per route its match and the retry policy.
+// A Cluster document carries no route and is passed over.
+func (cr *configReader) envoy(doc *yaml.Node) {
+	vhs := get(doc, "virtual_hosts")
+	if vhs == nil {
+		return
+	}
+	caller := anyName(cr.str(get(doc, "name"), "name"))
+	for _, vh := range list(vhs) {
+		var services []string
+		for _, d := range list(get(vh, "domains")) {
+			s := hostService(cr.str(d, "domains"))
+			dup := false
+			for _, x := range services {
+				dup = dup || x == s
+			}
+			if !dup {
+				services = append(services, s)
+			}
+		}
+		if len(services) == 0 {
+			cr.add(vh, "virtual_hosts.domains", "no domains")
+			continue
+		}
+		for _, rt := range list(get(vh, "routes")) {
+			r := Route{Caller: caller, Name: cr.str(get(rt, "name"), "name"), Line: rt.Line}
+			m := get(rt, "match")
+			if m == nil {
+				cr.add(rt, "match", "a route without a match")
+				continue
+			}
+			r.Exact = cr.str(get(m, "path"), "match.path")
+			r.Prefix = cr.str(get(m, "prefix"), "match.prefix")
+			r.Regex = cr.str(get(get(m, "safe_regex"), "regex"), "match.safe_regex.regex")
+			if r.Exact == "" && r.Prefix == "" && r.Regex == "" {
+				cr.add(m, "match", "no path, prefix or safe_regex: tailscope reads only those")
+				continue
+			}
+			for _, h := range list(get(m, "headers")) {
+				if cr.str(get(h, "name"), "headers.name") == ":method" {
+					r.Method = cr.str(get(get(h, "string_match"), "exact"), "headers.string_match.exact")
+				}
+			}
+			a := get(rt, "route")
+			timeout := cr.dur(get(a, "timeout"), "route.timeout")
+			rp := get(a, "retry_policy")
+			retries := cr.count(get(rp, "num_retries"), "retry_policy.num_retries")
+			perTry := cr.dur(get(rp, "per_try_timeout"), "retry_policy.per_try_timeout")
+			bo := get(rp, "retry_back_off")
+			base := cr.dur(get(bo, "base_interval"), "retry_back_off.base_interval")
+			bmax := cr.dur(get(bo, "max_interval"), "retry_back_off.max_interval")
+			if bmax == 0 {
+				bmax = 10 * base // Envoy's default
+			}
+			h := Hop{Timeout: perTry, Retries: retries}
+			if h.Timeout == 0 {
+				h.Timeout = timeout
+			}
+			if base > 0 {
+				h.Backoff = Backoff{Base: base, Max: bmax, Jitter: JitterFull}
+			}
+			if hp := get(a, "hedge_policy"); hp != nil && cr.str(get(hp, "hedge_on_per_try_timeout"), "hedge_on_per_try_timeout") == "true" && perTry > 0 {
+				// The per-try timeout is the hedge delay; one of the
+				// retries is the hedge, and no attempt is cut before the
+				// route timeout.
+				h.Hedge = Hedge{Delay: perTry, Max: 1}
+				h.Retries = max(0, retries-1)
+				h.Timeout = timeout
+			}
+			r.Hop = h
+			for _, s := range services {
+				r.Service = s
+				cr.cfg.Routes = append(cr.cfg.Routes, r)
+			}
+		}
+	}
+}
+
+// grpc reads a JSON object of service configs keyed by "caller →
+// service"; a config given bare (one channel, not keyed) applies to any.
+func (cr *configReader) grpc(doc *yaml.Node) {
+	if get(doc, "methodConfig") != nil {
+		cr.grpcChannel("", "", doc)
+		return
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k := doc.Content[i].Value
+		caller, service, ok := strings.Cut(k, " → ")
+		if !ok {
+			cr.add(doc.Content[i], k, `a channel key is "caller → service"`)
+			continue
+		}
+		cr.grpcChannel(anyName(caller), anyName(service), deref(doc.Content[i+1]))
+	}
+	cr.cfg.Notes = appendOnce(cr.cfg.Notes, "gRPC: a method's timeout is the deadline of the whole call; read back as a per-attempt timeout of (deadline − backoffs) / attempts")
+}
+
+func (cr *configReader) grpcChannel(caller, service string, cfg *yaml.Node) {
+	for _, mc := range list(get(cfg, "methodConfig")) {
+		deadline := cr.dur(get(mc, "timeout"), "methodConfig.timeout")
+		h := Hop{}
+		if rp := get(mc, "retryPolicy"); rp != nil {
+			h.Retries = max(0, cr.count(get(rp, "maxAttempts"), "retryPolicy.maxAttempts")-1)
+			base := cr.dur(get(rp, "initialBackoff"), "retryPolicy.initialBackoff")
+			h.Backoff = Backoff{Base: base, Max: max(base, cr.dur(get(rp, "maxBackoff"), "retryPolicy.maxBackoff")), Jitter: JitterFull}
+		}
+		if hp := get(mc, "hedgingPolicy"); hp != nil {
+			h.Hedge = Hedge{Delay: cr.dur(get(hp, "hedgingDelay"), "hedgingPolicy.hedgingDelay"),
+				Max: max(0, cr.count(get(hp, "maxAttempts"), "hedgingPolicy.maxAttempts")-1)}
+			h.Hedge.Max = min(h.Hedge.Max, MaxHedges)
+			if h.Hedge.Delay == 0 {
+				h.Hedge = Hedge{}
+			}
+		}
+		h.Timeout = deadline
+		if deadline > 0 && h.Hedge.Delay == 0 {
+			// Invert what the emitter wrote: a deadline covering every
+			// attempt at its timeout and the longest backoffs.
+			d := deadline
+			for k := 1; k <= h.Retries; k++ {
+				d -= h.Backoff.MaxDelay(k)
+			}
+			if d > 0 {
+				h.Timeout = d / time.Duration(h.Retries+1)
+			}
+		}
+		for _, nm := range list(get(mc, "name")) {
+			r := Route{Caller: caller, Service: service, Line: nm.Line, Hop: h,
+				GRPCService: cr.str(get(nm, "service"), "name.service"), GRPCMethod: cr.str(get(nm, "method"), "name.method")}
+			if r.GRPCService == "" && r.GRPCMethod != "" {
+				cr.add(nm, "name", "a method without a service")
+				continue
+			}
+			cr.cfg.Routes = append(cr.cfg.Routes, r)
+		}
+	}
+}
+
+// istio reads a VirtualService: its hosts' services, each HTTP route's
+// matches (sourceLabels app as the caller, uri, method), timeout and
+// retries.
+func (cr *configReader) istio(doc *yaml.Node) {
+	if k := cr.str(get(doc, "kind"), "kind"); k != "VirtualService" {
+		return
+	}
+	spec := get(doc, "spec")
+	var services []string
+	for _, h := range list(get(spec, "hosts")) {
+		services = append(services, hostService(cr.str(h, "hosts")))
+	}
+	if len(services) == 0 {
+		cr.add(doc, "spec.hosts", "a VirtualService without hosts")
+		return
+	}
+	for _, hr := range list(get(spec, "http")) {
+		timeout := cr.dur(get(hr, "timeout"), "http.timeout")
+		rt := get(hr, "retries")
+		h := Hop{Timeout: timeout, Retries: 2} // Istio retries twice unless told
+		if rt != nil {
+			h.Retries = cr.count(get(rt, "attempts"), "retries.attempts")
+			if pt := cr.dur(get(rt, "perTryTimeout"), "retries.perTryTimeout"); pt > 0 {
+				h.Timeout = pt
+			}
+		} else {
+			cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Istio: a route without retries is retried twice (Istio's default); read back so")
+		}
+		name := cr.str(get(hr, "name"), "http.name")
+		matches := list(get(hr, "match"))
+		if len(matches) == 0 {
+			for _, s := range services {
+				cr.cfg.Routes = append(cr.cfg.Routes, Route{Service: s, Prefix: "/", Name: name, Line: hr.Line, Hop: h})
+			}
+			continue
+		}
+		for _, m := range matches {
+			r := Route{Name: name, Line: m.Line, Hop: h}
+			r.Caller = cr.str(get(get(m, "sourceLabels"), "app"), "sourceLabels.app")
+			u := get(m, "uri")
+			r.Exact, r.Prefix, r.Regex = cr.str(get(u, "exact"), "uri.exact"), cr.str(get(u, "prefix"), "uri.prefix"), cr.str(get(u, "regex"), "uri.regex")
+			if u == nil {
+				r.Prefix = "/"
+			}
+			r.Method = cr.str(get(get(m, "method"), "exact"), "method.exact")
+			for _, s := range services {
+				r.Service = s
+				cr.cfg.Routes = append(cr.cfg.Routes, r)
+			}
+		}
+	}
+}
+
+// ServiceAnnotation carries a ServiceProfile's service name as the logs
+// spell it, which its object name may not (Kubernetes names are lower
+// case).
+const ServiceAnnotation = "tailscope.io/service"
+
+// linkerd reads a ServiceProfile: the service from the annotation or the
+// name's first label, each route's condition, timeout and isRetryable.
+func (cr *configReader) linkerd(doc *yaml.Node) {
+	if k := cr.str(get(doc, "kind"), "kind"); k != "ServiceProfile" {
+		return
+	}
+	md := get(doc, "metadata")
+	service := cr.str(get(get(md, "annotations"), ServiceAnnotation), "metadata.annotations")
+	if service == "" {
+		service = hostService(cr.str(get(md, "name"), "metadata.name"))
+	}
+	for _, rt := range list(get(get(doc, "spec"), "routes")) {
+		c := get(rt, "condition")
+		r := Route{Service: service, Name: cr.str(get(rt, "name"), "name"), Line: rt.Line,
+			Method: cr.str(get(c, "method"), "condition.method"), Regex: cr.str(get(c, "pathRegex"), "condition.pathRegex")}
+		if r.Regex == "" {
+			cr.add(rt, "condition", "no pathRegex: tailscope reads only method and pathRegex")
+			continue
+		}
+		timeout := cr.dur(get(rt, "timeout"), "timeout")
+		if timeout == 0 {
+			timeout = 10 * time.Second // Linkerd's default
+		}
+		r.Hop = Hop{Timeout: timeout}
+		if cr.str(get(rt, "isRetryable"), "isRetryable") == "true" {
+			r.Hop.Retries = 1
+			r.Hop.Timeout = timeout / 2
+			cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Linkerd: a retryable route is read back as one retry, the route timeout shared by the two attempts (Linkerd counts retries against its budget, not per call)")
+		}
+		cr.cfg.Routes = append(cr.cfg.Routes, r)
+	}
+}

@@ -1,0 +1,162 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// readBackAll emits p over eps in format, reads it back, and returns for
+// each mapped endpoint the settings of the first route that takes it.
+func readBackAll(t *testing.T, format string, p *Policy, eps []Endpoint) (map[int]Hop, *Config) {
+	t.Helper()
+	var out string
+	switch format {
+	case "envoy":
+		out, _ = Envoy(p, eps, EnvoyOptions{})
+	case "grpc":
+		out, _ = GRPC(p, eps)
+	case "istio":
+		out, _ = Istio(p, eps, "")
+	case "linkerd":
+		out, _ = Linkerd(p, eps, "")
+	}
+	if got := SniffConfig([]byte(out)); got != format {
+		t.Fatalf("%s sniffed as %q", format, got)
+	}
+	cfg, err := ReadConfig(format+".yaml", format, []byte(out))
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", format, err, out)
+	}
+	got := map[int]Hop{}
+	for i, e := range eps {
+		for j := range cfg.Routes {
+			if cfg.Routes[j].Matches(e) {
+				got[i] = cfg.Routes[j].Hop
+				break
+			}
+		}
+	}
+	return got, cfg
+}
+
+// TestReadConfigRoundTrip: each format, read back, routes every endpoint
+// it was emitted for to a route whose settings are the hop's policy as far
+// as the format can say it: the per-attempt timeout and retries exactly
+// (gRPC's deadline inverted; Linkerd without retries), through odd names
+// (True, NULL, yes, ~, a bidi override) too.
+func TestReadConfigRoundTrip(t *testing.T) {
+	p, eps := oddPolicy()
+	p.Hops["retried"] = Hop{Timeout: 200 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 40 * time.Millisecond}}
+	p.Hops["g"] = Hop{Timeout: 300 * time.Millisecond}
+	eps = append(eps, Endpoint{Hop: "retried", Caller: "web", Service: "orders", Method: "GET", Route: "/order/{id}"},
+		Endpoint{Hop: "g", Caller: "web", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "Get"})
+	for _, format := range []string{"envoy", "grpc", "istio", "linkerd"} {
+		got, _ := readBackAll(t, format, p, eps)
+		for i, e := range eps {
+			if format == "grpc" && !e.IsGRPC() {
+				if _, ok := got[i]; ok {
+					t.Errorf("grpc: an HTTP endpoint %s took a route", e.Label())
+				}
+				continue
+			}
+			h, ok := got[i]
+			want := p.Hops[e.Hop]
+			if format == "linkerd" && want.Retries > 0 {
+				continue // Linkerd does not count retries
+			}
+			if !ok || h.Timeout != want.Timeout || h.Retries != want.Retries {
+				t.Errorf("%s: %s: read back %+v (found %v), want timeout %v, %d retries", format, e.Label(), h, ok, want.Timeout, want.Retries)
+			}
+		}
+	}
+}
+
+// TestReadConfigRouteOrder: the first route that matches takes a call,
+// as the proxies do: a prefix "/" before a specific route takes it.
+func TestReadConfigRouteOrder(t *testing.T) {
+	doc := `name: web
+virtual_hosts:
+- name: cart
+  domains: ["cart.shop.svc.cluster.local:7070"]
+  routes:
+  - match: {prefix: "/"}
+    route: {cluster: cart, timeout: 2s}
+  - match: {path: "/shop.Cart/Get"}
+    route: {cluster: cart, timeout: 1s}
+`
+	cfg, err := ReadConfig("r.yaml", "envoy", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Endpoint{Caller: "web", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "Get"}
+	if !cfg.Routes[0].Matches(e) || cfg.Routes[0].Hop.Timeout != 2*time.Second {
+		t.Errorf("routes %+v", cfg.Routes)
+	}
+	if cfg.Routes[0].Matches(Endpoint{Caller: "api", Service: "cart", Route: "/x"}) {
+		t.Error("a route of web's configuration took api's call")
+	}
+}
+
+// Bad configs: every mistake with its line and key.
+func TestReadConfigErrors(t *testing.T) {
+	cases := []struct{ format, doc, want string }{
+		{"envoy", "name: a\nvirtual_hosts:\n- name: b\n  domains: [b]\n  routes:\n  - match: {path: /x}\n    route: {timeout: soon}\n", "e.yaml:7:22: route.timeout: bad duration"},
+		{"envoy", "name: a\nvirtual_hosts:\n- name: b\n  routes: []\n", "e.yaml:3:3: virtual_hosts.domains: no domains"},
+		{"grpc", `{"a b": {"methodConfig": []}}`, `e.yaml:1:2: a b: a channel key is "caller → service"`},
+		{"grpc", `{"a → b": {"methodConfig": [{"name": [{"service": "s.S"}], "retryPolicy": {"maxAttempts": "many"}}]}}`, "retryPolicy.maxAttempts: bad count"},
+		{"istio", "apiVersion: networking.istio.io/v1\nkind: VirtualService\nspec:\n  http: []\n", "spec.hosts: a VirtualService without hosts"},
+		{"linkerd", "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: {name: a.b.svc.cluster.local}\nspec:\n  routes:\n  - name: x\n    condition: {method: GET}\n", "e.yaml:6:5: condition: no pathRegex"},
+		{"linkerd", "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: {name: a}\nspec:\n  routes:\n  - name: x\n    condition: {pathRegex: \"(\"}\n", "regex: error parsing regexp"},
+		{"envoy", "name: [\n", "e.yaml:1: not valid YAML"},
+	}
+	for _, c := range cases {
+		_, err := ReadConfig("e.yaml", c.format, []byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %q: error %v, want %q", c.format, c.doc, err, c.want)
+		}
+	}
+}
+
+func fuzzConfig(f *testing.F, format string, seeds ...string) {
+	p, eps := oddPolicy()
+	eps = append(eps, Endpoint{Hop: "x", Caller: "web", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "Get"})
+	var out string
+	switch format {
+	case "envoy":
+		out, _ = Envoy(p, eps, EnvoyOptions{})
+	case "grpc":
+		out, _ = GRPC(p, eps)
+	case "istio":
+		out, _ = Istio(p, eps, "")
+	case "linkerd":
+		out, _ = Linkerd(p, eps, "")
+	}
+	f.Add([]byte(out))
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ReadConfig("f", format, data)
+		if err != nil {
+			return
+		}
+		for i := range cfg.Routes {
+			cfg.Routes[i].Matches(Endpoint{Caller: "web", Service: "cart", Route: "/a/{b}"})
+		}
+	})
+}
+
+// The config readers never panic and always end, whatever the file.
+func FuzzReadEnvoy(f *testing.F) {
+	fuzzConfig(f, "envoy", "virtual_hosts: [{domains: ['*'], routes: [{match: {safe_regex: {regex: '.*'}}}]}]", "a: &a [*a]")
+}
+func FuzzReadGRPC(f *testing.F) {
+	fuzzConfig(f, "grpc", `{"methodConfig":[{"name":[{}],"timeout":"1s","retryPolicy":{"maxAttempts":5}}]}`, `{"→ ":{}}`)
+}
+func FuzzReadIstio(f *testing.F) {
+	fuzzConfig(f, "istio", "kind: VirtualService\nspec: {hosts: [a], http: [{retries: {}}]}")
+}
+func FuzzReadLinkerd(f *testing.F) {
+	fuzzConfig(f, "linkerd", "kind: ServiceProfile\nspec: {routes: [{condition: {pathRegex: x}, isRetryable: true}]}")
+}
