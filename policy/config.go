@@ -109,17 +109,27 @@ func (r *Route) Matches(e Endpoint) bool {
 func SniffConfig(data []byte) string {
 	head := data[:min(len(data), 1<<16)]
 	switch {
-	case bytes.Contains(head, []byte("networking.istio.io/")):
+	case sniffIstio.Match(head):
 		return "istio"
-	case bytes.Contains(head, []byte("linkerd.io/")) && bytes.Contains(head, []byte("ServiceProfile")):
+	case sniffLinkerd.Match(head):
 		return "linkerd"
-	case bytes.Contains(head, []byte("virtual_hosts")):
+	case sniffEnvoy.Match(head):
 		return "envoy"
-	case bytes.Contains(head, []byte(`"methodConfig"`)):
+	case sniffGRPC.Match(head):
 		return "grpc"
 	}
 	return ""
 }
+
+// The marks of each format at the start of a line (a policy file's hop
+// names and comments never start a line with them) or, for gRPC's JSON,
+// a methodConfig list in a document that starts as a JSON object.
+var (
+	sniffIstio   = regexp.MustCompile(`(?m)^apiVersion:\s*["']?networking\.istio\.io/`)
+	sniffLinkerd = regexp.MustCompile(`(?m)^apiVersion:\s*["']?linkerd\.io/`)
+	sniffEnvoy   = regexp.MustCompile(`(?m)^virtual_hosts:`)
+	sniffGRPC    = regexp.MustCompile(`^\s*\{[\s\S]*"methodConfig"\s*:\s*\[`)
+)
 
 // ReadConfig reads a deployed config of the given format (see
 // SniffConfig). Mistakes are Problems with their line, all of them.

@@ -160,3 +160,16 @@ func FuzzReadIstio(f *testing.F) {
 func FuzzReadLinkerd(f *testing.F) {
 	fuzzConfig(f, "linkerd", "kind: ServiceProfile\nspec: {routes: [{condition: {pathRegex: x}, isRetryable: true}]}")
 }
+
+// A tailscope policy file whose hop names or comments mention the formats'
+// words is still a policy file.
+func TestSniffConfigPolicy(t *testing.T) {
+	for _, doc := range []string{
+		"# copied from networking.istio.io/v1 virtual_hosts\nbudget: 1s\nhops:\n  virtual_hosts: {timeout: 1s}\n",
+		`{"budget": "1s", "hops": {"methodConfig": {"timeout": "1s"}}}`,
+	} {
+		if f := SniffConfig([]byte(doc)); f != "" {
+			t.Errorf("%q sniffed as %s", doc, f)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func runCheck(e *env, args []string) error {
 	var out outputFlags
 	var an analysisFlags
 	var c checkFlags
-	fs.StringArrayVar(&c.policies, "policy", nil, "a proposed policy file (YAML or JSON); repeat to compare several")
+	fs.StringArrayVar(&c.policies, "policy", nil, "a proposed policy file (YAML or JSON), or an Envoy, gRPC, Istio or Linkerd config (sniffed); repeat to compare several")
 	fs.StringVar(&c.baseline, "baseline", "", "the policy in force, replayed beside the others and used by --no-worse")
 	fs.Float64Var(&c.minSuccess, "min-success", 0, "gate: replayed success rate at least this (0.99 or 99)")
 	fs.StringVar(&c.maxP95, "max-p95", "", "gate: replayed request p95 at most this (e.g. 5s)")
