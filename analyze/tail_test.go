@@ -336,3 +336,61 @@ func TestTrivialGapNotListed(t *testing.T) {
 		}
 	}
 }
+
+// A hop whose whole distribution moved (p50 8 ms → 600 ms) while the
+// slowest requests were slow for another reason in both windows (a call
+// beside it at 2–3 s in one request of ten) holds no more of the tail's
+// critical path than before: its tail score is about 0, and it ranked
+// near the bottom of 55 hops on a real pair of minutes. Its shift, what
+// it adds to a typical request, ranks it first, and both are shown.
+func TestCompareRanksAWholeDistributionShift(t *testing.T) {
+	window := func(seed uint64, curMs [2]int) *Report {
+		r := rand.New(rand.NewPCG(seed, 9))
+		g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+		for i := range 400 {
+			slow := callee{name: "catalog", server: rms(r, 80, 120), gap: rms(r, 1, 2)}
+			if i%10 == 3 {
+				slow.server = rms(r, 2000, 3000)
+			}
+			cs := []callee{slow, {name: "currency", server: rms(r, curMs[0], curMs[1]), gap: rms(r, 1, 2)}}
+			for k := range 20 { // other hops, unchanged
+				cs = append(cs, callee{name: fmt.Sprintf("s%02d", k), server: rms(r, 1, 5), gap: rms(r, 0, 1)})
+			}
+			g.add(fmt.Sprintf("t%04d", i), true, cs)
+		}
+		return analyse(g.spans, Options{})
+	}
+	before, after := window(1, [2]int{6, 10}), window(2, [2]int{580, 620})
+	c := Compare(before, after, "before", "after")
+	var cur *HopChange
+	rank := 0
+	for i := range c.Ranking {
+		if c.Ranking[i].Hop == "gw → currency" {
+			cur, rank = &c.Ranking[i], i+1
+		}
+	}
+	if cur == nil {
+		t.Fatal("the moved hop is not ranked")
+	}
+	t.Logf("rank %d: score %v, shift %v: %s", rank, cur.Score, cur.ShiftMs, cur.Reason)
+	if cur.Score > 100 {
+		t.Fatalf("the test means a hop whose tail score barely moved; it scored %v", cur.Score)
+	}
+	if rank > 2 || cur.ShiftMs < 550 || cur.ShiftMs > 620 {
+		t.Errorf("rank %d, shift %vms: want it in the first two with a shift of about 590ms", rank, cur.ShiftMs)
+	}
+	if !strings.Contains(cur.Reason, "its whole distribution moved") {
+		t.Errorf("reason: %q", cur.Reason)
+	}
+	// Without the shift it would rank by its tail score alone.
+	byTail := 1
+	for _, h := range c.Ranking {
+		if h.Score > cur.Score {
+			byTail++
+		}
+	}
+	t.Logf("by the tail score alone it ranks %d of %d", byTail, len(c.Ranking))
+	if byTail <= rank {
+		t.Errorf("the tail score alone ranks it %d: the test does not show what the shift adds", byTail)
+	}
+}

@@ -190,3 +190,37 @@ func TestCutShortLatencyLabelled(t *testing.T) {
 		}
 	}
 }
+
+// When one hop holds most of the plain ranking, every format says so and
+// points to the comparison flags; a report that compares does not.
+func TestDominantHopPointsToCompare(t *testing.T) {
+	reps := realReports(t)
+	seed, _ := analysisOf(t, "spans.jsonl", "")
+	reps["seed"] = seed
+	seen := 0
+	for name, rep := range reps {
+		dominant := len(rep.TailRanking) > 0 && rep.TailRanking[0].Share >= analyze.DominantShare
+		if dominant {
+			seen++
+		}
+		for f, s := range renderAll(t, rep) {
+			has := strings.Contains(s, "--compare-window")
+			if has != dominant {
+				t.Errorf("%s, %s: ranking led by %v, points to --compare-window: %v", name, f, rep.TailRanking[0], has)
+			}
+		}
+		if !dominant {
+			continue
+		}
+		cmp := *rep
+		cmp.Compare = analyze.Compare(rep, rep, "same", "same")
+		for f, s := range renderAll(t, &cmp) {
+			if strings.Contains(s, "on its own: a hop that is always slow") {
+				t.Errorf("%s, %s: a comparing report still points to comparing", name, f)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no report with a dominant hop: the test shows nothing")
+	}
+}

@@ -41,6 +41,18 @@ func tailRows(rep *analyze.Report) (rows []analyze.TailEntry, more string) {
 	return rows, more
 }
 
+// dominantLine says that one hop dominates the plain ranking, and how to
+// see what changed instead, or "" (see analyze.DominantShare; a report that
+// compares already ranks what changed).
+func dominantLine(rep *analyze.Report) string {
+	if rep.Compare != nil || len(rep.TailRanking) == 0 || rep.TailRanking[0].Share < analyze.DominantShare {
+		return ""
+	}
+	return fmt.Sprintf("%s holds %s of the tail on its own: a hop that is always slow ranks first whether or not anything broke; "+
+		"to see what changed, compare with logs from before (--compare BASELINE, or --compare-window 10m on one file)",
+		rep.TailRanking[0].Hop, pct(rep.TailRanking[0].Share))
+}
+
 // tailWhich says which requests the ranking explains: "the 7 slowest
 // requests (≥ p99 859ms) and the 19 failed requests".
 func tailWhich(tr *analyze.TailRequests) string {
@@ -110,7 +122,7 @@ func examplesText(ids []string) string {
 func compareRows(c *analyze.Comparison) []analyze.HopChange {
 	var out []analyze.HopChange
 	for _, h := range c.Ranking {
-		if h.Score <= 0 || len(out) == CompareShown {
+		if max(h.Score, h.ShiftMs) <= 0 || len(out) == CompareShown {
 			break
 		}
 		out = append(out, h)
@@ -151,10 +163,18 @@ func latOf(v func(*analyze.HopWindow) *float64) func(*analyze.HopWindow) string 
 	}
 }
 
-// compareCells are one compared hop's cells: hop, score, p50, p95, p99,
-// failed attempts, class.
+// signedDur is a change in time with its sign: +590ms, -12ms.
+func signedDur(ms float64) string {
+	if ms < 0 {
+		return dur(ms)
+	}
+	return "+" + dur(ms)
+}
+
+// compareCells are one compared hop's cells: hop, tail score, typical
+// shift, p50, p95, p99, failed attempts, class.
 func compareCells(h analyze.HopChange) []string {
-	return []string{h.Hop, "+" + dur(h.Score),
+	return []string{h.Hop, signedDur(h.Score), signedDur(h.ShiftMs),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P50Ms })),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P95Ms })),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P99Ms })),
@@ -162,7 +182,11 @@ func compareCells(h analyze.HopChange) []string {
 		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return w.Class })}
 }
 
-var compareHead = []string{"HOP", "TAIL +", "P50", "P95", "P99", "FAILED", "CLASS"}
+var compareHead = []string{"HOP", "TAIL +", "TYPICAL +", "P50", "P95", "P99", "FAILED", "CLASS"}
+
+// compareLegend says what the two scores of the comparison table are.
+const compareLegend = "tail +: what the hop's change adds to a slow request (its critical-path time in the slowest 10%, and its failures); " +
+	"typical +: what it adds to a typical request (its p50's change × its calls per request); ranked by the larger"
 
 // writeTailText writes the text report's opening sections.
 func writeTailText(e *errWriter, rep *analyze.Report) {
@@ -187,6 +211,9 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		if more != "" {
 			e.printf("  %s\n", e.paint(ansiDim, more))
 		}
+		if d := dominantLine(rep); d != "" {
+			e.printf("  %s\n", e.paint(ansiAmber, Visible(d)))
+		}
 	}
 	if len(attrs) > 0 {
 		e.printf("  %s\n", e.paint(ansiBold, "on one instance or attribute:"))
@@ -210,7 +237,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		if len(rows) == 0 {
 			e.printf("  %s\n", e.paint(ansiDim, "no hop's change lengthened the slowest requests"))
 		} else {
-			t := &table{head: compareHead, right: []bool{false, true, true, true, true, true, false}}
+			t := &table{head: compareHead, right: []bool{false, true, true, true, true, true, true, false}}
 			for _, h := range rows {
 				t.add(compareCells(h)...)
 			}
@@ -218,12 +245,13 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 				if row < 0 {
 					return ansiBold
 				}
-				if col == 1 {
+				if col == 1 || col == 2 {
 					return ansiAmber
 				}
 				return ""
 			}
 			t.write(e, "  ")
+			e.printf("  %s\n", e.paint(ansiDim, compareLegend))
 			for _, h := range rows[:min(len(rows), reasonsShown)] {
 				e.printf("  %s: %s", Visible(h.Hop), Visible(h.Reason))
 				if len(h.Examples) > 0 {
@@ -262,6 +290,9 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		if more != "" {
 			e.printf("\n%s.\n", capFirst(more))
 		}
+		if d := dominantLine(rep); d != "" {
+			e.printf("\n%s.\n", md(capFirst(d)))
+		}
 		e.printf("\n")
 	}
 	if len(attrs) > 0 {
@@ -297,8 +328,8 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 			}
 			cells = append(cells, row)
 		}
-		head := []string{"hop", "tail +", "p50", "p95", "p99", "failed", "class"}
-		mdTable(e, head, []bool{false, true, true, true, true, true, false}, cells)
+		head := []string{"hop", "tail +", "typical +", "p50", "p95", "p99", "failed", "class"}
+		mdTable(e, head, []bool{false, true, true, true, true, true, true, false}, cells)
 		e.printf("\n")
 		for _, h := range rs[:min(len(rs), reasonsShown)] {
 			e.printf("- **%s**: %s", md(h.Hop), md(h.Reason))
@@ -316,6 +347,7 @@ type tailView struct {
 	Which, Examples string
 	Rows            []tailRowView
 	More            string
+	Dominant        string
 	Gaps            []string
 	GapRule         string
 	Compare         *compareView
@@ -341,6 +373,7 @@ type compareView struct {
 	Before, After, BeforeLabel, AfterLabel string
 	Head                                   []string
 	Rows                                   []compareRowView
+	Legend                                 string
 }
 
 type compareRowView struct {
@@ -364,6 +397,7 @@ func tailViewOf(rep *analyze.Report) *tailView {
 		}
 	}
 	v.More = capFirst(more)
+	v.Dominant = capFirst(dominantLine(rep))
 	attrs, attrMore := attrRows(rep)
 	for _, r := range attrs {
 		v.Attrs = append(v.Attrs, attrViewOf(r.Hop, r.A))
@@ -377,7 +411,7 @@ func tailViewOf(rep *analyze.Report) *tailView {
 	}
 	if c := rep.Compare; c != nil {
 		cv := &compareView{Before: windowLine(c.Before), After: windowLine(c.After), BeforeLabel: c.Before.Label, AfterLabel: c.After.Label,
-			Head: []string{"hop", "tail +", "p50", "p95", "p99", "failed", "class", "why"}}
+			Head: []string{"hop", "tail +", "typical +", "p50", "p95", "p99", "failed", "class", "why"}, Legend: capFirst(compareLegend) + "."}
 		for _, h := range compareRows(c) {
 			cv.Rows = append(cv.Rows, compareRowView{Cells: compareCells(h)[1:], Hop: h.Hop, Reason: h.Reason, Examples: examplesText(h.Examples)})
 		}
@@ -412,6 +446,9 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 {{- if .More}}
 <p class="muted">{{vis .More}}.</p>
 {{- end}}
+{{- if .Dominant}}
+<p class="dominant" id="tail-dominant">{{vis .Dominant}}.</p>
+{{- end}}
 {{- end}}
 {{- if .Attrs}}
 <p><b>On one instance or attribute:</b></p>
@@ -440,13 +477,14 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 <p><b>Before</b> <span class="muted">({{vis .BeforeLabel}})</span>: {{vis .Before}}<br/><b>After</b> <span class="muted">({{vis .AfterLabel}})</span>: {{vis .After}}</p>
 {{- if .Rows}}
 <table id="compare-table">
-<thead><tr>{{range $i, $h := .Head}}<th{{if and $i (lt $i 6)}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
+<thead><tr>{{range $i, $h := .Head}}<th{{if and $i (lt $i 7)}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr data-compare="{{vis .Hop}}"><td class="hopname"><b>{{name .Hop}}</b></td>{{range $i, $c := .Cells}}<td{{if lt $i 5}} class="num"{{else}} style="white-space:nowrap"{{end}}>{{vis $c}}</td>{{end}}<td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</td></tr>
+<tr data-compare="{{vis .Hop}}"><td class="hopname"><b>{{name .Hop}}</b></td>{{range $i, $c := .Cells}}<td{{if lt $i 6}} class="num"{{else}} style="white-space:nowrap"{{end}}>{{vis $c}}</td>{{end}}<td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</td></tr>
 {{- end}}
 </tbody>
 </table>
+<p class="muted">{{vis .Legend}}</p>
 {{- else}}
 <p class="muted">No hop's change lengthened the slowest requests.</p>
 {{- end}}
