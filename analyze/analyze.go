@@ -264,11 +264,17 @@ type Hop struct {
 
 // Requests summarises whole requests (traces).
 type Requests struct {
-	Count          int               `json:"count"`
-	Succeeded      int               `json:"succeeded"`
-	SuccessRate    float64           `json:"success_rate"`
-	LatencyMs      Latency           `json:"latency_ms"`
-	FailureLanding []quantile.Bucket `json:"failure_landing"`
+	Count     int `json:"count"`
+	Succeeded int `json:"succeeded"`
+	// SucceededInferred is set when no span of the logs says how it ended
+	// (no status, code, error or timeout field: a Nezha CSV export):
+	// Succeeded then counts every request that did not fail by a rule of
+	// tailscope's, and is an upper bound, not a logged outcome (see
+	// WarnUnknownOutcomes).
+	SucceededInferred bool              `json:"succeeded_inferred,omitempty"`
+	SuccessRate       float64           `json:"success_rate"`
+	LatencyMs         Latency           `json:"latency_ms"`
+	FailureLanding    []quantile.Bucket `json:"failure_landing"`
 	// MeanTimeToFailureMs is null when nothing failed.
 	MeanTimeToFailureMs *float64 `json:"mean_time_to_failure_ms"`
 }
@@ -481,6 +487,13 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		rep.Warnings = append(rep.Warnings, *tail)
 	}
 	addProblemWarnings(rep, probs)
+	if len(spans) > 0 && !anyOutcome(spans) {
+		rep.Requests.SucceededInferred = true
+		rep.Warnings = append(rep.Warnings, Warning{Code: WarnUnknownOutcomes, Message: fmt.Sprintf(
+			"no span says how it ended (no status, code, error or timeout field): the %s are counted as succeeded, "+
+				"which the logs do not say; success rates are upper bounds, failure classes none, and check's --min-success "+
+				"counts no request as a success unless --optimistic", nWord(rep.Requests.Count, "request", "requests"))})
+	}
 	rec := Recommend(rep, reqs, opt)
 	if rep.unbounded != nil {
 		// After Recommend: the warning says how many hops it left to the
@@ -749,6 +762,28 @@ func requestStats(reqs []*span.Request) Requests {
 		rs.MeanTimeToFailureMs = fptr(sum / float64(len(fails)) / 1e6)
 	}
 	return rs
+}
+
+// WarnUnknownOutcomes is the warning of logs that carry no outcome.
+const WarnUnknownOutcomes = "unknown-outcomes"
+
+// anyOutcome reports whether some span says how it ended: a status (ok or
+// error), a code, an error kind or a timeout. Trace formats that leave a
+// span's status unset still give an HTTP or gRPC code, an error tag or an
+// exception when something failed, and flat logs with a status column
+// give it on every line; a file with none of them (the Nezha CSVs:
+// trace and span ids, pod, operation and times) cannot tell a failure
+// from a success, and 300 of 538 requests answered in 0.4 ms by an
+// injected "return" fault read as succeeded. It looks at the spans kept
+// whole (every span, or the trace sample of large logs).
+func anyOutcome(spans []span.Span) bool {
+	for i := range spans {
+		s := &spans[i]
+		if s.Status != span.Unset || s.Timeout || s.Code != 0 || s.CodeText != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func addProblemWarnings(rep *Report, p span.Problems) {

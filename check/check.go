@@ -132,7 +132,9 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 		if f := LoggedSuccesses(rr, opt.MaxFalseTimeouts); f != nil {
 			res.Lint = append([]Finding{*f}, res.Lint...)
 		}
-		res.Gates = opt.Gates.Apply(rr, base)
+		gates := opt.Gates
+		gates.unknownOutcomes = rep.Requests.SucceededInferred
+		res.Gates = gates.Apply(rr, base)
 		res.Verdict = Pass
 		for _, f := range res.Lint {
 			if f.Severity == SevError {

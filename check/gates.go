@@ -31,6 +31,11 @@ type Gates struct {
 	// Optimistic counts undetermined requests as successes; by default
 	// they count against the gate.
 	Optimistic bool
+	// unknownOutcomes is set by Run when the logs say no request's
+	// outcome (analyze.Requests.SucceededInferred): no request is then
+	// known to have succeeded, and min-success counts none unless
+	// Optimistic.
+	unknownOutcomes bool
 }
 
 // Apply evaluates the gates on a replay; base is the baseline's replay or
@@ -52,6 +57,10 @@ func (g Gates) Apply(r, base *replay.Result) []Gate {
 	out := []Gate{}
 	und := g.undeterminedNote(r)
 	success := successOf(r, g.Optimistic)
+	if g.unknownOutcomes && !g.Optimistic {
+		success = 0
+		und = fmt.Sprintf(" (the logs say no request's outcome: none of the %d the replay does not fail is known to succeed; --optimistic counts them)", r.Requests-r.Failed)
+	}
 	if g.MinSuccess > 0 {
 		out = append(out, Gate{Name: "min-success", Want: "≥ " + pctGate(g.MinSuccess), Got: pctGate(success) + und,
 			Pass: success >= g.MinSuccess-1e-12})

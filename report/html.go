@@ -217,9 +217,13 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		rateClass = "warn"
 	}
 	p.Summary = fmt.Sprintf("%s in %s over %s", spansText(rep.ReadStats), count(rq.Count, "request", "requests"), count(len(rep.Hops)+hidden, "hop", "hops"))
+	rateNote := fmt.Sprintf("%d failed", rq.Count-rq.Succeeded)
+	if rq.SucceededInferred {
+		rateClass, rateNote = "warn", "inferred: the logs carry no outcome"
+	}
 	p.Cards = []card{
 		{"Requests", fmt.Sprint(rq.Count), fmt.Sprintf("%d succeeded", rq.Succeeded), ""},
-		{"Success rate", pct(rq.SuccessRate), fmt.Sprintf("%d failed", rq.Count-rq.Succeeded), rateClass},
+		{"Success rate", pct(rq.SuccessRate), rateNote, rateClass},
 		{"p50", ru.f(rq.LatencyMs.P50), "request latency", ""},
 		{"p95", ru.f(rq.LatencyMs.P95), "request latency", ""},
 		{"p99", ru.f(rq.LatencyMs.P99), "request latency", ""},

@@ -99,7 +99,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	rq := rep.Requests
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("### tailscope analyze\n\n")
-	e.printf("**%s, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", count(rq.Count, "request", "requests"), rq.Succeeded, pct(rq.SuccessRate),
+	e.printf("**%s, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", count(rq.Count, "request", "requests"), rq.Succeeded, pct(rq.SuccessRate)+inferredNote(rq),
 		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))

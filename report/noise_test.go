@@ -224,3 +224,23 @@ func TestDominantHopPointsToCompare(t *testing.T) {
 		t.Error("no report with a dominant hop: the test shows nothing")
 	}
 }
+
+// A success rate the logs do not state says so in every format.
+func TestInferredSuccessSaid(t *testing.T) {
+	for name, rep := range realReports(t) {
+		if !rep.Requests.SucceededInferred {
+			t.Fatalf("%s: a Nezha export has no outcome field, yet succeeded is not marked inferred", name)
+		}
+		for f, s := range renderAll(t, rep) {
+			if !strings.Contains(s, "inferred: the logs carry no outcome") || !strings.Contains(s, analyze.WarnUnknownOutcomes) {
+				t.Errorf("%s, %s: the inferred success rate is not said", name, f)
+			}
+		}
+	}
+	seed, _ := analysisOf(t, "spans.jsonl", "")
+	for f, s := range renderAll(t, seed) {
+		if strings.Contains(s, "inferred") {
+			t.Errorf("seed, %s: logs with a status read as inferred", f)
+		}
+	}
+}

@@ -179,6 +179,15 @@ func spansText(rs analyze.ReadStats) string {
 	return s
 }
 
+// inferredNote follows a success rate the logs do not state (see
+// analyze.Requests.SucceededInferred).
+func inferredNote(rq analyze.Requests) string {
+	if rq.SucceededInferred {
+		return ", inferred: the logs carry no outcome"
+	}
+	return ""
+}
+
 func dur(ms float64) string { return analyze.FormatDuration(time.Duration(ms * 1e6)) }
 
 func pct(x float64) string {
@@ -464,7 +473,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	rq := rep.Requests
 	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("\n%s %d, %d succeeded (%s); p50 %s, p95 %s, p99 %s\n", e.paint(ansiBold, "requests:"), rq.Count, rq.Succeeded,
-		e.paint(rateStyle(rq.SuccessRate), pct(rq.SuccessRate)),
+		e.paint(rateStyle(rq.SuccessRate), pct(rq.SuccessRate)+inferredNote(rq)),
 		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("failures land: %s; mean time to failure %s\n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
