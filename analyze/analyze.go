@@ -201,12 +201,15 @@ type Recommendation struct {
 
 // Hop is the analysis of one hop.
 type Hop struct {
-	Hop              string            `json:"hop"`
-	Attempts         int               `json:"attempts"`
-	Calls            int               `json:"calls"`
-	FailedAttempts   int               `json:"failed_attempts"`
-	TimeoutAttempts  int               `json:"timeout_attempts"`
-	LatencyMs        Latency           `json:"latency_ms"`
+	Hop             string  `json:"hop"`
+	Attempts        int     `json:"attempts"`
+	Calls           int     `json:"calls"`
+	FailedAttempts  int     `json:"failed_attempts"`
+	TimeoutAttempts int     `json:"timeout_attempts"`
+	LatencyMs       Latency `json:"latency_ms"`
+	// Weighted is set when LatencyMs is weighted by the spans' sampling
+	// weights (see weight.go).
+	Weighted         bool              `json:"weighted,omitempty"`
 	SuccessLatencyMs Latency           `json:"success_latency_ms"`
 	Censored         *Censored         `json:"censored"`
 	FailureClass     string            `json:"failure_class"`
@@ -271,10 +274,13 @@ type Requests struct {
 	// Succeeded then counts every request that did not fail by a rule of
 	// tailscope's, and is an upper bound, not a logged outcome (see
 	// WarnUnknownOutcomes).
-	SucceededInferred bool              `json:"succeeded_inferred,omitempty"`
-	SuccessRate       float64           `json:"success_rate"`
-	LatencyMs         Latency           `json:"latency_ms"`
-	FailureLanding    []quantile.Bucket `json:"failure_landing"`
+	SucceededInferred bool `json:"succeeded_inferred,omitempty"`
+	// Weighted is set when the latency percentiles and the success rate
+	// are weighted by the requests' sampling weights (see weight.go).
+	Weighted       bool              `json:"weighted,omitempty"`
+	SuccessRate    float64           `json:"success_rate"`
+	LatencyMs      Latency           `json:"latency_ms"`
+	FailureLanding []quantile.Bucket `json:"failure_landing"`
 	// MeanTimeToFailureMs is null when nothing failed.
 	MeanTimeToFailureMs *float64 `json:"mean_time_to_failure_ms"`
 }
@@ -487,6 +493,7 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		rep.Warnings = append(rep.Warnings, *tail)
 	}
 	addProblemWarnings(rep, probs)
+	applyWeights(rep, spans, byHop, reqs)
 	if len(spans) > 0 && !anyOutcome(spans) {
 		rep.Requests.SucceededInferred = true
 		rep.Warnings = append(rep.Warnings, Warning{Code: WarnUnknownOutcomes, Message: fmt.Sprintf(

@@ -3,11 +3,15 @@ package report
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
@@ -242,5 +246,83 @@ func TestInferredSuccessSaid(t *testing.T) {
 		if strings.Contains(s, "inferred") {
 			t.Errorf("seed, %s: logs with a status read as inferred", f)
 		}
+	}
+}
+
+// Real shapes with weights: the TrainTicket minute with a weight column
+// added (10 on the spans slower than 50 ms: each stands for ten, so the
+// weighted percentiles can only rise) is weighted hop by hop and request
+// by request;
+// the real Zipkin export (spans with kinds, no weight) says its sample
+// may be biased, and the unchanged CSV (no kinds) says nothing of it.
+func TestWeightsOnRealShapes(t *testing.T) {
+	const src = "../testdata/real/nezha-trainticket/fault-12_06_trace.csv"
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	var b strings.Builder
+	b.WriteString(lines[0] + ",weight\n")
+	heavy := 0
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		us, err := strconv.ParseInt(f[len(f)-1], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		w := "1"
+		if us > 50_000 {
+			w, heavy = "10", heavy+1
+		}
+		b.WriteString(l + "," + w + "\n")
+	}
+	weightedPath := filepath.Join(t.TempDir(), "weighted.csv")
+	if err := os.WriteFile(weightedPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nezha := ingest.Options{Map: map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
+		"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}}
+	read := func(p string, opt ingest.Options) *analyze.Report {
+		l, err := logs.Read([]string{p}, logs.Options{Ingest: opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Report(analyze.Options{})
+	}
+	plain, weighted := read(src, nezha), read(weightedPath, nezha)
+	codes := func(r *analyze.Report) map[string]bool {
+		m := map[string]bool{}
+		for _, w := range r.Warnings {
+			m[w.Code] = true
+		}
+		return m
+	}
+	if heavy == 0 || !codes(weighted)[analyze.WarnWeighted] || codes(plain)[analyze.WarnWeighted] || codes(plain)[analyze.WarnUnweighted] {
+		t.Fatalf("%d heavy spans; warnings weighted %v, plain %v", heavy, codes(weighted), codes(plain))
+	}
+	byName := map[string]*analyze.Hop{}
+	for i := range plain.Hops {
+		byName[plain.Hops[i].Hop] = &plain.Hops[i]
+	}
+	rose := 0
+	for _, h := range weighted.Hops {
+		p := byName[h.Hop]
+		if !h.Weighted || h.LatencyMs.P50 == nil || p.LatencyMs.P50 == nil {
+			continue
+		}
+		if *h.LatencyMs.P50 < *p.LatencyMs.P50 || *h.LatencyMs.P99 < *p.LatencyMs.P99 {
+			t.Errorf("%s: weighting slow spans up lowered p50 %v → %v or p99 %v → %v", h.Hop, *p.LatencyMs.P50, *h.LatencyMs.P50, *p.LatencyMs.P99, *h.LatencyMs.P99)
+		}
+		if *h.LatencyMs.P50 > *p.LatencyMs.P50 {
+			rose++
+		}
+	}
+	if rose == 0 || !weighted.Requests.Weighted || *weighted.Requests.LatencyMs.P50 <= *plain.Requests.LatencyMs.P50 {
+		t.Errorf("%d hops' p50 rose; requests weighted %v, p50 %v → %v", rose, weighted.Requests.Weighted,
+			*plain.Requests.LatencyMs.P50, *weighted.Requests.LatencyMs.P50)
+	}
+	if z := read("../testdata/real/zipkin/smartthings-oauth-authorization.json", ingest.Options{}); !codes(z)[analyze.WarnUnweighted] {
+		t.Errorf("a Zipkin export without weights does not say its sample may be biased: %v", codes(z))
 	}
 }

@@ -45,8 +45,11 @@ type TraceRecord struct {
 	peer     []byte
 	peerRank int // lower wins: see addAttr
 
-	weightSet  bool
-	TraceState string
+	weightSet bool
+	// priorityKept is a sampling.priority of 1 or more: weight 1 unless
+	// a weight or a tracestate threshold is given.
+	priorityKept bool
+	TraceState   string
 
 	Hop    string
 	HopSet bool
@@ -214,6 +217,25 @@ func (r *TraceRecord) AddAttr(key string, v []byte, str bool, hopAttr string) {
 			return
 		}
 		r.Span.TimeoutInForce = int64(math.Round(x * 1e6))
+	case "w3c.tracestate", "tracestate":
+		// Jaeger and Zipkin carry an OpenTelemetry span's W3C tracestate
+		// as a tag; its "ot" member's th gives the sampling weight, as an
+		// OTLP span's traceState does.
+		if r.TraceState == "" {
+			r.TraceState = string(v)
+		}
+	case "sampling.priority":
+		// OpenTracing's: a priority of 1 or more kept the span whatever
+		// the sampler's odds, so it stands for itself (weight 1) unless a
+		// weight or a threshold says otherwise; 0 or less says nothing.
+		n, err := attrInt(key, v)
+		if err != nil {
+			r.Ignore("weight", fmt.Errorf("%s: want an integer, got %q", key, ShortValue(v)))
+			return
+		}
+		if n >= 1 && !r.weightSet {
+			r.priorityKept = true
+		}
 	case "sampling.weight", "sampling.adjusted_count", "adjusted_count":
 		x, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
@@ -292,8 +314,11 @@ func (r *TraceRecord) Finish(in *Interner) {
 	}
 	if !r.weightSet && r.TraceState != "" {
 		if wgt, ok := weightFromTraceState(r.TraceState); ok {
-			sp.Weight = wgt
+			sp.Weight, r.weightSet = wgt, true
 		}
+	}
+	if !r.weightSet && r.priorityKept {
+		sp.Weight = 1
 	}
 	if r.HopSet {
 		sp.Hop = in.Get([]byte(r.Hop))
