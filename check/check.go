@@ -113,9 +113,14 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 	}
 	var base *replay.Result
 	if opt.Baseline != nil {
-		base = replay.Run(reqs, opt.Baseline, opt.Replay)
-		b := resultOf(rep, opt.Baseline, base)
-		b.Lint = Lint(rep, reqs, opt.Baseline)
+		bp := opt.Baseline
+		var readback []Finding
+		if bp.Config != nil {
+			bp, readback = readBack(rep, bp)
+		}
+		base = replay.Run(reqs, bp, opt.Replay)
+		b := resultOf(rep, bp, base)
+		b.Lint = append(Lint(rep, reqs, bp), readback...)
 		b.Verdict = ""
 		out.Baseline = &b
 	}

@@ -173,3 +173,26 @@ func TestSniffConfigPolicy(t *testing.T) {
 		}
 	}
 }
+
+// The policy file itself: hops named True, NULL, yes, ~, 0x1F and with a
+// bidi override are written so that they read back as those names (none
+// collapses into a boolean, null or number), the override escaped.
+func TestPolicyFileOddHopNames(t *testing.T) {
+	p, _ := oddPolicy()
+	out := p.Marshal()
+	if strings.ContainsRune(string(out), '\u202e') {
+		t.Errorf("a raw bidi override:\n%s", out)
+	}
+	q, err := Parse("p.yaml", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(q.Hops) != len(p.Hops) {
+		t.Errorf("%d hops read back of %d:\n%s", len(q.Hops), len(p.Hops), out)
+	}
+	for n, h := range p.Hops {
+		if q.Hops[n].Timeout != h.Timeout {
+			t.Errorf("%q: read back %+v, want %+v", n, q.Hops[n], h)
+		}
+	}
+}

@@ -119,6 +119,11 @@ func (a *analysisFlags) options() (analyze.Options, error) {
 		if err != nil {
 			return o, err
 		}
+		if p.Config != nil {
+			// A config's routes map to hops only through the analysis
+			// that the policy in force feeds.
+			return o, usagef("--policy-in-force %s is a deployed %s config: give the policy as a tailscope policy file", a.policyInForce, p.Config.Format)
+		}
 		o.PolicyInForce = p
 	}
 	return o, nil

@@ -166,7 +166,9 @@ func runCheck(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if aopt.PolicyInForce == nil {
+	if aopt.PolicyInForce == nil && copt.Baseline != nil && copt.Baseline.Config == nil {
+		// A baseline that is a deployed config maps to hops only after
+		// the analysis: the timeouts in force are then inferred.
 		aopt.PolicyInForce = copt.Baseline
 	}
 	if copt.MaxFalseTimeouts == 0 {

@@ -375,3 +375,32 @@ func TestCheckConfigFindings(t *testing.T) {
 		t.Errorf("findings %v, want one route matching no hop and one hop not routed", codes)
 	}
 }
+
+// TestCheckConfigBaseline: an emitted config as --baseline is read back
+// like a --policy (the same successes as the policy file under
+// --no-worse; --optimistic, as the export's spans say no outcome), and as --policy-in-force it is refused: its routes map to
+// hops only through the analysis it would feed.
+func TestCheckConfigBaseline(t *testing.T) {
+	pol, _ := emitOn(t, "online-boutique", "policy")
+	out, _ := emitOn(t, "online-boutique", "envoy")
+	pf, cf := writeEmitted(t, "policy.yaml", pol), writeEmitted(t, "deployed.yaml", out)
+	var o, e bytes.Buffer
+	if code := run([]string{"check", "--map", nezhaColumns, "--policy", pf, "--baseline", cf, "--no-worse", "--optimistic", "-f", "json", realExports["online-boutique"]}, strings.NewReader(""), &o, &e); code != 0 {
+		t.Errorf("check against the emitted config as baseline: exit %d: %s\n%s", code, e.String(), o.String())
+	}
+	var r struct {
+		Baseline struct{ Replay struct{ Succeeded int } }
+		Results  []struct{ Replay struct{ Succeeded int } }
+	}
+	if err := json.Unmarshal(o.Bytes(), &r); err != nil || len(r.Results) != 1 {
+		t.Fatalf("%v\n%s", err, o.String())
+	}
+	if r.Baseline.Replay.Succeeded != r.Results[0].Replay.Succeeded || r.Baseline.Replay.Succeeded == 0 {
+		t.Errorf("baseline %d successes, policy %d", r.Baseline.Replay.Succeeded, r.Results[0].Replay.Succeeded)
+	}
+	o.Reset()
+	e.Reset()
+	if code := run([]string{"analyze", "--map", nezhaColumns, "--policy-in-force", cf, realExports["online-boutique"]}, strings.NewReader(""), &o, &e); code != 2 || !strings.Contains(e.String(), "is a deployed envoy config") {
+		t.Errorf("--policy-in-force with a config: exit %d: %s", code, e.String())
+	}
+}
