@@ -301,3 +301,28 @@ func TestChromiumMarkerLabelsApart(t *testing.T) {
 		}
 	}
 }
+
+// The real TrainTicket pair compared (the fault-free minute of the shared
+// data against the fault minute) fits 1400 px in Chromium, its comparison
+// table with both scores and the legend that says what they are.
+func TestChromiumCompareFits(t *testing.T) {
+	bin := chromiumPath(t)
+	reps := realReports(t)
+	before, after := reps["../../shared/data/nezha-trainticket/baseline-11_39_trace.csv"], reps["../testdata/real/nezha-trainticket/fault-12_06_trace.csv"]
+	if before == nil {
+		t.Skip("../shared/data is absent: no baseline minute")
+	}
+	c := *after
+	c.Compare = analyze.Compare(before, after, "baseline", "fault")
+	var b bytes.Buffer
+	if err := Analysis(&b, "html", &c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, `id="compare-table"`) || !strings.Contains(page, `<th class="num">typical &#43;</th>`) || !strings.Contains(page, "ranked by the larger") {
+		t.Fatal("the comparison table, its typical + column or its legend is missing")
+	}
+	if why := measure(t, bin, b.Bytes(), 1400, "").fits(); why != "" {
+		t.Errorf("compare page at 1400 px: %s", why)
+	}
+}
