@@ -44,6 +44,12 @@ type Accum struct {
 	// SampleSpans bounds the spans kept for trees (DefaultSampleSpans when
 	// 0 at the first Add).
 	SampleSpans int
+	// MaxHops bounds the distinct hops (DefaultMaxHops when 0); set it
+	// before the first span. See HopLimit.
+	MaxHops int
+	// overHops is set once a span's hop was turned away for MaxHops (by
+	// Add, Merge or a Part on another goroutine).
+	overHops atomic.Bool
 
 	hops   map[string]*hopAcc
 	last   *hopAcc
@@ -82,7 +88,16 @@ type Accum struct {
 	expected          int64
 	estimated, noSpec bool
 	overflowed        bool
+	// giant is the most spans the sample held when it had to drop them
+	// all, their traces being over maxHold times SampleSpans (see fit).
+	giant int
 }
+
+// maxHold bounds, in multiples of SampleSpans, the spans the sample holds
+// for traces that alone exceed SampleSpans: beyond it they leave the
+// sample, so that one giant trace cannot take the memory that the sample
+// exists to bound.
+const maxHold = 4
 
 // hopAcc is what an Accum keeps of one hop over all spans.
 type hopAcc struct {
@@ -118,25 +133,87 @@ func NewAccum(sampleSpans int) *Accum {
 // may be reused by the caller afterwards.
 func (a *Accum) Add(sp *span.Span) {
 	a.total++
-	h := a.hopOf(sp.Hop)
-	if h.n == 0 {
-		h.first = firstOf(sp)
+	if h := a.hopOf(sp.Hop); h != nil {
+		if h.n == 0 {
+			h.first = firstOf(sp)
+		}
+		h.add(sp)
 	}
-	h.add(sp)
 	a.sample(sp)
 }
 
+// hopOf is hop's accumulator, created when new; nil when it would be one
+// hop more than MaxHops (HopLimit then reports it).
 func (a *Accum) hopOf(hop string) *hopAcc {
 	h := a.last
 	if h == nil || h.name != hop {
 		h = a.hops[hop]
 		if h == nil {
+			if len(a.hops) >= a.maxHops() {
+				a.overHops.Store(true)
+				return nil
+			}
 			h = &hopAcc{name: hop}
 			a.hops[hop] = h
 		}
 		a.last = h
 	}
 	return h
+}
+
+// DefaultMaxHops is how many distinct hops an Accum holds by default.
+// Each costs a few kilobytes over the read and the report (1M hop names,
+// URL paths with ids in them, took 3.3 GB), while a table of more than a
+// few hundred hops is already past reading: a hundred thousand is far
+// beyond any real service graph and stays within a few hundred MB.
+const DefaultMaxHops = 100_000
+
+func (a *Accum) maxHops() int {
+	if a.MaxHops > 0 {
+		return a.MaxHops
+	}
+	return DefaultMaxHops
+}
+
+// HopLimitError says that the logs hold more distinct hops than the
+// Accum may hold (MaxHops): the analysis stops rather than grow without
+// bound or report on the hops that happened to come first.
+type HopLimitError struct {
+	Limit int
+	// Examples and HopBy are what the unbounded-hops rule says of the
+	// hops held (names that differ only in ids, and the --hop-by values
+	// that would bound them), when it applies.
+	Examples, HopBy []string
+}
+
+func (e *HopLimitError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the logs hold more than %d distinct hops, the most --max-hops allows", e.Limit)
+	if len(e.Examples) > 0 {
+		fmt.Fprintf(&b, " (names that differ only in ids, e.g. %s)", quoteJoin(e.Examples))
+	}
+	b.WriteString(": ")
+	if len(e.HopBy) > 0 {
+		fmt.Fprintf(&b, "group the spans by a bounded name with --hop-by %s, ", strings.Join(e.HopBy, " or --hop-by "))
+	} else {
+		b.WriteString("group the spans by a bounded name with --hop-by (service+name, or attr:KEY of a route template), ")
+	}
+	b.WriteString("narrow them with --hops, or raise --max-hops (each hop costs a few KB of memory)")
+	return b.String()
+}
+
+// HopLimit reports, once every Part has merged, whether the logs held
+// more distinct hops than MaxHops: then the spans of the hops beyond it
+// were counted nowhere, and the Accum must not be reported on.
+func (a *Accum) HopLimit() error {
+	if !a.overHops.Load() {
+		return nil
+	}
+	e := &HopLimitError{Limit: a.maxHops()}
+	if u := unboundedHops(a.seen()); u != nil {
+		e.Examples, e.HopBy = u.Examples, u.HopBy
+	}
+	return e
 }
 
 // Ordered records a span that a Part has counted already and asked to see
@@ -217,12 +294,19 @@ func (a *Accum) fit() {
 				keep++
 			}
 		}
-		if keep == 0 {
+		if keep == 0 && len(a.spans) <= maxHold*a.SampleSpans {
 			// Halving would empty the sample (one trace larger than the
 			// limit): keep what there is, and look again only once it
-			// has doubled, so that this stays linear.
-			a.limit = 2 * len(a.spans)
+			// has doubled (or reached maxHold), so that this stays linear.
+			a.limit = min(2*len(a.spans), maxHold*a.SampleSpans)
 			break
+		}
+		if keep == 0 {
+			// A trace too large to hold whole (2M spans took 2 GB in
+			// the sample and its trees): halve all the same. It leaves
+			// the call-tree sample; its spans stay counted per hop.
+			a.giant = max(a.giant, len(a.spans))
+			a.limit = a.SampleSpans
 		}
 		a.level = next
 		a.shared.Store(uint32(next))
@@ -405,21 +489,25 @@ func (p *Part) Add(sp *span.Span) bool {
 			h = h2
 		} else {
 			h = p.hops[hop]
-			if h == nil {
+			if h == nil && len(p.hops) < p.a.maxHops() {
 				h = &hopAcc{name: hop, first: firstOf(sp)}
 				p.hops[hop] = h
 			}
-			if p.recent[k] == nil {
+			if h == nil {
+				p.a.overHops.Store(true) // one hop more than MaxHops: see HopLimit
+			} else if p.recent[k] == nil {
 				p.recent[k] = h
 			} else {
 				p.recent[k+1] = h
 			}
 		}
 	}
-	if h.n == h.told {
-		p.dirty = append(p.dirty, h)
+	if h != nil {
+		if h.n == h.told {
+			p.dirty = append(p.dirty, h)
+		}
+		h.add(sp)
 	}
-	h.add(sp)
 	if p.quiet++; p.quiet >= publishEvery {
 		p.publish()
 	}
@@ -489,7 +577,9 @@ func (a *Accum) Merge(p *Part) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		a.hopOf(name).merge(p.hops[name])
+		if h := a.hopOf(name); h != nil {
+			h.merge(p.hops[name])
+		}
 	}
 	*p = Part{a: a, hops: map[string]*hopAcc{}}
 }
@@ -642,6 +732,11 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 		From:     []string{"calls", "retry_yield", "failure_class", "evidence", "call_failure_histogram", "km_latency_ms", "requests", "predicted_effect", "recommended_policy.budget_ms", "retries"}}
 	s.SuccessRate95[0], s.SuccessRate95[1] = wilson(rep.Requests.Succeeded, rep.Requests.Count)
 	rep.Sample = s
+	if a.giant > 0 {
+		rep.Warnings = append(rep.Warnings, Warning{Code: "giant-trace", Message: fmt.Sprintf(
+			"at least %d spans belong to traces too large to keep whole (over %d× --sample-spans %d): those traces are kept out of the call trees, requests and replay, and their spans counted in the per-hop figures; raise --sample-spans to see them whole (about 1 KB of memory per span)",
+			a.giant, maxHold, a.SampleSpans)})
+	}
 	rep.Warnings = append(rep.Warnings, Warning{Code: "sampled", Message: fmt.Sprintf(
 		"%d spans are more than the %d kept whole: per-hop counts, percentiles and timeouts are over all spans, while calls, retry yield, failure classes, requests and replay rest on a deterministic sample of %d traces (%d spans, 1/%d of trace ids); the request success rate is known to ±%.1f points (95%%)",
 		a.total, a.SampleSpans, len(reqs), len(a.spans), 1<<a.level, 50*(s.SuccessRate95[1]-s.SuccessRate95[0]))})

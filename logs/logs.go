@@ -37,6 +37,10 @@ type Options struct {
 	Ingest ingest.Options
 	// SampleSpans is how many spans are kept whole (see analyze.NewAccum).
 	SampleSpans int
+	// MaxHops bounds the distinct hops (analyze.Accum.MaxHops; 0 for
+	// analyze.DefaultMaxHops): past it the read ends with an
+	// *analyze.HopLimitError.
+	MaxHops int
 	// Progress, when not nil, is told what has been read.
 	Progress Progress
 }
@@ -83,10 +87,14 @@ func Summarize(paths []string, opt Options) (*summary.Summary, error) {
 // storage. It is Summarize of a file of that name with that content.
 func SummarizeStream(name string, r io.Reader, opt Options) (*summary.Summary, error) {
 	acc := analyze.NewAccum(opt.SampleSpans)
+	acc.MaxHops = opt.MaxHops
 	iopt := opt.Ingest
 	iopt.Borrowed = true
 	iopt.Fork = accumFork{acc: acc}
 	st, err := ingest.ReadStream(name, r, iopt, func(s *span.Span) { acc.Add(s) })
+	if err == nil {
+		err = acc.HopLimit()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +239,7 @@ func rereadable(paths []string) bool {
 // readLogsOnce is one read of readLogs, with the head start or without.
 func readLogsOnce(paths []string, opt Options, head bool) (*Logs, error) {
 	l := &Logs{acc: analyze.NewAccum(opt.SampleSpans)}
+	l.acc.MaxHops = opt.MaxHops
 	if head {
 		opt.Ingest.Expect = l.acc.Expect
 	}
@@ -252,6 +261,9 @@ func readLogsOnce(paths []string, opt Options, head bool) (*Logs, error) {
 	}
 	st, err := ingest.Read(paths, iopt, add)
 	l.Stats = st
+	if err == nil {
+		err = l.acc.HopLimit()
+	}
 	return l, err
 }
 

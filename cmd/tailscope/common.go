@@ -67,6 +67,7 @@ type inputFlags struct {
 	maxRecord   int
 	maxSpill    int64
 	sampleSpans int
+	maxHops     int
 	src         sourceFlags
 }
 
@@ -83,6 +84,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRecord, "max-record", ingest.DefaultMaxRecord, "largest line or JSON document accepted, bytes (protects memory)")
 	fs.Int64Var(&f.maxSpill, "max-spill", ingest.DefaultMaxSpill, "largest temporary copy of a Parquet input read from stdin or a compressed file, bytes")
 	fs.IntVar(&f.sampleSpans, "sample-spans", analyze.DefaultSampleSpans, "spans kept whole for call trees, retry yield and replay; larger logs use a\ndeterministic sample of traces (per-hop percentiles stay over all spans)")
+	fs.IntVar(&f.maxHops, "max-hops", analyze.DefaultMaxHops, "most distinct hops read (protects memory: a few KB each); more is an error\nthat suggests a --hop-by giving fewer")
 	f.src.register(fs)
 }
 
@@ -127,6 +129,16 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	}
 	if f.maxSpill <= 0 {
 		return o, usagef("--max-spill %d: want a size in bytes above 0", f.maxSpill)
+	}
+	// A limit of 0 or less would mean "the default" deep inside, or
+	// nothing at all: the user asked for something else.
+	for _, x := range []struct {
+		flag, want string
+		v          int
+	}{{"max-record", "a size in bytes above 0", f.maxRecord}, {"sample-spans", "a number of spans above 0", f.sampleSpans}, {"max-hops", "a number of hops above 0", f.maxHops}} {
+		if x.v <= 0 {
+			return o, usagef("--%s %d: want %s", x.flag, x.v, x.want)
+		}
 	}
 	if !ingest.ValidHopBy(f.hopBy) {
 		return o, usagef("--hop-by %q: want hop, service, name, service+name, peer or attr:KEY", f.hopBy)
@@ -176,7 +188,7 @@ func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
 	if err != nil {
 		return nil, err
 	}
-	lo := logs.Options{Ingest: opt, SampleSpans: f.sampleSpans}
+	lo := logs.Options{Ingest: opt, SampleSpans: f.sampleSpans, MaxHops: f.maxHops}
 	m := newMeter(e, f.quiet)
 	if m != nil {
 		lo.Progress = m

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,41 @@ func TestConvertAttributesNeedAFormatThatCarriesThem(t *testing.T) {
 	for _, out := range []string{"x.jsonl", "x.arrow"} {
 		if r := runIn(t, dir, "", "convert", "-q", "--attributes", "spans.jsonl", "-o", out); r.code != 0 {
 			t.Errorf("--attributes -o %s: exit %d: %s", out, r.code, r.stderr)
+		}
+	}
+}
+
+// Distinct hops are bounded by --max-hops: one more is an error (exit 1)
+// naming the flag, never a crash or a report on the hops that came first;
+// the flag raises it. Limits of 0 or less are usage errors, not "the
+// default" or "none".
+func TestMaxHopsAndLimitFlags(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"s%d","hop":"GET /users/%d","start":%d,"duration_ms":%d,"status":"ok"}`+"\n", i, i, 100+i, 1700000000000000000+int64(i)*1e9, 10+i)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "ids.jsonl"), []byte(b.String()), 0o644))
+	for _, cmd := range []string{"analyze", "summarize"} {
+		args := []string{cmd, "--max-hops", "29", "ids.jsonl"}
+		if cmd == "summarize" {
+			args = append(args, "-o", "x.tss")
+		}
+		r := runIn(t, dir, "", args...)
+		if r.code != exitError || !strings.Contains(r.stderr, "--max-hops") || !strings.Contains(r.stderr, "29") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming --max-hops 29", args, r.code, r.stderr)
+		}
+	}
+	if r := runIn(t, dir, "", "analyze", "-q", "--max-hops", "30", "ids.jsonl"); r.code != exitOK {
+		t.Errorf("--max-hops 30 on 30 hops: exit %d: %s", r.code, r.stderr)
+	}
+	for _, flag := range []string{"--max-hops", "--sample-spans", "--max-record"} {
+		for _, v := range []string{"0", "-1", "-5"} {
+			r := runIn(t, dir, "", "analyze", flag, v, "spans.jsonl")
+			if r.code != exitUsage || !strings.Contains(r.stderr, flag) {
+				t.Errorf("%s %s: exit %d, stderr %q; want exit 2 naming the flag", flag, v, r.code, r.stderr)
+			}
 		}
 	}
 }

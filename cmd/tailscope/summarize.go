@@ -52,7 +52,7 @@ func runSummarize(e *env, args []string) error {
 	if err := notAnInput(e, output, paths); err != nil {
 		return err
 	}
-	lo := logs.Options{Ingest: opt, SampleSpans: in.sampleSpans}
+	lo := logs.Options{Ingest: opt, SampleSpans: in.sampleSpans, MaxHops: in.maxHops}
 	m := newMeter(e, in.quiet)
 	if m != nil {
 		lo.Progress = m

@@ -1,0 +1,153 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+func boundSpan(trace, id, parent, hop string, i int) span.Span {
+	return span.Span{TraceID: trace, SpanID: id, ParentID: parent, Hop: hop, Start: 1_700_000_000_000_000_000 + int64(i)*1e6, Duration: int64(10+i%50) * 1e6, Status: span.OK}
+}
+
+// 1M distinct hop names took 3.3 GB and crashed under a memory cap. The
+// distinct hops are bounded (MaxHops, here lowered): one more is an error
+// that names the limit and the flag that raises it, and says which
+// --hop-by bounds names that carry ids, whether the spans come through
+// Add, through Parts on several goroutines, or both; at the limit the
+// analysis runs as before.
+func TestHopLimit(t *testing.T) {
+	const limit = 40
+	spans := func(hops int) []span.Span {
+		var out []span.Span
+		for i := range hops * 3 {
+			s := boundSpan(fmt.Sprintf("t%d", i), fmt.Sprintf("s%d", i), "", fmt.Sprintf("GET /users/%d", 1000+i%hops), i)
+			s.Name = "GET /users/{id}"
+			out = append(out, s)
+		}
+		return out
+	}
+	viaAdd := func(a *Accum, ss []span.Span) {
+		for i := range ss {
+			a.Add(&ss[i])
+		}
+	}
+	viaParts := func(a *Accum, ss []span.Span) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var ordered []*span.Span
+		for w := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := a.Part()
+				for i := w; i < len(ss); i += 3 {
+					if p.Add(&ss[i]) {
+						mu.Lock()
+						ordered = append(ordered, &ss[i])
+						mu.Unlock()
+					}
+				}
+				mu.Lock()
+				a.Merge(p)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		for _, s := range ordered {
+			a.Ordered(s)
+		}
+	}
+	for name, feed := range map[string]func(*Accum, []span.Span){"Add": viaAdd, "Parts": viaParts} {
+		for _, hops := range []int{limit, limit + 1, 10 * limit} {
+			a := NewAccum(0)
+			a.MaxHops = limit
+			feed(a, spans(hops))
+			err := a.HopLimit()
+			if hops <= limit {
+				if err != nil {
+					t.Fatalf("%s, %d hops: %v", name, hops, err)
+				}
+				if rep := a.Report(Options{}); len(rep.Hops) != hops {
+					t.Errorf("%s, %d hops: report has %d", name, hops, len(rep.Hops))
+				}
+				continue
+			}
+			var he *HopLimitError
+			if !errors.As(err, &he) || he.Limit != limit {
+				t.Fatalf("%s, %d hops: %v; want a HopLimitError at %d", name, hops, err, limit)
+			}
+			msg := err.Error()
+			for _, want := range []string{fmt.Sprint(limit), "--max-hops", "--hop-by name", "GET /users/"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%s, %d hops: %q does not say %q", name, hops, msg, want)
+				}
+			}
+			if len(a.hops) > limit {
+				t.Errorf("%s, %d hops: the Accum holds %d hops, over its limit", name, hops, len(a.hops))
+			}
+		}
+	}
+}
+
+// One trace of 2M spans took 2 GB in the sample (which doubled its limit
+// to hold it whole) and crashed under a memory cap in the per-hop pass
+// over it. A trace over maxHold × SampleSpans leaves the call-tree
+// sample, with a warning; its spans still count in every hop's attempts.
+// A trace under that bound is still kept whole, as before; and the other
+// traces keep their place in the sample.
+func TestGiantTraceLeavesTheSample(t *testing.T) {
+	const sample = 50
+	for _, c := range []struct {
+		giant int
+		whole bool
+	}{{giant: 3 * sample, whole: true}, {giant: 20 * sample, whole: false}} {
+		a := NewAccum(sample)
+		var n int
+		add := func(s span.Span) {
+			a.Add(&s)
+			n++
+		}
+		for i := range c.giant {
+			parent := ""
+			if i > 0 {
+				parent = fmt.Sprintf("g%d", (i-1)/4)
+			}
+			add(boundSpan("giant", fmt.Sprintf("g%d", i), parent, fmt.Sprintf("h%d", i%5), i))
+		}
+		if held := len(a.spans); held > maxHold*sample {
+			t.Errorf("giant %d: the sample holds %d spans, over %d", c.giant, held, maxHold*sample)
+		}
+		for i := range 10 {
+			add(boundSpan(fmt.Sprintf("small%d", i), "x", "", "h0", i))
+		}
+		rep := a.Report(Options{})
+		attempts := 0
+		for _, h := range rep.Hops {
+			attempts += h.Attempts
+		}
+		if attempts != n {
+			t.Errorf("giant %d: %d attempts over the hops, want every span: %d", c.giant, attempts, n)
+		}
+		warned := false
+		for _, w := range rep.Warnings {
+			warned = warned || w.Code == "giant-trace"
+		}
+		kept := 0
+		for i := range a.spans {
+			if a.spans[i].TraceID == "giant" {
+				kept++
+			}
+		}
+		if c.whole && (kept != c.giant || warned) {
+			t.Errorf("giant %d: %d of its spans kept (warned %v); want it whole, no warning", c.giant, kept, warned)
+		}
+		if !c.whole && (kept != 0 || !warned) {
+			t.Errorf("giant %d: %d of its spans kept (warned %v); want none, and the giant-trace warning", c.giant, kept, warned)
+		}
+	}
+}
