@@ -202,17 +202,19 @@ func TestAccumSampled(t *testing.T) {
 	}
 }
 
-// A trace larger than the sample limit is kept whole rather than leaving
-// an empty sample.
+// A trace larger than the sample limit, up to maxHold times it, is kept
+// whole rather than leaving an empty sample (a larger one leaves the
+// sample: TestGiantTraceLeavesTheSample).
 func TestAccumOneHugeTrace(t *testing.T) {
 	acc := NewAccum(100)
-	for i := range 1000 {
+	n := maxHold * 100
+	for i := range n {
 		acc.Add(&span.Span{TraceID: "big", SpanID: time.Duration(i).String(), Hop: "h", Duration: int64(i+1) * 1e6, Weight: 1})
 	}
-	if len(acc.Spans()) != 1000 || acc.Sampled() {
+	if len(acc.Spans()) != n || acc.Sampled() {
 		t.Fatalf("kept %d spans, sampled %v", len(acc.Spans()), acc.Sampled())
 	}
-	if rep := acc.Report(Options{}); rep.Requests.Count != 1 || len(rep.Hops) != 1 || rep.Hops[0].Attempts != 1000 {
+	if rep := acc.Report(Options{}); rep.Requests.Count != 1 || len(rep.Hops) != 1 || rep.Hops[0].Attempts != n {
 		t.Errorf("report: %d requests, hops %+v", rep.Requests.Count, len(rep.Hops))
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -224,6 +225,9 @@ type hopAttr struct {
 type keyAttr struct {
 	name    string // owned
 	dropped bool
+	// secret: the key names a credential, so every value is one,
+	// secret.Redacted (see package secret).
+	secret bool
 	// list holds the key's values in the order met; index finds them by
 	// name once there are more than keyScan of them (nil before: with
 	// unbounded hop names most keys have one value on a hop, and a map
@@ -388,17 +392,29 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 			continue
 		}
 		v := k.last
-		if v == nil || k.lastVal != at.Value {
-			v = k.find(at.Value)
+		if k.secret && v != nil {
+			// Every value of the key is the one redacted value.
+		} else if v == nil || k.lastVal != at.Value {
+			// Values are kept, compared and shown with their credentials
+			// hidden (package secret), so that no report or summary
+			// holds one and a summary merges as the logs read at once.
+			shown := secret.Redacted
+			if !k.secret {
+				shown = secret.Scrub(at.Value)
+			}
+			v = k.find(shown)
 			if v == nil {
 				if len(k.list) == AttrMaxValues {
 					k.drop()
 					continue
 				}
-				v = &valAttr{name: strings.Clone(at.Value)}
+				v = &valAttr{name: strings.Clone(shown)}
 				k.insert(v)
 			}
 			k.last, k.lastVal = v, v.name
+			if shown != at.Value {
+				k.lastVal = strings.Clone(at.Value)
+			}
 		}
 		v.add(sp, flagged, bin)
 	}
@@ -440,7 +456,7 @@ func (a *hopAttr) newKey(key string) *keyAttr {
 		a.largest = ""
 	}
 	name := strings.Clone(key)
-	k := &keyAttr{name: name}
+	k := &keyAttr{name: name, secret: secret.Key(name)}
 	a.keys[name] = k
 	return k
 }

@@ -151,3 +151,66 @@ func TestGiantTraceLeavesTheSample(t *testing.T) {
 		}
 	}
 }
+
+// Credentials in attribute values reached attribution in every report
+// format and the partial summaries. Attribution keeps, compares and shows
+// values with credentials hidden (package secret): by key, every value of
+// an Authorization, cookie or password attribute is one value,
+// [redacted]; by value, a URL's access_token or a header line's token
+// is; an instance attribute stays as it is. A summary made before
+// (holding raw values) is redacted as it is read, its values merged as the
+// logs would give them now.
+func TestAttributionHidesCredentials(t *testing.T) {
+	a := NewAccum(0)
+	for i := range 2000 {
+		bad := i%20 == 0
+		s := boundSpan(fmt.Sprintf("t%d", i), "s", "", "api", i)
+		s.Attrs = []span.Attr{{Key: "k8s.pod.name", Value: []string{"pod-a", "pod-c"}[i%2]}}
+		if bad {
+			s.Duration, s.Status = 900e6, span.Error
+			s.Attrs = []span.Attr{{Key: "k8s.pod.name", Value: "pod-b"},
+				{Key: "http.request.header.authorization", Value: fmt.Sprintf("Bearer SECRET-%d", i%3)},
+				{Key: "url.full", Value: "https://x/?access_token=SECRET-q&page=1"},
+				{Key: "note", Value: "Authorization: Bearer SECRET-h"}}
+		}
+		a.Add(&s)
+	}
+	rep := a.Report(Options{})
+	shown := map[string]string{}
+	for _, at := range rep.Hops[0].Attribution {
+		if strings.Contains(at.Value, "SECRET") {
+			t.Errorf("attribution shows %s=%s", at.Key, at.Value)
+		}
+		shown[at.Key] = at.Value
+	}
+	for k, want := range map[string]string{"k8s.pod.name": "pod-b", "http.request.header.authorization": "[redacted]",
+		"url.full": "https://x/?access_token=[redacted]&page=1", "note": "Authorization: [redacted]"} {
+		if shown[k] != want {
+			t.Errorf("%s shows %q, want %q (all: %v)", k, shown[k], want, shown)
+		}
+	}
+	st := a.State()
+	if s := fmt.Sprintf("%+v", st.Hops); strings.Contains(s, "SECRET") {
+		t.Errorf("the summary state holds a credential")
+	}
+	// A state holding raw values, as an older summary may: read back
+	// redacted, the three tokens one value.
+	for i := range st.Hops[0].Attr {
+		k := &st.Hops[0].Attr[i]
+		if k.Key != "http.request.header.authorization" || len(k.Values) != 1 {
+			continue
+		}
+		v := k.Values[0]
+		v.Value = "Bearer SECRET-0"
+		k.Values = []AttrValue{v, {Value: "Bearer SECRET-1"}}
+	}
+	b, err := FromState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range b.Report(Options{}).Hops[0].Attribution {
+		if strings.Contains(at.Value, "SECRET") {
+			t.Errorf("a summary's raw value is shown: %s=%s", at.Key, at.Value)
+		}
+	}
+}

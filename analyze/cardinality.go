@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -329,7 +330,7 @@ func firstOf(sp *span.Span) hopFirst {
 	for _, k := range routeKeys {
 		for _, a := range sp.Attrs {
 			if a.Key == k && a.Value != "" {
-				f.route, f.routeKey = strings.Clone(a.Value), k
+				f.route, f.routeKey = strings.Clone(secret.Scrub(a.Value)), k
 				return f
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -235,9 +236,15 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 		if k.Key == "" || i > 0 && k.Key <= keys[i-1].Key || len(k.Values) > AttrMaxValues || k.Dropped && len(k.Values) > 0 {
 			return nil, fmt.Errorf("attribute key %q: out of order, or too many values", k.Key)
 		}
-		ka := &keyAttr{name: k.Key, dropped: k.Dropped}
+		ka := &keyAttr{name: k.Key, dropped: k.Dropped, secret: secret.Key(k.Key)}
 		for j, v := range k.Values {
-			if j > 0 && v.Value <= k.Values[j-1].Value || len(v.Value) > AttrMaxValueLen {
+			// A summary made before values were redacted may hold a
+			// credential: shown, and merged, as the logs would give it now.
+			v.Value = secret.Redacted
+			if !ka.secret {
+				v.Value = secret.Scrub(k.Values[j].Value)
+			}
+			if j > 0 && k.Values[j].Value <= k.Values[j-1].Value || len(k.Values[j].Value) > AttrMaxValueLen {
 				return nil, fmt.Errorf("attribute %s: values out of order or too long", k.Key)
 			}
 			sum := v.Flagged + v.Zero
@@ -256,7 +263,11 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 			if va.fail, err = exIn(v.Fail, AttrExamples); err != nil {
 				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
 			}
-			ka.insert(va)
+			if same := ka.find(va.name); same != nil {
+				same.merge(va)
+			} else {
+				ka.insert(va)
+			}
 		}
 		a.keys[k.Key] = ka
 	}

@@ -151,3 +151,64 @@ func TestMaxHopsAndLimitFlags(t *testing.T) {
 		}
 	}
 }
+
+// credentialLog writes logs whose failed attempts carry credentials in
+// their attributes (so attribution reports them), and one bad record
+// that quotes one.
+func credentialLog(t *testing.T, path string) {
+	t.Helper()
+	var b strings.Builder
+	for i := range 2000 {
+		bad := i%20 == 0
+		pod, extra, d, status := []string{"pod-a", "pod-c"}[i%2], "", 50+i%40, "ok"
+		if bad {
+			pod, d, status = "pod-b", 900+i%7, "error"
+			extra = `,"http.request.header.authorization":"Bearer SECRET-bearer","url.full":"https://x/items?access_token=SECRET-q&page=1","password":"SECRET-pw","Cookie":"sid=SECRET-cookie","api_key":"SECRET-key","note":"Authorization: Bearer SECRET-hdr"`
+		}
+		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"s%d","hop":"api","start":%d,"duration_ms":%d,"status":%q,"attributes":{"k8s.pod.name":%q%s}}`+"\n",
+			i, i, 1700000000000000000+int64(i)*1e9, d, status, pod, extra)
+	}
+	b.WriteString(`{"trace_id":"x","span_id":"y","hop":"api","start":1700000000000000000,"duration_ms":"password=SECRET-detail","status":"ok"}` + "\n")
+	must(t, os.WriteFile(path, []byte(b.String()), 0o644))
+}
+
+// Credential-like attribute values (Authorization: Bearer …, api_key,
+// password, cookie, access_token= in a URL) were printed verbatim by
+// attribution in every report format and kept in summaries. None of them
+// shows in any format, in check's report, on stderr, in a summary file
+// or in the report on a summary; the keys show as key=[redacted] and an
+// instance attribute (k8s.pod.name) stays visible.
+func TestNoCredentialInReportsOrSummaries(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	credentialLog(t, filepath.Join(dir, "cred.jsonl"))
+	if r := runIn(t, dir, "", "summarize", "-q", "cred.jsonl", "-o", "cred.tss"); r.code != 0 {
+		t.Fatalf("summarize: exit %d: %s", r.code, r.stderr)
+	}
+	if s := readFile(t, filepath.Join(dir, "cred.tss")); strings.Contains(s, "SECRET") || !strings.Contains(s, "pod-b") {
+		t.Errorf("the summary holds a credential, or not the instance attribute: %q", s[max(0, strings.Index(s, "SECRET")-60):])
+	}
+	var runs [][]string
+	for _, in := range []string{"cred.jsonl", "cred.tss"} {
+		for _, f := range []string{"text", "markdown", "html", "json"} {
+			runs = append(runs, []string{"analyze", "--format", f, in}, []string{"check", "--policy", "A.yaml", "--format", f, in})
+		}
+	}
+	for _, args := range runs {
+		r := runIn(t, dir, "", args...)
+		if r.code != exitOK && r.code != exitViolation {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		all := r.stdout + r.stderr
+		if i := strings.Index(all, "SECRET"); i >= 0 {
+			t.Errorf("%v prints a credential: …%s…", args, all[max(0, i-80):min(len(all), i+40)])
+		}
+		if args[0] == "analyze" && args[2] == "json" {
+			for _, want := range []string{`"pod-b"`, `"password"`, `"[redacted]"`, `access_token=[redacted]`} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("%v: the report does not show %s (the attribution the test relies on)", args, want)
+				}
+			}
+		}
+	}
+}

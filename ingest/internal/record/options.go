@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -115,7 +116,8 @@ func (e *RecordError) Error() string {
 		pos = fmt.Sprintf("%s: span %d", e.File, e.Index)
 	}
 	if e.Detail != "" {
-		return pos + ": " + e.Reason + ": " + e.Detail
+		// A detail may quote the record: never a credential in it.
+		return pos + ": " + e.Reason + ": " + secret.Scrub(e.Detail)
 	}
 	return pos + ": " + e.Reason
 }
@@ -172,6 +174,9 @@ func (st *Stats) skip(e *RecordError, max int) {
 	}
 	st.SkippedByReason[e.Reason]++
 	if len(st.Errors) < max {
+		// Kept errors reach reports and summaries: a detail quoting
+		// the record keeps no credential (package secret).
+		e.Detail = secret.Scrub(e.Detail)
 		st.Errors = append(st.Errors, e)
 	}
 }
@@ -201,7 +206,7 @@ func (st *Stats) Ignore(file string, line, index int64, soft []SoftErr, max int)
 	for _, e := range soft {
 		st.IgnoredByField[e.Field]++
 		if len(st.IgnoredExamples) < max {
-			st.IgnoredExamples = append(st.IgnoredExamples, &RecordError{File: file, Line: line, Index: index, Reason: e.Field, Detail: ShortDetail(e.Detail)})
+			st.IgnoredExamples = append(st.IgnoredExamples, &RecordError{File: file, Line: line, Index: index, Reason: e.Field, Detail: secret.Scrub(ShortDetail(e.Detail))})
 		}
 	}
 }
