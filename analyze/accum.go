@@ -93,11 +93,21 @@ type Accum struct {
 	giant int
 }
 
-// maxHold bounds, in multiples of SampleSpans, the spans the sample holds
-// for traces that alone exceed SampleSpans: beyond it they leave the
-// sample, so that one giant trace cannot take the memory that the sample
-// exists to bound.
+// maxHold bounds, in multiples of SampleSpans (of holdFloor when that is
+// more), the spans the sample holds for traces that alone exceed
+// SampleSpans: beyond it they leave the sample, so that one giant trace
+// cannot take the memory that the sample exists to bound (some 400 MB at
+// the default), while a small --sample-spans still sees a large trace
+// whole.
 const maxHold = 4
+
+// holdFloor is the SampleSpans that hold is at least computed from (a
+// variable so that tests can bound it without millions of spans).
+var holdFloor = DefaultSampleSpans
+
+// hold is how many spans the sample may hold for traces that alone
+// exceed its limit (see maxHold).
+func (a *Accum) hold() int { return maxHold * max(a.SampleSpans, holdFloor) }
 
 // hopAcc is what an Accum keeps of one hop over all spans.
 type hopAcc struct {
@@ -294,11 +304,12 @@ func (a *Accum) fit() {
 				keep++
 			}
 		}
-		if keep == 0 && len(a.spans) <= maxHold*a.SampleSpans {
+		if hold := a.hold(); keep == 0 && len(a.spans) <= hold {
 			// Halving would empty the sample (one trace larger than the
 			// limit): keep what there is, and look again only once it
-			// has doubled (or reached maxHold), so that this stays linear.
-			a.limit = min(2*len(a.spans), maxHold*a.SampleSpans)
+			// has doubled (or reached the hold), so that this stays
+			// linear.
+			a.limit = min(2*len(a.spans), hold)
 			break
 		}
 		if keep == 0 {
@@ -734,8 +745,8 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 	rep.Sample = s
 	if a.giant > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "giant-trace", Message: fmt.Sprintf(
-			"at least %d spans belong to traces too large to keep whole (over %d× --sample-spans %d): those traces are kept out of the call trees, requests and replay, and their spans counted in the per-hop figures; raise --sample-spans to see them whole (about 1 KB of memory per span)",
-			a.giant, maxHold, a.SampleSpans)})
+			"at least %d spans belong to traces too large to keep whole (over %d spans): those traces are kept out of the call trees, requests and replay, and their spans counted in the per-hop figures; raise --sample-spans above a quarter of a trace's spans to see it whole (about 1 KB of memory per span)",
+			a.giant, a.hold())})
 	}
 	rep.Warnings = append(rep.Warnings, Warning{Code: "sampled", Message: fmt.Sprintf(
 		"%d spans are more than the %d kept whole: per-hop counts, percentiles and timeouts are over all spans, while calls, retry yield, failure classes, requests and replay rest on a deterministic sample of %d traces (%d spans, 1/%d of trace ids); the request success rate is known to ±%.1f points (95%%)",

@@ -206,6 +206,8 @@ func TestAccumSampled(t *testing.T) {
 // whole rather than leaving an empty sample (a larger one leaves the
 // sample: TestGiantTraceLeavesTheSample).
 func TestAccumOneHugeTrace(t *testing.T) {
+	defer func(f int) { holdFloor = f }(holdFloor)
+	holdFloor = 0
 	acc := NewAccum(100)
 	n := maxHold * 100
 	for i := range n {

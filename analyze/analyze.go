@@ -419,11 +419,21 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	roots := map[string]int{}
 	par.Do(func() {
 		for i := range spans {
-			s := &spans[i]
-			if s.Duplicate {
-				continue // counted in the duplicate-span-id warning
+			if s := &spans[i]; !s.Duplicate {
+				byHop[s.Hop] = append(byHop[s.Hop], s)
 			}
-			byHop[s.Hop] = append(byHop[s.Hop], s)
+		}
+		// A span repeating an id counts too, as it does in the per-hop
+		// digests over all spans (Accum): one rule whether the logs fit
+		// in the sample or not (the duplicate-span-id warning says so).
+		// Only on a hop the trees know: a hop that only repeated ids
+		// name has no call to place it.
+		for i := range spans {
+			if s := &spans[i]; s.Duplicate {
+				if l, ok := byHop[s.Hop]; ok {
+					byHop[s.Hop] = append(l, s)
+				}
+			}
 		}
 	}, func() {
 		var walk func(cs []*span.Call)
@@ -807,7 +817,7 @@ func addProblemWarnings(rep *Report, p span.Problems) {
 			rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: msg})
 		}
 	}
-	add(p.DuplicateSpanIDs, "duplicate-span-id", "%d spans repeat a span id already seen in their trace; the first copy was kept")
+	add(p.DuplicateSpanIDs, "duplicate-span-id", "%d spans repeat a span id already seen in their trace (a log read twice, or spans delivered twice?): call trees, requests and replay keep the first copy; per-hop attempts and percentiles count every copy")
 	add(p.ClockSkew, "clock-skew", "%d child spans in another service than their parent start before it or end after it: the two hosts' clocks disagree")
 	add(p.AsyncChildren, "async-children", "%d child spans outlive their parent (in the same service, consumers of a message, or started after the parent ended): work the parent did not wait for; replay does not let it stretch or fail the parent")
 	add(p.TooDeep, "trace-too-deep", fmt.Sprintf("%%d spans lie more than %d levels below their trace's top and were left out of the call trees (their per-hop numbers still count)", span.MaxDepth))

@@ -95,11 +95,18 @@ func (w *walker) paths(paths []string) error {
 			return err
 		}
 		if !fi.IsDir() {
-			// A file named on the command line is read, whatever it is.
-			w.files = append(w.files, p)
+			// A file named on the command line is read, whatever it is;
+			// once, however many names reach it (a file named twice, or
+			// also found under a folder named, would count every span
+			// twice).
 			if id, ok := idOf(p, fi); ok {
+				if prev, dup := w.seen[id]; dup && fi.Mode().IsRegular() {
+					w.notes = append(w.notes, fmt.Sprintf("%s: the same file as %s, read once", p, prev))
+					continue
+				}
 				w.seen[id] = p
 			}
+			w.files = append(w.files, p)
 			continue
 		}
 		before := len(w.files)

@@ -206,8 +206,17 @@ func Decode(b []byte) (*Summary, error) {
 
 // MergeFiles reads and merges the summaries at paths, one at a time (the
 // memory a merge needs is that of two summaries, whatever their number).
+//
+// A file named twice (or through a link) is merged once, with a note:
+// merged again it would count every span twice.
 func MergeFiles(paths []string) (*Summary, error) {
 	var s *Summary
+	paths, notes := distinct(paths)
+	defer func() {
+		if s != nil {
+			s.Stats.Notes = append(s.Stats.Notes, notes...)
+		}
+	}()
 	for _, p := range paths {
 		x, err := ReadFile(p)
 		if err != nil {
@@ -225,6 +234,27 @@ func MergeFiles(paths []string) (*Summary, error) {
 		return nil, errors.New("no summaries to merge")
 	}
 	return s, nil
+}
+
+// distinct drops the paths that name a file named before (by device and
+// inode), with a note for each.
+func distinct(paths []string) (out, notes []string) {
+	var seen []os.FileInfo
+	var names []string
+next:
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			for i, s := range seen {
+				if os.SameFile(fi, s) {
+					notes = append(notes, fmt.Sprintf("%s: the same file as %s, read once", p, names[i]))
+					continue next
+				}
+			}
+			seen, names = append(seen, fi), append(names, p)
+		}
+		out = append(out, p)
+	}
+	return out, notes
 }
 
 // Merge combines two summaries into the one a single read of both their

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -210,5 +211,101 @@ func TestNoCredentialInReportsOrSummaries(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// hopAttempts is every hop's attempts in an analyze JSON report.
+func hopAttempts(t *testing.T, dir string, args ...string) (map[string]int, string) {
+	t.Helper()
+	r := runIn(t, dir, "", append([]string{"analyze", "--format", "json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+	}
+	var rep struct {
+		Hops []struct {
+			Hop      string `json:"hop"`
+			Attempts int    `json:"attempts"`
+		} `json:"hops"`
+		Warnings []struct{ Code, Message string } `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, h := range rep.Hops {
+		out[h.Hop] = h.Attempts
+	}
+	var dup string
+	for _, w := range rep.Warnings {
+		if w.Code == "duplicate-span-id" {
+			dup = w.Message
+		}
+	}
+	return out, r.stderr + dup
+}
+
+// Duplicate span ids across files gave 100 attempts by default and 200
+// with --sample-spans 20, and a file read twice doubled every hop while
+// the warning said "the first copy was kept". One rule now: the same
+// file, however many names reach it (twice, a symbolic or hard link, a
+// folder holding it, a summary named twice), is read once, with a note;
+// copies in different files count in the per-hop figures whatever the
+// sample, and the warning says so.
+func TestDuplicatesOneRule(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	must(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+	seed := readFile(t, filepath.Join(dir, "spans.jsonl"))
+	must(t, os.WriteFile(filepath.Join(dir, "d", "copy.jsonl"), []byte(seed), 0o644))
+	must(t, os.Symlink("spans.jsonl", filepath.Join(dir, "link.jsonl")))
+	must(t, os.Link(filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "d", "hard.jsonl")))
+	if r := runIn(t, dir, "", "summarize", "-q", "spans.jsonl", "-o", "s.tss"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	once, _ := hopAttempts(t, dir, "spans.jsonl")
+	for _, args := range [][]string{
+		{"spans.jsonl", "spans.jsonl"},
+		{"spans.jsonl", "link.jsonl"},
+		{"link.jsonl", "d/hard.jsonl"},
+		{"--sample-spans", "20", "spans.jsonl", "./spans.jsonl"},
+		{"s.tss", "s.tss"},
+		{"s.tss", filepath.Join(dir, "s.tss")},
+	} {
+		got, notes := hopAttempts(t, dir, args...)
+		if fmt.Sprint(got) != fmt.Sprint(once) {
+			t.Errorf("%v: attempts %v, want those of one read %v", args, got, once)
+		}
+		if !strings.Contains(notes, "read once") {
+			t.Errorf("%v: no note that a file was read once: %q", args, notes)
+		}
+	}
+	// Copies in two files: the same counts whatever the sample, and the
+	// warning says what they are.
+	var first map[string]int
+	for _, sample := range []string{"100000", "20", "7"} {
+		got, warning := hopAttempts(t, dir, "--sample-spans", sample, "spans.jsonl", "d/copy.jsonl")
+		if first == nil {
+			first = got
+			for h, n := range once {
+				if got[h] != 2*n {
+					t.Errorf("copies: hop %s has %d attempts, want every copy counted: %d", h, got[h], 2*n)
+				}
+			}
+		} else if fmt.Sprint(got) != fmt.Sprint(first) {
+			t.Errorf("--sample-spans %s: attempts %v, want %v as with the default", sample, got, first)
+		}
+		if !strings.Contains(warning, "count every copy") {
+			t.Errorf("--sample-spans %s: warning %q does not say the copies are counted", sample, warning)
+		}
+	}
+	r := runIn(t, dir, "", "merge", "s.tss", "s.tss", "-o", "m.tss")
+	if r.code != 0 || !strings.Contains(r.stderr, "read once") {
+		t.Errorf("merge of one summary twice: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got, _ := hopAttempts(t, dir, "m.tss"); fmt.Sprint(got) != fmt.Sprint(once) {
+		t.Errorf("merge of one summary twice: %v, want %v", got, once)
+	}
+	if r := runIn(t, dir, "", "merge", "-q", "s.tss", "s.tss", "-o", "q.tss"); r.code != 0 || r.stderr != "" {
+		t.Errorf("merge -q: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/tailscope/tailscope/logs"
@@ -84,7 +85,9 @@ Examples:
 func runMerge(e *env, args []string) error {
 	fs := newFlags(e, "merge", mergeUsage)
 	var output string
+	var quiet bool
 	fs.StringVarP(&output, "output", "o", "", "write the merged summary to this file (atomically); - for stdout")
+	fs.BoolVarP(&quiet, "quiet", "q", false, "no notes on stderr")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -101,6 +104,11 @@ func runMerge(e *env, args []string) error {
 	s, err := summary.MergeFiles(paths)
 	if err != nil {
 		return err
+	}
+	if !quiet {
+		for _, n := range s.Stats.Notes {
+			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", visible(n))
+		}
 	}
 	return writeTo(e, output, func(w io.Writer) error { return summary.Write(w, s) })
 }
