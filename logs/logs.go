@@ -55,6 +55,8 @@ type Logs struct {
 	// Stats are what the reader saw: files, counts, skips by reason.
 	Stats *ingest.Stats
 	acc   *analyze.Accum
+	// hopDef is what a hop is in acc (summary.HopDefOf).
+	hopDef string
 }
 
 // Read reads paths: logs, and partial summaries (see package summary),
@@ -78,7 +80,7 @@ func Summarize(paths []string, opt Options) (*summary.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &summary.Summary{Accum: l.acc, Stats: l.Stats}, nil
+	return &summary.Summary{Accum: l.acc, Stats: l.Stats, HopDef: l.hopDef}, nil
 }
 
 // SummarizeStream reads one already-open input named name (sniffed and
@@ -98,17 +100,28 @@ func SummarizeStream(name string, r io.Reader, opt Options) (*summary.Summary, e
 	if err != nil {
 		return nil, err
 	}
-	return &summary.Summary{Accum: acc, Stats: st}, nil
+	return &summary.Summary{Accum: acc, Stats: st, HopDef: summary.HopDefOf(opt.Ingest.HopBy, opt.Ingest.Map)}, nil
 }
 
 // read reads paths into l.acc and l.Stats.
+//
+// A summary holds hops, not spans: it cannot be grouped again by another
+// --hop-by or --map (an error when they differ from the summary's, or from
+// the logs read beside it), nor filtered by time (its spans' times are not
+// kept) or by hop after the fact; the filters apply to the logs read here,
+// and a note says the summaries were taken as they were made.
 func read(paths []string, opt Options) (*Logs, error) {
 	sums, rest, err := summaries(paths)
 	if err != nil {
 		return &Logs{Stats: &ingest.Stats{}}, err
 	}
+	def := summary.HopDefOf(opt.Ingest.HopBy, opt.Ingest.Map)
 	if len(sums) == 0 {
-		return readLogs(rest, opt)
+		l, err := readLogs(rest, opt)
+		if l != nil {
+			l.hopDef = def
+		}
+		return l, err
 	}
 	var s *summary.Summary
 	if len(rest) > 0 {
@@ -116,18 +129,44 @@ func read(paths []string, opt Options) (*Logs, error) {
 		if err != nil {
 			return l, err
 		}
-		s = &summary.Summary{Accum: l.acc, Stats: l.Stats}
+		s = &summary.Summary{Accum: l.acc, Stats: l.Stats, HopDef: def}
 	}
 	m, err := summary.MergeFiles(sums)
 	if err != nil {
 		return &Logs{Stats: &ingest.Stats{}}, err
+	}
+	if s == nil && def != summary.HopDefOf("", nil) && m.HopDef != "" && m.HopDef != def {
+		return &Logs{Stats: &ingest.Stats{}}, fmt.Errorf("%s: %w: made with %s, read with %s; a summary holds hops, not spans to group again: summarize the logs with %s",
+			strings.Join(sums, ", "), summary.ErrHopDef, m.HopDef, def, def)
 	}
 	if s != nil {
 		if m, err = summary.Merge(s, m); err != nil {
 			return &Logs{Stats: &ingest.Stats{}}, err
 		}
 	}
-	return &Logs{acc: m.Accum, Stats: m.Stats}, nil
+	if filters := filterFlags(opt.Ingest); len(filters) > 0 {
+		m.Stats.Notes = append(m.Stats.Notes, fmt.Sprintf("%s applied to the logs read here, not to the summaries (%s), which were taken as they were made: a summary keeps no span times and its hops' spans are merged; give the filters to summarize",
+			strings.Join(filters, ", "), strings.Join(sums, ", ")))
+	}
+	return &Logs{acc: m.Accum, Stats: m.Stats, hopDef: m.HopDef}, nil
+}
+
+// filterFlags names the filters o asks for.
+func filterFlags(o ingest.Options) []string {
+	var out []string
+	if o.Since != 0 {
+		out = append(out, "--since")
+	}
+	if o.Until != 0 {
+		out = append(out, "--until")
+	}
+	if o.Hops != nil {
+		out = append(out, "--hops")
+	}
+	if o.ExcludeHops != nil {
+		out = append(out, "--exclude-hops")
+	}
+	return out
 }
 
 // summaries picks out of paths the partial summaries, by their first

@@ -16,7 +16,8 @@
 //
 // The sections come once each, in this order: HEAD (the sketch
 // parameters and trace hash the state was made with: a reader with other
-// ones refuses the file rather than mix incompatible digests), STAT (read
+// ones refuses the file rather than mix incompatible digests; from
+// version 3, then what a hop is, HopDef), STAT (read
 // statistics), HOPS (per hop: counts and its three digests), FRST (each
 // hop's first span), EXPL (each hop's example traces), ATTR (attribution
 // by attribute key and value, for the hops that have it) and SMPL (the
@@ -38,6 +39,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
@@ -47,8 +49,9 @@ import (
 
 // Version is the format version this build writes and the newest it reads
 // (2: sampled spans may carry their routing attributes; a version 1 file,
-// whose spans carry none, reads as before).
-const Version = 2
+// whose spans carry none, reads as before. 3: HEAD records HopDef; a
+// file of an earlier version is read with it unknown).
+const Version = 3
 
 // Magic starts every summary file.
 var Magic = []byte("\x89TSS\r\n\x1a\n")
@@ -61,6 +64,31 @@ const TraceHashName = "tailscope-trace-hash-1"
 type Summary struct {
 	Accum *analyze.Accum
 	Stats *ingest.Stats
+	// HopDef says what a hop is in this state: the options that decide
+	// it (--hop-by, --map of the fields a hop is made of; see HopDefOf),
+	// "" when unknown (a file of version 1 or 2). Summaries whose hops are
+	// different things do not merge.
+	HopDef string
+}
+
+// HopDefOf is the HopDef of logs read with hopBy and field map m: hop-by,
+// then the mapped fields a hop is made of (hop, service, name, kind,
+// peer), sorted.
+func HopDefOf(hopBy string, m map[string]string) string {
+	if hopBy == "" {
+		hopBy = "default"
+	}
+	def := "--hop-by " + hopBy
+	var mapped []string
+	for _, f := range []string{"hop", "kind", "name", "peer", "service"} {
+		if k, ok := m[f]; ok && k != f {
+			mapped = append(mapped, f+"="+k)
+		}
+	}
+	if len(mapped) > 0 {
+		def += " --map " + strings.Join(mapped, ",")
+	}
+	return def
 }
 
 // Is reports whether head, the first bytes of a file, starts a summary.
@@ -90,7 +118,7 @@ func Encode(s *Summary) []byte {
 		out = binary.LittleEndian.AppendUint64(out, uint64(len(e.b)))
 		out = append(out, e.b...)
 	}
-	section(kindHead, encodeHead())
+	section(kindHead, encodeHead(s.HopDef))
 	section(kindStats, encodeStats(s.Stats))
 	section(kindHops, encodeHops(st.Hops))
 	section(kindFirst, encodeFirst(st.Hops))
@@ -172,7 +200,8 @@ func Decode(b []byte) (*Summary, error) {
 	if len(rest) > 0 {
 		return nil, fmt.Errorf("summary has %d bytes after its last section", len(rest))
 	}
-	if err := decodeHead(&dec{b: sections[0]}); err != nil {
+	hopDef, err := decodeHead(&dec{b: sections[0]}, v)
+	if err != nil {
 		return nil, fmt.Errorf("summary section %s: %w", kindHead, err)
 	}
 	st, err := decodeStats(&dec{b: sections[1]})
@@ -201,7 +230,7 @@ func Decode(b []byte) (*Summary, error) {
 	if st.Used != acc.Total() {
 		return nil, fmt.Errorf("summary state: %d spans used by the reader, %d in the hops", st.Used, acc.Total())
 	}
-	return &Summary{Accum: acc, Stats: st}, nil
+	return &Summary{Accum: acc, Stats: st, HopDef: hopDef}, nil
 }
 
 // MergeFiles reads and merges the summaries at paths, one at a time (the
@@ -260,35 +289,57 @@ next:
 // Merge combines two summaries into the one a single read of both their
 // inputs gives (see analyze.Accum.Absorb and ingest.MergeStats). a and b
 // must not be used afterwards.
+//
+// Summaries whose hops are different things (HopDef: made with another
+// --hop-by or --map) are refused: merged, every hop would be a mix of the
+// two.
 func Merge(a, b *Summary) (*Summary, error) {
+	if a.HopDef != "" && b.HopDef != "" && a.HopDef != b.HopDef {
+		return nil, fmt.Errorf("%w: one made with %s, the other with %s; read or summarize them all with the same options", ErrHopDef, a.HopDef, b.HopDef)
+	}
+	def := a.HopDef
+	if def == "" {
+		def = b.HopDef
+	}
 	st, af, bf := ingest.MergeStats(a.Stats, b.Stats, ingest.MaxErrors)
 	if err := a.Accum.Absorb(b.Accum, af, bf); err != nil {
 		return nil, err
 	}
-	return &Summary{Accum: a.Accum, Stats: st}, nil
+	return &Summary{Accum: a.Accum, Stats: st, HopDef: def}, nil
 }
 
-func encodeHead() *enc {
+// ErrHopDef is wrapped by the error for summaries whose hops are
+// different things.
+var ErrHopDef = errors.New("the hops are not the same things (different --hop-by or --map), so they cannot merge")
+
+func encodeHead(hopDef string) *enc {
 	e := &enc{}
 	e.n(quantile.ExactLimit)
 	e.f(quantile.SketchAlpha)
 	e.s(TraceHashName)
+	e.s(hopDef)
 	return e
 }
 
-func decodeHead(d *dec) error {
+// decodeHead checks the parameters of a file of version v and returns its
+// HopDef ("" before version 3).
+func decodeHead(d *dec, v uint16) (string, error) {
 	limit, alpha, hash := d.n(), d.f(), d.s()
+	var hopDef string
+	if v >= 3 {
+		hopDef = d.s()
+	}
 	if err := d.done(); err != nil {
-		return err
+		return "", err
 	}
 	if limit != quantile.ExactLimit || alpha != quantile.SketchAlpha {
-		return fmt.Errorf("made with an exact limit of %d and sketch accuracy %g; this tailscope uses %d and %g, which do not mix",
+		return "", fmt.Errorf("made with an exact limit of %d and sketch accuracy %g; this tailscope uses %d and %g, which do not mix",
 			limit, alpha, quantile.ExactLimit, quantile.SketchAlpha)
 	}
 	if hash != TraceHashName {
-		return fmt.Errorf("its trace sample was made with the hash %q; this tailscope uses %q", hash, TraceHashName)
+		return "", fmt.Errorf("its trace sample was made with the hash %q; this tailscope uses %q", hash, TraceHashName)
 	}
-	return nil
+	return hopDef, nil
 }
 
 func encodeStats(st *ingest.Stats) *enc {

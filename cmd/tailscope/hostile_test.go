@@ -309,3 +309,54 @@ func TestDuplicatesOneRule(t *testing.T) {
 		t.Errorf("merge -q: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// Summaries made with different --hop-by merged silently into a mixed
+// report, and --since, --hops and the other filters given with a summary
+// were ignored without a word. Summaries of different hop definitions
+// refuse to merge (merge, analyze, summarize, and beside logs read with
+// other options), as does reading a summary with a --hop-by it was not
+// made with; filters with a summary input give a note (stderr and the
+// report) that they applied to the logs only.
+func TestSummaryOptionsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	for _, c := range [][]string{
+		{"summarize", "-q", "spans.jsonl", "-o", "hop.tss"},
+		{"summarize", "-q", "--hop-by", "hop", "spans.jsonl", "-o", "hop2.tss"},
+		{"summarize", "-q", "--map", "hop=trace_id", "spans.jsonl", "-o", "mapped.tss"},
+	} {
+		if r := runIn(t, dir, "", c...); r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", c, r.code, r.stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"merge", "hop.tss", "mapped.tss", "-o", "x.tss"},
+		{"merge", "mapped.tss", "hop.tss", "-o", "x.tss"},
+		{"merge", "hop.tss", "hop2.tss", "-o", "x.tss"},
+		{"analyze", "hop.tss", "mapped.tss"},
+		{"summarize", "hop2.tss", "mapped.tss", "-o", "x.tss"},
+		{"analyze", "--map", "hop=trace_id", "hop.tss", "spans.jsonl"},
+		{"analyze", "--hop-by", "hop", "hop.tss"},
+	} {
+		r := runIn(t, dir, "", args...)
+		if r.code != exitError || !strings.Contains(r.stderr, "--hop-by") || !strings.Contains(r.stderr, "not the same things") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming the definitions", args, r.code, r.stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"merge", "hop.tss", "hop.tss", "-o", "same.tss"},
+		{"analyze", "-q", "hop.tss", "spans.jsonl"},
+		{"analyze", "-q", "--hop-by", "hop", "hop2.tss"},
+		{"analyze", "-q", "--map", "hop=trace_id", "mapped.tss"},
+	} {
+		if r := runIn(t, dir, "", args...); r.code != 0 {
+			t.Errorf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+	}
+	for _, f := range [][]string{{"--since", "2020-01-01T00:00:00Z"}, {"--until", "2100-01-01T00:00:00Z"}, {"--hops", "forward"}, {"--exclude-hops", "x"}} {
+		r := runIn(t, dir, "", append([]string{"analyze", "--format", "json"}, append(f, "hop.tss")...)...)
+		if r.code != 0 || !strings.Contains(r.stderr, f[0]) || !strings.Contains(r.stderr, "not to the summaries") || !strings.Contains(r.stdout, "not to the summaries") {
+			t.Errorf("%v with a summary: exit %d, stderr %q; want a note in stderr and the report", f, r.code, r.stderr)
+		}
+	}
+}

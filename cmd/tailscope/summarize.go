@@ -22,7 +22,9 @@ as input next to logs. The report on merged summaries is the report on all
 the logs read at once (docs/DESIGN.md, "Partial summaries").
 
 The input flags (--since, --hops, --hop-by…) apply to the logs read here;
-a summary given as input is taken as it was made.
+a summary given as input is taken as it was made (a note says the filters
+did not apply to it). A summary records its --hop-by and --map: summaries
+made with different ones are refused rather than merged into mixed hops.
 
 Examples:
   tailscope summarize /data/day1/ -o day1.tss
