@@ -92,6 +92,11 @@ func (c *checkFlags) options() (check.Options, error) {
 		if err != nil {
 			return o, usagef("--%s: %v", x.flag, err)
 		}
+		if d == 0 {
+			// Zero means "no gate" inside: a gate of zero would pass
+			// anything, the opposite of what was asked.
+			return o, usagef("--%s %s: want a duration above 0 (no request takes no time); leave the flag out for no gate", x.flag, x.v)
+		}
 		*x.dst = d
 	}
 	if c.noWorse && c.baseline == "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -357,6 +358,63 @@ func TestSummaryOptionsRecorded(t *testing.T) {
 		r := runIn(t, dir, "", append([]string{"analyze", "--format", "json"}, append(f, "hop.tss")...)...)
 		if r.code != 0 || !strings.Contains(r.stderr, f[0]) || !strings.Contains(r.stderr, "not to the summaries") || !strings.Contains(r.stdout, "not to the summaries") {
 			t.Errorf("%v with a summary: exit %d, stderr %q; want a note in stderr and the report", f, r.code, r.stderr)
+		}
+	}
+}
+
+// Parquet and Arrow readers trimmed names: " lead" and "trail " came
+// back as "lead" and "trail" after a convert round trip. Names are data:
+// hop, service and span name come back byte for byte from every format
+// convert writes, whichever names the hop.
+func TestNamesKeepTheirSpaces(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{" lead", "trail ", "  both  ", "\ttab", "plain"}
+	var b strings.Builder
+	for i, n := range names {
+		for j := range 3 {
+			fmt.Fprintf(&b, `{"trace_id":"t%d%d","span_id":"s","hop":%q,"service":%q,"name":%q,"start":%d,"duration_ms":%d,"status":"ok"}`+"\n",
+				i, j, n, "svc"+n, n+"op", 1700000000000000000+int64(i*3+j)*1e9, 10+j)
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "names.jsonl"), []byte(b.String()), 0o644))
+	hops := func(args ...string) string {
+		got, _ := hopAttempts(t, dir, args...)
+		var out []string
+		for h := range got {
+			out = append(out, fmt.Sprintf("%q", h))
+		}
+		sort.Strings(out)
+		return strings.Join(out, " ")
+	}
+	for _, hopBy := range []string{"hop", "service", "name", "service+name"} {
+		want := hops("--hop-by", hopBy, "names.jsonl")
+		for _, ext := range []string{"parquet", "arrow", "jsonl"} {
+			out := "rt-" + strings.ReplaceAll(hopBy, "+", "") + "." + ext
+			if r := runIn(t, dir, "", "convert", "-q", "names.jsonl", "-o", out); r.code != 0 {
+				t.Fatalf("convert to %s: %s", ext, r.stderr)
+			}
+			if got := hops("--hop-by", hopBy, out); got != want {
+				t.Errorf("--hop-by %s through %s: hops %s, want %s", hopBy, ext, got, want)
+			}
+		}
+	}
+}
+
+// A gate of zero was no gate: check --max-p95 0s passed with a p95 of
+// 10 s. A zero (in any unit) is a usage error naming the flag; the
+// smallest positive gate gates.
+func TestZeroGateIsUsageError(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	for _, flag := range []string{"--max-p95", "--max-p99", "--max-failure-time"} {
+		for _, v := range []string{"0", "0s", "0ms", "0h0m0s"} {
+			r := runIn(t, dir, "", "check", "--policy", "A.yaml", flag, v, "spans.jsonl")
+			if r.code != exitUsage || !strings.Contains(r.stderr, flag) {
+				t.Errorf("%s %s: exit %d, stderr %q; want exit 2 naming the flag", flag, v, r.code, r.stderr)
+			}
+		}
+		if r := runIn(t, dir, "", "check", "-q", "--policy", "A.yaml", flag, "1ns", "spans.jsonl"); r.code != exitViolation {
+			t.Errorf("%s 1ns: exit %d, want 3 (the gate fails): %s", flag, r.code, r.stderr)
 		}
 	}
 }

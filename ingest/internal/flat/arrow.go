@@ -197,11 +197,11 @@ func (r *flatRecord) setArrow(c *arrowCol, a arrow.Array, i int, scratch *[]byte
 	}
 	switch a := a.(type) {
 	case *array.String:
-		return r.setText(c.spec, view(a.Value(i)))
+		return r.setTyped(c.spec, view(a.Value(i)))
 	case *array.LargeString:
-		return r.setText(c.spec, view(a.Value(i)))
+		return r.setTyped(c.spec, view(a.Value(i)))
 	case *array.StringView:
-		return r.setText(c.spec, view(a.Value(i)))
+		return r.setTyped(c.spec, view(a.Value(i)))
 	case *array.Binary:
 		return r.setBinary(c.spec, a.Value(i), scratch)
 	case *array.LargeBinary:
@@ -371,7 +371,7 @@ func (r *flatRecord) setBinary(c colSpec, b []byte, scratch *[]byte) error {
 		*scratch = hex.AppendEncode((*scratch)[:0], b)
 		b = *scratch
 	}
-	return r.setText(c, b)
+	return r.setTyped(c, b)
 }
 
 func (r *flatRecord) setFloat(c colSpec, x float64, scratch *[]byte) error {

@@ -100,6 +100,23 @@ func isNoParent(v []byte) bool {
 	return len(bytes.Trim(v, "0")) == 0
 }
 
+// setTyped stores a cell of a typed table (Parquet, Arrow): as setText,
+// but a name (hop, service, name, peer, the --hop-by attribute) keeps its
+// bytes, leading and trailing spaces included. A typed string has no
+// padding to strip, names are data, and JSON lines keep them so: " lead"
+// must come back from a convert round trip as " lead". CSV cells are
+// trimmed (a space after the delimiter is layout there).
+func (r *flatRecord) setTyped(c colSpec, v []byte) error {
+	if !c.pod && (c.hopAttr || c.f == fHop || c.f == fService || c.f == fName || c.f == fPeer) && len(bytes.TrimSpace(v)) > 0 {
+		if c.hopAttr {
+			r.sp.Hop = r.intern.Get(v)
+			return nil
+		}
+		return r.set(c.f, true, v)
+	}
+	return r.setText(c, v)
+}
+
 // setText stores one textual table cell. Empty cells are absent values.
 func (r *flatRecord) setText(c colSpec, v []byte) error {
 	v = bytes.TrimSpace(v)

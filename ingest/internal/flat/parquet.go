@@ -214,7 +214,7 @@ func (r *flatRecord) setParquet(c *flatCol, v parquet.Value, scratch *[]byte) er
 			b = c.idText(b, (*scratch)[:0])
 			*scratch = b
 		}
-		return r.setText(c.spec, b)
+		return r.setTyped(c.spec, b)
 	case parquet.Boolean:
 		return r.setParquetBool(c, v.Boolean(), scratch)
 	case parquet.Int32:

@@ -326,7 +326,7 @@ func (w *pqWorker) set(c *pqCursor, r *flatRecord, vi int, ch *pqChunk) error {
 		b = c.value(vi)
 	}
 	if !col.isID() {
-		return r.setText(col.spec, b)
+		return r.setTyped(col.spec, b)
 	}
 	if !w.borrow {
 		w.scratch = col.idText(b, w.scratch[:0])

@@ -265,7 +265,7 @@ func (c *pqCursor) prepare(d parquet.Dictionary, in *record.Interner) {
 			case isString && spec.f == fKind && !spec.hopAttr:
 				e.op, e.s = opString, record.NormKind(t)
 			case isString:
-				e.op, e.s = opString, in.Get(t)
+				e.op, e.s = opString, in.Get(e.raw) // a name keeps its bytes (setTyped)
 			case spec.f == fStatus && !spec.hopAttr:
 				// A status the setter reads fully (no text to keep, no
 				// value to ignore) is prepared; any other takes the setter.
