@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -223,6 +224,9 @@ func Decode(b []byte) (*Summary, error) {
 	if err := decodeSample(&dec{b: sections[6]}, state, len(st.Files)); err != nil {
 		return nil, fmt.Errorf("summary section %s: %w", kindSample, err)
 	}
+	if err := plausible(state); err != nil {
+		return nil, fmt.Errorf("summary state: %w", err)
+	}
 	acc, err := analyze.FromState(state)
 	if err != nil {
 		return nil, fmt.Errorf("summary state: %w", err)
@@ -231,6 +235,78 @@ func Decode(b []byte) (*Summary, error) {
 		return nil, fmt.Errorf("summary state: %d spans used by the reader, %d in the hops", st.Used, acc.Total())
 	}
 	return &Summary{Accum: acc, Stats: st, HopDef: hopDef}, nil
+}
+
+// maxNs bounds every duration and time a reader accepts
+// (record.FiniteNs): a value a reader would refuse cannot come from one.
+const maxNs = 9e18
+
+// plausible checks the decoded values as the readers check spans: a
+// summary edited and re-summed passes the checksum, so what no reader
+// would give — a negative duration or start, an end past the range of
+// time, a weight that is not a finite number above 0, a negative or
+// unbounded timeout in force, an attempt or code below 0, an unknown
+// kind, an empty hop — is refused, and so is a sample that contradicts
+// the hops' counts (more sampled attempts, or failed ones, than the hop
+// counts over all spans: a report would show failed requests on a hop
+// whose table says it never failed).
+func plausible(st *analyze.State) error {
+	type seen struct{ n, failed int }
+	hops := make(map[string]*analyze.HopState, len(st.Hops))
+	for i := range st.Hops {
+		h := &st.Hops[i]
+		if h.Name == "" {
+			return fmt.Errorf("hop %d has no name", i+1)
+		}
+		for _, d := range []*quantile.State{&h.Succ, &h.Flagged, &h.Other} {
+			if d.N > 0 && float64(d.Max) >= maxNs {
+				return fmt.Errorf("hop %q: a duration of %d ns, beyond what a reader accepts", h.Name, d.Max)
+			}
+		}
+		hops[h.Name] = h
+	}
+	counts := map[string]*seen{}
+	for i := range st.Sample {
+		sp := &st.Sample[i].Span
+		bad := ""
+		switch {
+		case sp.Duration < 0 || float64(sp.Duration) >= maxNs:
+			bad = fmt.Sprintf("duration %d ns", sp.Duration)
+		case sp.Start < 0 || float64(sp.Start) >= maxNs:
+			bad = fmt.Sprintf("start %d ns", sp.Start)
+		case sp.Start > 0 && sp.Start+sp.Duration < sp.Start:
+			bad = "an end past the range of time"
+		case !(sp.Weight > 0) || math.IsInf(sp.Weight, 0):
+			bad = fmt.Sprintf("weight %g", sp.Weight)
+		case sp.TimeoutInForce < 0 || float64(sp.TimeoutInForce) >= maxNs:
+			bad = fmt.Sprintf("timeout in force %d ns", sp.TimeoutInForce)
+		case sp.Attempt < 0 || sp.Code < 0:
+			bad = fmt.Sprintf("attempt %d or code %d", sp.Attempt, sp.Code)
+		case sp.Kind != "" && sp.Kind != "client" && sp.Kind != "server" && sp.Kind != "internal" && sp.Kind != "producer" && sp.Kind != "consumer":
+			bad = fmt.Sprintf("kind %q", sp.Kind)
+		case hops[sp.Hop] == nil:
+			bad = fmt.Sprintf("hop %q, not among the hops", sp.Hop)
+		}
+		if bad != "" {
+			return fmt.Errorf("sampled span %d: %s: no reader gives that", i+1, bad)
+		}
+		c := counts[sp.Hop]
+		if c == nil {
+			c = &seen{}
+			counts[sp.Hop] = c
+		}
+		c.n++
+		if sp.Status == span.Error {
+			c.failed++
+		}
+	}
+	for name, c := range counts {
+		h := hops[name]
+		if c.n > h.Attempts || c.failed > h.Failed {
+			return fmt.Errorf("hop %q: the sample holds %d attempts (%d failed), the hop %d (%d failed) over all spans", name, c.n, c.failed, h.Attempts, h.Failed)
+		}
+	}
+	return nil
 }
 
 // MergeFiles reads and merges the summaries at paths, one at a time (the
