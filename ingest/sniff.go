@@ -3,6 +3,7 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -17,9 +18,20 @@ import (
 // line with commas, tabs or semicolons (as many on the next line) → CSV. A
 // UTF-8 byte order mark is passed over. An empty input is flat JSON lines
 // with no records.
+// summaryMagic starts a partial summary (package summary's Magic, which
+// this package cannot import: summary imports it).
+var summaryMagic = []byte("\x89TSS\r\n\x1a\n")
+
+// errSummary is what a summary met by the log readers is: summaries are
+// picked out of the paths named on the command line (by name or glob) as
+// regular files, before the log readers see the rest.
+var errSummary = errors.New("a tailscope summary (.tss), which is read only as a file named on the command line (by name or glob), not from standard input, compressed, or inside a directory: name the file itself, uncompressed")
+
 func Sniff(br *bufio.Reader) (string, error) {
 	head, _ := br.Peek(record.SniffWindow)
 	switch {
+	case bytes.HasPrefix(head, summaryMagic):
+		return "", errSummary
 	case bytes.HasPrefix(head, []byte("PAR1")):
 		return "parquet", nil
 	case bytes.HasPrefix(head, []byte("ARROW1")),

@@ -16,6 +16,9 @@ func Strict(st *ingest.Stats) error {
 	if err := strictSkipped(st, ""); err != nil {
 		return err
 	}
+	if len(st.Unmapped) > 0 {
+		return fmt.Errorf("--strict: a --map key no record has: %s", strings.Join(st.Unmapped[:min(len(st.Unmapped), 5)], "; "))
+	}
 	var passed []ingest.PassedFile
 	for _, p := range st.Passed {
 		if p.Strict {

@@ -123,6 +123,38 @@ func (c *checkFlags) options() (check.Options, error) {
 	return o, nil
 }
 
+// distinctNames gives policies that share a name (the file's base name,
+// or its name: key) their paths as names, and numbers what is still the
+// same (one file given twice), so that every CONFIG label and verdict
+// line names one policy. nil entries are skipped.
+func distinctNames(pols []*policy.Policy) {
+	count := func() map[string]int {
+		n := map[string]int{}
+		for _, p := range pols {
+			if p != nil {
+				n[p.Name]++
+			}
+		}
+		return n
+	}
+	n := count()
+	for _, p := range pols {
+		if p != nil && n[p.Name] > 1 && p.Path != "" {
+			p.Name = p.Path
+		}
+	}
+	n = count()
+	seen := map[string]int{}
+	for _, p := range pols {
+		if p != nil && n[p.Name] > 1 {
+			seen[p.Name]++
+			if k := seen[p.Name]; k > 1 {
+				p.Name = fmt.Sprintf("%s (%d)", p.Name, k)
+			}
+		}
+	}
+}
+
 func runCheck(e *env, args []string) error {
 	fs := newFlags(e, "check", checkUsage)
 	var in inputFlags
@@ -167,6 +199,7 @@ func runCheck(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	distinctNames(append(pols, copt.Baseline))
 	l, err := load(e, fs.Args(), &in)
 	if err != nil {
 		return err

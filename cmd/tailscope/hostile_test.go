@@ -4,6 +4,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -416,5 +418,114 @@ func TestZeroGateIsUsageError(t *testing.T) {
 		if r := runIn(t, dir, "", "check", "-q", "--policy", "A.yaml", flag, "1ns", "spans.jsonl"); r.code != exitViolation {
 			t.Errorf("%s 1ns: exit %d, want 3 (the gate fails): %s", flag, r.code, r.stderr)
 		}
+	}
+}
+
+// --map trace_id=TraceId on logs whose key is TraceID read 4,166
+// "requests" instead of 59 without a word. A mapped key that no record of
+// a file has is a note naming the file, the field and the key, in every
+// flat format; an error under --strict; no note when the key is there.
+func TestMapKeyNoRecordHas(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "m.csv"), []byte("TraceID,SpanID,hop,duration_ms\nt1,a,h,5\nt1,b,h,6\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "m.jsonl"), []byte(`{"TraceID":"t1","SpanID":"a","hop":"h","duration_ms":5}`+"\n"+`{"TraceID":"t1","SpanID":"b","hop":"h","duration_ms":6}`+"\n"), 0o644))
+	if r := runIn(t, dir, "", "convert", "-q", "--map", "trace_id=TraceID,span_id=SpanID", "m.jsonl", "-o", "m.parquet"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	for _, f := range []string{"m.csv", "m.jsonl", "m.parquet"} {
+		wrong := "trace_id=TraceId"
+		if f == "m.parquet" {
+			wrong = "trace_id=TraceID" // the parquet file has the canonical names
+		}
+		r := runIn(t, dir, "", "analyze", "--map", wrong, f)
+		if r.code != 0 || !strings.Contains(r.stderr, f+": --map "+wrong) || !strings.Contains(r.stderr, "no record has the key") {
+			t.Errorf("%s --map %s: exit %d, stderr %q; want a note naming the key", f, wrong, r.code, r.stderr)
+		}
+		if r := runIn(t, dir, "", "analyze", "--strict", "--map", wrong, f); r.code != exitError || !strings.Contains(r.stderr, "--strict") {
+			t.Errorf("%s --strict: exit %d, stderr %q; want exit 1", f, r.code, r.stderr)
+		}
+	}
+	for _, c := range [][]string{{"--map", "trace_id=TraceID", "m.csv"}, {"--map", "trace_id=TraceID", "m.jsonl"}, {"m.parquet"}} {
+		r := runIn(t, dir, "", append([]string{"analyze", "--strict"}, c...)...)
+		if r.code != 0 || strings.Contains(r.stderr, "no record has") || !strings.Contains(r.stdout, "in 1 request") {
+			t.Errorf("%v: exit %d, stderr %q; want one request and no note", c, r.code, r.stderr)
+		}
+	}
+}
+
+// The smaller ones: a summary on stdin, gzipped or in a directory said
+// "unknown format"; a leap second was refused; an end before the start,
+// or one that disagrees with the duration, was used without a note; a
+// CSV header naming a column twice took the last one; two policies of one
+// base name shared a CONFIG label.
+func TestSmallerHostileShapes(t *testing.T) {
+	dir := t.TempDir()
+	copySeed(t, dir)
+	if r := runIn(t, dir, "", "summarize", "-q", "spans.jsonl", "-o", "s.tss"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	tss := readFile(t, filepath.Join(dir, "s.tss"))
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(tss))
+	zw.Close()
+	must(t, os.WriteFile(filepath.Join(dir, "s.tss.gz"), gz.Bytes(), 0o644))
+	must(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "d", "s.tss"), []byte(tss), 0o644))
+	for _, c := range []struct{ stdin, arg string }{{"s.tss", "-"}, {"", "s.tss.gz"}, {"", "d"}} {
+		r := runIn(t, dir, c.stdin, "analyze", c.arg)
+		if r.code != exitError || !strings.Contains(r.stderr, "tailscope summary") || strings.Contains(r.stderr, "unknown format") {
+			t.Errorf("a summary as %q: exit %d, stderr %q; want exit 1 saying it is a summary", c.arg, r.code, r.stderr)
+		}
+	}
+
+	lines := `{"trace_id":"t","span_id":"a","hop":"h","start":"2016-12-31T23:59:60.5Z","duration_ms":5}
+{"trace_id":"u","span_id":"b","hop":"h","start":1700000000000000000,"end":1699999999000000000,"duration_ms":5}
+{"trace_id":"v","span_id":"c","hop":"h","start":1700000000000000000,"end":1700000009000000000,"duration_ms":5}
+{"trace_id":"w","span_id":"d","hop":"h","start":1700000000000000000,"end":1700000000005000000,"duration_ms":5}
+`
+	must(t, os.WriteFile(filepath.Join(dir, "t.jsonl"), []byte(lines), 0o644))
+	r := runIn(t, dir, "", "convert", "--to", "jsonl", "t.jsonl")
+	if r.code != 0 || !strings.Contains(r.stdout, `"start":1483228800500000000`) {
+		t.Errorf("leap second: exit %d, %s %s; want the span kept, at 2017-01-01T00:00:00.5Z", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "wrote 4 spans") || !strings.Contains(r.stderr, "read 4, skipped 0") {
+		t.Errorf("leap second: %s", r.stderr)
+	}
+	r = runIn(t, dir, "", "analyze", "--format", "json", "t.jsonl")
+	if r.code != 0 || !strings.Contains(r.stderr, "end ×2") || !strings.Contains(r.stdout, "before start") {
+		t.Errorf("end before start or disagreeing with the duration: exit %d, stderr %q; want a note counting both", r.code, r.stderr)
+	}
+
+	must(t, os.WriteFile(filepath.Join(dir, "dup.csv"), []byte("trace_id,span_id,hop,duration_ms,hop\nt,s,a,5,b\n"), 0o644))
+	if r := runIn(t, dir, "", "analyze", "dup.csv"); r.code != exitError || !strings.Contains(r.stderr, `"hop" twice`) {
+		t.Errorf("duplicate CSV header: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	for _, d := range []string{"p1", "p2"} {
+		must(t, os.Mkdir(filepath.Join(dir, d), 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "p1", "pol.yaml"), []byte(readFile(t, filepath.Join(seedDir, "A.yaml"))), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "p2", "pol.yaml"), []byte(readFile(t, filepath.Join(seedDir, "C.yaml"))), 0o644))
+	r = runIn(t, dir, "", "check", "--format", "json", "--policy", "p1/pol.yaml", "--policy", "p2/pol.yaml", "--policy", "p2/pol.yaml", "spans.jsonl")
+	var cr struct {
+		Policies []struct {
+			Policy struct {
+				Name string `json:"name"`
+			} `json:"policy"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &cr); err != nil {
+		t.Fatalf("check: exit %d: %v: %s", r.code, err, r.stderr)
+	}
+	seen := map[string]bool{}
+	for _, p := range cr.Policies {
+		if seen[p.Policy.Name] || p.Policy.Name == "" {
+			t.Errorf("two policies labelled %q", p.Policy.Name)
+		}
+		seen[p.Policy.Name] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("labels %v, want three", seen)
 	}
 }

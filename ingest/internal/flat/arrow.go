@@ -98,6 +98,11 @@ func DecodeArrow(src *record.Source) (err error) {
 		}
 	}
 	tab := newFieldTable(src.Options())
+	defer func() {
+		if err == nil {
+			tab.noteUnmapped(src)
+		}
+	}()
 	rec := &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}
 	defer func() { unitNotes(src, rec.units, true) }()
 	var row int64

@@ -54,7 +54,7 @@ func (t *fieldTable) column(name string) colSpec {
 		c.hopAttr = true
 		return c
 	}
-	c.f = t.keys[name]
+	c.f = t.fieldOf(name)
 	if c.f == fNested {
 		c.f = fNone // nested attribute objects have no meaning in a table
 	}
@@ -297,9 +297,14 @@ func csvDelim(head []byte) byte {
 	return ','
 }
 
-func DecodeCSV(src *record.Source) error {
+func DecodeCSV(src *record.Source) (err error) {
 	src.SetDefaultHopBy("hop")
 	tab := newFieldTable(src.Options())
+	defer func() {
+		if err == nil {
+			tab.noteUnmapped(src)
+		}
+	}()
 	cr := &csvReader{lr: &lineReader{src: src, max: src.Options().MaxRecord}}
 	head, _ := src.R.Peek(record.SniffWindow)
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
@@ -321,8 +326,15 @@ func DecodeCSV(src *record.Source) error {
 	names := make([]string, len(hdr))
 	cols := make([]colSpec, len(hdr))
 	have := map[field]bool{}
+	first := map[string]int{}
 	for i, h := range hdr {
 		names[i] = strings.TrimSpace(string(h))
+		// Two columns of one name: reading either would be a guess (the
+		// last one won, silently).
+		if j, dup := first[names[i]]; dup && names[i] != "" {
+			return fmt.Errorf("line %d: the CSV header names column %q twice (columns %d and %d): which one holds the values is not known; rename one", cr.line, names[i], j+1, i+1)
+		}
+		first[names[i]] = i
 		cols[i] = tab.column(names[i])
 		// A record's cells stay in the splitter's buffer until the next
 		// record is read, after its span is emitted.

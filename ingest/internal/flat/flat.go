@@ -3,8 +3,10 @@ package flat
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
@@ -98,6 +100,41 @@ func init() {
 type fieldTable struct {
 	keys    map[string]field
 	hopAttr string
+	// mapped holds, for each key --map names, whether a record had it
+	// (set by lookup, from every decoding goroutine).
+	mapped map[string]*atomic.Bool
+	pairs  map[string]string // field → key, as --map gave them
+}
+
+// fieldOf is the field key reads into, noting that a record had a mapped
+// key. Decoders cache what it returns per key, so it runs once per key
+// and position, not per record.
+func (t *fieldTable) fieldOf(key string) field {
+	if b := t.mapped[key]; b != nil && !b.Load() {
+		b.Store(true)
+	}
+	return t.keys[key]
+}
+
+// noteUnmapped adds a note for every --map key that no record of the
+// file had: --map trace_id=TraceId on a file whose records say TraceID
+// reads every span without a trace id (each its own request), and that
+// must not pass without a word.
+func (t *fieldTable) noteUnmapped(src *record.Source) {
+	fields := make([]string, 0, len(t.pairs))
+	for f := range t.pairs {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	for _, f := range fields {
+		k := t.pairs[f]
+		if t.mapped[k].Load() {
+			continue
+		}
+		st := src.Stats()
+		st.Unmapped = append(st.Unmapped, fmt.Sprintf("%s: --map %s=%s", src.Name, f, k))
+		st.Notes = append(st.Notes, fmt.Sprintf("%s: --map %s=%s: no record has the key %q, so no %s was read from it (keys are case-sensitive)", src.Name, f, k, k, f))
+	}
 }
 
 // ParseMap checks --map FIELD=KEY pairs against the canonical fields.
@@ -122,6 +159,10 @@ func ParseMap(pairs []string) (map[string]string, error) {
 func newFieldTable(opt *record.Options) *fieldTable {
 	t := &fieldTable{keys: flatKeys, hopAttr: opt.HopAttr()}
 	if len(opt.Map) > 0 {
+		t.mapped, t.pairs = map[string]*atomic.Bool{}, opt.Map
+		for _, k := range opt.Map {
+			t.mapped[k] = &atomic.Bool{}
+		}
 		t.keys = make(map[string]field, len(flatKeys)+len(opt.Map))
 		mapped := map[string]bool{}
 		for _, k := range opt.Map {
@@ -425,6 +466,17 @@ func (r *flatRecord) finish() (reason, detail string) {
 			sp.Duration = r.end - sp.Start
 		} else {
 			return "missing duration", "no duration, duration_ms/us/ns, or start and end"
+		}
+	} else if r.hasEnd && r.hasStart && r.badTime == nil {
+		// Both a duration and an end: the duration is used, and an end
+		// that contradicts it is noted (counted as an ignored value), not
+		// passed over: one of the two is wrong, or in another unit.
+		tol := max(int64(1e6), sp.Duration/100)
+		switch d := r.end - sp.Start; {
+		case r.end < sp.Start:
+			r.soft = append(r.soft, record.SoftErr{Field: "end", Detail: fmt.Sprintf("end %d ns is before start %d ns; the duration given was used", r.end, sp.Start)})
+		case d-sp.Duration > tol || sp.Duration-d > tol:
+			r.soft = append(r.soft, record.SoftErr{Field: "end", Detail: fmt.Sprintf("end − start is %d ns but the duration is %d ns; the duration given was used", d, sp.Duration)})
 		}
 	}
 	if r.badTime != nil {

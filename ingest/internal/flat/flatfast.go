@@ -236,7 +236,7 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 		return -1
 	}
 	key := string(quoted[1 : len(quoted)-1])
-	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.keys[key], hopAttr: t.hopAttr != "" && key == t.hopAttr}
+	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.fieldOf(key), hopAttr: t.hopAttr != "" && key == t.hopAttr}
 	if e.f == fNone && !e.hopAttr {
 		e.key = record.ValidText(quoted[1 : len(quoted)-1]) // an attribute's
 	}

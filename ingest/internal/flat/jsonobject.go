@@ -65,7 +65,11 @@ func DecodeJSONL(src *record.Source) error {
 	src.SetDefaultHopBy("hop")
 	tab := newFieldTable(src.Options())
 	probeUnits(src, tab, false)
-	return decodeJSONLParallel(src, tab)
+	err := decodeJSONLParallel(src, tab)
+	if err == nil {
+		tab.noteUnmapped(src)
+	}
+	return err
 }
 
 // fieldError marks a value that parsed as JSON but is wrong for its field.
@@ -255,7 +259,7 @@ func (t *fieldTable) lookupHashed(rec *flatRecord, key []byte) field {
 	if ks := &rec.keys[j]; ks.key != nil && bytes.Equal(ks.key, key) {
 		return ks.f
 	}
-	f := t.keys[string(key)]
+	f := t.fieldOf(string(key))
 	ks := &rec.keys[i]
 	if ks.key != nil && rec.keys[j].key == nil {
 		ks = &rec.keys[j]

@@ -46,9 +46,14 @@ type flatCol struct {
 	attr bool
 }
 
-func DecodeParquet(src *record.Source, pf *parquet.File) error {
+func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 	src.SetDefaultHopBy("hop")
 	tab := newFieldTable(src.Options())
+	defer func() {
+		if err == nil {
+			tab.noteUnmapped(src)
+		}
+	}()
 	var cols []flatCol
 	have := map[field]bool{}
 	for _, path := range pf.Schema().Columns() {

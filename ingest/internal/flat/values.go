@@ -157,7 +157,7 @@ func parseTime(f field, str bool, v []byte) (int64, error) {
 		}
 		return int64(x), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := record.ParseRFC3339(s)
 	if err != nil {
 		return 0, fmt.Errorf("bad time %q: want unix nanoseconds or RFC 3339", s)
 	}

@@ -145,6 +145,9 @@ type Stats struct {
 	Ignored         int64
 	IgnoredByField  map[string]int64
 	IgnoredExamples []*RecordError
+	// Unmapped lists the --map keys that no record of a file had
+	// ("FILE: FIELD=KEY"): a note each, an error under --strict.
+	Unmapped []string
 	// Passed lists the files found under a directory that were not read,
 	// each with the reason (Tempo bookkeeping, hidden, not a regular
 	// file…), so that every file is either read or accounted for.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/tailscope/tailscope/span"
 )
@@ -105,4 +106,26 @@ func ParseBool(v []byte) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("want true or false, got %q", v)
+}
+
+// ParseRFC3339 parses an RFC 3339 time, leap seconds included: Go's time
+// package refuses a second of 60, which RFC 3339 allows (23:59:60Z, the
+// leap second itself). Unix time has no such second, so it reads as the
+// second after 23:59:59 — the next day's 00:00:00, fraction kept — as
+// POSIX clocks count it.
+func ParseRFC3339(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err == nil {
+		return t, nil
+	}
+	// hh:mm:60 in the time part: "T" or " ", then 8 bytes.
+	i := strings.IndexAny(s, "Tt ")
+	if i < 0 || len(s) < i+9 || s[i+3] != ':' || s[i+6] != ':' || s[i+7:i+9] != "60" || s[i+1:i+3] != "23" || s[i+4:i+6] != "59" {
+		return t, err
+	}
+	t2, err2 := time.Parse(time.RFC3339Nano, s[:i+7]+"59"+s[i+9:])
+	if err2 != nil {
+		return t, err
+	}
+	return t2.Add(time.Second), nil
 }

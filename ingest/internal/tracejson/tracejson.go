@@ -388,7 +388,7 @@ func parseMicros(name string, v []byte, isDuration bool) (int64, error) {
 		if d, err := time.ParseDuration(s); err == nil {
 			return int64(d), nil
 		}
-	} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	} else if t, err := record.ParseRFC3339(s); err == nil {
 		return t.UnixNano(), nil
 	}
 	return 0, fmt.Errorf("%s: want microseconds, got %q", name, v)
