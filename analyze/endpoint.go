@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -57,7 +58,9 @@ func routingAttrs(as []span.Attr) []span.Attr {
 	var out []span.Attr
 	for _, a := range as {
 		if routingKeys[a.Key] {
-			out = append(out, span.Attr{Key: strings.Clone(a.Key), Value: strings.Clone(a.Value)})
+			// A URL's query may hold a token: kept (and written to
+			// summaries) with credentials hidden (package secret).
+			out = append(out, span.Attr{Key: strings.Clone(a.Key), Value: strings.Clone(secret.Scrub(a.Value))})
 		}
 	}
 	return out

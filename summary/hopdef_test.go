@@ -56,9 +56,9 @@ func TestHopDefMismatchRefused(t *testing.T) {
 	}
 }
 
-// A version 1 summary (no hop definition) still reads, and merges with
-// any: it predates the record.
-func TestVersion1StillReads(t *testing.T) {
+// A version 2 summary (no hop definition) still reads, with the hop
+// definition unknown: it predates the record.
+func TestVersion2StillReads(t *testing.T) {
 	b := summary.Encode(small1(t))
 	head := len(summary.Magic) + 2
 	n := binary.LittleEndian.Uint64(b[head+4:])
@@ -68,14 +68,14 @@ func TestVersion1StillReads(t *testing.T) {
 	}
 	v1 := append([]byte{}, b[:head+12+int(n)-1]...)
 	binary.LittleEndian.PutUint64(v1[head+4:], n-1)
-	binary.LittleEndian.PutUint16(v1[len(summary.Magic):], 1)
+	binary.LittleEndian.PutUint16(v1[len(summary.Magic):], 2)
 	v1 = append(v1, b[head+12+int(n):]...)
 	s, err := summary.Decode(resum(v1))
 	if err != nil {
-		t.Fatalf("version 1: %v", err)
+		t.Fatalf("version 2: %v", err)
 	}
 	if s.HopDef != "" {
-		t.Errorf("version 1 HopDef %q, want unknown", s.HopDef)
+		t.Errorf("version 2 HopDef %q, want unknown", s.HopDef)
 	}
 }
 

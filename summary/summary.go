@@ -45,6 +45,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -909,7 +910,9 @@ func decodeSample(d *dec, st *analyze.State, files int) error {
 			sp.Attrs = make([]span.Attr, 0, na)
 			for range na {
 				k := str()
-				sp.Attrs = append(sp.Attrs, span.Attr{Key: k, Value: str()})
+				// Credentials hidden, as the sample keeps them now
+				// (a file written before kept a URL's token).
+				sp.Attrs = append(sp.Attrs, span.Attr{Key: k, Value: secret.Scrub(str())})
 			}
 		}
 		if x.File >= files {
