@@ -8,7 +8,7 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// Retry budgets (issue 16): every hop the policy retries or hedges gets a
+// Retry budgets: every hop the policy retries or hedges gets a
 // budget that leaves its ordinary retries alone and caps them in a storm
 // (every attempt failing), derived from what the logs show of the hop:
 //

@@ -47,7 +47,7 @@ func TestWeightedQuantileIsTheExpandedSample(t *testing.T) {
 	}
 }
 
-// The case: 100 slow spans of weight 10 and 500 fast ones of
+// The case that shows weights matter: 100 slow spans of weight 10 and 500 fast ones of
 // weight 1 give the slow value as p50, per hop and per request (each span
 // is a request of its own), and the success rate is weighted too.
 func TestWeightedSlowSpansMakeTheMedian(t *testing.T) {

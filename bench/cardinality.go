@@ -144,7 +144,7 @@ func writeCardinalityJSONL(path string, n, hops int) (int, error) {
 // same number of spans (-card-n) with few and with many distinct hops
 // (-card-hops, 1k and 200k by default), each analysed to JSON and to
 // text, and recommend writing a policy; it reports time, peak RSS and
-// the ratio of the largest hop count to the smallest (issue 18: linear in
+// the ratio of the largest hop count to the smallest (the target: linear in
 // hops, memory bounded, the text report bounded).
 type cardinalityCase struct {
 	on, only bool
@@ -254,7 +254,7 @@ func (r *cardResult) String() string {
 	return b.String()
 }
 
-// target is the issue's "cost linear in hop cardinality" line. The spans
+// target is the "cost linear in hop cardinality" line of the targets. The spans
 // are the same at every hop count, so a cost linear in the hops is a
 // fixed cost plus a share per hop, and its ratio between two hop counts
 // cannot exceed theirs: the line checks CPU time and peak RSS of every

@@ -16,7 +16,7 @@ import (
 // the load averages and the CPU time spent so far, all CPUs together, by
 // kind. Two states taken around the timed runs say how quiet they were:
 // the CPU time spent that the measured processes did not spend is other
-// work's (issue 18: the results say the machine's state).
+// work's, so a result taken on a busy machine says so.
 type machineState struct {
 	at        time.Time
 	load      [3]float64 // 1, 5 and 15 minutes; -1 when unknown

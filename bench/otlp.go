@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The OTLP case (issue 18): the same generated spans as OpenTelemetry
+// The OTLP case: the same generated spans as OpenTelemetry
 // Collector file-exporter lines — one TracesData document per line, each
 // an export batch: resourceSpans (one per service instance, with a few
 // resource attributes) → scopeSpans → spans — timed with tailscope

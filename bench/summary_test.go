@@ -12,7 +12,7 @@ import (
 	"github.com/tailscope/tailscope/summary"
 )
 
-// Partial summaries (issue 15): summarize a share of the logs, and merge
+// Partial summaries: summarize a share of the logs, and merge
 // 100 summaries, on the generator's logs cut into 100 files of equal
 // size. $TAILSCOPE_BENCH_SPANS sets the total (default 1,000,000):
 //

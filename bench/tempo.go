@@ -15,7 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
-// The Tempo case (issue 18): the same generated spans as a Grafana Tempo
+// The Tempo case: the same generated spans as a Grafana Tempo
 // vParquet4 block's data.parquet — one row per trace, the spans nested as
 // resource spans (one per service instance) → scope spans → spans, with
 // the columns, types and repetition of Tempo's schema (Tempo's

@@ -8,7 +8,8 @@ import (
 	"github.com/tailscope/tailscope/policy"
 )
 
-// Lint codes of hedges (issue 16).
+// Lint codes of hedges: a hedge that cannot help, because the hop is slow
+// every time or the hedge would fire only after the attempt is cut.
 const (
 	// CodeHedgeOnPersistent: a hedge on a ran-to-timeout hop waits on the
 	// same wall as the attempt it hedges, and adds its load to a hop that

@@ -13,7 +13,7 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// Hostile shapes of trace JSON (issue 17): padding, oversized records,
+// Hostile shapes of trace JSON: padding, oversized records,
 // documents of another kind, byte order marks, positions.
 
 // padded builds a document of n spans in format, with pad bytes of

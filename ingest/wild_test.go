@@ -17,7 +17,7 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// Logs as they are in the wild (issue 12): attempt numbers that count from
+// Logs as they are in the wild: attempt numbers that count from
 // 0 or from 1 or count earlier tries, and status codes that are not
 // numbers. Every reader must give the same spans for the same facts.
 

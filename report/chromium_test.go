@@ -336,7 +336,7 @@ func TestChromiumManyHopsFit(t *testing.T) {
 	if err := Analysis(&b, "html", rep, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, width := range []int{1366} { // the 1400 px window is wider
+	for _, width := range []int{1366} { // narrower than a 1400 px laptop window
 		l := measure(t, bin, b.Bytes(), width, "")
 		if l.Rows != 55 {
 			t.Errorf("%d px: the hop table has %d rows, want 55", width, l.Rows)

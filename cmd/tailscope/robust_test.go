@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// Tests of issue 17 (robustness II) for what the command line owns: -o
+// Robustness tests for what the command line owns: -o
 // never damages what the path names, flags hold to finite values and
 // representable times, policy files are read strictly, stderr cannot
 // drive the terminal, a panic is not a usage error. Each runs its

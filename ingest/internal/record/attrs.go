@@ -9,7 +9,7 @@ import (
 
 // Attributes of flat records (span.Span.Attrs).
 //
-// Attribution (issue 13) compares a hop's slow and failed attempts with the
+// Attribution (analyze/attribution.go) compares a hop's slow and failed attempts with the
 // rest over every attribute the spans carry, so the flat readers keep every
 // scalar they meet that no span field took, and the analysis decides which
 // keys are worth comparing. What each format gives is in docs/DESIGN.md
