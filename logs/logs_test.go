@@ -35,8 +35,14 @@ func TestReadEqualsFromSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := json.Marshal(l.Report(analyze.Options{}))
-	b, _ := json.Marshal(FromSpans(spans, st).Report(analyze.Options{}))
+	a, err := json.Marshal(l.Report(analyze.Options{}))
+	if err != nil {
+		t.Fatalf("streamed report: %v", err)
+	}
+	b, err := json.Marshal(FromSpans(spans, st).Report(analyze.Options{}))
+	if err != nil {
+		t.Fatalf("in-memory report: %v", err)
+	}
 	if string(a) != string(b) {
 		t.Errorf("streamed and in-memory reports differ:\n%s\n%s", a, b)
 	}

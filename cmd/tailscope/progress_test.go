@@ -92,11 +92,40 @@ func TestETAText(t *testing.T) {
 	}
 }
 
+// TestNilMeterIsInert: off a terminal, or with -q, a command gets no meter
+// (nil), and every method of a nil meter returns without touching it, so
+// the readers' hooks need no checks.
 func TestNilMeterIsInert(t *testing.T) {
+	var b bytes.Buffer
+	for _, quiet := range []bool{false, true} {
+		if m := newMeter(&env{stderr: &b}, quiet); m != nil {
+			t.Errorf("newMeter(not a terminal, quiet=%v) = %+v, want nil", quiet, m)
+		}
+	}
 	var m *meter
-	m.bytes(1, 2)
-	m.span()
-	m.done()
+	for _, c := range []struct {
+		name string
+		call func()
+	}{
+		{"bytes", func() { m.bytes(1, 2) }},
+		{"Bytes", func() { m.Bytes(1, 2) }},
+		{"span", func() { m.span() }},
+		{"Spans", func() { m.Spans(5000) }},
+		{"fetched", func() { m.fetched("1 of 2 files") }},
+		{"done", func() { m.done() }},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s on a nil meter panicked: %v", c.name, r)
+				}
+			}()
+			c.call()
+		}()
+	}
+	if b.Len() != 0 {
+		t.Errorf("a command without a meter wrote %q to stderr", b.String())
+	}
 }
 
 // TestNoProgressOffTerminal: a real run whose stderr is not a terminal
