@@ -46,6 +46,8 @@ func padded(format string, n int, pad string) string {
 // Whitespace padding between tokens is passed over in linear time and
 // costs no memory: 16 times the padding takes about 16 times as long, not
 // 256 times (encoding/json rescanned a run of whitespace on every refill).
+// The times are compared with each other, measured in the same run, so a
+// slow machine does not fail it.
 func TestPaddedDocumentsLinear(t *testing.T) {
 	for _, format := range []string{"otlp", "jaeger", "zipkin"} {
 		t.Run(format, func(t *testing.T) {
@@ -53,17 +55,25 @@ func TestPaddedDocumentsLinear(t *testing.T) {
 			for _, mb := range []int{1, 4, 16} {
 				pad := strings.Repeat(" \n\t ", mb<<20/4/40) // ~40 pads of mb/40 MB
 				in := padded(format, 3, pad)
-				start := time.Now()
-				var n int
-				st, err := ReadStream("p.json", strings.NewReader(in), record.Options{Format: format}, func(*span.Span) { n++ })
-				d := time.Since(start)
-				if err != nil || n != 3 || st.Skipped != 0 {
-					t.Fatalf("%d MB: %d spans, skipped %v %v, err %v", mb, n, st.SkippedByReason, st.Errors, err)
+				var best time.Duration
+				for run := range 3 {
+					start := time.Now()
+					var n int
+					st, err := ReadStream("p.json", strings.NewReader(in), record.Options{Format: format}, func(*span.Span) { n++ })
+					d := time.Since(start)
+					if err != nil || n != 3 || st.Skipped != 0 {
+						t.Fatalf("%d MB: %d spans, skipped %v %v, err %v", mb, n, st.SkippedByReason, st.Errors, err)
+					}
+					if run == 0 || d < best {
+						best = d
+					}
 				}
-				times = append(times, d)
+				times = append(times, best)
 			}
 			// Linear: 16× the input within ~20× the time (with room for
-			// a noisy machine on the small run).
+			// a noisy machine on the small run). Each time is the best of
+			// three reads: on a loaded machine a single read of the
+			// largest input took 50× the smallest's.
 			if limit := 20*times[0] + 200*time.Millisecond; times[2] > limit {
 				t.Errorf("1, 4, 16 MB of padding took %v: not linear", times)
 			}
