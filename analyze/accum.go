@@ -876,6 +876,12 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 		h.maxTTS = int64(tts.At(knownTTS - 1))
 	}
 	h.ttsAt, h.ttsKnown = tts.Quantile, knownTTS
+	h.ttsAbove = func(t int64) int {
+		if t == math.MaxInt64 {
+			return 0
+		}
+		return tts.N() - tts.Below(t+1)
+	}
 	if failed.Exact() {
 		f := failed.Sorted()
 		h.FailureHistogram = quantile.Histogram(f, failureWidth(f))

@@ -45,6 +45,14 @@ type Options struct {
 	// HedgeLoad is the share of extra attempts the recommendation may
 	// spend on hedges (0.02: about p98 of time to success); 0: no hedges.
 	HedgeLoad float64
+	// HeldOut turns the held-out validation on or off (heldout.go):
+	// HeldOutAuto (the zero value) runs it when the logs have enough
+	// requests.
+	HeldOut HeldOutMode
+
+	// fitOnly marks the analysis of the held-out fit: only what the
+	// recommendation needs is computed, and nothing is held out again.
+	fitOnly bool
 }
 
 // Input describes one file read, or one found under a directory and
@@ -134,6 +142,8 @@ type Report struct {
 	replayed *lastReplay
 	// unbounded is set when the hop names look unbounded (cardinality.go).
 	unbounded *Unbounded
+	// safety is the recommendation's out-of-sample account (risk.go).
+	safety *Safety
 }
 
 // Latency holds percentiles in ms. A nil value is unknown: censored, or no
@@ -193,6 +203,10 @@ type Recommendation struct {
 	// RaisedFromMs is set when replaying the logs raised the timeout: the
 	// value before, which cut requests that succeeded as logged.
 	RaisedFromMs *float64 `json:"raised_from_ms,omitempty"`
+	// Extrapolated is set when the timeout comes from the hop's fitted tail
+	// (tailfit.go): it had too few successes for an order statistic to
+	// certify its share of the request target.
+	Extrapolated bool `json:"extrapolated,omitempty"`
 	// Eject is set when the hop's tail or failures concentrate on one
 	// instance (see attribution.go): outlier detection, not retries or a
 	// longer timeout, is the fix.
@@ -260,6 +274,13 @@ type Hop struct {
 	// its smallest samples that are certain (below any cut).
 	ttsAt    func(q float64) float64
 	ttsKnown int
+	// ttsAbove counts the time-to-success samples longer than t ns.
+	ttsAbove func(t int64) int
+	// tail is the fitted tail when the recommendation extrapolated
+	// (extrapolated is then true): risk.go reports the model's own risk,
+	// the lint on timeouts far above the tail measures against it.
+	tail         *tailModel
+	extrapolated bool
 	// instances counts the values of each attribute key compared on
 	// the hop (for Eject.Instances).
 	instances map[string]int
@@ -290,6 +311,10 @@ type PolicyDoc struct {
 	BudgetMs float64              `json:"budget_ms"`
 	Default  HopPolicy            `json:"default"`
 	Hops     map[string]HopPolicy `json:"hops"`
+	// Safety is set on the recommended policy only (risk.go): what it
+	// loses on the logs it was fitted to, on logs held out of the fit, and
+	// what it may lose on new traffic.
+	Safety *Safety `json:"safety,omitempty"`
 }
 
 // HopPolicy is one hop of a PolicyDoc.
@@ -484,9 +509,11 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 				if fill != nil {
 					fill(&h, scratch, 0)
 				}
-				if state != nil {
+				switch {
+				case opt.fitOnly:
+				case state != nil:
 					attribute(&h, state(n))
-				} else {
+				default:
 					attribute(&h, hopAccOf(n, byHop[n]))
 				}
 				rep.Hops[i], hopWarnings[i] = h, scratch.Warnings
@@ -519,6 +546,11 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	}
 	rep.recommended = rec
 	rep.RecommendedPolicy = DocOf(rec)
+	if opt.fitOnly {
+		return rep
+	}
+	rep.safety.HeldOut, rep.safety.HeldOutNote = holdOut(reqs, opt)
+	rep.RecommendedPolicy.Safety = rep.safety
 	// The predicted effect only replays reqs under the recommendation, or
 	// reuses Recommend's last replay (it reads the policy, writes nothing
 	// shared); the tail's sources only
@@ -641,6 +673,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 		h.maxTTS = tts[knownTTS-1]
 	}
 	h.ttsAt, h.ttsKnown = func(q float64) float64 { return quantile.Int64(tts, q) }, knownTTS
+	h.ttsAbove = func(t int64) int { return len(tts) - sort.Search(len(tts), func(i int) bool { return tts[i] > t }) }
 
 	h.KMLatencyMs = kmLatency(succ, cens)
 	h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))

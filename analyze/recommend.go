@@ -62,6 +62,59 @@ const MinSamplesRecommend = 20
 // per hop.
 const DefaultFalseTimeouts = 0.001
 
+// CodeOutOfSample is the warning (and check's lint) that a policy's
+// predicted false-timeout share on new traffic is above the target.
+const CodeOutOfSample = "false-timeouts-out-of-sample"
+
+// MaxExtrapolation caps an extrapolated timeout at this multiple of the
+// hop's slowest success: a tail model fitted to n successes is a guess much
+// further out than that, and a timeout far above every observed success
+// only holds stuck attempts longer.
+const MaxExtrapolation = 4.0
+
+// MinTailFit is the fewest successes a tail model is fitted to: with
+// fewer, its top tenth is a handful of values and the fit a guess, so the
+// timeout is MaxExtrapolation × the slowest success.
+const MinTailFit = 100
+
+// certifyingRank returns the largest m such that a timeout at or above the
+// (n−m)-th smallest of n successes bounds a new call's chance of exceeding
+// it by share at RiskLevel (risk.go), with m ≤ n × (1 − floorQ) so that the
+// timeout is never below the requested percentile; ok is false when even
+// the slowest success cannot certify share.
+func certifyingRank(n int, share, floorQ float64) (m int, ok bool) {
+	if n <= 0 || BetaUpper(RiskLevel, 0, n) > share {
+		return 0, false
+	}
+	hi := int(math.Floor(float64(n)*(1-floorQ) + 1e-9))
+	lo := 0
+	for lo < hi { // BetaUpper grows with m: the last m within share
+		mid := (lo + hi + 1) / 2
+		if BetaUpper(RiskLevel, mid, n) <= share {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, true
+}
+
+// ordinal writes 2 as "2nd", 11 as "11th".
+func ordinal(n int) string {
+	suf := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suf = "st"
+		case 2:
+			suf = "nd"
+		case 3:
+			suf = "rd"
+		}
+	}
+	return fmt.Sprintf("%d%s", n, suf)
+}
+
 // maxRaiseRounds bounds the replay-and-raise loop; each round raises at
 // least one timeout to a value some logged attempt needed, so it ends well
 // before on any real log.
@@ -234,6 +287,13 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		p.Budget = opt.MaxBudget
 	}
 	capDurations(rep, p)
+	pred := PredictFalseTimeouts(rep, reqs, p, target)
+	rep.safety = &Safety{InSample: InSample{Requests: chk.LoggedOK, Lost: chk.Failed}, Predicted: pred}
+	if !pred.Met && chk.LoggedOK > 0 {
+		rep.Warnings = append(rep.Warnings, Warning{Code: CodeOutOfSample,
+			Message: fmt.Sprintf("on new traffic the recommended policy may fail up to %s of requests that succeed (%s confidence, distribution-free), above the %s target: %s",
+				pctText(pred.Upper), pctText(pred.Level), pctText(target), pred.Advice)})
+	}
 	if !chk.Met {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "false-timeout-target-missed",
 			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, pctText(chk.Share), pctText(chk.Target))})
@@ -449,16 +509,18 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 	}
 	hp := policy.Hop{BudgetAware: true}
 	var rec Recommendation
-	// share says why the percentile is above the requested one.
-	share := ""
-	if q*100 > opt.Percentile+1e-9 {
-		share = fmt.Sprintf("~%s calls per request share the %s request target", trimZeros(fmt.Sprintf("%.1f", k)), pctText(target))
+	// The share of the request target one call may take, and the order
+	// statistic that certifies it (risk.go), when the hop has enough
+	// successes for one.
+	share := 1 - q
+	if share <= 0 {
+		share = 1e-12
 	}
-	enough := h.ttsCount > 0 && float64(h.ttsCount)*(1-q) >= 1
-	known := h.ttsAt != nil && PercentileKnown(h.ttsCount, h.ttsKnown, q)
+	m, certified := certifyingRank(h.ttsCount, share, opt.Percentile/100)
+	known := certified && h.ttsAt != nil && h.ttsCount-m <= h.ttsKnown
 	slowest := time.Duration(h.maxTTS)
 	switch {
-	case h.Censored != nil && h.ttsCount >= MinSamplesRecommend && !(enough && known):
+	case h.Censored != nil && h.ttsCount >= MinSamplesRecommend && !known:
 		cut := time.Duration(h.Censored.AtLeastMs * 1e6)
 		canary := max(RoundUpNice(cut*4), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 		need := int(math.Ceil(10 / (1 - opt.Percentile/100)))
@@ -469,9 +531,9 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 	case h.ttsCount < MinSamplesRecommend || slowest <= 0:
 		t := current
 		basis := fmt.Sprintf("%d successful %s: too few to measure %s", h.ttsCount, plural(h.ttsCount, "attempt", "attempts"), pname)
-		if floor := RoundUpNice(time.Duration(float64(slowest) * (1 + margin))); slowest > 0 && t < floor {
+		if floor := RoundUpNice(time.Duration(MaxExtrapolation * float64(slowest))); slowest > 0 && t < floor {
 			t = floor
-			basis += fmt.Sprintf("; slowest success %s × %.2f → %s", FormatDuration(slowest), 1+margin, FormatDuration(t))
+			basis += fmt.Sprintf("; slowest success %s × %.0f → %s: too few to model the tail, so the furthest tailscope extrapolates (a timeout at the slowest success fails about 1 call in n+1 on new traffic)", FormatDuration(slowest), MaxExtrapolation, FormatDuration(t))
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
 		} else {
@@ -483,34 +545,64 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		}
 		rec = Recommendation{Action: ActionKeep, TimeoutMs: ms(int64(t)), Basis: basis}
 		hp.Timeout = t
-	case enough && known:
-		v := time.Duration(h.ttsAt(q))
+	case known:
+		n := h.ttsCount
+		v := time.Duration(h.ttsAt(float64(n-1-m) / float64(max(n-1, 1))))
 		t := RoundUpNice(time.Duration(float64(v) * (1 + margin)))
-		basis := fmt.Sprintf("%s %s × %.2f → %s", pname, FormatDuration(v), 1+margin, FormatDuration(t))
-		if share != "" {
-			basis += fmt.Sprintf(" (not p%s: %s)", trimZeros(fmt.Sprintf("%.1f", opt.Percentile)), share)
+		rank := "the slowest"
+		if m > 0 {
+			rank = fmt.Sprintf("the %s slowest", ordinal(m+1))
+		}
+		basis := fmt.Sprintf("%s of %d successes %s × %.2f → %s: with %d of %d longer, a new call exceeds it with probability ≤ %s (%s confidence), within its share %s of the request target",
+			rank, n, FormatDuration(v), 1+margin, FormatDuration(t), m, n, pctText(round6(BetaUpper(RiskLevel, m, n))), pctText(RiskLevel), pctText(round6(share)))
+		if share < 1-opt.Percentile/100-1e-12 {
+			basis += fmt.Sprintf(" (~%s calls per request share the %s target)", trimZeros(fmt.Sprintf("%.1f", k)), pctText(target))
 		}
 		if t < MinTimeout {
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
 		}
-		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(q * 100)}
+		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - float64(m)/float64(n)))}
 		hp.Timeout = t
 	default:
-		// Too few successes for the percentile: it would be an
-		// interpolation below observed successes. Cover them all.
-		t := RoundUpNice(time.Duration(float64(slowest) * (1 + margin)))
-		basis := fmt.Sprintf("slowest of %d successes %s × %.2f → %s: too few to measure %s (needs %d",
-			h.ttsCount, FormatDuration(slowest), 1+margin, FormatDuration(t), pname, int(math.Ceil(1/(1-q)-1e-9)))
-		if share != "" {
-			basis += "; " + share
+		// Too few successes to certify the share with an order statistic:
+		// the timeout comes from the fitted tail (tailfit.go), never below
+		// the slowest success × margin and never beyond MaxExtrapolation ×
+		// the slowest success, where a model of n successes says nothing.
+		capT := time.Duration(MaxExtrapolation * float64(slowest))
+		var t time.Duration
+		var basis string
+		if h.ttsKnown < MinTailFit {
+			t = RoundUpNice(capT)
+			basis = fmt.Sprintf("slowest of %d successes %s × %.0f → %s: too few to fit a tail (%d), so the furthest tailscope extrapolates",
+				h.ttsCount, FormatDuration(slowest), MaxExtrapolation, FormatDuration(t), MinTailFit)
+		} else {
+			model := fitTail(tailPoints(h.ttsAt, h.ttsKnown))
+			h.tail, h.extrapolated = &model, true
+			v := time.Duration(model.Quantile(share))
+			floor := time.Duration(float64(slowest) * (1 + margin))
+			t = RoundUpNice(max(v, floor))
+			basis = fmt.Sprintf("extrapolated: %s puts %s at %s", describeModel(model, share), percentileName(100*(1-share)), FormatDuration(v))
+			switch {
+			case v < floor:
+				basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", FormatDuration(slowest), 1+margin, FormatDuration(t))
+			case t > capT:
+				t = capT
+				basis += fmt.Sprintf(", capped at %.0f× the slowest success (%s): the model is not trusted further from its data", MaxExtrapolation, FormatDuration(t))
+			default:
+				basis += " → " + FormatDuration(t)
+			}
+		}
+		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", h.ttsCount, pctText(round6(share)), NeedSuccesses(share))
+		if share < 1-opt.Percentile/100-1e-12 {
+			basis += fmt.Sprintf("; ~%s calls per request share the %s request target", trimZeros(fmt.Sprintf("%.1f", k)), pctText(target))
 		}
 		basis += ")"
 		if t < MinTimeout {
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
 		}
-		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: 100}
+		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - share)), Extrapolated: true}
 		hp.Timeout = t
 	}
 	retries, why := retriesFor(h)

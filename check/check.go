@@ -40,6 +40,12 @@ type Options struct {
 	// fails-logged-successes finding is an error (0:
 	// analyze.DefaultFalseTimeouts; negative: none).
 	MaxFalseTimeouts float64
+	// MaxPredicted gates the predicted out-of-sample false-timeout share
+	// (analyze.PredictFalseTimeouts): above it the
+	// false-timeouts-out-of-sample finding is an error. 0: no gate, the
+	// finding is a warning (a small sample cannot certify a target, and is
+	// told so, without failing a right answer).
+	MaxPredicted float64
 }
 
 // Report is the tailscope.check/v1 document.
@@ -94,6 +100,9 @@ type Result struct {
 	Replay  Replay    `json:"replay"`
 	Gates   []Gate    `json:"gates"`
 	Verdict string    `json:"verdict"`
+	// Predicted bounds what the policy would fail of the requests that
+	// succeed on new traffic (see analyze.Prediction).
+	Predicted *analyze.Prediction `json:"predicted_false_timeouts,omitempty"`
 
 	// Summary fields for tables (not part of the contract).
 	HopTimeout string `json:"hop_timeout"`
@@ -136,6 +145,10 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 		res.Lint = append(Lint(rep, reqs, p), readback...)
 		if f := LoggedSuccesses(rr, opt.MaxFalseTimeouts); f != nil {
 			res.Lint = append([]Finding{*f}, res.Lint...)
+		}
+		res.Predicted = analyze.PredictFalseTimeouts(rep, reqs, p, analyze.FalseTimeoutTarget(analyze.Options{FalseTimeouts: opt.MaxFalseTimeouts}))
+		if f := OutOfSample(res.Predicted, opt.MaxPredicted); f != nil {
+			res.Lint = append(res.Lint, *f)
 		}
 		gates := opt.Gates
 		gates.unknownOutcomes = rep.Requests.SucceededInferred
@@ -235,6 +248,36 @@ func itoa(i int) string {
 // gates say; below it, a warning when any fail. It returns nil when none
 // do. Undetermined outcomes (censored attempts) are not counted as
 // failures, only mentioned.
+// OutOfSample is the false-timeouts-out-of-sample finding: the predicted
+// share of successful requests on new traffic that the policy fails is
+// above the target. A warning unless gate > 0, then an error above gate.
+func OutOfSample(pr *analyze.Prediction, gate float64) *Finding {
+	if pr == nil || len(pr.Hops) == 0 {
+		return nil
+	}
+	limit, what := pr.Target, "target"
+	if gate > 0 {
+		limit, what = gate, "--max-predicted-false-timeouts"
+	}
+	if pr.Upper <= limit+1e-12 {
+		return nil
+	}
+	sev := SevWarning
+	if gate > 0 {
+		sev = SevError
+	}
+	msg := fmt.Sprintf("on new traffic this policy may fail up to %s of requests that succeed (%s confidence, distribution-free; expected %s), above the %s %s",
+		pct3(pr.Upper), pct3(pr.Level), pct3(pr.Expected), pct3(limit), what)
+	if pr.Advice != "" {
+		msg += ": " + pr.Advice
+	}
+	return &Finding{Code: CodeOutOfSample, Severity: sev, Message: msg}
+}
+
+func pct3(x float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", 100*x), "0"), ".") + "%"
+}
+
 func LoggedSuccesses(rr *replay.Result, max float64) *Finding {
 	target := analyze.FalseTimeoutTarget(analyze.Options{FalseTimeouts: max})
 	var ok, failed, undetermined int

@@ -36,6 +36,7 @@ const (
 	CodeAmplification     = "retry-amplification"
 	CodeCalleeOutlives    = "callee-outlives-caller"
 	CodeRetriesOutlast    = "retries-outlast-caller"
+	CodeOutOfSample       = analyze.CodeOutOfSample
 )
 
 // FarAboveFactor is k of timeout-far-above-tail: a timeout more than k times

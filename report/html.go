@@ -109,7 +109,11 @@ type analysisView struct {
 	// the hops replay raised.
 	Check    string
 	CheckMet bool
-	Raised   string
+	// Safety are the held-out and out-of-sample lines (safetyLines);
+	// SafetyBad marks them as a warning.
+	Safety    []string
+	SafetyBad bool
+	Raised    string
 	// Drawn are the hops given a section with charts (they point into
 	// Hops, in its order): all of them up to maxDrawnHops. NotDrawn
 	// counts the others, which only the hop table lists.
@@ -242,6 +246,13 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	av.Untimed = untimedSummary(rep.Hops)
 	if c := rep.RecommendationCheck; c != nil {
 		av.Check, av.CheckMet, av.Raised = capFirst(checkLine(c)), c.Met, capFirst(raisedLine(c))
+	}
+	if rp := rep.RecommendedPolicy; rp != nil {
+		lines, bad := safetyLines(rp.Safety)
+		for _, l := range lines {
+			av.Safety = append(av.Safety, capFirst(l))
+		}
+		av.SafetyBad = bad
 	}
 	if len(rep.PredictedEffect) > 0 {
 		av.EffectHead, _, av.EffectRows, av.EffectNote = effectRows(rep.PredictedEffect)

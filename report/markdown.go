@@ -156,6 +156,16 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 			e.printf("%s  \n", md(capFirst(s)))
 		}
 	}
+	if rp := rep.RecommendedPolicy; rp != nil {
+		lines, bad := safetyLines(rp.Safety)
+		for _, l := range lines {
+			l = md(capFirst(l))
+			if bad && strings.HasPrefix(l, "On new traffic") {
+				l = "⚠️ " + l
+			}
+			e.printf("%s  \n", l)
+		}
+	}
 	var evidence []string
 	for _, h := range rep.Hops {
 		if h.FailedAttempts > 0 {

@@ -113,6 +113,38 @@ func recRetries(r analyze.Recommendation) string {
 	return strconv.Itoa(r.Retries)
 }
 
+// safetyLines say what the recommended policy risks beyond the logs it was
+// fitted to: the held-out replay (or why none ran) and the predicted
+// out-of-sample bound. bad is true when the bound is above the target or
+// the held-out part lost more than the target allows.
+func safetyLines(s *analyze.Safety) (lines []string, bad bool) {
+	if s == nil {
+		return nil, false
+	}
+	switch h := s.HeldOut; {
+	case h != nil && h.Requests > 0:
+		lines = append(lines, fmt.Sprintf("held out: fitted on the %s before %s, replayed on the %d later that succeeded: %d %s (%s)",
+			count(h.FittedRequests, "request", "requests"), h.FittedUntil, h.Requests, h.Lost, pick(h.Lost, "fails", "fail"), pctShare(h.Share)))
+		if p := s.Predicted; p != nil && h.Share > p.Target && h.Lost > 1 {
+			bad = true
+		}
+	case h != nil:
+		lines = append(lines, fmt.Sprintf("held out: fitted on the %s before %s; none of the later ones succeeded as logged", count(h.FittedRequests, "request", "requests"), h.FittedUntil))
+	case s.HeldOutNote != "":
+		lines = append(lines, "held out: none; "+s.HeldOutNote)
+	}
+	if p := s.Predicted; p != nil && len(p.Hops) > 0 {
+		verdict := "within the target " + pctShare(p.Target)
+		if !p.Met {
+			verdict = "the " + pctShare(p.Target) + " target is not certified by these logs (see the warning for what would certify it)"
+			bad = true
+		}
+		lines = append(lines, fmt.Sprintf("on new traffic: up to %s of requests that succeed may fail by a timeout (%s confidence, distribution-free; expected %s): %s",
+			pctShare(p.Upper), pctShare(p.Level), pctShare(p.Expected), verdict))
+	}
+	return lines, bad
+}
+
 // pctShare writes a share as a percentage with up to three decimals
 // ("0.1%", "0.025%", "5.085%").
 func pctShare(x float64) string {

@@ -518,6 +518,16 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 			e.printf("  %s\n", e.paint(ansiAmber, Visible(s)))
 		}
 	}
+	if rp := rep.RecommendedPolicy; rp != nil {
+		lines, bad := safetyLines(rp.Safety)
+		style := ansiDim
+		if bad {
+			style = ansiAmber
+		}
+		for _, l := range lines {
+			e.printf("  %s\n", e.paint(style, l))
+		}
+	}
 	if len(rep.PredictedEffect) > 0 {
 		e.printf("\n%s (the logged requests replayed)\n", e.paint(ansiBold, "predicted effect"))
 		head, right, rows, note := effectRows(rep.PredictedEffect)

@@ -51,6 +51,7 @@ type checkFlags struct {
 	optimistic     bool
 	retryModel     string
 	maxFalse       string
+	maxPredicted   string
 }
 
 func (c *checkFlags) registerModel(fs interface {
@@ -113,6 +114,16 @@ func (c *checkFlags) options() (check.Options, error) {
 		}
 		o.MaxFalseTimeouts = rateOption(v)
 	}
+	if c.maxPredicted != "" {
+		v, err := parseRate("max-predicted-false-timeouts", c.maxPredicted)
+		if err != nil {
+			return o, err
+		}
+		if v <= 0 {
+			return o, usagef("--max-predicted-false-timeouts %s: want a share above 0 (omit the flag for no gate)", c.maxPredicted)
+		}
+		o.MaxPredicted = v
+	}
 	if c.baseline != "" {
 		p, err := policy.Load(c.baseline)
 		if err != nil {
@@ -171,6 +182,7 @@ func runCheck(e *env, args []string) error {
 	fs.Float64Var(&c.tolerance, "tolerance", 0.05, "allowed relative rise of p95/p99 for --no-worse")
 	fs.BoolVar(&c.optimistic, "optimistic", false, "count undetermined (censored) requests as successes in gates")
 	fs.StringVar(&c.maxFalse, "max-false-timeouts", "", "lint fails-logged-successes is an error when a policy fails more than this share\nof the requests that succeeded as logged (default: --false-timeouts)")
+	fs.StringVar(&c.maxPredicted, "max-predicted-false-timeouts", "", "lint false-timeouts-out-of-sample is an error when the predicted share of successful\nrequests a policy fails on new traffic (95% upper bound) is above this (e.g. 1%);\nwithout it the finding is a warning")
 	c.registerModel(fs)
 	out.register(fs)
 	an.register(fs)

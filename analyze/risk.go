@@ -1,0 +1,346 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/span"
+)
+
+// This file says what a policy risks on traffic it was not fitted to.
+//
+// Replaying the logs a policy was fitted on certifies nothing about new
+// traffic: every success replayed was used to set the timeouts. What can be
+// said without assuming a distribution: with n successes of a hop, m of
+// them longer than a timeout t, the chance that a new success is longer
+// than t is at most the RiskLevel quantile of Beta(m+1, n−m). For a t set
+// from the data at or above the (n−m)-th smallest success this is the
+// conformal bound (exchangeability: a new draw lands in each of the n+1
+// gaps between the order statistics with equal chance); for a t chosen
+// without the data it is the Clopper–Pearson upper bound on a binomial
+// proportion. Either way it holds whatever the hop's distribution. A
+// request fails when any of its calls is cut, so the per-call bounds are
+// combined over the calls each logged request makes: 1 − Π (1 − p_h)^c_h,
+// averaged over the requests that succeeded. Retries are not credited (a
+// persistent slow draw would meet the same wall), so this is an upper
+// bound for calls that retry too.
+
+// RiskLevel is the confidence level of the out-of-sample bounds.
+const RiskLevel = 0.95
+
+// Safety is what a recommended policy is known to risk (JSON
+// recommended_policy.safety): on the logs it was fitted to, on logs held
+// out of the fit, and predicted for new traffic.
+type Safety struct {
+	InSample InSample `json:"in_sample"`
+	// HeldOut is nil when the logs were too few to hold a part out
+	// (HeldOutNote says why).
+	HeldOut     *HeldOut    `json:"held_out"`
+	HeldOutNote string      `json:"held_out_note,omitempty"`
+	Predicted   *Prediction `json:"predicted_false_timeouts"`
+}
+
+// InSample is the policy replayed on the very requests it was fitted to.
+type InSample struct {
+	// Requests is how many requests succeeded as logged; Lost how many of
+	// them fail under the policy.
+	Requests int `json:"requests"`
+	Lost     int `json:"lost"`
+}
+
+// HeldOut is a policy fitted on the earlier part of the logs (by request
+// start) and replayed on the later part.
+type HeldOut struct {
+	// Requests is how many held-out requests succeeded as logged; Lost how
+	// many of them the policy fitted without them fails.
+	Requests int `json:"requests"`
+	Lost     int `json:"lost"`
+	// FittedUntil is the start of the first held-out request (RFC 3339):
+	// the fit saw only requests that started before it.
+	FittedUntil string `json:"fitted_until"`
+	// FittedRequests is how many requests the fit saw.
+	FittedRequests int `json:"fitted_requests"`
+	// Share is Lost / Requests.
+	Share float64 `json:"share"`
+}
+
+// Prediction is a distribution-free upper bound on the share of requests
+// that succeed on new traffic which the policy would fail by a timeout.
+type Prediction struct {
+	// Upper is the bound, a fraction of successful requests, at Level.
+	Upper float64 `json:"upper"`
+	Level float64 `json:"level"`
+	// Expected is the same combination of the per-call conformal means
+	// (m+1)/(n+1): what to expect rather than what to allow.
+	Expected float64 `json:"expected"`
+	Basis    string  `json:"basis"`
+	// Target is the request-level false-timeout target; Met says whether
+	// Upper is within it.
+	Target float64 `json:"target"`
+	Met    bool    `json:"met"`
+	// Hops are the per-call bounds of the hops with a timeout, worst
+	// first.
+	Hops []HopRisk `json:"hops"`
+	// NeedSuccesses is how many successes a hop needs before a timeout
+	// above all of them certifies its share of the target (the same for
+	// every hop: the share is the target over the calls per request).
+	NeedSuccesses int `json:"need_successes"`
+	// Advice says in words what the data can support when the bound is
+	// above the target ("" when met).
+	Advice string `json:"advice,omitempty"`
+}
+
+// HopRisk is one hop's per-call bound.
+type HopRisk struct {
+	Hop       string  `json:"hop"`
+	TimeoutMs float64 `json:"timeout_ms"`
+	// Successes is n, Above m: successes longer than the timeout (cut
+	// attempts whose cut is below it count as longer: unknown).
+	Successes int `json:"successes"`
+	Above     int `json:"above"`
+	// Upper is the per-call bound at Level; CallsPerRequest the mean
+	// number of its successful calls in a successful request.
+	Upper           float64 `json:"upper"`
+	CallsPerRequest float64 `json:"calls_per_request"`
+	// Extrapolated is set when the timeout came from the tail model (the
+	// model's own estimate of the per-call risk is ModelRisk).
+	Extrapolated bool    `json:"extrapolated,omitempty"`
+	ModelRisk    float64 `json:"model_risk,omitempty"`
+}
+
+// BetaUpper is the level-quantile of Beta(m+1, n−m): an upper bound on
+// the probability that a new value exceeds a threshold that m of n values
+// exceeded (1 when m ≥ n, or n is 0).
+func BetaUpper(level float64, m, n int) float64 {
+	if n <= 0 || m >= n {
+		return 1
+	}
+	if m < 0 {
+		m = 0
+	}
+	if m == 0 {
+		return 1 - math.Pow(1-level, 1/float64(n))
+	}
+	// P(Beta(m+1, n−m) ≤ x) = P(Binomial(n, x) ≥ m+1); bisect x.
+	lo, hi := 0.0, 1.0
+	for i := 0; i < 80; i++ {
+		x := (lo + hi) / 2
+		if 1-binomCDF(m, n, x) < level {
+			lo = x
+		} else {
+			hi = x
+		}
+	}
+	return hi
+}
+
+// binomCDF is P(Binomial(n, x) ≤ m), summed in log space.
+func binomCDF(m, n int, x float64) float64 {
+	if x <= 0 {
+		return 1
+	}
+	if x >= 1 {
+		if m >= n {
+			return 1
+		}
+		return 0
+	}
+	lx, l1x := math.Log(x), math.Log1p(-x)
+	ln, _ := math.Lgamma(float64(n) + 1)
+	s := 0.0
+	for j := 0; j <= m; j++ {
+		a, _ := math.Lgamma(float64(j) + 1)
+		b, _ := math.Lgamma(float64(n-j) + 1)
+		s += math.Exp(ln - a - b + float64(j)*lx + float64(n-j)*l1x)
+	}
+	return min(s, 1)
+}
+
+// successesAbove counts a hop's successes longer than t, and its cut
+// attempts whose cut lies below t (their time to success is unknown past
+// the cut: counted as longer, so the bound stays an upper bound).
+func (h *Hop) successesAbove(t time.Duration) int {
+	if h.ttsAbove == nil {
+		return 0
+	}
+	m := h.ttsAbove(int64(t))
+	if h.Censored != nil && time.Duration(h.Censored.AtLeastMs*1e6) < t {
+		m += h.Censored.Attempts
+	}
+	return min(m, h.ttsCount)
+}
+
+// NeedSuccesses is how many successes make a timeout above all of them
+// certify a per-call share s at RiskLevel.
+func NeedSuccesses(s float64) int {
+	if s <= 0 || s >= 1 {
+		return 0
+	}
+	return int(math.Ceil(math.Log(1-RiskLevel) / math.Log1p(-s)))
+}
+
+// PredictFalseTimeouts bounds the share of successful requests on new
+// traffic that p would fail by a timeout, from the hops' successes in rep
+// and the calls the logged requests make.
+func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, target float64) *Prediction {
+	byHop := map[string]*Hop{}
+	for i := range rep.Hops {
+		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
+	}
+	type hr struct {
+		upper, mean float64
+		risk        *HopRisk
+	}
+	risks := map[string]*hr{}
+	riskOf := func(hop string, t time.Duration) *hr {
+		if r, ok := risks[hop]; ok {
+			return r
+		}
+		h := byHop[hop]
+		if h == nil || h.ttsCount == 0 {
+			risks[hop] = nil // no success to learn from, and none to lose
+			return nil
+		}
+		m := h.successesAbove(t)
+		r := &hr{upper: BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
+			risk: &HopRisk{Hop: hop, TimeoutMs: ms(int64(t)), Successes: h.ttsCount, Above: m}}
+		r.risk.Upper = round6(r.upper)
+		if h.tail != nil && h.extrapolated {
+			r.risk.Extrapolated = true
+			r.risk.ModelRisk = round6(h.tail.Exceed(float64(t)))
+		}
+		risks[hop] = r
+		return r
+	}
+	calls := map[string]int{}
+	var sumU, sumE float64
+	ok := 0
+	for _, r := range reqs {
+		if r.Failed {
+			continue
+		}
+		ok++
+		logU, logE := 0.0, 0.0
+		eachCall(r.Calls, func(c *span.Call) {
+			last := c.Attempts[len(c.Attempts)-1].Span
+			if last.Failed() {
+				return // a call that failed as logged cannot be falsely cut
+			}
+			hp := p.ForCall(c.Hop, c.Role == span.RoleCall)
+			if hp.Timeout <= 0 {
+				return
+			}
+			x := riskOf(c.Hop, hp.Timeout)
+			if x == nil {
+				return
+			}
+			calls[c.Hop]++
+			logU += math.Log1p(-min(x.upper, 1-1e-15))
+			logE += math.Log1p(-min(x.mean, 1-1e-15))
+		})
+		sumU += -math.Expm1(logU)
+		sumE += -math.Expm1(logE)
+	}
+	pr := &Prediction{Level: RiskLevel, Target: target, Hops: []HopRisk{}}
+	if ok > 0 {
+		pr.Upper, pr.Expected = round6(sumU/float64(ok)), round6(sumE/float64(ok))
+	}
+	k := 0.0
+	for hop, r := range risks {
+		if r == nil || calls[hop] == 0 {
+			continue
+		}
+		r.risk.CallsPerRequest = round4(float64(calls[hop]) / float64(max(ok, 1)))
+		k += float64(calls[hop]) / float64(max(ok, 1))
+		pr.Hops = append(pr.Hops, *r.risk)
+	}
+	sort.Slice(pr.Hops, func(i, j int) bool {
+		a, b := pr.Hops[i], pr.Hops[j]
+		if a.Upper*a.CallsPerRequest != b.Upper*b.CallsPerRequest {
+			return a.Upper*a.CallsPerRequest > b.Upper*b.CallsPerRequest
+		}
+		return a.Hop < b.Hop
+	})
+	pr.Met = pr.Upper <= target
+	if k > 0 {
+		pr.NeedSuccesses = NeedSuccesses(target / k)
+	}
+	pr.Basis = fmt.Sprintf("distribution-free: per call, the %s quantile of Beta(m+1, n−m) for a hop with n successes, m of them longer than its timeout; combined over the calls each of the %d successful requests makes (~%s per request, retries not credited)",
+		pctText(RiskLevel), ok, trimZeros(fmt.Sprintf("%.1f", k)))
+	if !pr.Met && ok > 0 {
+		pr.Advice = adviceFor(pr, reqs, ok)
+	}
+	return pr
+}
+
+// adviceFor says what the data can support: which hops are short of the
+// successes the target needs, how many more requests and minutes of logs
+// that is at the observed rate, and the risk accepted meanwhile.
+func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
+	var short []string
+	worst := 0.0 // more requests needed, from the hop furthest short
+	for _, h := range pr.Hops {
+		if h.Upper <= pr.Target/math.Max(1, float64(len(pr.Hops))) && h.Above == 0 {
+			continue
+		}
+		if h.Successes >= pr.NeedSuccesses {
+			short = append(short, fmt.Sprintf("%s (%d of its %d successes are longer than its %s timeout)", h.Hop, h.Above, h.Successes, FormatDuration(time.Duration(h.TimeoutMs*1e6))))
+			continue
+		}
+		short = append(short, fmt.Sprintf("%s (%d)", h.Hop, h.Successes))
+		if h.CallsPerRequest > 0 {
+			worst = max(worst, float64(pr.NeedSuccesses-h.Successes)/h.CallsPerRequest)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d successful requests cannot certify the %s target on new traffic: a timeout above every success of a hop still leaves a chance of about 1 in n+1 that the next call is slower",
+		ok, pctText(pr.Target))
+	if len(short) > 0 {
+		fmt.Fprintf(&b, "; each hop needs about %d successful calls, and these have fewer: %s", pr.NeedSuccesses, strings.Join(firstN(short, 6), ", "))
+	}
+	if worst > 0 {
+		more := int(math.Ceil(worst * float64(len(reqs)) / float64(ok)))
+		fmt.Fprintf(&b, "; that is about %d more requests", more)
+		if first, last := reqs[0].Start, lastEnd(reqs); last > first {
+			minutes := float64(last-first) / 6e10
+			rate := float64(len(reqs)) / minutes
+			if rate > 0 {
+				fmt.Fprintf(&b, ", ~%s more of logs at the observed %s requests a minute", minutesText(float64(more)/rate), trimZeros(fmt.Sprintf("%.1f", rate)))
+			}
+		}
+	}
+	fmt.Fprintf(&b, "; with the policy as it is, up to %s of requests that succeed could fail on new traffic (%s confidence)", pctText(pr.Upper), pctText(pr.Level))
+	return b.String()
+}
+
+func lastEnd(reqs []*span.Request) int64 {
+	var e int64
+	for _, r := range reqs {
+		e = max(e, r.End)
+	}
+	return e
+}
+
+// minutesText writes a span of minutes as minutes, hours or days.
+func minutesText(m float64) string {
+	switch {
+	case m < 90:
+		return fmt.Sprintf("%.0f minutes", math.Max(1, math.Ceil(m)))
+	case m < 48*60:
+		return trimZeros(fmt.Sprintf("%.1f", m/60)) + " hours"
+	}
+	return trimZeros(fmt.Sprintf("%.1f", m/1440)) + " days"
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], fmt.Sprintf("%d more", len(s)-n))
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
