@@ -143,6 +143,24 @@ func RoundUpNice(d time.Duration) time.Duration {
 	return time.Duration(r)
 }
 
+// RoundDownNice rounds a duration down the way RoundUpNice rounds up: the
+// nice value at or below d (a cap must stay a cap after rounding).
+func RoundDownNice(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	x := float64(d)
+	mag := math.Pow(10, math.Floor(math.Log10(x)))
+	step := mag / 10
+	if x/mag < 2 {
+		step = mag / 20
+	}
+	if step < float64(time.Millisecond) {
+		step = float64(time.Millisecond)
+	}
+	return time.Duration(math.Floor(x/step+1e-9) * step)
+}
+
 // FalseTimeoutTarget is the request-level target opt asks for.
 func FalseTimeoutTarget(opt Options) float64 {
 	switch {
@@ -531,7 +549,7 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 	case h.ttsCount < MinSamplesRecommend || slowest <= 0:
 		t := current
 		basis := fmt.Sprintf("%d successful %s: too few to measure %s", h.ttsCount, plural(h.ttsCount, "attempt", "attempts"), pname)
-		if floor := RoundUpNice(time.Duration(MaxExtrapolation * float64(slowest))); slowest > 0 && t < floor {
+		if floor := max(RoundDownNice(time.Duration(MaxExtrapolation*float64(slowest))), RoundUpNice(time.Duration(float64(slowest)*(1+margin)))); slowest > 0 && t < floor {
 			t = floor
 			basis += fmt.Sprintf("; slowest success %s × %.0f → %s: too few to model the tail, so the furthest tailscope extrapolates (a timeout at the slowest success fails about 1 call in n+1 on new traffic)", FormatDuration(slowest), MaxExtrapolation, FormatDuration(t))
 		} else if t > 0 {
@@ -573,7 +591,7 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		var t time.Duration
 		var basis string
 		if h.ttsKnown < MinTailFit {
-			t = RoundUpNice(capT)
+			t = max(RoundDownNice(capT), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 			basis = fmt.Sprintf("slowest of %d successes %s × %.0f → %s: too few to fit a tail (%d), so the furthest tailscope extrapolates",
 				h.ttsCount, FormatDuration(slowest), MaxExtrapolation, FormatDuration(t), MinTailFit)
 		} else {
@@ -587,7 +605,7 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 			case v < floor:
 				basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", FormatDuration(slowest), 1+margin, FormatDuration(t))
 			case t > capT:
-				t = capT
+				t = max(RoundDownNice(capT), RoundUpNice(floor))
 				basis += fmt.Sprintf(", capped at %.0f× the slowest success (%s): the model is not trusted further from its data", MaxExtrapolation, FormatDuration(t))
 			default:
 				basis += " → " + FormatDuration(t)

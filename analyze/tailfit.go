@@ -32,8 +32,9 @@ import (
 //   - A mixture of lognormals cannot follow a power-law tail: on Pareto
 //     samples it put the quantile 20× too low in probability. So the fit is
 //     checked against the sample's own upper tail: the Hill estimate (mean
-//     log-excess over the top tenth) against what the mixture predicts over
-//     the same threshold. When the sample's tail is heavier by more than
+//     log-excess over the top tenth) against what one lognormal fitted to
+//     the whole sample predicts over the same threshold (the mixture's
+//     prediction when its top component is a slow mode set apart). When the sample's tail is heavier by more than
 //     1.5 standard errors, the quantile is the larger of the mixture's and
 //     the Weissman (Pareto tail) extrapolation, aimed at half the asked
 //     probability to pay for the Hill estimate's noise.
@@ -111,7 +112,18 @@ func fitTail(xs []float64) tailModel {
 	}
 	g /= float64(m.k)
 	// The mixture's mean log-excess over u: ∫ S(t) dt / S(u) over t > u.
-	su := m.survLog(u)
+	// Against one lognormal fitted to the whole sample, not against a
+	// mixture of overlapping components: such a mixture of four can bend to follow a power law over the
+	// data and then fall away beyond it, hiding the very tail the test is
+	// for (measured: Pareto hops lost 20× their share).
+	// A slow mode set apart is the mixture's own business: there the top
+	// tenth lies in that mode, and the mixture is the reference.
+	body := m.survLog
+	if math.IsInf(upper, -1) {
+		one := fitNormals(y, []int{0, n})
+		body = func(t float64) float64 { return normSurv((t - one.m[0]) / one.sd[0]) }
+	}
+	su := body(u)
 	gm := 0.0
 	if su > 0 {
 		const steps = 4000
@@ -121,7 +133,7 @@ func fitTail(xs []float64) tailModel {
 		}
 		h := span / steps
 		for i := 0; i < steps; i++ {
-			gm += m.survLog(u+(float64(i)+0.5)*h) * h
+			gm += body(u+(float64(i)+0.5)*h) * h
 		}
 		gm /= su
 	}
@@ -197,7 +209,7 @@ func mixture(y []float64) (func(float64) float64, string, float64) {
 			if f.collapsed {
 				continue
 			}
-			if bic := 2*f.ll - float64(3*k-1)*math.Log(n); bic > bestBIC {
+			if bic := 2*f.ll - float64(3*k-1)*math.Log(n); bic > bestBIC+bicMargin {
 				best, bestBIC = f, bic
 			}
 		}
@@ -205,7 +217,14 @@ func mixture(y []float64) (func(float64) float64, string, float64) {
 	name := "lognormal"
 	upper := math.Inf(-1)
 	if c := len(best.w); c > 1 {
-		name, upper = []string{"", "", "two", "three", "four"}[c]+"-lognormal mixture", best.m[c-1]
+		name = []string{"", "", "two", "three", "four"}[c] + "-lognormal mixture"
+		// Only a slow mode set apart from the rest (its mean more than
+		// two standard deviations of each beyond the next one's) has a
+		// gap below it for the top tails to stay out of; overlapping
+		// components are one broad tail, Pareto-like ones included.
+		if best.m[c-1]-best.m[c-2] > 2*(best.sd[c-1]+best.sd[c-2]) {
+			upper = best.m[c-1]
+		}
 	}
 	f := best
 	return func(t float64) float64 {
@@ -223,6 +242,14 @@ type normals struct {
 	ll        float64
 	collapsed bool // a component lost its weight: the fit has fewer
 }
+
+// bicMargin is how much better (in BIC) a mixture with more components
+// must fit to be taken: 10 is "very strong" evidence on Kass and Raftery's
+// scale. Plain BIC let a fourth component fit noise at the top of 300
+// lognormal successes, and the narrower upper components put the far
+// quantiles too low (median loss 0.26% against a 0.1% target on the
+// generated chain, 0.10% with the margin).
+const bicMargin = 10
 
 // maxComponents is the most normals a mixture has: a broad body may take
 // two, and up to two slow modes above it (a slow path, and a rarer
