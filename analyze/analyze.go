@@ -281,6 +281,11 @@ type Hop struct {
 	// the lint on timeouts far above the tail measures against it.
 	tail         *tailModel
 	extrapolated bool
+	// tailNeed is what the recommendation took the hop's tail to need
+	// before rounding, ns, where it went past the slowest success (an
+	// extrapolation, or MaxExtrapolation × the slowest success where the
+	// successes are too few to fit one); 0 otherwise.
+	tailNeed float64
 	// instances counts the values of each attribute key compared on
 	// the hop (for Eject.Instances).
 	instances map[string]int
@@ -566,6 +571,12 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	mapEndpoints(rep, reqs)
 	return rep
 }
+
+// TailNeed is how long the hop's successes may take on new traffic as the
+// recommendation extrapolated it (0 when it did not extrapolate): check's
+// rule on timeouts far above the tail measures against it, so that it
+// never calls the tool's own extrapolation waste.
+func (h *Hop) TailNeed() time.Duration { return time.Duration(h.tailNeed) }
 
 // Recommended returns the recommended policy, with each hop's basis as its
 // comment: what `tailscope recommend` writes.

@@ -55,7 +55,9 @@ func splitByStart(spans []span.Span) (early, late []span.Span) {
 	for id := range first {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return first[ids[i]] < first[ids[j]] || first[ids[i]] == first[ids[j]] && ids[i] < ids[j] })
+	sort.Slice(ids, func(i, j int) bool {
+		return first[ids[i]] < first[ids[j]] || first[ids[i]] == first[ids[j]] && ids[i] < ids[j]
+	})
 	half := map[string]bool{}
 	for _, id := range ids[:len(ids)/2] {
 		half[id] = true

@@ -551,6 +551,7 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		basis := fmt.Sprintf("%d successful %s: too few to measure %s", h.ttsCount, plural(h.ttsCount, "attempt", "attempts"), pname)
 		if floor := max(RoundDownNice(time.Duration(MaxExtrapolation*float64(slowest))), RoundUpNice(time.Duration(float64(slowest)*(1+margin)))); slowest > 0 && t < floor {
 			t = floor
+			h.tailNeed = MaxExtrapolation * float64(slowest)
 			basis += fmt.Sprintf("; slowest success %s × %.0f → %s: too few to model the tail, so the furthest tailscope extrapolates (a timeout at the slowest success fails about 1 call in n+1 on new traffic)", FormatDuration(slowest), MaxExtrapolation, FormatDuration(t))
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
@@ -592,12 +593,14 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		var basis string
 		if h.ttsKnown < MinTailFit {
 			t = max(RoundDownNice(capT), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
+			h.tailNeed = float64(capT)
 			basis = fmt.Sprintf("slowest of %d successes %s × %.0f → %s: too few to fit a tail (%d), so the furthest tailscope extrapolates",
 				h.ttsCount, FormatDuration(slowest), MaxExtrapolation, FormatDuration(t), MinTailFit)
 		} else {
 			model := fitTail(tailPoints(h.ttsAt, h.ttsKnown))
 			h.tail, h.extrapolated = &model, true
 			v := time.Duration(model.Quantile(share))
+			h.tailNeed = float64(min(v, capT))
 			floor := time.Duration(float64(slowest) * (1 + margin))
 			t = RoundUpNice(max(v, floor))
 			basis = fmt.Sprintf("extrapolated: %s puts %s at %s", describeModel(model, share), percentileName(100*(1-share)), FormatDuration(v))
@@ -930,6 +933,32 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 		raised = append(raised, hop)
 	}
 	return raised
+}
+
+// NestedNeeds is, per hop with a timeout under p, the longest one of its
+// logged attempts can take with the calls below it at their worst (each at
+// its timeout, with every retry and the longest backoffs; see
+// worstAttempt): what the hop's timeout must allow for the timeouts and
+// retries below it to fire first. Hops without timed calls below them are
+// absent.
+func NestedNeeds(reqs []*span.Request, p *policy.Policy) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, r := range reqs {
+		eachCall(r.Calls, func(c *span.Call) {
+			if p.ForCall(c.Hop, c.Role == span.RoleCall).Timeout <= 0 {
+				return
+			}
+			for _, a := range c.Attempts {
+				if len(a.Calls) == 0 {
+					continue
+				}
+				if lat, _ := worstAttempt(a.Span, a.Calls, p); time.Duration(lat) > out[c.Hop] && lat > a.Span.Duration {
+					out[c.Hop] = time.Duration(lat)
+				}
+			}
+		})
+	}
+	return out
 }
 
 // recount sets chk's outcome numbers from a replay of the logs.

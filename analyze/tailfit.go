@@ -48,7 +48,7 @@ import (
 // maxTailPoints bounds the points the tail model is fitted to: above it the
 // model reads evenly spaced quantiles of the hop's time to success (the
 // digest's own), which keeps EM's cost fixed on big hops.
-const maxTailPoints = 4000
+const maxTailPoints = 1000
 
 // minTailPoints is the fewest successes a tail is fitted to.
 const minTailPoints = MinSamplesRecommend

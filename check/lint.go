@@ -72,7 +72,8 @@ const P99 = 0.99
 // which the replay bounds by the budget only, so its hop's per-attempt
 // policy is never used and not linted.
 func Lint(rep *analyze.Report, reqs []*span.Request, p *policy.Policy) []Finding {
-	l := &linter{p: p, hops: map[string]*analyze.Hop{}, obs: map[string]*hopObs{}, unbounded: rep.UnboundedHops()}
+	l := &linter{p: p, hops: map[string]*analyze.Hop{}, obs: map[string]*hopObs{}, unbounded: rep.UnboundedHops(),
+		nested: analyze.NestedNeeds(reqs, p)}
 	for i := range rep.Hops {
 		l.hops[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
@@ -138,6 +139,9 @@ type linter struct {
 	outlives map[string]*outlivesObs
 	outlast  map[string]*outlivesObs // retries that need longer than the caller allows
 	timed    map[string]int          // calls with a timeout, by hop
+	// nested is what each hop's timeout must allow for the timed calls
+	// below it (analyze.NestedNeeds).
+	nested map[string]time.Duration
 }
 
 // layer is a call on a path that a policy times out or retries, as seen
@@ -774,6 +778,22 @@ func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o 
 			p = slowest
 			ref = fmt.Sprintf("the slowest of %d successful attempts, %s (p99 %s)", len(o.succ), fd(time.Duration(slowest)), p99)
 		}
+	}
+	if need := float64(h.TailNeed()); need > p {
+		// The recommendation extrapolated this hop's tail past its
+		// slowest success (too few successes to certify the request
+		// target): that is the tail a timeout must cover.
+		p = need
+		ref = fmt.Sprintf("the tail extrapolated for the request target, %s (%d successful attempts, slowest %s)", fd(time.Duration(need)), n, p99)
+		if len(o.succ) > 0 {
+			ref = fmt.Sprintf("the tail extrapolated for the request target, %s (%d successful attempts, slowest %s)", fd(time.Duration(need)), n, fd(time.Duration(slices.Max(o.succ))))
+		}
+	}
+	if need := float64(l.nested[name]); need > p {
+		// The calls below it, at their own timeouts, need this long: a
+		// caller must allow them, however fast its own successes were.
+		p = need
+		ref = fmt.Sprintf("what the calls below it need at their timeouts, %s", fd(time.Duration(need)))
 	}
 	if float64(T) > FarAboveFactor*p && time.Duration(float64(T)-p) >= FarAboveMinExcess {
 		l.add(CodeFarAboveTail, SevWarning, name,

@@ -92,6 +92,15 @@ func TestRecommendThenCheckPassesOnRealFiles(t *testing.T) {
 			cr := Run(l.rep, l.reqs, []*policy.Policy{p}, Options{})
 			res := cr.Results[0]
 			for _, x := range res.Lint {
+				if x.Code == CodeOutOfSample {
+					// What the logs cannot certify is said of every policy,
+					// the tool's own too; it must be the bound recommend
+					// reported.
+					if got, want := res.Predicted.Upper, l.rep.RecommendedPolicy.Safety.Predicted.Upper; got != want {
+						t.Errorf("check predicts %g out of sample, recommend said %g", got, want)
+					}
+					continue
+				}
 				if x.Severity != SevInfo {
 					t.Errorf("recommend wrote what check lints: %s %s %s: %s", x.Severity, x.Code, x.Hop, x.Message)
 				}
@@ -407,6 +416,9 @@ func TestBoutiqueShapes(t *testing.T) {
 			p := l.rep.Recommended()
 			cr := Run(l.rep, l.reqs, []*policy.Policy{p}, Options{})
 			for _, x := range cr.Results[0].Lint {
+				if x.Code == CodeOutOfSample {
+					continue // what the logs cannot certify: said of every policy
+				}
 				if x.Severity != SevInfo {
 					t.Errorf("recommend wrote what check lints: %s %s %s: %s", x.Severity, x.Code, x.Hop, x.Message)
 				}
