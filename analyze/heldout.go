@@ -41,8 +41,8 @@ func holdOut(reqs []*span.Request, opt Options) (*HeldOut, string) {
 	n := len(reqs)
 	cut := n - int(float64(n)*HeldOutShare)
 	if n-cut < MinHeldOut {
-		return nil, fmt.Sprintf("%d requests are too few to hold any out: held-out validation replays the latest third and needs at least %d there (%d requests)",
-			n, MinHeldOut, int(math.Ceil(MinHeldOut/HeldOutShare)))
+		return nil, fmt.Sprintf("%s too few to hold any out: held-out validation replays the latest third and needs at least %d there (%d requests)",
+			nWord(n, "request is", "requests are"), MinHeldOut, int(math.Ceil(MinHeldOut/HeldOutShare)))
 	}
 	// Requests are sorted by start (span.Assemble); requests that start
 	// at the same instant as the first held-out one stay on one side.

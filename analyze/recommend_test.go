@@ -73,7 +73,7 @@ func exactP(xs []int64, q float64) float64 {
 // On the seed sample: each hop's timeout comes from its own time to
 // success at the percentile the request-level target implies (3 calls per
 // request, 0.1% of requests → p99.967 per call, which 200 successes cannot
-// measure: the slowest success × 1.1, rounded); no retries; a budget that
+// certify: extrapolated, and here the slowest success × 1.1, rounded); no retries; a budget that
 // covers the critical path; and the recommendation replayed on the same
 // logs loses nothing.
 func TestRecommendSeedSample(t *testing.T) {
@@ -94,8 +94,14 @@ func TestRecommendSeedSample(t *testing.T) {
 			want = RoundUpNice(time.Duration(exactP(xs, q) * 1.1))
 		} else {
 			want = RoundUpNice(time.Duration(exactP(xs, 1) * 1.1))
-			if !strings.Contains(h.Recommendation.Basis, "slowest of 200 successes") || !strings.Contains(h.Recommendation.Basis, "~3 calls per request share the 0.1% request target") {
-				t.Errorf("%s: basis %q does not say it covers the slowest success", h.Hop, h.Recommendation.Basis)
+			// 200 successes cannot certify p99.967: the tail is
+			// extrapolated, and on this sample (slow modes of 8–11 s)
+			// the fitted quantile falls below the slowest success ×
+			// 1.1, which the timeout then covers.
+			for _, w := range []string{"extrapolated: the tail of the 200 successes", "below the slowest success", "~3 calls per request share the 0.1% request target"} {
+				if !strings.Contains(h.Recommendation.Basis, w) {
+					t.Errorf("%s: basis %q does not say %q", h.Hop, h.Recommendation.Basis, w)
+				}
 			}
 		}
 		got := p.For(h.Hop)

@@ -297,14 +297,14 @@ func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d successful requests cannot certify the %s target on new traffic: a timeout above every success of a hop still leaves a chance of about 1 in n+1 that the next call is slower",
-		ok, pctText(pr.Target))
+	fmt.Fprintf(&b, "%s cannot certify the %s target on new traffic: a timeout above every success of a hop still leaves a chance of about 1 in n+1 that the next call is slower",
+		nWord(ok, "successful request", "successful requests"), pctText(pr.Target))
 	if len(short) > 0 {
-		fmt.Fprintf(&b, "; each hop needs about %d successful calls, and these have fewer: %s", pr.NeedSuccesses, strings.Join(firstN(short, 6), ", "))
+		fmt.Fprintf(&b, "; each hop needs about %d successful calls, and these have fewer: %s", pr.NeedSuccesses, strings.Join(firstN(short, 3), ", "))
 	}
 	if worst > 0 {
 		more := int(math.Ceil(worst * float64(len(reqs)) / float64(ok)))
-		fmt.Fprintf(&b, "; that is about %d more requests", more)
+		fmt.Fprintf(&b, "; that is about %s", nWord(more, "more request", "more requests"))
 		if first, last := reqs[0].Start, lastEnd(reqs); last > first {
 			minutes := float64(last-first) / 6e10
 			rate := float64(len(reqs)) / minutes
@@ -313,7 +313,6 @@ func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "; with the policy as it is, up to %s of requests that succeed could fail on new traffic (%s confidence)", pctText(pr.Upper), pctText(pr.Level))
 	return b.String()
 }
 

@@ -156,8 +156,14 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 	}
 	rec, _, _ = strings.Cut(rec, "\n\n")
 	lines := strings.Split(rec, "\n")[1:]
-	if !strings.HasPrefix(lines[0], "  HOP ") || len(lines) != 1+len(set)+2 {
-		t.Fatalf("text: %d lines under the recommendation, want header, %d hops, summary and check:\n%s", len(lines), len(set), rec)
+	safety, _ := safetyLines(rep.RecommendedPolicy.Safety)
+	if !strings.HasPrefix(lines[0], "  HOP ") || len(lines) != 1+len(set)+2+len(safety) {
+		t.Fatalf("text: %d lines under the recommendation, want header, %d hops, summary, check and %d safety lines:\n%s", len(lines), len(set), len(safety), rec)
+	}
+	for i, l := range safety {
+		if got := lines[3+len(set)+i]; got != "  "+l {
+			t.Errorf("text: safety line %q, want %q", got, l)
+		}
 	}
 	for i, h := range set {
 		row := lines[1+i]
