@@ -27,6 +27,13 @@ func PolicyHeader(rep *analyze.Report) string {
 			break
 		}
 	}
+	// What the policy risks beyond these logs travels with the file.
+	if rp := rep.RecommendedPolicy; rp != nil {
+		lines, _ := safetyLinesAdvice(rp.Safety, true)
+		for _, l := range lines {
+			b.WriteString("# " + VisibleLines(capFirst(l)) + "\n")
+		}
+	}
 	return b.String()
 }
 
@@ -56,6 +63,12 @@ func PolicyWritten(w io.Writer, file string, rep *analyze.Report) error {
 			hedge = fmt.Sprintf("  hedge after %s (at most %d)", analyze.FormatDuration(h.Hedge.Delay), h.Hedge.Max)
 		}
 		fmt.Fprintf(bw, "  %-*s %-13s %8s  retries %d%s\n", width, VisibleLines(name), action[name], analyze.FormatDuration(h.Timeout), h.Retries, hedge)
+	}
+	if rp := rep.RecommendedPolicy; rp != nil {
+		lines, _ := safetyLinesAdvice(rp.Safety, true)
+		for _, l := range lines {
+			fmt.Fprintf(bw, "  %s\n", VisibleLines(l))
+		}
 	}
 	return bw.Flush()
 }

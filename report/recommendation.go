@@ -118,6 +118,12 @@ func recRetries(r analyze.Recommendation) string {
 // out-of-sample bound. bad is true when the bound is above the target or
 // the held-out part lost more than the target allows.
 func safetyLines(s *analyze.Safety) (lines []string, bad bool) {
+	return safetyLinesAdvice(s, false)
+}
+
+// safetyLinesAdvice is safetyLines, with what would certify the target
+// spelled out (where no warning section follows to say it) when advice.
+func safetyLinesAdvice(s *analyze.Safety, advice bool) (lines []string, bad bool) {
 	if s == nil {
 		return nil, false
 	}
@@ -139,8 +145,14 @@ func safetyLines(s *analyze.Safety) (lines []string, bad bool) {
 			verdict = "the " + pctShare(p.Target) + " target is not certified by these logs (see the warning for what would certify it)"
 			bad = true
 		}
+		if advice && !p.Met {
+			verdict = "the " + pctShare(p.Target) + " target is not certified by these logs"
+		}
 		lines = append(lines, fmt.Sprintf("on new traffic: up to %s of requests that succeed may fail by a timeout (%s confidence, distribution-free; expected %s): %s",
 			pctShare(p.Upper), pctShare(p.Level), pctShare(p.Expected), verdict))
+		if advice && !p.Met && p.Advice != "" {
+			lines = append(lines, p.Advice)
+		}
 	}
 	return lines, bad
 }
