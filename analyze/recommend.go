@@ -307,6 +307,10 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	capDurations(rep, p)
 	pred := PredictFalseTimeouts(rep, reqs, p, target)
 	rep.safety = &Safety{InSample: InSample{Requests: chk.LoggedOK, Lost: chk.Failed}, Predicted: pred}
+	if why := provisional(rep, chk); why != "" {
+		rep.safety.Provisional = why
+		rep.Warnings = append(rep.Warnings, Warning{Code: "provisional-policy", Message: "the recommended policy is provisional: " + why})
+	}
 	if !pred.Met && chk.LoggedOK > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: CodeOutOfSample,
 			Message: fmt.Sprintf("on new traffic the recommended policy may fail up to %s of requests that succeed (%s confidence, distribution-free), above the %s target: %s",

@@ -42,6 +42,35 @@ type Safety struct {
 	HeldOut     *HeldOut    `json:"held_out"`
 	HeldOutNote string      `json:"held_out_note,omitempty"`
 	Predicted   *Prediction `json:"predicted_false_timeouts"`
+	// Provisional says why the policy rests on too few logs to be more
+	// than a starting point ("" when it does not): fewer than
+	// MinProvisional requests succeeded, or a hop it times out has no
+	// successful call to measure.
+	Provisional string `json:"provisional,omitempty"`
+}
+
+// MinProvisional is the fewest requests that succeeded as logged below
+// which a recommended policy is marked provisional: each timeout then
+// rests on a handful of calls or on none.
+const MinProvisional = 10
+
+// provisional says why a policy fitted on reqs is provisional, or "".
+func provisional(rep *Report, chk *RecommendationCheck) string {
+	if chk.LoggedOK < MinProvisional {
+		return fmt.Sprintf("only %s succeeded as logged (fewer than %d): each timeout rests on a handful of calls or on none; collect more logs before rolling it out",
+			nWord(chk.LoggedOK, "request", "requests"), MinProvisional)
+	}
+	var none []string
+	for _, h := range rep.Hops {
+		if h.Role == RoleCall && h.ttsCount == 0 && h.Recommendation.TimeoutMs > 0 {
+			none = append(none, h.Hop)
+		}
+	}
+	if len(none) > 0 {
+		return fmt.Sprintf("%s no successful call to measure (%s): %s on the policy's default, not on its own times",
+			nWord(len(none), "hop has", "hops have"), strings.Join(firstN(none, 3), ", "), map[bool]string{true: "its timeout rests", false: "their timeouts rest"}[len(none) == 1])
+	}
+	return ""
 }
 
 // InSample is the policy replayed on the very requests it was fitted to.

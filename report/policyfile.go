@@ -20,7 +20,7 @@ func PolicyHeader(rep *analyze.Report) string {
 	for _, in := range rep.Inputs {
 		files = append(files, in.File)
 	}
-	fmt.Fprintf(&b, "%s (%d spans, %d requests).\n", strings.Join(files, ", "), rep.Spans, rep.Requests.Count)
+	fmt.Fprintf(&b, "%s (%s, %s).\n", strings.Join(files, ", "), count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"))
 	for _, h := range rep.Hops {
 		if h.Recommendation.Action == analyze.ActionObserveFirst {
 			b.WriteString("# Some hops are observe-first: their timeouts are canaries to learn the tail, not measurements.\n")
@@ -45,7 +45,7 @@ func PolicyWritten(w io.Writer, file string, rep *analyze.Report) error {
 	p := rep.Recommended()
 	hops := p.HopNames()
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "wrote %s: %d hops, budget %s\n", file, len(hops), analyze.FormatDuration(p.Budget))
+	fmt.Fprintf(bw, "wrote %s: %s, budget %s\n", file, count(len(hops), "hop", "hops"), analyze.FormatDuration(p.Budget))
 	action := make(map[string]string, len(hops))
 	for _, h := range rep.Hops {
 		if _, ok := action[h.Hop]; !ok {

@@ -39,8 +39,9 @@ func TestPolicyWrittenNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != len(names)+1 || !strings.HasPrefix(lines[0], "wrote p.yaml: ") {
-		t.Fatalf("want a head line and %d hop lines, got:\n%s", len(names), b.String())
+	safety, _ := safetyLinesAdvice(rep.RecommendedPolicy.Safety, true)
+	if len(lines) != len(names)+1+len(safety) || !strings.HasPrefix(lines[0], "wrote p.yaml: ") {
+		t.Fatalf("want a head line, %d hop lines and %d safety lines, got:\n%s", len(names), len(safety), b.String())
 	}
 	action := map[string]string{}
 	for _, h := range rep.Hops {

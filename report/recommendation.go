@@ -127,6 +127,10 @@ func safetyLinesAdvice(s *analyze.Safety, advice bool) (lines []string, bad bool
 	if s == nil {
 		return nil, false
 	}
+	if s.Provisional != "" {
+		lines = append(lines, "provisional: "+s.Provisional)
+		bad = true
+	}
 	switch h := s.HeldOut; {
 	case h != nil && h.Requests > 0:
 		lines = append(lines, fmt.Sprintf("held out: fitted on the %s before %s, replayed on the %d later that succeeded: %d %s (%s)",
