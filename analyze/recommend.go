@@ -128,14 +128,7 @@ func RoundUpNice(d time.Duration) time.Duration {
 		return 0
 	}
 	x := float64(d)
-	mag := math.Pow(10, math.Floor(math.Log10(x)))
-	step := mag / 10
-	if x/mag < 2 {
-		step = mag / 20
-	}
-	if step < float64(time.Millisecond) {
-		step = float64(time.Millisecond)
-	}
+	step := niceStep(x)
 	r := math.Ceil(x/step-1e-9) * step
 	if r >= float64(math.MaxInt64) {
 		return time.Duration(math.MaxInt64)
@@ -150,15 +143,20 @@ func RoundDownNice(d time.Duration) time.Duration {
 		return 0
 	}
 	x := float64(d)
+	step := niceStep(x)
+	return time.Duration(math.Floor(x/step+1e-9) * step)
+}
+
+// niceStep is the rounding step of RoundUpNice and RoundDownNice at x ns:
+// a tenth of its decade, a twentieth when the leading digit is 1, and
+// never under a millisecond.
+func niceStep(x float64) float64 {
 	mag := math.Pow(10, math.Floor(math.Log10(x)))
 	step := mag / 10
 	if x/mag < 2 {
 		step = mag / 20
 	}
-	if step < float64(time.Millisecond) {
-		step = float64(time.Millisecond)
-	}
-	return time.Duration(math.Floor(x/step+1e-9) * step)
+	return max(step, float64(time.Millisecond))
 }
 
 // FalseTimeoutTarget is the request-level target opt asks for.
