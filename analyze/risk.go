@@ -154,11 +154,14 @@ func BetaUpper(level float64, m, n int) float64 {
 	if m == 0 {
 		return 1 - math.Pow(1-level, 1/float64(n))
 	}
-	// P(Beta(m+1, n−m) ≤ x) = P(Binomial(n, x) ≥ m+1); bisect x.
+	// P(Beta(m+1, n−m) ≤ x) = P(Binomial(n, x) ≥ m+1); bisect x. The
+	// binomial coefficients do not depend on x: computed once, not at
+	// each of the 80 steps (two log-gammas a term: most of the cost).
+	coef := binomLogCoefs(m, n)
 	lo, hi := 0.0, 1.0
 	for i := 0; i < 80; i++ {
 		x := (lo + hi) / 2
-		if 1-binomCDF(m, n, x) < level {
+		if 1-binomCDF(coef, n, x) < level {
 			lo = x
 		} else {
 			hi = x
@@ -167,8 +170,22 @@ func BetaUpper(level float64, m, n int) float64 {
 	return hi
 }
 
-// binomCDF is P(Binomial(n, x) ≤ m), summed in log space.
-func binomCDF(m, n int, x float64) float64 {
+// binomLogCoefs is log C(n, j) for j = 0..m.
+func binomLogCoefs(m, n int) []float64 {
+	ln, _ := math.Lgamma(float64(n) + 1)
+	coef := make([]float64, m+1)
+	for j := range coef {
+		a, _ := math.Lgamma(float64(j) + 1)
+		b, _ := math.Lgamma(float64(n-j) + 1)
+		coef[j] = ln - a - b
+	}
+	return coef
+}
+
+// binomCDF is P(Binomial(n, x) ≤ m), summed in log space from the
+// coefficients binomLogCoefs(m, n).
+func binomCDF(coef []float64, n int, x float64) float64 {
+	m := len(coef) - 1
 	if x <= 0 {
 		return 1
 	}
@@ -179,12 +196,9 @@ func binomCDF(m, n int, x float64) float64 {
 		return 0
 	}
 	lx, l1x := math.Log(x), math.Log1p(-x)
-	ln, _ := math.Lgamma(float64(n) + 1)
 	s := 0.0
-	for j := 0; j <= m; j++ {
-		a, _ := math.Lgamma(float64(j) + 1)
-		b, _ := math.Lgamma(float64(n-j) + 1)
-		s += math.Exp(ln - a - b + float64(j)*lx + float64(n-j)*l1x)
+	for j, c := range coef {
+		s += math.Exp(c + float64(j)*lx + float64(n-j)*l1x)
 	}
 	return min(s, 1)
 }

@@ -3,7 +3,10 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+
+	"github.com/tailscope/tailscope/internal/par"
 )
 
 // This file models a hop's time to success beyond its data: where a hop has
@@ -198,20 +201,47 @@ func (m tailModel) Exceed(t float64) float64 {
 // body from the quantiles.
 func mixture(y []float64) (func(float64) float64, string, float64) {
 	n := float64(len(y))
-	best := fitNormals(y, []int{0, len(y)})
-	bestBIC := 2*best.ll - 2*math.Log(n)
+	// The fits are independent: all are run (on every core, the costly
+	// ones converge in hundreds of EM iterations), then chosen in this
+	// order, so the choice is the sequential loop's. Starts that cut the
+	// sample alike give the same fit and are fitted once.
+	starts := [][]int{{0, len(y)}}
 	for k := 2; k <= maxComponents; k++ {
 		for _, cuts := range [][]int{quantileCuts(len(y), k), gapCuts(y, k), bodyGapCuts(y, k)} {
-			if cuts == nil {
-				continue
+			if cuts != nil {
+				starts = append(starts, cuts)
 			}
-			f := fitNormals(y, cuts)
-			if f.collapsed {
-				continue
+		}
+	}
+	first := make([]int, len(starts)) // the start whose fit each one reuses
+	var distinct []int
+	for i, c := range starts {
+		first[i] = i
+		for _, j := range distinct {
+			if slices.Equal(starts[j], c) {
+				first[i] = j
+				break
 			}
-			if bic := 2*f.ll - float64(3*k-1)*math.Log(n); bic > bestBIC+bicMargin {
-				best, bestBIC = f, bic
-			}
+		}
+		if first[i] == i {
+			distinct = append(distinct, i)
+		}
+	}
+	fits := make([]normals, len(starts))
+	par.Each(len(distinct), func(d int) {
+		i := distinct[d]
+		fits[i] = fitNormals(y, starts[i])
+	})
+	best := fits[0]
+	bestBIC := 2*best.ll - 2*math.Log(n)
+	for i := 1; i < len(starts); i++ {
+		f := fits[first[i]]
+		if f.collapsed {
+			continue
+		}
+		k := len(starts[i]) - 1
+		if bic := 2*f.ll - float64(3*k-1)*math.Log(n); bic > bestBIC+bicMargin {
+			best, bestBIC = f, bic
 		}
 	}
 	name := "lognormal"
@@ -354,28 +384,48 @@ func fitNormals(y []float64, cuts []int) normals {
 	}
 	r := make([]float64, len(y)*k)
 	lw := make([]float64, k)
+	lnorm, twoVar := make([]float64, k), make([]float64, k)
 	prev := math.Inf(-1)
 	for it := 0; it < 300; it++ {
 		f.ll = 0
 		for j := range lw {
 			lw[j] = math.Log(f.w[j])
+			// normLogPDF's parts that do not depend on the point, computed
+			// once an iteration instead of once a point: the same values,
+			// so the same fit, at a third of the logarithms.
+			lnorm[j] = -0.5 * math.Log(2*math.Pi*vars[j])
+			twoVar[j] = 2 * vars[j]
 		}
 		for i, t := range y {
 			row := r[i*k : (i+1)*k]
 			top := math.Inf(-1)
 			for j := range row {
-				row[j] = lw[j] + normLogPDF(t, f.m[j], vars[j])
+				d := t - f.m[j]
+				row[j] = lw[j] + (lnorm[j] - d*d/twoVar[j])
 				top = max(top, row[j])
 			}
 			sum := 0.0
 			for j := range row {
-				row[j] = math.Exp(row[j] - top)
+				// exp(0) is 1 and exp below its underflow is 0, exactly:
+				// the top component and the far ones need no call.
+				switch x := row[j] - top; {
+				case x == 0:
+					row[j] = 1
+				case x < expUnderflow:
+					row[j] = 0
+				default:
+					row[j] = math.Exp(x)
+				}
 				sum += row[j]
 			}
 			for j := range row {
 				row[j] /= sum
 			}
-			f.ll += top + math.Log(sum)
+			if sum == 1 { // every other component underflowed: log(1) is 0
+				f.ll += top
+			} else {
+				f.ll += top + math.Log(sum)
+			}
 		}
 		for j := 0; j < k; j++ {
 			var sw, s1 float64
@@ -414,6 +464,10 @@ func fitNormals(y []float64, cuts []int) normals {
 	}
 	return o
 }
+
+// expUnderflow is the largest x below which math.Exp(x) is 0 (the
+// constant of Go's math package, whose Exp returns 0 for x < it).
+const expUnderflow = -7.45133219101941108420e+02
 
 func normSurv(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
 

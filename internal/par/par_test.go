@@ -2,6 +2,7 @@ package par
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 )
 
@@ -46,4 +47,39 @@ func TestDoRaisesPanicOnCaller(t *testing.T) {
 	}()
 	Do(func() { ran[0] = true }, func() { panic("boom") }, func() { ran[2] = true })
 	t.Fatal("Do returned after a panic")
+}
+
+func TestEachRunsEveryIndexOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, n := range []int{0, 1, 3, 4, 5, 100} {
+		hits := make([]int32, n)
+		Each(n, func(i int) {
+			// uneven costs: a worker that takes a slow index must not
+			// hold the others' indices back or run any twice
+			if i%3 == 0 {
+				runtime.Gosched()
+			}
+			atomic.AddInt32(&hits[i], 1)
+		})
+		for i, h := range hits {
+			if h != 1 {
+				t.Errorf("n=%d: index %d run %d times", n, i, h)
+			}
+		}
+	}
+}
+
+func TestEachRaisesPanicOnCaller(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	defer func() {
+		if r := recover(); r != "boom" {
+			t.Fatalf("recovered %v, want boom", r)
+		}
+	}()
+	Each(8, func(i int) {
+		if i == 5 {
+			panic("boom")
+		}
+	})
+	t.Fatal("Each returned after a panic")
 }
