@@ -279,7 +279,7 @@ type Hop struct {
 	// tail is the fitted tail when the recommendation extrapolated
 	// (extrapolated is then true): risk.go reports the model's own risk,
 	// the lint on timeouts far above the tail measures against it.
-	tail         *tailModel
+	tail         *TailModel
 	extrapolated bool
 	// tailNeed is what the recommendation took the hop's tail to need
 	// before rounding, ns, where it went past the slowest success (an

@@ -305,7 +305,7 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 	capDurations(rep, p)
 	pred := PredictFalseTimeouts(rep, reqs, p, target)
 	rep.safety = &Safety{InSample: InSample{Requests: chk.LoggedOK, Lost: chk.Failed}, Predicted: pred}
-	if why := provisional(rep, chk); why != "" {
+	if why := Provisional(rep, chk); why != "" {
 		rep.safety.Provisional = why
 		rep.Warnings = append(rep.Warnings, Warning{Code: "provisional-policy", Message: "the recommended policy is provisional: " + why})
 	}
@@ -599,13 +599,13 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 			basis = fmt.Sprintf("slowest of %d successes %s × %.0f → %s: too few to fit a tail (%d), so the furthest tailscope extrapolates",
 				h.ttsCount, FormatDuration(slowest), MaxExtrapolation, FormatDuration(t), MinTailFit)
 		} else {
-			model := fitTail(tailPoints(h.ttsAt, h.ttsKnown))
+			model := FitTail(TailPoints(h.ttsAt, h.ttsKnown))
 			h.tail, h.extrapolated = &model, true
 			v := time.Duration(model.Quantile(share))
 			h.tailNeed = float64(min(v, capT))
 			floor := time.Duration(float64(slowest) * (1 + margin))
 			t = RoundUpNice(max(v, floor))
-			basis = fmt.Sprintf("extrapolated: %s puts %s at %s", describeModel(model, share), percentileName(100*(1-share)), FormatDuration(v))
+			basis = fmt.Sprintf("extrapolated: %s puts %s at %s", DescribeModel(model, share), percentileName(100*(1-share)), FormatDuration(v))
 			switch {
 			case v < floor:
 				basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", FormatDuration(slowest), 1+margin, FormatDuration(t))

@@ -54,8 +54,8 @@ type Safety struct {
 // rests on a handful of calls or on none.
 const MinProvisional = 10
 
-// provisional says why a policy fitted on reqs is provisional, or "".
-func provisional(rep *Report, chk *RecommendationCheck) string {
+// Provisional says why a policy fitted on reqs is provisional, or "".
+func Provisional(rep *Report, chk *RecommendationCheck) string {
 	if chk.LoggedOK < MinProvisional {
 		return fmt.Sprintf("only %s succeeded as logged (fewer than %d): each timeout rests on a handful of calls or on none; collect more logs before rolling it out",
 			nWord(chk.LoggedOK, "request", "requests"), MinProvisional)

@@ -64,8 +64,8 @@ const minTopTail = 10
 // mixture's mean log-excess before the tail is called heavier than it.
 const heavySlack = 1.5
 
-// tailModel is a fitted upper tail of a hop's time to success.
-type tailModel struct {
+// TailModel is a fitted upper tail of a hop's time to success.
+type TailModel struct {
 	// Kind names the model in the basis ("lognormal", "two-lognormal
 	// mixture", with "+ Pareto tail" when the sample's tail is heavier).
 	Kind string
@@ -80,16 +80,16 @@ type tailModel struct {
 	eu, beta float64
 }
 
-// fitTail fits the model to ascending positive durations in ns (at least
+// FitTail fits the model to ascending positive durations in ns (at least
 // minTailPoints). It never fails: degenerate samples (all equal) give a
 // model whose quantiles are that value.
-func fitTail(xs []float64) tailModel {
+func FitTail(xs []float64) TailModel {
 	n := len(xs)
 	y := make([]float64, n)
 	for i, x := range xs {
 		y[i] = math.Log(max(x, 1e3)) // 1 µs floor: a log of 0 is no duration
 	}
-	m := tailModel{n: n, lo: y[0] - 60, hi: y[n-1] + 60}
+	m := TailModel{n: n, lo: y[0] - 60, hi: y[n-1] + 60}
 	var upper float64
 	m.survLog, m.Kind, upper = mixture(y)
 	// The tails are fitted over the top tenth, but never across the gap
@@ -147,13 +147,13 @@ func fitTail(xs []float64) tailModel {
 }
 
 // Quantile is the duration (ns) a new success exceeds with probability p.
-func (m tailModel) Quantile(p float64) float64 {
+func (m TailModel) Quantile(p float64) float64 {
 	v, _ := m.QuantileBy(p)
 	return v
 }
 
 // QuantileBy is Quantile and the part of the model that set it.
-func (m tailModel) QuantileBy(p float64) (float64, string) {
+func (m TailModel) QuantileBy(p float64) (float64, string) {
 	lo, hi := m.lo, m.hi
 	for i := 0; i < 200 && hi-lo > 1e-9; i++ {
 		mid := (lo + hi) / 2
@@ -179,7 +179,7 @@ func (m tailModel) QuantileBy(p float64) (float64, string) {
 
 // Exceed is the model's probability that a new success takes longer than
 // t ns (the inverse of Quantile, found by bisection on it).
-func (m tailModel) Exceed(t float64) float64 {
+func (m TailModel) Exceed(t float64) float64 {
 	lo, hi := 1e-15, 1.0
 	for i := 0; i < 100; i++ {
 		mid := math.Sqrt(lo * hi)
@@ -475,11 +475,11 @@ func normLogPDF(t, m, v float64) float64 {
 	return -0.5*math.Log(2*math.Pi*v) - (t-m)*(t-m)/(2*v)
 }
 
-// tailPoints reads a hop's time to success for the model: every success
+// TailPoints reads a hop's time to success for the model: every success
 // when there are at most maxTailPoints, else evenly spaced quantiles.
 // ttsAt is the hop's quantile function (type 7: at i/(n−1) it is the i-th
 // smallest exactly).
-func tailPoints(at func(q float64) float64, n int) []float64 {
+func TailPoints(at func(q float64) float64, n int) []float64 {
 	if n < 2 {
 		return nil
 	}
@@ -495,8 +495,8 @@ func tailPoints(at func(q float64) float64, n int) []float64 {
 	return xs
 }
 
-// describeModel is the basis's words for a model's quantile at p.
-func describeModel(m tailModel, p float64) string {
+// DescribeModel is the basis's words for a model's quantile at p.
+func DescribeModel(m TailModel, p float64) string {
 	_, by := m.QuantileBy(p)
 	s := fmt.Sprintf("the tail of the %d successes (%s", m.n, m.Kind)
 	if m.heavy {
