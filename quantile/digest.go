@@ -2,7 +2,6 @@ package quantile
 
 import (
 	"math"
-	"slices"
 	"sort"
 	"sync"
 )
@@ -286,7 +285,7 @@ func (d *Digest) Sorted() []int64 {
 		return nil
 	}
 	if !d.sorted {
-		slices.Sort(d.exact) // the int64 pdqsort: no comparator calls
+		sortInt64(d.exact)
 		d.sorted = true
 	}
 	return d.exact
