@@ -131,39 +131,6 @@ func (f *countFork) Ordered(*span.Span)     {}
 func (b *countBranch) Take(*span.Span) bool { b.n++; return false }
 func (b *countBranch) Close()               { b.f.n.Add(b.n) }
 
-// The word-at-a-time string scan must stop at the same quote, backslash
-// or control byte as a byte loop, wherever it falls in a word.
-func TestScanStringWords(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 12))
-	alphabet := []byte("abcXYZ019 _-é\"\\\x01\x1f")
-	for range 20000 {
-		n := r.IntN(40)
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		in := append(append([]byte{'"'}, b...), '"')
-		var sc record.Scanner
-		sc.Buf = in
-		got, ok := sc.Str()
-		// The byte-loop answer: the first quote ends the string, a control
-		// byte before it makes it invalid, a backslash takes the escape path.
-		k := bytes.IndexFunc(in[1:], func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 })
-		switch c := in[1+k]; {
-		case c == '\\':
-			continue
-		case c == '"':
-			if !ok || string(got) != string(in[1:1+k]) || sc.Pos != k+2 {
-				t.Fatalf("%q: got %q %v at %d, want %q", in, got, ok, sc.Pos, in[1:1+k])
-			}
-		default:
-			if ok {
-				t.Fatalf("%q: control byte accepted", in)
-			}
-		}
-	}
-}
-
 // recFork is a Fork that hands back every span whose line is even
 // (every span when all), recording what its Branches took and what
 // reached Ordered.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/ingest/internal/tracejson"
 )
@@ -45,7 +46,7 @@ func Sniff(br *bufio.Reader) (string, error) {
 	}
 	switch t[0] {
 	case '{':
-		keys := record.TopKeys(t)
+		keys := jsonscan.TopKeys(t)
 		has := func(k ...string) bool {
 			for _, x := range k {
 				if keys[x] {
@@ -69,7 +70,7 @@ func Sniff(br *bufio.Reader) (string, error) {
 	case '[':
 		// An array of Jaeger traces or of OTLP documents, else Zipkin
 		// (an array of spans, or of arrays of spans).
-		keys := record.TopKeys(bytes.TrimLeft(t[1:], " \t\r\n"))
+		keys := jsonscan.TopKeys(bytes.TrimLeft(t[1:], " \t\r\n"))
 		switch {
 		case keys["resourceSpans"] || keys["resource_spans"] || keys["batches"]:
 			return "otlp", nil

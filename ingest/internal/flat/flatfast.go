@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
@@ -107,7 +108,7 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			}
 		}
 		if ent == nil {
-			j, ok := record.PlainString(line, i+1)
+			j, ok := jsonscan.PlainString(line, i+1)
 			if !ok {
 				return false
 			}
@@ -145,7 +146,7 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		str, num := false, false
 		switch c := line[i]; {
 		case c == '"':
-			j, ok := record.PlainString(line, i+1)
+			j, ok := jsonscan.PlainString(line, i+1)
 			if !ok {
 				return false
 			}
@@ -153,11 +154,11 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		case c == '-' || (c >= '0' && c <= '9'):
 			scanNumber(line, i, &nt)
 			v, num, i = nt.text, true, i+len(nt.text)
-		case c == 't' && record.HasLit(line, i, "true"):
+		case c == 't' && jsonscan.HasLit(line, i, "true"):
 			v, i = line[i:i+4], i+4
-		case c == 'f' && record.HasLit(line, i, "false"):
+		case c == 'f' && jsonscan.HasLit(line, i, "false"):
 			v, i = line[i:i+5], i+5
-		case c == 'n' && record.HasLit(line, i, "null"):
+		case c == 'n' && jsonscan.HasLit(line, i, "null"):
 			v, i = line[i:i+4], i+4
 		default:
 			return false // objects, arrays, bad syntax
@@ -308,7 +309,7 @@ func scanNumber(b []byte, i int, nt *numText) {
 			}
 		} else if c == '.' && !dot {
 			dot = true
-		} else if record.IsNumberByte(c) {
+		} else if jsonscan.IsNumberByte(c) {
 			other = true
 		} else {
 			break

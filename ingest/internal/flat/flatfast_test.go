@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
@@ -38,7 +39,7 @@ func fastAgrees(t testing.TB, tab *fieldTable, ly *layout, line []byte) bool {
 		t.Fatalf("%q:\nlazy  %+v\neager %+v", line, lazy.sp, fast.sp)
 	}
 	slow := &flatRecord{intern: &record.Interner{}}
-	var sc record.Scanner
+	var sc jsonscan.Scanner
 	sr, sd := tab.decodeLine(&sc, slow, line)
 	if fr != sr || fd != sd || !reflect.DeepEqual(fast.sp, slow.sp) {
 		t.Fatalf("%q:\nfast    %+v %q %q\ngeneral %+v %q %q", line, fast.sp, fr, fd, slow.sp, sr, sd)
@@ -222,7 +223,7 @@ func TestScanNumberAgrees(t *testing.T) {
 			in := []byte(c + tail)
 			var nt numText
 			scanNumber(in, 0, &nt)
-			var sc record.Scanner
+			var sc jsonscan.Scanner
 			sc.Buf = in
 			_, want, _ := sc.Value()
 			if string(nt.text) != string(want) {
@@ -295,25 +296,6 @@ func TestScaledAgrees(t *testing.T) {
 	}
 	if answered < len(cases) {
 		t.Errorf("scaled answered only %d times over %d numbers", answered, len(cases))
-	}
-}
-
-// The word-at-a-time quote search stops where a byte loop does, wherever
-// the quote, backslash or control byte falls in a word.
-func TestPlainStringWords(t *testing.T) {
-	r := rand.New(rand.NewPCG(33, 34))
-	alphabet := []byte("abcXYZ019 _-é\"\\\x01\x1f\x7f\xff")
-	for range 50000 {
-		b := make([]byte, r.IntN(40))
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		j, ok := record.PlainString(b, 0)
-		k := bytes.IndexFunc(b, func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 })
-		wantOK := k >= 0 && b[k] == '"'
-		if ok != wantOK || (ok && j != k) {
-			t.Fatalf("%q: %d %v, want %d %v", b, j, ok, k, wantOK)
-		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -131,7 +132,7 @@ func expectLines(src *record.Source) {
 	if cut := bytes.LastIndexByte(head, '\n'); cut >= 0 {
 		head = head[:cut+1]
 	}
-	if n := bytes.Count(head, record.Newline); n >= 16 {
+	if n := bytes.Count(head, jsonscan.Newline); n >= 16 {
 		src.Expect(int64(float64(fi.Size())*float64(n)/float64(len(head))), false)
 	}
 }
@@ -173,11 +174,11 @@ func splitLines(src *record.Source, free chan *block, stop <-chan struct{}, send
 		}
 		b.buf = append(b.buf[:0], carry...)
 		carry = carry[:0]
-		n, err := record.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
+		n, err := jsonscan.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
 		b.buf = b.buf[:len(b.buf)+n]
 		eof := err == io.EOF
 		if err != nil && !eof {
-			b.err = fmt.Errorf("line %d: %w", line+int64(bytes.Count(b.buf, record.Newline)), err)
+			b.err = fmt.Errorf("line %d: %w", line+int64(bytes.Count(b.buf, jsonscan.Newline)), err)
 			b.firstLine = line
 			send(b)
 			return
@@ -214,7 +215,7 @@ func splitLines(src *record.Source, free chan *block, stop <-chan struct{}, send
 			b.buf = b.buf[:cut+1]
 		}
 		b.firstLine = line
-		line += int64(bytes.Count(b.buf, record.Newline))
+		line += int64(bytes.Count(b.buf, jsonscan.Newline))
 		if !send(b) {
 			return
 		}
@@ -232,7 +233,7 @@ func splitLines(src *record.Source, free chan *block, stop <-chan struct{}, send
 // of it. err is io.EOF when the input ended with the line.
 func gatherLine(r *bufio.Reader, head []byte, limit int) (line []byte, tooLong bool, err error) {
 	if len(head) > limit+1 {
-		return nil, true, record.SkipLine(r)
+		return nil, true, jsonscan.SkipLine(r)
 	}
 	const piece = 1 << 20
 	pieces := [][]byte{append(make([]byte, 0, max(len(head), piece)), head...)}
@@ -242,7 +243,7 @@ func gatherLine(r *bufio.Reader, head []byte, limit int) (line []byte, tooLong b
 		if n+len(chunk) > limit+1 {
 			// Too long: stop keeping it, and read to its end.
 			if err == bufio.ErrBufferFull {
-				err = record.SkipLine(r)
+				err = jsonscan.SkipLine(r)
 			}
 			return nil, true, err
 		}
@@ -278,7 +279,7 @@ func gatherLine(r *bufio.Reader, head []byte, limit int) (line []byte, tooLong b
 type blockDecoder struct {
 	tab    *fieldTable
 	rec    *flatRecord
-	sc     record.Scanner
+	sc     jsonscan.Scanner
 	lay    layout
 	borrow bool
 	max    int
@@ -376,7 +377,7 @@ func isBlank(l []byte) bool {
 
 // decodeLine decodes one non-blank line into rec; a non-empty reason
 // says why it was skipped.
-func (t *fieldTable) decodeLine(sc *record.Scanner, rec *flatRecord, line []byte) (reason, detail string) {
+func (t *fieldTable) decodeLine(sc *jsonscan.Scanner, rec *flatRecord, line []byte) (reason, detail string) {
 	rec.reset()
 	sc.Buf, sc.Pos = line, 0
 	if err := t.decodeObject(sc, rec, 0, record.TierField); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
@@ -84,14 +85,14 @@ func (e fieldError) Error() string { return e.err.Error() }
 // attributes, even those that also fill a field), and an object member is
 // flattened into dotted keys. A field the line set itself wins over an
 // attribute object's member of the same field, wherever it comes.
-func (t *fieldTable) decodeObject(sc *record.Scanner, rec *flatRecord, depth int, tier uint8) error {
+func (t *fieldTable) decodeObject(sc *jsonscan.Scanner, rec *flatRecord, depth int, tier uint8) error {
 	if depth == 0 {
 		rec.nested = rec.nested[:0]
 		if err := t.decodeMembers(sc, rec, 0, record.TierField); err != nil {
 			return err
 		}
 		for _, n := range rec.nested {
-			sub := record.Scanner{Buf: n.raw}
+			sub := jsonscan.Scanner{Buf: n.raw}
 			if err := t.decodeMembers(&sub, rec, 1, n.tier); err != nil {
 				return err
 			}
@@ -108,11 +109,11 @@ type nestedObj struct {
 	tier uint8
 }
 
-func (t *fieldTable) decodeMembers(sc *record.Scanner, rec *flatRecord, depth int, tier uint8) error {
+func (t *fieldTable) decodeMembers(sc *jsonscan.Scanner, rec *flatRecord, depth int, tier uint8) error {
 	pos := 0
-	return sc.Object(func(key []byte, k record.JSONKind, v []byte) error {
-		scalar := k != record.KObject && k != record.KArray && k != record.KNull
-		if t.hopAttr != "" && string(key) == t.hopAttr && (k == record.KString || k == record.KNumber) {
+	return sc.Object(func(key []byte, k jsonscan.JSONKind, v []byte) error {
+		scalar := k != jsonscan.KObject && k != jsonscan.KArray && k != jsonscan.KNull
+		if t.hopAttr != "" && string(key) == t.hopAttr && (k == jsonscan.KString || k == jsonscan.KNumber) {
 			rec.sp.Hop = rec.intern.Get(v)
 			if depth > 0 {
 				rec.at.Add(tier, rec.at.KeyOf(key), v, record.InBuf(v, rec.block))
@@ -122,7 +123,7 @@ func (t *fieldTable) decodeMembers(sc *record.Scanner, rec *flatRecord, depth in
 		f := t.lookup(rec, depth, pos, key)
 		pos++
 		if f == fNested || f == fResource {
-			if k == record.KObject && depth == 0 {
+			if k == jsonscan.KObject && depth == 0 {
 				// After the line's own fields, which win.
 				tier := record.TierSpan
 				if f == fResource {
@@ -140,11 +141,11 @@ func (t *fieldTable) decodeMembers(sc *record.Scanner, rec *flatRecord, depth in
 			switch {
 			case scalar:
 				rec.at.Add(tier, rec.at.KeyOf(key), v, record.InBuf(v, rec.block))
-			case k == record.KObject && tier == record.TierResource && depth == 1 && (string(key) == "attributes" || string(key) == "attrs"):
+			case k == jsonscan.KObject && tier == record.TierResource && depth == 1 && (string(key) == "attributes" || string(key) == "attrs"):
 				// {"resource":{"attributes":{…}}}, as OTLP nests them.
-				sub := record.Scanner{Buf: v}
+				sub := jsonscan.Scanner{Buf: v}
 				return t.decodeMembers(&sub, rec, depth+1, tier)
-			case k == record.KObject:
+			case k == jsonscan.KObject:
 				rec.at.Key = append(rec.at.Key[:0], key...)
 				flattenAttrs(v, rec, tier, depth)
 			}
@@ -158,8 +159,8 @@ func (t *fieldTable) decodeMembers(sc *record.Scanner, rec *flatRecord, depth in
 			}
 			return nil
 		}
-		if k == record.KObject || k == record.KArray {
-			err := fmt.Errorf("%s: want a scalar, got an %s", key, map[record.JSONKind]string{record.KObject: "object", record.KArray: "array"}[k])
+		if k == jsonscan.KObject || k == jsonscan.KArray {
+			err := fmt.Errorf("%s: want a scalar, got an %s", key, map[jsonscan.JSONKind]string{jsonscan.KObject: "object", jsonscan.KArray: "array"}[k])
 			switch {
 			case required(f):
 				return fieldError{err}
@@ -172,7 +173,7 @@ func (t *fieldTable) decodeMembers(sc *record.Scanner, rec *flatRecord, depth in
 			}
 			return nil
 		}
-		if err := rec.set(f, k == record.KString, v); err != nil {
+		if err := rec.set(f, k == jsonscan.KString, v); err != nil {
 			return fieldError{err}
 		}
 		if depth == 0 {
@@ -197,14 +198,14 @@ func flattenAttrs(raw []byte, rec *flatRecord, tier uint8, depth int) {
 	if depth >= maxAttrDepth {
 		return
 	}
-	sc := record.Scanner{Buf: raw}
+	sc := jsonscan.Scanner{Buf: raw}
 	n := len(rec.at.Key)
-	sc.Object(func(key []byte, k record.JSONKind, v []byte) error {
+	sc.Object(func(key []byte, k jsonscan.JSONKind, v []byte) error {
 		rec.at.Key = append(append(rec.at.Key[:n], '.'), key...)
 		switch k {
-		case record.KObject:
+		case jsonscan.KObject:
 			flattenAttrs(v, rec, tier, depth+1)
-		case record.KString, record.KNumber, record.KBool:
+		case jsonscan.KString, jsonscan.KNumber, jsonscan.KBool:
 			rec.at.Add(tier, rec.at.KeyOf(rec.at.Key), v, record.InBuf(v, rec.block))
 		}
 		return nil

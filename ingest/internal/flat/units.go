@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
@@ -237,11 +238,11 @@ func probeUnits(src *record.Source, tab *fieldTable, csv bool) {
 	}
 	u := &unitStats{}
 	rec := &flatRecord{intern: &record.Interner{}, units: u, probe: true}
-	lines := bytes.Split(head, record.Newline)
+	lines := bytes.Split(head, jsonscan.Newline)
 	if csv {
 		probeCSV(src, tab, rec, lines)
 	} else {
-		var sc record.Scanner
+		var sc jsonscan.Scanner
 		for _, l := range lines {
 			if len(u.samples) >= maxUnitSamples {
 				break

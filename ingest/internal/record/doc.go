@@ -4,8 +4,7 @@
 // the filters and hands it on. It also declares the parallel consumer
 // protocol (Fork, Branch) that the multi-core readers feed, and the pieces
 // more than one format family shares: the string interner and attribute
-// set, status-code words, the JSON byte scanner and its fast-path lexing
-// helpers, the trace-format span record (TraceRecord, used by trace JSON
+// set, status-code words, the trace-format span record (TraceRecord, used by trace JSON
 // and Tempo blocks), the Parquet random-access spill and footer/page
 // guards (flat Parquet and Tempo), and the temporary-file registry.
 //

@@ -8,6 +8,10 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
+// SniffWindow is how much of an input Sniff looks at (and the readers
+// that learn from an input's first lines: its units, its line length).
+const SniffWindow = 64 << 10
+
 // Source is one opened input, decompressed, with its format known.
 type Source struct {
 	Name string

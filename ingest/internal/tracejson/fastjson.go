@@ -5,7 +5,7 @@ package tracejson
 //
 // These helpers read a value in place from a buffer that holds it whole,
 // and give up (ok false, or -1) on anything the general path's tokenizers
-// (jsonstream.go, record.Scanner) might judge otherwise: an escape, a malformed
+// (jsonstream.go, jsonscan.Scanner) might judge otherwise: an escape, a malformed
 // scalar, unbalanced brackets, deep nesting. A caller that gives up leaves
 // the value to the general path, which decides every error and position.
 
@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -44,38 +45,38 @@ func fastWS(b []byte, i int) int {
 // path might judge otherwise: an escaped or malformed string, a scalar
 // not followed by a delimiter, a literal other than true/false/null,
 // brackets that do not match, nesting past fastDepth.
-func fastValue(b []byte, i int) (k record.JSONKind, v []byte, end int, ok bool) {
+func fastValue(b []byte, i int) (k jsonscan.JSONKind, v []byte, end int, ok bool) {
 	if i >= len(b) {
 		return 0, nil, 0, false
 	}
 	switch c := b[i]; {
 	case c == '"':
-		j, ok := record.PlainString(b, i+1)
+		j, ok := jsonscan.PlainString(b, i+1)
 		if !ok {
 			return 0, nil, 0, false
 		}
-		return record.KString, b[i+1 : j], j + 1, true
+		return jsonscan.KString, b[i+1 : j], j + 1, true
 	case c == '{' || c == '[':
 		e, ok := fastSkipNested(b, i)
 		if !ok {
 			return 0, nil, 0, false
 		}
 		if c == '{' {
-			return record.KObject, b[i:e], e, true
+			return jsonscan.KObject, b[i:e], e, true
 		}
-		return record.KArray, b[i:e], e, true
+		return jsonscan.KArray, b[i:e], e, true
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := i + 1
 		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
 			j++
 		}
-		k, v, end = record.KNumber, b[i:j], j
-	case c == 't' && record.HasLit(b, i, "true"):
-		k, v, end = record.KBool, b[i:i+4], i+4
-	case c == 'f' && record.HasLit(b, i, "false"):
-		k, v, end = record.KBool, b[i:i+5], i+5
-	case c == 'n' && record.HasLit(b, i, "null"):
-		k, v, end = record.KNull, b[i:i+4], i+4
+		k, v, end = jsonscan.KNumber, b[i:j], j
+	case c == 't' && jsonscan.HasLit(b, i, "true"):
+		k, v, end = jsonscan.KBool, b[i:i+4], i+4
+	case c == 'f' && jsonscan.HasLit(b, i, "false"):
+		k, v, end = jsonscan.KBool, b[i:i+5], i+5
+	case c == 'n' && jsonscan.HasLit(b, i, "null"):
+		k, v, end = jsonscan.KNull, b[i:i+4], i+4
 	default:
 		return 0, nil, 0, false
 	}
@@ -115,7 +116,7 @@ func fastSkipNested(b []byte, i int) (int, bool) {
 				return i, true
 			}
 		case '"':
-			j, ok := record.PlainString(b, i+1)
+			j, ok := jsonscan.PlainString(b, i+1)
 			if !ok {
 				return 0, false
 			}
@@ -130,7 +131,7 @@ func fastSkipNested(b []byte, i int) (int, bool) {
 // fastMembers calls f for each member of the object at b[i], its key as
 // bytes of b and at the index of its value; end is the index after the
 // object. f returns false to give up.
-func fastMembers(b []byte, i int, f func(key []byte, k record.JSONKind, v []byte, at int) bool) (end int, ok bool) {
+func fastMembers(b []byte, i int, f func(key []byte, k jsonscan.JSONKind, v []byte, at int) bool) (end int, ok bool) {
 	return fastObject(b, i, func(key []byte, at int) int {
 		k, v, e, ok := fastValue(b, at)
 		if !ok || !f(key, k, v, at) {
@@ -156,7 +157,7 @@ func fastObject(b []byte, i int, f func(key []byte, at int) int) (end int, ok bo
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		j, ok := record.PlainString(b, i+1)
+		j, ok := jsonscan.PlainString(b, i+1)
 		if !ok {
 			return 0, false
 		}
@@ -395,12 +396,12 @@ func fastMicros(v []byte) (int64, bool) {
 // ok is false the caller returns end: the member's end for a null (the
 // general path passes it over), -1 for bad JSON or a member seen before
 // (the general path's order rules decide, so the span goes back to it).
-func fastSpanMember(b []byte, at int, seen *uint32, f uint32) (k record.JSONKind, v []byte, end int, ok bool) {
+func fastSpanMember(b []byte, at int, seen *uint32, f uint32) (k jsonscan.JSONKind, v []byte, end int, ok bool) {
 	k, v, end, ok = fastValue(b, at)
 	switch {
 	case !ok:
 		return k, v, -1, false
-	case k == record.KNull:
+	case k == jsonscan.KNull:
 		return k, v, end, false
 	case *seen&f != 0:
 		return k, v, -1, false

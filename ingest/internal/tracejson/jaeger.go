@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -148,7 +149,7 @@ func (w *jsonWalker) jaegerTraceValue() error {
 	}
 	tr := jaegerTrace{at: at}
 	lc := newLineCounter(raw, at)
-	err = objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+	err = objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
 		switch key {
 		case "spans":
 			tr.spans = v
@@ -171,8 +172,8 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 	if len(tr.processes) > 0 && tr.processes[0] == '{' {
 		// A process that cannot be read whole costs its spans only what
 		// it could not say (each counts it as a value lost).
-		err := objectMembers(tr.processes, func(id string, k record.JSONKind, v []byte) error {
-			if k != record.KObject {
+		err := objectMembers(tr.processes, func(id string, k jsonscan.JSONKind, v []byte) error {
+			if k != jsonscan.KObject {
 				procs[id] = &jaegerProcess{bad: fmt.Errorf("process %q: want an object, got %s", id, kindName(k))}
 				return nil
 			}
@@ -200,10 +201,10 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 	}
 	var rec record.TraceRecord
 	lc := newLineCounter(tr.spans, tr.spansAt)
-	err := arrayElems(tr.spans, func(k record.JSONKind, v []byte, off int) error {
+	err := arrayElems(tr.spans, func(k jsonscan.JSONKind, v []byte, off int) error {
 		w.index++
 		at := lc.pos(off)
-		if k != record.KObject {
+		if k != jsonscan.KObject {
 			w.skipSpan(w.index, at, record.ReasonNotSpan, "want an object, got "+kindName(k))
 			return nil
 		}
@@ -225,14 +226,14 @@ func (w *jsonWalker) jaegerTrace(tr *jaegerTrace) {
 
 func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 	p := &jaegerProcess{}
-	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+	err := objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
 		switch key {
 		case "serviceName":
-			if k == record.KString {
+			if k == jsonscan.KString {
 				p.service = w.intern.Get(v)
 			}
 		case "tags":
-			if k == record.KArray {
+			if k == jsonscan.KArray {
 				err := jaegerTags(v, func(tk string, str, bin bool, tv []byte) error {
 					if w.hopAttr != "" && tk == w.hopAttr {
 						p.hop, p.hopSet = string(tv), true
@@ -261,7 +262,7 @@ func (w *jsonWalker) jaegerProcess(raw []byte) (*jaegerProcess, error) {
 // others are read, and the first such problem is returned at the end.
 func jaegerTags(raw []byte, f func(key string, str, bin bool, v []byte) error) error {
 	var first error
-	err := arrayElems(raw, func(k record.JSONKind, elem []byte, _ int) error {
+	err := arrayElems(raw, func(k jsonscan.JSONKind, elem []byte, _ int) error {
 		if err := jaegerTag(k, elem, f); err != nil && first == nil {
 			first = err
 		}
@@ -273,35 +274,35 @@ func jaegerTags(raw []byte, f func(key string, str, bin bool, v []byte) error) e
 	return first
 }
 
-func jaegerTag(k record.JSONKind, elem []byte, f func(key string, str, bin bool, v []byte) error) error {
+func jaegerTag(k jsonscan.JSONKind, elem []byte, f func(key string, str, bin bool, v []byte) error) error {
 	{
-		if k != record.KObject {
+		if k != jsonscan.KObject {
 			return fmt.Errorf("tag: want an object, got %s", kindName(k))
 		}
 		var key string
 		var val []byte
-		var vk record.JSONKind
+		var vk jsonscan.JSONKind
 		has, bin := false, false
-		if err := objectMembers(elem, func(mk string, k record.JSONKind, v []byte) error {
+		if err := objectMembers(elem, func(mk string, k jsonscan.JSONKind, v []byte) error {
 			switch mk {
 			case "key":
-				if k != record.KString {
+				if k != jsonscan.KString {
 					return fmt.Errorf("tag key: want a string, got %s", kindName(k))
 				}
 				key = string(v)
 			case "value":
 				val, vk, has = append([]byte(nil), v...), k, true
 			case "type":
-				bin = k == record.KString && strings.EqualFold(string(v), "binary")
+				bin = k == jsonscan.KString && strings.EqualFold(string(v), "binary")
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
-		if !has || key == "" || vk == record.KObject || vk == record.KArray || vk == record.KNull {
+		if !has || key == "" || vk == jsonscan.KObject || vk == jsonscan.KArray || vk == jsonscan.KNull {
 			return nil
 		}
-		if err := f(key, vk == record.KString, bin, val); err != nil {
+		if err := f(key, vk == jsonscan.KString, bin, val); err != nil {
 			return fmt.Errorf("tag %v", err)
 		}
 		return nil
@@ -318,8 +319,8 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 	var refs []byte
 	var parentField string
 	var proc *jaegerProcess
-	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
-		if k == record.KNull {
+	err := objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
+		if k == jsonscan.KNull {
 			return nil
 		}
 		var err error
@@ -338,14 +339,14 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 			sp.Name, err = w.textValue(key, k, v)
 			field = "name"
 		case "references":
-			if k != record.KArray {
+			if k != jsonscan.KArray {
 				err = fmt.Errorf("references: want an array, got %s", kindName(k))
 				break
 			}
 			refs = v
 		case "startTime":
 			field = "start"
-			if k != record.KNumber && k != record.KString {
+			if k != jsonscan.KNumber && k != jsonscan.KString {
 				err = fmt.Errorf("startTime: want µs, got %s", kindName(k))
 				break
 			}
@@ -353,7 +354,7 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 				sp.Start = 0
 			}
 		case "duration":
-			if k != record.KNumber && k != record.KString {
+			if k != jsonscan.KNumber && k != jsonscan.KString {
 				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
 				return nil
 			}
@@ -361,15 +362,15 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 			hasDur = badDur == nil
 			return nil
 		case "processID", "processId":
-			if k == record.KString {
+			if k == jsonscan.KString {
 				proc = procs[string(v)]
 			}
 		case "process":
-			if k == record.KObject {
+			if k == jsonscan.KObject {
 				proc, err = w.jaegerProcess(v)
 			}
 		case "tags":
-			if k != record.KArray {
+			if k != jsonscan.KArray {
 				err = fmt.Errorf("tags: want an array, got %s", kindName(k))
 				break
 			}
@@ -438,17 +439,17 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 // jaegerParent returns the first CHILD_OF and the first FOLLOWS_FROM
 // reference ("" when there is none).
 func jaegerParent(raw []byte) (child, follows string, err error) {
-	err = arrayElems(raw, func(k record.JSONKind, v []byte, _ int) error {
-		if k != record.KObject {
+	err = arrayElems(raw, func(k jsonscan.JSONKind, v []byte, _ int) error {
+		if k != jsonscan.KObject {
 			return fmt.Errorf("reference: want an object, got %s", kindName(k))
 		}
 		var typ, id string
-		if err := objectMembers(v, func(key string, k record.JSONKind, v []byte) error {
+		if err := objectMembers(v, func(key string, k jsonscan.JSONKind, v []byte) error {
 			switch key {
 			case "refType", "ref_type":
 				typ = strings.ToUpper(string(v))
 			case "spanID", "spanId":
-				if k == record.KString {
+				if k == jsonscan.KString {
 					id = record.NormID(v, 16)
 				}
 			}

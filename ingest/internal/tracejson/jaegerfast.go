@@ -26,6 +26,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -202,7 +203,7 @@ func (w *jsonWalker) jaegerFastProcess(b []byte, i int, p *jaegerProcess) int {
 				return -1
 			}
 			seen |= 1
-			if k == record.KString {
+			if k == jsonscan.KString {
 				p.service = w.intern.Get(v)
 			}
 			return e
@@ -237,7 +238,7 @@ func (w *jsonWalker) jaegerFastProcess(b []byte, i int, p *jaegerProcess) int {
 func jaegerFastTags(b []byte, i int, f func(key, v []byte, str, bin bool)) int {
 	end, ok := fastElems(b, i, func(at int) int {
 		var key, val []byte
-		var vk record.JSONKind
+		var vk jsonscan.JSONKind
 		var seen uint8
 		bin := false
 		e, ok := fastObject(b, at, func(mk []byte, vat int) int {
@@ -248,14 +249,14 @@ func jaegerFastTags(b []byte, i int, f func(key, v []byte, str, bin bool)) int {
 			var m uint8
 			switch bstr(mk) {
 			case "key":
-				if k != record.KString {
+				if k != jsonscan.KString {
 					return -1
 				}
 				m, key = 1, v
 			case "value":
 				m, val, vk = 2, v, k
 			case "type":
-				m, bin = 4, k == record.KString && strings.EqualFold(bstr(v), "binary")
+				m, bin = 4, k == jsonscan.KString && strings.EqualFold(bstr(v), "binary")
 			default:
 				return e
 			}
@@ -268,8 +269,8 @@ func jaegerFastTags(b []byte, i int, f func(key, v []byte, str, bin bool)) int {
 		if !ok {
 			return -1
 		}
-		if seen&2 != 0 && len(key) > 0 && vk != record.KObject && vk != record.KArray && vk != record.KNull {
-			f(key, val, vk == record.KString, bin)
+		if seen&2 != 0 && len(key) > 0 && vk != jsonscan.KObject && vk != jsonscan.KArray && vk != jsonscan.KNull {
+			f(key, val, vk == jsonscan.KString, bin)
 		}
 		return e
 	})
@@ -341,7 +342,7 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 		}
 		switch f {
 		case jsTrace, jsSpan, jsParent:
-			if k != record.KString {
+			if k != jsonscan.KString {
 				return -1
 			}
 			switch f {
@@ -353,17 +354,17 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 				parent = fastHexID(v, 16, borrow)
 			}
 		case jsName:
-			if k != record.KString && k != record.KNumber && k != record.KBool {
+			if k != jsonscan.KString && k != jsonscan.KNumber && k != jsonscan.KBool {
 				return -1
 			}
 			sp.Name = w.intern.Get(v)
 		case jsRefs:
-			if k != record.KArray {
+			if k != jsonscan.KArray {
 				return -1
 			}
 			refs = v
 		case jsStart, jsDur:
-			if k != record.KNumber && k != record.KString {
+			if k != jsonscan.KNumber && k != jsonscan.KString {
 				return -1
 			}
 			n, ok := fastMicros(v)
@@ -378,13 +379,13 @@ func (w *jsonWalker) jaegerFastSpan(b []byte, i int, fr *jaegerFastRecord, borro
 		case jsProc:
 			switch {
 			case bstr(key) == "process":
-				if k == record.KObject {
+				if k == jsonscan.KObject {
 					if w.jaegerFastProcess(b, at, &fr.own) < 0 {
 						return -1
 					}
 					fr.hasOwn = true
 				}
-			case k == record.KString:
+			case k == jsonscan.KString:
 				fr.procID, fr.hasID = v, true
 			}
 		case jsTags: // not an array (an array was read above)
@@ -444,12 +445,12 @@ func jaegerFastParent(refs []byte, borrow bool) (child, follows string, ok bool)
 	_, ok = fastElems(refs, 0, func(at int) int {
 		var typ []byte
 		var id string
-		e, ok := fastMembers(refs, at, func(key []byte, k record.JSONKind, v []byte, _ int) bool {
+		e, ok := fastMembers(refs, at, func(key []byte, k jsonscan.JSONKind, v []byte, _ int) bool {
 			switch bstr(key) {
 			case "refType", "ref_type":
 				typ = v
 			case "spanID", "spanId":
-				if k == record.KString {
+				if k == jsonscan.KString {
 					id = fastHexID(v, 16, borrow)
 				}
 			}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 )
 
 // jstream is the streaming JSON tokenizer under the trace formats' walker
@@ -190,7 +190,7 @@ func (s *jstream) key(scratch []byte) (string, error) {
 	}
 	k := ""
 	if raw != nil {
-		sc := record.Scanner{Buf: raw}
+		sc := jsonscan.Scanner{Buf: raw}
 		b, ok := sc.Str()
 		if !ok {
 			return "", s.syntax("bad string")
@@ -239,7 +239,7 @@ func (s *jstream) value(dst []byte, max int) ([]byte, error) {
 				return dst, s.ioErr(err, false)
 			}
 			i := 0
-			for i < len(b) && (record.IsNumberByte(b[i]) || (b[i] >= 'a' && b[i] <= 'z')) {
+			for i < len(b) && (jsonscan.IsNumberByte(b[i]) || (b[i] >= 'a' && b[i] <= 'z')) {
 				i++
 			}
 			add(b[:i])

@@ -41,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -243,8 +244,8 @@ func (w *jsonWalker) otlpScope(raw []byte) []span.Attr {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
-	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
-		if k != record.KString || len(v) == 0 {
+	err := objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
+		if k != jsonscan.KString || len(v) == 0 {
 			return nil
 		}
 		switch key {
@@ -278,8 +279,8 @@ func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
 	if string(raw) == "null" {
 		return nil
 	}
-	return objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
-		if key != "attributes" || k != record.KArray {
+	return objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
+		if key != "attributes" || k != jsonscan.KArray {
 			return nil
 		}
 		return otlpAttributes(v, func(ak string, str bool, av []byte) error {
@@ -305,7 +306,7 @@ func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {
 // the others are read, and the first such problem is returned at the end.
 func otlpAttributes(raw []byte, f func(key string, str bool, v []byte) error) error {
 	var first error
-	err := arrayElems(raw, func(k record.JSONKind, elem []byte, _ int) error {
+	err := arrayElems(raw, func(k jsonscan.JSONKind, elem []byte, _ int) error {
 		if err := otlpAttribute(k, elem, f); err != nil && first == nil {
 			first = err
 		}
@@ -317,22 +318,22 @@ func otlpAttributes(raw []byte, f func(key string, str bool, v []byte) error) er
 	return first
 }
 
-func otlpAttribute(k record.JSONKind, elem []byte, f func(key string, str bool, v []byte) error) error {
+func otlpAttribute(k jsonscan.JSONKind, elem []byte, f func(key string, str bool, v []byte) error) error {
 	{
-		if k != record.KObject {
+		if k != jsonscan.KObject {
 			return fmt.Errorf("attribute: want an object, got %s", kindName(k))
 		}
 		var key string
 		var val []byte
-		if err := objectMembers(elem, func(mk string, k record.JSONKind, v []byte) error {
+		if err := objectMembers(elem, func(mk string, k jsonscan.JSONKind, v []byte) error {
 			switch mk {
 			case "key":
-				if k != record.KString {
+				if k != jsonscan.KString {
 					return fmt.Errorf("attribute key: want a string, got %s", kindName(k))
 				}
 				key = string(v)
 			case "value":
-				if k == record.KObject {
+				if k == jsonscan.KObject {
 					val = v
 				}
 			}
@@ -345,13 +346,13 @@ func otlpAttribute(k record.JSONKind, elem []byte, f func(key string, str bool, 
 		}
 		var text []byte
 		var str, found bool
-		if err := objectMembers(val, func(vk string, k record.JSONKind, v []byte) error {
+		if err := objectMembers(val, func(vk string, k jsonscan.JSONKind, v []byte) error {
 			switch vk {
 			case "stringValue", "string_value":
-				text, str, found = append([]byte(nil), v...), true, k == record.KString
+				text, str, found = append([]byte(nil), v...), true, k == jsonscan.KString
 			case "intValue", "int_value", "doubleValue", "double_value", "boolValue", "bool_value":
 				// int64 is a string in protojson, a number elsewhere.
-				text, str, found = append([]byte(nil), v...), false, k == record.KString || k == record.KNumber || k == record.KBool
+				text, str, found = append([]byte(nil), v...), false, k == jsonscan.KString || k == jsonscan.KNumber || k == jsonscan.KBool
 			}
 			return nil
 		}); err != nil {
@@ -375,8 +376,8 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *record.TraceRecord) (reason, deta
 	var hasStart, hasEnd bool
 	var badTime error
 	sp := &rec.Span
-	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
-		if k == record.KNull {
+	err := objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
+		if k == jsonscan.KNull {
 			return nil
 		}
 		var err error
@@ -410,11 +411,11 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *record.TraceRecord) (reason, deta
 			}
 			return nil
 		case "traceState", "trace_state":
-			if k == record.KString {
+			if k == jsonscan.KString {
 				rec.TraceState = string(v)
 			}
 		case "attributes":
-			if k != record.KArray {
+			if k != jsonscan.KArray {
 				err = fmt.Errorf("attributes: want an array, got %s", kindName(k))
 				break
 			}
@@ -431,13 +432,13 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *record.TraceRecord) (reason, deta
 				return nil
 			})
 		case "status":
-			if k != record.KObject {
+			if k != jsonscan.KObject {
 				err = fmt.Errorf("status: want an object, got %s", kindName(k))
 				break
 			}
 			err = otlpStatus(v, rec)
 		case "events":
-			if k == record.KArray {
+			if k == jsonscan.KArray {
 				err = otlpEvents(v, rec)
 			}
 		}
@@ -466,32 +467,32 @@ func (w *jsonWalker) otlpSpan(raw []byte, rec *record.TraceRecord) (reason, deta
 }
 
 // textValue reads a name: a string, or the text of a number or boolean.
-func (w *jsonWalker) textValue(key string, k record.JSONKind, v []byte) (string, error) {
+func (w *jsonWalker) textValue(key string, k jsonscan.JSONKind, v []byte) (string, error) {
 	switch k {
-	case record.KString, record.KNumber, record.KBool:
+	case jsonscan.KString, jsonscan.KNumber, jsonscan.KBool:
 		return w.intern.Get(v), nil
 	}
 	return "", fmt.Errorf("%s: want a string, got %s", key, kindName(k))
 }
 
 // idValue reads a hex or base64 id.
-func idValue(key string, k record.JSONKind, v []byte, width int) (string, error) {
-	if k != record.KString {
+func idValue(key string, k jsonscan.JSONKind, v []byte, width int) (string, error) {
+	if k != jsonscan.KString {
 		return "", fmt.Errorf("%s: want a string, got %s", key, kindName(k))
 	}
 	return record.NormID(v, width), nil
 }
 
 // otlpKind reads SpanKind as a number or an enum name.
-func otlpKind(k record.JSONKind, v []byte) (string, error) {
-	if k != record.KString && k != record.KNumber {
+func otlpKind(k jsonscan.JSONKind, v []byte) (string, error) {
+	if k != jsonscan.KString && k != jsonscan.KNumber {
 		return "", fmt.Errorf("kind: want a number or a SPAN_KIND_ name, got %s", kindName(k))
 	}
 	switch s := record.NormKind(v); s {
 	case "", "internal", "server", "client", "producer", "consumer":
 		return s, nil
 	}
-	if _, err := strconv.Atoi(string(v)); err == nil && k == record.KNumber {
+	if _, err := strconv.Atoi(string(v)); err == nil && k == jsonscan.KNumber {
 		// Proto3 enums are open: a number this version does not know
 		// is kept by protojson, and says nothing tailscope can use.
 		return "", nil
@@ -509,7 +510,7 @@ func otlpKind(k record.JSONKind, v []byte) (string, error) {
 func otlpStatus(raw []byte, rec *record.TraceRecord) error {
 	dep := -1
 	var bad error // the first member that could not be read; the others are
-	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+	err := objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
 		switch key {
 		case "code":
 			if err := otlpStatusCode(k, v, rec); err != nil && bad == nil {
@@ -525,7 +526,7 @@ func otlpStatus(raw []byte, rec *record.TraceRecord) error {
 			}
 			dep = n
 		case "message":
-			if k == record.KString && len(v) > 0 {
+			if k == jsonscan.KString && len(v) > 0 {
 				rec.Message = string(v)
 			}
 		}
@@ -541,7 +542,7 @@ func otlpStatus(raw []byte, rec *record.TraceRecord) error {
 	return err
 }
 
-func otlpStatusCode(k record.JSONKind, v []byte, rec *record.TraceRecord) error {
+func otlpStatusCode(k jsonscan.JSONKind, v []byte, rec *record.TraceRecord) error {
 	switch string(v) {
 	case "0", "STATUS_CODE_UNSET", "UNSET":
 		rec.Status, rec.StatusSet = span.Unset, true
@@ -560,7 +561,7 @@ func otlpStatusCode(k record.JSONKind, v []byte, rec *record.TraceRecord) error 
 	case n > 0: // the pre-0.7 code: anything but OK failed
 		rec.Status, rec.StatusSet = span.Error, true
 		rec.Timeout = rec.Timeout || n == 4
-	case n == 0 && k == record.KString: // the pre-0.7 "Ok"
+	case n == 0 && k == jsonscan.KString: // the pre-0.7 "Ok"
 		rec.Status, rec.StatusSet = span.OK, true
 	}
 	return nil
@@ -570,8 +571,8 @@ func otlpStatusCode(k record.JSONKind, v []byte, rec *record.TraceRecord) error 
 // with or without prefix, upper snake case (DEADLINE_EXCEEDED, the 0.5-0.9
 // spelling) or CamelCase (DeadlineExceeded, 0.4). Negative numbers and
 // numbers past 16 are open-enum values with no meaning here: -1.
-func otlpGRPCCode(k record.JSONKind, v []byte, prefix string) (int, bool) {
-	if k == record.KNumber || k == record.KString {
+func otlpGRPCCode(k jsonscan.JSONKind, v []byte, prefix string) (int, bool) {
+	if k == jsonscan.KNumber || k == jsonscan.KString {
 		if n, err := strconv.Atoi(string(v)); err == nil {
 			if n < 0 || n > 16 {
 				n = -1
@@ -579,7 +580,7 @@ func otlpGRPCCode(k record.JSONKind, v []byte, prefix string) (int, bool) {
 			return n, true
 		}
 	}
-	if k != record.KString {
+	if k != jsonscan.KString {
 		return 0, false
 	}
 	name := strings.TrimPrefix(string(v), prefix)
@@ -610,7 +611,7 @@ func otlpGRPCCode(k record.JSONKind, v []byte, prefix string) (int, bool) {
 // sniffing window is still recognised; a flat log line with a "trace" or
 // "result" field holding a string is not taken for one.
 func OTLPWrapped(b []byte) bool {
-	sc := record.Scanner{Buf: b}
+	sc := jsonscan.Scanner{Buf: b}
 	sc.Ws()
 	if !sc.Eat('{') {
 		return false
@@ -628,7 +629,7 @@ func OTLPWrapped(b []byte) bool {
 		}
 		sc.Ws()
 		if (key == "result" || key == "trace") && sc.Pos < len(sc.Buf) && sc.Buf[sc.Pos] == '{' {
-			inner := record.TopKeys(sc.Buf[sc.Pos:])
+			inner := jsonscan.TopKeys(sc.Buf[sc.Pos:])
 			if inner["resourceSpans"] || inner["resource_spans"] || inner["batches"] {
 				return true
 			}
@@ -647,17 +648,17 @@ func OTLPWrapped(b []byte) bool {
 // tells a timeout (java.net.SocketTimeoutException, context deadline
 // exceeded) when the status message is empty.
 func otlpEvents(raw []byte, rec *record.TraceRecord) error {
-	return arrayElems(raw, func(k record.JSONKind, ev []byte, _ int) error {
-		if k != record.KObject {
+	return arrayElems(raw, func(k jsonscan.JSONKind, ev []byte, _ int) error {
+		if k != jsonscan.KObject {
 			return nil
 		}
 		var name string
 		var attrs []byte
-		if err := objectMembers(ev, func(key string, k record.JSONKind, v []byte) error {
+		if err := objectMembers(ev, func(key string, k jsonscan.JSONKind, v []byte) error {
 			switch {
-			case key == "name" && k == record.KString:
+			case key == "name" && k == jsonscan.KString:
 				name = string(v)
-			case key == "attributes" && k == record.KArray:
+			case key == "attributes" && k == jsonscan.KArray:
 				attrs = v
 			}
 			return nil

@@ -46,6 +46,7 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -135,7 +136,7 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *record.TraceRecord, borr
 		}
 		switch f {
 		case osTrace, osSpan, osParent:
-			if k != record.KString {
+			if k != jsonscan.KString {
 				return -1
 			}
 			width := 16
@@ -152,12 +153,12 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *record.TraceRecord, borr
 				sp.ParentID = id
 			}
 		case osName:
-			if k != record.KString && k != record.KNumber && k != record.KBool {
+			if k != jsonscan.KString && k != jsonscan.KNumber && k != jsonscan.KBool {
 				return -1
 			}
 			sp.Name = w.intern.Get(v)
 		case osKind:
-			if k == record.KNumber && len(v) == 1 && v[0] >= '0' && v[0] <= '5' {
+			if k == jsonscan.KNumber && len(v) == 1 && v[0] >= '0' && v[0] <= '5' {
 				sp.Kind = [...]string{"", "internal", "server", "client", "producer", "consumer"}[v[0]-'0']
 				return vend
 			}
@@ -167,7 +168,7 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *record.TraceRecord, borr
 			}
 			sp.Kind = kd
 		case osStart, osEnd:
-			if k != record.KString && k != record.KNumber {
+			if k != jsonscan.KString && k != jsonscan.KNumber {
 				return -1
 			}
 			n, ok := fastNanos(v)
@@ -180,18 +181,18 @@ func (w *jsonWalker) otlpFastSpan(b []byte, i int, rec *record.TraceRecord, borr
 				endNs = n
 			}
 		case osState:
-			if k != record.KString {
+			if k != jsonscan.KString {
 				return -1
 			}
 			rec.TraceState = string(v)
 		case osAttrs: // not an array (an array was read above)
 			return -1
 		case osStatus:
-			if k != record.KObject || !fastStatus(v, rec) {
+			if k != jsonscan.KObject || !fastStatus(v, rec) {
 				return -1
 			}
 		case osEvents:
-			if k != record.KArray {
+			if k != jsonscan.KArray {
 				return -1
 			}
 			if j := fastWS(v, 1); v[j] != ']' && otlpEvents(v, rec) != nil {
@@ -217,7 +218,7 @@ func fastStatus(v []byte, rec *record.TraceRecord) bool {
 	if v[i] == '}' {
 		return true
 	}
-	if record.HasLit(v, i, `"code":`) {
+	if jsonscan.HasLit(v, i, `"code":`) {
 		j := i + len(`"code":`)
 		if j+1 < len(v) && v[j] >= '0' && v[j] <= '2' {
 			if e := fastWS(v, j+1); e == len(v)-1 && v[e] == '}' {
@@ -242,7 +243,7 @@ func otlpFastKVs(b []byte, i int, f func(key, text []byte, str bool)) int {
 			switch bstr(mk) {
 			case "key":
 				k, v, e, ok := fastValue(b, vat)
-				if !ok || k != record.KString || hasKey {
+				if !ok || k != jsonscan.KString || hasKey {
 					return -1
 				}
 				key, hasKey = v, true
@@ -261,9 +262,9 @@ func otlpFastKVs(b []byte, i int, f func(key, text []byte, str bool)) int {
 					}
 					switch bstr(vk) {
 					case "stringValue", "string_value":
-						text, str, found = v, true, k == record.KString
+						text, str, found = v, true, k == jsonscan.KString
 					case "intValue", "int_value", "doubleValue", "double_value", "boolValue", "bool_value":
-						text, str, found = v, false, k == record.KString || k == record.KNumber || k == record.KBool
+						text, str, found = v, false, k == jsonscan.KString || k == jsonscan.KNumber || k == jsonscan.KBool
 					}
 					return e
 				})
@@ -344,7 +345,7 @@ func (w *jsonWalker) otlpFastScope(b []byte, i int) (attrs []span.Attr, end int)
 		if !ok {
 			return -1
 		}
-		if k != record.KString || len(v) == 0 {
+		if k != jsonscan.KString || len(v) == 0 {
 			return e
 		}
 		switch bstr(key) {
@@ -491,7 +492,7 @@ func (w *jsonWalker) otlpFastDecode(st *otlpFastState, line []byte, base pos) (i
 					}
 					st.res[r] = otlpResource{}
 					k, rv, e, ok := fastValue(line, at)
-					if !ok || k != record.KObject || len(rv) > maxRec || st.res[r].seen || w.otlpReadResource(rv, &st.res[r]) != nil {
+					if !ok || k != jsonscan.KObject || len(rv) > maxRec || st.res[r].seen || w.otlpReadResource(rv, &st.res[r]) != nil {
 						return -1
 					}
 					st.res[r].seen = true

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
@@ -332,7 +333,7 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 		carry = carry[:0]
 		b.off, b.firstLine, b.rest, b.err = off, line, false, nil
 		for {
-			n, err := record.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
+			n, err := jsonscan.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
 			b.buf = b.buf[:len(b.buf)+n]
 			if err != nil && err != io.EOF {
 				b.rest, b.err = true, err
@@ -342,7 +343,7 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 			eof := err == io.EOF
 			if eof {
 				if len(b.buf) > 0 {
-					line += int64(bytes.Count(b.buf, record.Newline))
+					line += int64(bytes.Count(b.buf, jsonscan.Newline))
 					send(b)
 				}
 				return
@@ -365,7 +366,7 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 			b.buf = nb
 		}
 		n := int64(len(b.buf))
-		line += int64(bytes.Count(b.buf, record.Newline))
+		line += int64(bytes.Count(b.buf, jsonscan.Newline))
 		off += n
 		send(b)
 	}

@@ -1,6 +1,7 @@
 package tracejson
 
 import (
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
@@ -23,11 +24,11 @@ func DecodeOTLPSpans(src *record.Source) error {
 			return err
 		}
 		var res otlpResource
-		if err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
+		if err := objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
 			switch {
-			case key == "resource" && k == record.KObject:
+			case key == "resource" && k == jsonscan.KObject:
 				return w.otlpReadResource(v, &res)
-			case key == "attributes" && k == record.KArray && res.service == "":
+			case key == "attributes" && k == jsonscan.KArray && res.service == "":
 				// service.name as a span attribute, when no resource says it.
 				return otlpAttributes(v, func(ak string, str bool, av []byte) error {
 					if ak == "service.name" {

@@ -7,7 +7,7 @@ package tracejson
 // jsonWalker walks the document's outer structure token by token with the
 // streaming tokenizer of jsonstream.go, in time linear in the input, and
 // takes only the repeated leaves — one span, or one Jaeger trace — as raw
-// bytes, which the small scanner of record.Scanner then reads field by field.
+// bytes, which the small scanner of jsonscan.Scanner then reads field by field.
 // Memory is bounded by --max-record (the largest span or trace kept), not
 // by the file; a leaf over it is skipped as it streams by, counted, and
 // the walk goes on with the next one.
@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -343,7 +344,7 @@ func newLineCounter(raw []byte, at pos) *lineCounter {
 // pos is the position of raw[off:].
 func (lc *lineCounter) pos(off int) pos {
 	if off > lc.off {
-		lc.line += int64(bytes.Count(lc.raw[lc.off:off], record.Newline))
+		lc.line += int64(bytes.Count(lc.raw[lc.off:off], jsonscan.Newline))
 		lc.off = off
 	}
 	return pos{lc.at.off + int64(off), lc.line}
@@ -396,9 +397,9 @@ func parseMicros(name string, v []byte, isDuration bool) (int64, error) {
 
 // objectMembers walks an in-memory JSON object with the scanner, giving
 // each member's key as a string (copied: the scanner reuses its buffers).
-func objectMembers(raw []byte, f func(key string, k record.JSONKind, v []byte) error) error {
-	sc := record.Scanner{Buf: raw}
-	return sc.Object(func(key []byte, k record.JSONKind, v []byte) error {
+func objectMembers(raw []byte, f func(key string, k jsonscan.JSONKind, v []byte) error) error {
+	sc := jsonscan.Scanner{Buf: raw}
+	return sc.Object(func(key []byte, k jsonscan.JSONKind, v []byte) error {
 		return f(string(key), k, v)
 	})
 }
@@ -406,8 +407,8 @@ func objectMembers(raw []byte, f func(key string, k record.JSONKind, v []byte) e
 // arrayElems walks an in-memory JSON array with the scanner. Elements come
 // as raw text for objects and arrays, unescaped text for strings; off is
 // the element's byte offset in raw.
-func arrayElems(raw []byte, f func(k record.JSONKind, v []byte, off int) error) error {
-	sc := record.Scanner{Buf: raw}
+func arrayElems(raw []byte, f func(k jsonscan.JSONKind, v []byte, off int) error) error {
+	sc := jsonscan.Scanner{Buf: raw}
 	sc.Ws()
 	if !sc.Eat('[') {
 		return errors.New("not a JSON array")
@@ -438,6 +439,6 @@ func arrayElems(raw []byte, f func(k record.JSONKind, v []byte, off int) error) 
 }
 
 // kindName names a scanner kind for messages.
-func kindName(k record.JSONKind) string {
-	return [...]string{record.KNull: "null", record.KBool: "a boolean", record.KNumber: "a number", record.KString: "a string", record.KObject: "an object", record.KArray: "an array"}[k]
+func kindName(k jsonscan.JSONKind) string {
+	return [...]string{jsonscan.KNull: "null", jsonscan.KBool: "a boolean", jsonscan.KNumber: "a number", jsonscan.KString: "a string", jsonscan.KObject: "an object", jsonscan.KArray: "an array"}[k]
 }

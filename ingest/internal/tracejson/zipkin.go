@@ -34,6 +34,7 @@ package tracejson
 import (
 	"fmt"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -76,7 +77,7 @@ func (w *jsonWalker) zipkinElem() error {
 	}
 	if len(raw) > 0 && raw[0] == '[' {
 		lc := newLineCounter(raw, at)
-		err := arrayElems(raw, func(k record.JSONKind, v []byte, off int) error {
+		err := arrayElems(raw, func(k jsonscan.JSONKind, v []byte, off int) error {
 			w.zipkinSpan(k, v, lc.pos(off))
 			return nil
 		})
@@ -85,26 +86,26 @@ func (w *jsonWalker) zipkinElem() error {
 		}
 		return nil
 	}
-	k := record.KObject
+	k := jsonscan.KObject
 	switch {
 	case len(raw) == 0:
-		k = record.KNull
+		k = jsonscan.KNull
 	case raw[0] == '"':
-		k = record.KString
+		k = jsonscan.KString
 	case raw[0] == 't' || raw[0] == 'f':
-		k = record.KBool
+		k = jsonscan.KBool
 	case raw[0] == 'n':
-		k = record.KNull
+		k = jsonscan.KNull
 	case raw[0] != '{':
-		k = record.KNumber
+		k = jsonscan.KNumber
 	}
 	w.zipkinSpan(k, raw, at)
 	return nil
 }
 
-func (w *jsonWalker) zipkinSpan(k record.JSONKind, raw []byte, at pos) {
+func (w *jsonWalker) zipkinSpan(k jsonscan.JSONKind, raw []byte, at pos) {
 	w.index++
-	if k != record.KObject {
+	if k != jsonscan.KObject {
 		w.skipSpan(w.index, at, record.ReasonNotSpan, "want a span object, got "+kindName(k))
 		return
 	}
@@ -125,8 +126,8 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 	var hasDur, shared bool
 	var badDur error
 	var local []span.Attr // the local endpoint's attributes
-	err := objectMembers(raw, func(key string, k record.JSONKind, v []byte) error {
-		if k == record.KNull {
+	err := objectMembers(raw, func(key string, k jsonscan.JSONKind, v []byte) error {
+		if k == jsonscan.KNull {
 			return nil
 		}
 		var err error
@@ -144,7 +145,7 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 		case "name":
 			sp.Name, err = w.textValue(key, k, v)
 		case "kind":
-			if k != record.KString {
+			if k != jsonscan.KString {
 				err = fmt.Errorf("kind: want a string, got %s", kindName(k))
 				break
 			}
@@ -156,7 +157,7 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 			}
 		case "timestamp":
 			field = "start"
-			if k != record.KNumber && k != record.KString {
+			if k != jsonscan.KNumber && k != jsonscan.KString {
 				err = fmt.Errorf("timestamp: want µs, got %s", kindName(k))
 				break
 			}
@@ -164,7 +165,7 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 				sp.Start = 0
 			}
 		case "duration":
-			if k != record.KNumber && k != record.KString {
+			if k != jsonscan.KNumber && k != jsonscan.KString {
 				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
 				return nil
 			}
@@ -172,25 +173,25 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 			hasDur = badDur == nil
 			return nil
 		case "localEndpoint", "remoteEndpoint":
-			if k != record.KObject {
+			if k != jsonscan.KObject {
 				err = fmt.Errorf("%s: want an object, got %s", key, kindName(k))
 				break
 			}
 			var ip4, ip6, port []byte
-			err = objectMembers(v, func(ek string, k record.JSONKind, ev []byte) error {
+			err = objectMembers(v, func(ek string, k jsonscan.JSONKind, ev []byte) error {
 				switch {
-				case ek == "serviceName" && k == record.KString && len(ev) > 0:
+				case ek == "serviceName" && k == jsonscan.KString && len(ev) > 0:
 					if key == "localEndpoint" {
 						sp.Service = w.intern.Get(ev)
 					} else {
 						rec.SetPeer(ev, 0)
 						rec.KeepAttr(&w.attrIntern, "peer.service", ev)
 					}
-				case ek == "ipv4" && k == record.KString && len(ev) > 0:
+				case ek == "ipv4" && k == jsonscan.KString && len(ev) > 0:
 					ip4 = append(ip4[:0], ev...)
-				case ek == "ipv6" && k == record.KString && len(ev) > 0:
+				case ek == "ipv6" && k == jsonscan.KString && len(ev) > 0:
 					ip6 = append(ip6[:0], ev...)
-				case ek == "port" && (k == record.KNumber || k == record.KString) && len(ev) > 0 && string(ev) != "0":
+				case ek == "port" && (k == jsonscan.KNumber || k == jsonscan.KString) && len(ev) > 0 && string(ev) != "0":
 					port = append(port[:0], ev...)
 				}
 				return nil
@@ -204,13 +205,13 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 				rec.Attrs = zipkinEndpointAttrs(rec.Attrs, &w.attrIntern, "net.peer.", ip4, port)
 			}
 		case "tags":
-			if k != record.KObject {
+			if k != jsonscan.KObject {
 				err = fmt.Errorf("tags: want an object, got %s", kindName(k))
 				break
 			}
 			var bad error
-			err = objectMembers(v, func(tk string, k record.JSONKind, tv []byte) error {
-				if k == record.KObject || k == record.KArray {
+			err = objectMembers(v, func(tk string, k jsonscan.JSONKind, tv []byte) error {
+				if k == jsonscan.KObject || k == jsonscan.KArray {
 					if bad == nil {
 						bad = fmt.Errorf("tag %q: want a string, got %s", tk, kindName(k))
 					}
@@ -229,14 +230,14 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 					}
 					return nil
 				}
-				rec.AddAttr(tk, tv, k == record.KString, w.hopAttr)
+				rec.AddAttr(tk, tv, k == jsonscan.KString, w.hopAttr)
 				return nil
 			})
 			if err == nil {
 				err = bad
 			}
 		case "shared":
-			shared = k == record.KBool && string(v) == "true"
+			shared = k == jsonscan.KBool && string(v) == "true"
 		}
 		if err != nil {
 			rec.Ignore(field, err)

@@ -29,6 +29,7 @@ package tracejson
 import (
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -193,12 +194,12 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 		}
 		switch f {
 		case zsTrace:
-			if k != record.KString {
+			if k != jsonscan.KString {
 				return -1
 			}
 			sp.TraceID = fastHexID(v, 32, borrow)
 		case zsID, zsParent:
-			if k != record.KString {
+			if k != jsonscan.KString {
 				return -1
 			}
 			if f == zsID {
@@ -207,19 +208,19 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 				sp.ParentID = fastHexID(v, 16, borrow)
 			}
 		case zsName:
-			if k != record.KString && k != record.KNumber && k != record.KBool {
+			if k != jsonscan.KString && k != jsonscan.KNumber && k != jsonscan.KBool {
 				return -1
 			}
 			sp.Name = w.intern.Get(v)
 		case zsKind:
-			if k != record.KString {
+			if k != jsonscan.KString {
 				return -1
 			}
 			if sp.Kind = zipkinKind(v); sp.Kind == "" {
 				return -1
 			}
 		case zsStart, zsDur:
-			if k != record.KNumber && k != record.KString {
+			if k != jsonscan.KNumber && k != jsonscan.KString {
 				return -1
 			}
 			n, ok := fastMicros(v)
@@ -232,15 +233,15 @@ func (w *jsonWalker) zipkinFastSpan(b []byte, i int, fr *zipkinFastRecord, borro
 				sp.Duration = n
 			}
 		case zsLocal, zsRemote:
-			if k != record.KObject || !w.zipkinFastEndpoint(v, f == zsLocal, fr, borrow) {
+			if k != jsonscan.KObject || !w.zipkinFastEndpoint(v, f == zsLocal, fr, borrow) {
 				return -1
 			}
 		case zsTags:
-			if k != record.KObject || !w.zipkinFastTags(v, rec, borrow) {
+			if k != jsonscan.KObject || !w.zipkinFastTags(v, rec, borrow) {
 				return -1
 			}
 		case zsShared:
-			shared = k == record.KBool && string(v) == "true"
+			shared = k == jsonscan.KBool && string(v) == "true"
 		}
 		return vend
 	})
@@ -283,21 +284,21 @@ var peerServiceKey = []byte("peer.service")
 func (w *jsonWalker) zipkinFastEndpoint(v []byte, local bool, fr *zipkinFastRecord, borrow bool) bool {
 	rec := &fr.rec
 	var ip4, ip6, port []byte
-	_, ok := fastMembers(v, 0, func(ek []byte, k record.JSONKind, ev []byte, _ int) bool {
+	_, ok := fastMembers(v, 0, func(ek []byte, k jsonscan.JSONKind, ev []byte, _ int) bool {
 		switch {
 		case len(ev) == 0:
-		case bstr(ek) == "serviceName" && k == record.KString:
+		case bstr(ek) == "serviceName" && k == jsonscan.KString:
 			if local {
 				rec.Span.Service = w.intern.Get(ev)
 			} else {
 				rec.SetPeer(ev, 0)
 				w.fastKeepAttr(rec, peerServiceKey, ev, borrow)
 			}
-		case bstr(ek) == "ipv4" && k == record.KString:
+		case bstr(ek) == "ipv4" && k == jsonscan.KString:
 			ip4 = ev
-		case bstr(ek) == "ipv6" && k == record.KString:
+		case bstr(ek) == "ipv6" && k == jsonscan.KString:
 			ip6 = ev
-		case bstr(ek) == "port" && (k == record.KNumber || k == record.KString) && bstr(ev) != "0":
+		case bstr(ek) == "port" && (k == jsonscan.KNumber || k == jsonscan.KString) && bstr(ev) != "0":
 			port = ev
 		}
 		return true
@@ -325,8 +326,8 @@ func (w *jsonWalker) zipkinFastEndpoint(v []byte, local bool, fr *zipkinFastReco
 // zipkinFastTags reads the tags object (v, whole) as zipkinRecord does,
 // when every value is a scalar.
 func (w *jsonWalker) zipkinFastTags(v []byte, rec *record.TraceRecord, borrow bool) bool {
-	_, ok := fastMembers(v, 0, func(tk []byte, k record.JSONKind, tv []byte, _ int) bool {
-		if k == record.KObject || k == record.KArray {
+	_, ok := fastMembers(v, 0, func(tk []byte, k jsonscan.JSONKind, tv []byte, _ int) bool {
+		if k == jsonscan.KObject || k == jsonscan.KArray {
 			return false // the general path records it as a value it could not read
 		}
 		w.fastKeepAttr(rec, tk, tv, borrow)
@@ -346,7 +347,7 @@ func (w *jsonWalker) zipkinFastTags(v []byte, rec *record.TraceRecord, borrow bo
 		if !utf8.Valid(tk) {
 			ak = string(tk)
 		}
-		rec.AddAttr(ak, tv, k == record.KString, w.hopAttr)
+		rec.AddAttr(ak, tv, k == jsonscan.KString, w.hopAttr)
 		return true
 	})
 	return ok

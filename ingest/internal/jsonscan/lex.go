@@ -1,4 +1,4 @@
-package record
+package jsonscan
 
 import (
 	"encoding/binary"
@@ -37,9 +37,6 @@ func IsNumberByte(c byte) bool {
 func HasLit(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
-
-// SniffWindow is how much of an input Sniff looks at.
-const SniffWindow = 64 << 10
 
 // TopKeys returns the keys of the first JSON object in b, as far as b goes.
 func TopKeys(b []byte) map[string]bool {
