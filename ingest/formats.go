@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"github.com/tailscope/tailscope/ingest/internal/flat"
+	"github.com/tailscope/tailscope/ingest/internal/pqguard"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/ingest/internal/tempo"
 	"github.com/tailscope/tailscope/ingest/internal/tracejson"
@@ -25,7 +26,7 @@ var decoders = map[string]func(*record.Source) error{
 // by its schema: both are Parquet, opened and guarded the same way.
 func decodeParquet(src *record.Source) (err error) {
 	defer record.NoPanic("Parquet", &err)
-	pf, cleanup, err := record.OpenParquet(src)
+	pf, cleanup, err := pqguard.Open(src)
 	if err != nil {
 		return err
 	}

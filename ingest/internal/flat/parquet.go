@@ -10,6 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/tailscope/tailscope/ingest/internal/pqguard"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -117,9 +118,9 @@ func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 	var attrs []span.Attr
 	for _, rg := range pf.RowGroups() {
 		chunks := rg.ColumnChunks()
-		curs := make([]*record.Cursor, len(cols))
+		curs := make([]*pqguard.Cursor, len(cols))
 		for i, c := range cols {
-			curs[i] = record.NewCursor(chunks[c.idx])
+			curs[i] = pqguard.NewCursor(chunks[c.idx])
 		}
 		n := rg.NumRows()
 		for r := int64(0); r < n; r++ {
@@ -174,7 +175,7 @@ func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 // compare the two readers on the same file.
 var RowPath = false
 
-func closeAll(cs []*record.Cursor) {
+func closeAll(cs []*pqguard.Cursor) {
 	for _, c := range cs {
 		c.Close()
 	}

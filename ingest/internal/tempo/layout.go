@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/pqguard"
 )
 
 // Grafana Tempo stores traces in Parquet blocks: a block is a folder
@@ -86,7 +86,7 @@ func LookupPath(s *parquet.Schema, path string) (parquet.LeafColumn, bool) {
 type tcol struct {
 	path string
 	leaf parquet.LeafColumn
-	cur  *record.Cursor
+	cur  *pqguard.Cursor
 	// own and arena hold a group that runs past the cursor's buffer: its
 	// values copied, and the bytes of its byte arrays (copied there
 	// rather than cloned one by one, an allocation each).
@@ -95,7 +95,7 @@ type tcol struct {
 }
 
 func (c *tcol) open(chunks []parquet.ColumnChunk) {
-	c.cur = record.NewCursor(chunks[c.leaf.ColumnIndex])
+	c.cur = pqguard.NewCursor(chunks[c.leaf.ColumnIndex])
 }
 
 func (c *tcol) fail() error {
