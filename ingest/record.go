@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/spill"
 )
 
 // The types every decoder writes into are defined in ingest/internal/record
@@ -42,9 +43,9 @@ const (
 )
 
 // TempFiles are the temporary files the process has open (see
-// record.TempFiles): a program that ends on a signal calls
+// spill.TempFiles): a program that ends on a signal calls
 // TempFiles.Cleanup.
-var TempFiles = record.TempFiles
+var TempFiles = spill.TempFiles
 
 // MergeStats combines the statistics of reads of different files into
 // those one read of all of them would give (see record.MergeStats).

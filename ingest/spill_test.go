@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/spill"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -29,8 +30,8 @@ func TestSpillBounded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "raise with --max-spill") || !strings.Contains(err.Error(), "spilling to a temporary file") {
 		t.Errorf("got %v", err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 || len(record.TempFiles.Paths()) != 0 {
-		t.Errorf("left behind: %v, registered %v", left, record.TempFiles.Paths())
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 || len(spill.TempFiles.Paths()) != 0 {
+		t.Errorf("left behind: %v, registered %v", left, spill.TempFiles.Paths())
 	}
 	spans, st := readBytes(t, "<stdin>", gz.Bytes(), record.Options{MaxSpill: int64(len(data))})
 	if len(spans) != 4 || st.Formats["<stdin>"] != "parquet" {
@@ -47,16 +48,16 @@ func TestSpillBounded(t *testing.T) {
 func TestSpillCleanup(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	defer record.TempFiles.Reset()
+	defer spill.TempFiles.Reset()
 	data := writeParquet(t, flatRows())
 	pr, pw := io.Pipe()
 	go func() {
 		pw.Write(data[:4]) // the spill starts, and waits for more
-		for len(record.TempFiles.Paths()) == 0 {
+		for len(spill.TempFiles.Paths()) == 0 {
 			time.Sleep(time.Millisecond)
 		}
-		paths := record.TempFiles.Paths()
-		record.TempFiles.Cleanup()
+		paths := spill.TempFiles.Paths()
+		spill.TempFiles.Cleanup()
 		for _, p := range paths {
 			if _, err := os.Stat(p); !os.IsNotExist(err) {
 				t.Errorf("%s not removed: %v", p, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/ingest/internal/spill"
 )
 
 // maxPageBytes bounds what one page may claim uncompressed, whatever its
@@ -110,7 +111,7 @@ func CheckFooter(ra io.ReaderAt, size int64) error {
 // corrupt file is an error here, not a panic or a huge allocation in the
 // library. cleanup removes the spill; it is nil when err is not.
 func Open(src *record.Source) (pf *parquet.File, cleanup func(), err error) {
-	ra, size, cleanup, err := record.RandomAccess(src, "tailscope-*.parquet")
+	ra, size, cleanup, err := spill.RandomAccess(src, "tailscope-*.parquet")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,10 +1,12 @@
-package record
+package spill
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // RandomAccess returns the input as an io.ReaderAt and its size. A
@@ -12,7 +14,7 @@ import (
 // registered in TempFiles so that a signal does not leave it behind, and
 // bounded by Options.MaxSpill: a small compressed input can expand to far
 // more than the disk holds.
-func RandomAccess(src *Source, pattern string) (io.ReaderAt, int64, func(), error) {
+func RandomAccess(src *record.Source, pattern string) (io.ReaderAt, int64, func(), error) {
 	if src.File != nil {
 		fi, err := src.File.Stat()
 		if err == nil && fi.Mode().IsRegular() {
@@ -28,9 +30,9 @@ func RandomAccess(src *Source, pattern string) (io.ReaderAt, int64, func(), erro
 		cleanup()
 		return nil, 0, nil, errors.New("spilling to a temporary file: interrupted")
 	}
-	limit := src.opt.MaxSpill
+	limit := src.Options().MaxSpill
 	if limit <= 0 {
-		limit = DefaultMaxSpill
+		limit = record.DefaultMaxSpill
 	}
 	n, err := io.Copy(tmp, io.LimitReader(src.R, limit+1))
 	if err == nil && n > limit {
@@ -54,12 +56,4 @@ func bytesText(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// NoPanic turns a panic of a third-party decoder on corrupt input into an
-// error: a malformed file must never take the run down.
-func NoPanic(what string, err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("corrupt %s file: %v", what, r)
-	}
 }
