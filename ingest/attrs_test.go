@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -115,8 +116,8 @@ func TestFlatAttrs(t *testing.T) {
 // block keep their own attributes, borrowed or not, on both paths (a line
 // with an escape takes the general one).
 func TestFlatAttrsAcrossSpans(t *testing.T) {
-	defer func(n int) { record.BlockSize = n }(record.BlockSize)
-	record.BlockSize = 256
+	defer func(n int) { pool.BlockSize = n }(pool.BlockSize)
+	pool.BlockSize = 256
 	var in strings.Builder
 	var want [][]span.Attr
 	for i := range 500 {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -54,16 +55,16 @@ func TestJSONLBlocksAgree(t *testing.T) {
 	in.WriteString(`{"hop":"last","duration_ms":7}`) // no final newline
 	input := in.String()
 
-	old := record.BlockSize
-	defer func() { record.BlockSize = old }()
-	record.BlockSize = 1 << 20
+	old := pool.BlockSize
+	defer func() { pool.BlockSize = old }()
+	pool.BlockSize = 1 << 20
 	want, wst := collect(t, input, record.Options{MaxRecord: 2000})
 	if len(want) != 352 || wst.Skipped != 3 {
 		t.Fatalf("reference read: %d spans, %d skipped (%v)", len(want), wst.Skipped, wst.SkippedByReason)
 	}
 	for _, bs := range []int{64, 100, 1000, 4096} {
 		for _, borrow := range []bool{false, true} {
-			record.BlockSize = bs
+			pool.BlockSize = bs
 			got, st := collect(t, input, record.Options{MaxRecord: 2000, Borrowed: borrow})
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("block %d, borrowed %v: spans differ", bs, borrow)
@@ -174,12 +175,12 @@ func TestJSONLFork(t *testing.T) {
 	in.WriteString("not json\n")
 	in.Write(benchLines(100))
 	input := in.String()
-	old := record.BlockSize
-	defer func() { record.BlockSize = old }()
+	old := pool.BlockSize
+	defer func() { pool.BlockSize = old }()
 	for _, hopBy := range []string{"", "service+name"} {
 		want, wst := collect(t, input, record.Options{MaxRecord: 2000, HopBy: hopBy})
 		for _, bs := range []int{100, 4096, 1 << 20} {
-			record.BlockSize = bs
+			pool.BlockSize = bs
 			for _, all := range []bool{true, false} {
 				f := &recFork{all: all}
 				st, err := ReadStream("in.jsonl", strings.NewReader(input), record.Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true, Fork: f},
@@ -193,7 +194,7 @@ func TestJSONLFork(t *testing.T) {
 						wantOrdered = append(wantOrdered, s)
 					}
 				}
-				if !reflect.DeepEqual(f.ordered, wantOrdered) || f.taken != len(want) || f.closed != record.Workers() {
+				if !reflect.DeepEqual(f.ordered, wantOrdered) || f.taken != len(want) || f.closed != pool.Workers() {
 					t.Errorf("hop-by %q, block %d, all %v: %d ordered (want %d), %d taken (want %d), %d closed",
 						hopBy, bs, all, len(f.ordered), len(wantOrdered), f.taken, len(want), f.closed)
 				}

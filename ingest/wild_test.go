@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/tailscope/tailscope/ingest/internal/flat"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -381,7 +382,7 @@ func TestLongLineMemory(t *testing.T) {
 		}
 		// Blocks of ordinary lines are allocated once per worker: leave
 		// room for them on top of the line itself.
-		blocks := uint64(2*record.Workers()+2) * uint64(2*record.BlockSize)
+		blocks := uint64(2*pool.Workers()+2) * uint64(2*pool.BlockSize)
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > c.maxAllocs+blocks {
 			t.Errorf("%s: a %d MB line with --max-record %d MB allocated %d MB", c.name, c.pad>>20, limit>>20, grew>>20)
 		}

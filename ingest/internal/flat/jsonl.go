@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -49,7 +50,7 @@ type block struct {
 
 // decodeJSONLParallel reads src in blocks and decodes them concurrently.
 func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
-	workers := record.Workers()
+	workers := pool.Workers()
 	free := make(chan *block, 2*workers+2)
 	for range cap(free) {
 		free <- &block{}
@@ -77,7 +78,7 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 			}
 		}
 	}
-	err := record.Ordered(workers, cap(free), 1,
+	err := pool.Ordered(workers, cap(free), 1,
 		func(send func(*block) bool, stop <-chan struct{}) { splitLines(src, free, stop, send) },
 		func(w int, b *block, out chan<- *block, stop <-chan struct{}) bool {
 			decoders[w].decode(b)
@@ -97,7 +98,7 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 			// Spans may alias buf (Options.Borrowed): recycle only now.
 			b.Reset()
 			b.attrs, b.err, b.tooLong = b.attrs[:0], nil, 0
-			if cap(b.buf) > 4*record.BlockSize {
+			if cap(b.buf) > 4*pool.BlockSize {
 				b.buf = nil // a long line's buffer: not kept in the pool
 			}
 			select {
@@ -169,8 +170,8 @@ func splitLines(src *record.Source, free chan *block, stop <-chan struct{}, send
 			}
 			continue
 		}
-		if need := len(carry) + record.BlockSize/2; cap(b.buf) < max(record.BlockSize, need) {
-			b.buf = make([]byte, 0, max(record.BlockSize, len(carry)+record.BlockSize))
+		if need := len(carry) + pool.BlockSize/2; cap(b.buf) < max(pool.BlockSize, need) {
+			b.buf = make([]byte, 0, max(pool.BlockSize, len(carry)+pool.BlockSize))
 		}
 		b.buf = append(b.buf[:0], carry...)
 		carry = carry[:0]

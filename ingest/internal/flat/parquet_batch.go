@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -95,7 +96,7 @@ func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error
 			w.fastPlan(src)
 		}
 	}
-	err := record.Ordered(workers, workers+1, pqChunksPerWorker, record.Tasks(len(rgs)),
+	err := pool.Ordered(workers, workers+1, pqChunksPerWorker, pool.Tasks(len(rgs)),
 		func(wi, g int, out chan<- *pqChunk, stop <-chan struct{}) bool {
 			return pqWorkers[wi].rowGroup(rgs[g], first[g], out, stop)
 		},
@@ -220,7 +221,7 @@ func newPQWorker(src *record.Source, pf *parquet.File, cols []flatCol) *pqWorker
 }
 
 // rowGroup decodes one row group into chunks sent to out (a task of
-// record.Ordered). It returns false when the reader stopped (stop closed).
+// pool.Ordered). It returns false when the reader stopped (stop closed).
 func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan<- *pqChunk, stop <-chan struct{}) (ok bool) {
 	chunks := rg.ColumnChunks()
 	for i := range w.curs {

@@ -1,8 +1,6 @@
 package record
 
 import (
-	"runtime"
-
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -39,11 +37,3 @@ type Branch interface {
 	// that called Read, before Read moves on to the next input.
 	Close()
 }
-
-// BlockSize is the target size of a block of lines: large enough that the
-// hand-off costs nothing per line, small enough to keep the working set
-// in cache.
-var BlockSize = 1 << 20
-
-// jsonlWorkers is the number of decoding goroutines: all cores.
-func Workers() int { return max(1, runtime.GOMAXPROCS(0)) }

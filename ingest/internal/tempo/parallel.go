@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -24,7 +25,7 @@ import (
 
 // Workers is the number of decoding goroutines (a variable so that
 // tests can compare the sequential reader with the parallel one).
-var Workers = record.Workers
+var Workers = pool.Workers
 
 // tempoChunkSpans is the number of spans (and skips) handed over at
 // once: enough that the hand-off costs nothing per span, few enough
@@ -181,7 +182,7 @@ func decodeParallel(src *record.Source, pf *parquet.File, l *tempoLayout, meta *
 		}
 	}
 	var base int64
-	err := record.Ordered(workers, workers+1, tempoChunksPerWorker, record.Tasks(len(rgs)),
+	err := pool.Ordered(workers, workers+1, tempoChunksPerWorker, pool.Tasks(len(rgs)),
 		func(w, g int, out chan<- *tempoChunk, stop <-chan struct{}) bool {
 			return readers[w].parallelRowGroup(rgs[g], g, out, stop)
 		},

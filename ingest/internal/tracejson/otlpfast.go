@@ -47,6 +47,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -61,7 +62,7 @@ func otlpWorkers() int {
 	if otlpWorkersSet > 0 {
 		return otlpWorkersSet
 	}
-	return record.Workers()
+	return pool.Workers()
 }
 
 var otlpWorkersSet int

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -29,14 +30,14 @@ const (
 func otlpRead(t testing.TB, input []byte, opt record.Options, mode int) ([]span.Span, *record.Stats, error) {
 	t.Helper()
 	defer func(was bool, workers, bs, lb int) {
-		otlpFastEnabled, otlpWorkersSet, record.BlockSize, otlpLineBuffer = was, workers, bs, lb
-	}(otlpFastEnabled, otlpWorkersSet, record.BlockSize, otlpLineBuffer)
+		otlpFastEnabled, otlpWorkersSet, pool.BlockSize, otlpLineBuffer = was, workers, bs, lb
+	}(otlpFastEnabled, otlpWorkersSet, pool.BlockSize, otlpLineBuffer)
 	otlpFastEnabled = mode != otlpGeneral
 	otlpWorkersSet = 1
 	if mode == otlpFastPar {
 		// Lines over the limit end the parallel reading (some generated
 		// lines are longer, most shorter).
-		otlpWorkersSet, record.BlockSize, otlpLineBuffer = 2, 512, 6000
+		otlpWorkersSet, pool.BlockSize, otlpLineBuffer = 2, 512, 6000
 	}
 	if opt.Format == "" {
 		opt.Format = "otlp"

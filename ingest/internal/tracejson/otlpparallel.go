@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
@@ -325,8 +326,8 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 		case <-stop:
 			return
 		}
-		size := max(record.BlockSize, len(carry)+record.BlockSize/2)
-		if cap(b.buf) < size || cap(b.buf) > 4*record.BlockSize && len(carry) < record.BlockSize {
+		size := max(pool.BlockSize, len(carry)+pool.BlockSize/2)
+		if cap(b.buf) < size || cap(b.buf) > 4*pool.BlockSize && len(carry) < pool.BlockSize {
 			b.buf = make([]byte, 0, size)
 		}
 		b.buf = append(b.buf[:0], carry...)
