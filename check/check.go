@@ -10,11 +10,11 @@ package check
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -179,7 +179,7 @@ func resultOf(rep *analyze.Report, p *policy.Policy, rr *replay.Result) Result {
 	}
 	res.HopTimeout, res.Retries = summarise(rep, p)
 	if p.Budget > 0 {
-		res.Budget = analyze.FormatDuration(p.Budget)
+		res.Budget = units.Duration(p.Budget)
 	} else {
 		res.Budget = "none"
 	}
@@ -212,15 +212,9 @@ func summarise(rep *analyze.Report, p *policy.Policy) (string, string) {
 	if tMin < 0 {
 		tMin, tMax, rMin, rMax = p.Default.Timeout, p.Default.Timeout, p.Default.Retries, p.Default.Retries
 	}
-	fd := func(d time.Duration) string {
-		if d == 0 {
-			return "none"
-		}
-		return analyze.FormatDuration(d)
-	}
-	ts := fd(tMin)
+	ts := fdNone(tMin)
 	if tMax != tMin {
-		ts = fd(tMin) + "–" + fd(tMax)
+		ts = fdNone(tMin) + "–" + fdNone(tMax)
 	}
 	rs := itoa(rMin)
 	if rMax != rMin {
@@ -267,15 +261,11 @@ func OutOfSample(pr *analyze.Prediction, gate float64) *Finding {
 		sev = SevError
 	}
 	msg := fmt.Sprintf("on new traffic this policy may fail up to %s of requests that succeed (%s confidence, distribution-free; expected %s), above the %s %s",
-		pct3(pr.Upper), pct3(pr.Level), pct3(pr.Expected), pct3(limit), what)
+		units.Percent(pr.Upper, 3), units.Percent(pr.Level, 3), units.Percent(pr.Expected, 3), units.Percent(limit, 3), what)
 	if pr.Advice != "" {
 		msg += ": " + pr.Advice
 	}
 	return &Finding{Code: CodeOutOfSample, Severity: sev, Message: msg}
-}
-
-func pct3(x float64) string {
-	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", 100*x), "0"), ".") + "%"
 }
 
 func LoggedSuccesses(rr *replay.Result, max float64) *Finding {
@@ -327,7 +317,7 @@ func LoggedSuccesses(rr *replay.Result, max float64) *Finding {
 		cut = append(cut, fmt.Sprintf("%s %d", h, byHop[h]))
 	}
 	msg := fmt.Sprintf("%d of %d requests that succeeded as logged fail under this policy (%s, %s the %s target); cut by %s",
-		failed, ok, pct(share), verdict, pct(target), strings.Join(cut, ", "))
+		failed, ok, units.Percent(share, 2), verdict, units.Percent(target, 2), strings.Join(cut, ", "))
 	if len(examples) > 0 {
 		msg += "; e.g. trace " + strings.Join(examples, ", ")
 	}
@@ -335,11 +325,4 @@ func LoggedSuccesses(rr *replay.Result, max float64) *Finding {
 		msg += fmt.Sprintf("; %d more undetermined (censored attempts)", undetermined)
 	}
 	return &Finding{Code: "fails-logged-successes", Severity: sev, Message: msg}
-}
-
-// pct writes a share as a percentage with up to two decimals.
-func pct(x float64) string {
-	s := strconv.FormatFloat(100*x, 'f', 2, 64)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s + "%"
 }

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/replay"
 )
 
@@ -62,7 +62,7 @@ func (g Gates) Apply(r, base *replay.Result) []Gate {
 		und = fmt.Sprintf(" (the logs say no request's outcome: none of the %d the replay does not fail is known to succeed; --optimistic counts them)", r.Requests-r.Failed)
 	}
 	if g.MinSuccess > 0 {
-		out = append(out, Gate{Name: "min-success", Want: "≥ " + pctGate(g.MinSuccess), Got: pctGate(success) + und,
+		out = append(out, Gate{Name: "min-success", Want: "≥ " + units.Percent(g.MinSuccess, 1), Got: units.Percent(success, 1) + und,
 			Pass: success >= g.MinSuccess-1e-12})
 	}
 	for _, x := range []struct {
@@ -87,7 +87,7 @@ func (g Gates) Apply(r, base *replay.Result) []Gate {
 	}
 	if g.NoWorse && base != nil {
 		bs := successOf(base, g.Optimistic)
-		out = append(out, Gate{Name: "no-worse-success", Want: "≥ " + pctGate(bs) + " (baseline)", Got: pctGate(success) + und,
+		out = append(out, Gate{Name: "no-worse-success", Want: "≥ " + units.Percent(bs, 1) + " (baseline)", Got: units.Percent(success, 1) + und,
 			Pass: success >= bs-1e-12})
 		for _, x := range []struct {
 			name string
@@ -97,7 +97,7 @@ func (g Gates) Apply(r, base *replay.Result) []Gate {
 			v := answerLatency(r, x.q, g.Optimistic)
 			limit := b * (1 + g.Tolerance)
 			pass := v <= limit || (math.IsNaN(v) && math.IsNaN(b))
-			want := fmt.Sprintf("≤ %s (baseline %s + %s; a failed request counts as no answer)", durGate(limit), durGate(b), pctGate(g.Tolerance))
+			want := fmt.Sprintf("≤ %s (baseline %s + %s; a failed request counts as no answer)", durGate(limit), durGate(b), units.Percent(g.Tolerance, 1))
 			if math.IsInf(b, 1) {
 				want = "any (baseline: " + noAnswer(base, x.q, g.Optimistic) + ")"
 			}
@@ -218,13 +218,13 @@ func failMax(r *replay.Result, optimistic bool) (int64, int) {
 	return worst, n
 }
 
-func pctGate(x float64) string { return pct1(x) }
-
+// durGate prints a gate's time in ns: NaN, a time over no requests, as
+// "none (no requests)".
 func durGate(ns float64) string {
 	if math.IsNaN(ns) {
 		return "none (no requests)"
 	}
-	return analyze.FormatDuration(time.Duration(ns))
+	return units.Duration(time.Duration(ns))
 }
 
 // noAnswer says why a time to an answer is unbounded.
@@ -233,5 +233,5 @@ func noAnswer(r *replay.Result, q float64, optimistic bool) string {
 	if !optimistic {
 		failed += r.Undetermined
 	}
-	return fmt.Sprintf("no answer for %d of %d requests, more than %s", failed, r.Requests, pct1(1-q))
+	return fmt.Sprintf("no answer for %d of %d requests, more than %s", failed, r.Requests, units.Percent(1-q, 1))
 }

@@ -2,9 +2,9 @@ package check
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 )
 
@@ -29,17 +29,17 @@ func (l *linter) hedgeRules(name string, hp policy.Hop, src string, h *analyze.H
 	if hp.Timeout > 0 && hp.Hedge.Delay >= hp.Timeout {
 		l.add(CodeHedgeNotBelowTimeout, SevWarning, name,
 			"%s hedge delay %s is not below its %s timeout: the attempt is cut before the hedge is due, so the hedge never fires (a retry follows instead)",
-			src, fd(hp.Hedge.Delay), fd(hp.Timeout))
+			src, units.Duration(hp.Hedge.Delay), units.Duration(hp.Timeout))
 	}
 	if h == nil || h.FailureClass != analyze.ClassRanToTimeout {
 		return
 	}
 	at := "the timeout"
 	if h.TimeoutMs != nil {
-		at = fd(time.Duration(*h.TimeoutMs * 1e6))
+		at = units.Millis(*h.TimeoutMs)
 	}
 	l.add(CodeHedgeOnPersistent, SevError, name,
 		"%s hedges after %s on a ran-to-timeout hop (%d of %d attempts failed, %d of them cut at %s): its slowness persists, so %s waits on the same wall and adds %s to a hop that is already slow; remove the hedge",
-		src, fd(hp.Hedge.Delay), h.FailedAttempts, h.Attempts, h.TimeoutAttempts, at,
-		plural(hp.Hedge.Max, "the hedge", "each hedge"), fmt.Sprintf("up to %d %s per call", hp.Hedge.Max, plural(hp.Hedge.Max, "attempt", "attempts")))
+		src, units.Duration(hp.Hedge.Delay), h.FailedAttempts, h.Attempts, h.TimeoutAttempts, at,
+		units.Count(hp.Hedge.Max, "the hedge", "each hedge"), fmt.Sprintf("up to %d %s per call", hp.Hedge.Max, units.Count(hp.Hedge.Max, "attempt", "attempts")))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
@@ -80,7 +81,7 @@ func Lint(rep *analyze.Report, reqs []*span.Request, p *policy.Policy) []Finding
 	for _, r := range reqs {
 		left, bound := never, ""
 		if p.Budget > 0 {
-			left, bound = int64(p.Budget), "the "+fd(p.Budget)+" budget"
+			left, bound = int64(p.Budget), "the "+units.Duration(p.Budget)+" budget"
 		}
 		l.walk(r.Calls, left, bound, nil)
 		l.layers(r.Calls, nil)
@@ -256,28 +257,28 @@ func (l *linter) lintLayers() {
 		parts = append(parts, fmt.Sprintf("%s (%d attempts)", hop, l.forHop(hop).Retries+1))
 		l.add(CodeAmplification, SevWarning, hop,
 			"retries at %d layers of one path: %s: up to %d attempts of %s for one call of %s, on %s; when the hop is down, every layer retries it, and the load multiplies; retry at one layer",
-			len(a.chain)+1, strings.Join(parts, " → "), a.product, hop, a.chain[0], plural(a.paths, "path", "paths"))
+			len(a.chain)+1, strings.Join(parts, " → "), a.product, hop, a.chain[0], units.Count(a.paths, "path", "paths"))
 	}
 	for _, hop := range sortedKeys(l.outlives) {
 		o := l.outlives[hop]
 		if o.calls == l.timed[hop] {
 			l.add(CodeCalleeOutlives, SevWarning, hop,
 				"%s timeout %s is longer than its caller %s's %s (on all %s): the caller always gives up first, and the time this hop is allowed beyond it, retries included, is wasted; keep it below the caller's",
-				l.source(hop), fd(l.forHop(hop).Timeout), o.caller, fd(o.ct), plural(o.calls, "call", "calls"))
+				l.source(hop), units.Duration(l.forHop(hop).Timeout), o.caller, units.Duration(o.ct), units.Count(o.calls, "call", "calls"))
 			continue
 		}
 		// Called elsewhere with room for its timeout: one policy per hop
 		// cannot fit every caller, so this is a note, not a mistake.
 		l.add(CodeCalleeOutlives, SevInfo, hop,
 			"%s timeout %s is longer than its caller %s's %s on %d of its %s: there the caller gives up first",
-			l.source(hop), fd(l.forHop(hop).Timeout), o.caller, fd(o.ct), o.calls, plural(l.timed[hop], "call", "calls"))
+			l.source(hop), units.Duration(l.forHop(hop).Timeout), o.caller, units.Duration(o.ct), o.calls, units.Count(l.timed[hop], "call", "calls"))
 	}
 	for _, hop := range sortedKeys(l.outlast) {
 		o := l.outlast[hop]
 		hp := l.forHop(hop)
 		l.add(CodeRetriesOutlast, SevWarning, hop,
 			"%s: %d attempts of %s with their backoffs need up to %s, more than its caller %s's %s timeout (%s): the caller gives up before the last retries run; fewer retries, a shorter per-try timeout, or a longer caller timeout",
-			l.source(hop), hp.Retries+1, fd(hp.Timeout), fd(attemptsNeed(hp)), o.caller, fd(o.ct), plural(o.calls, "call", "calls"))
+			l.source(hop), hp.Retries+1, units.Duration(hp.Timeout), units.Duration(attemptsNeed(hp)), o.caller, units.Duration(o.ct), units.Count(o.calls, "call", "calls"))
 	}
 }
 
@@ -479,7 +480,7 @@ func (l *linter) descend(c *span.Call, left int64, bound string, pp *parts) {
 			ip = pp.with(part{fmt.Sprintf("%s's %d earlier attempts", c.Hop, k), spent})
 		}
 		if T > 0 && T < inner {
-			inner, ib, ip = T, fmt.Sprintf("%s's %s timeout", c.Hop, fd(hp.Timeout)), nil
+			inner, ib, ip = T, fmt.Sprintf("%s's %s timeout", c.Hop, units.Duration(hp.Timeout)), nil
 		}
 		l.walk(a.Calls, inner, ib, ip)
 	}
@@ -603,24 +604,24 @@ func (l *linter) configRules(name string, hp policy.Hop, src string) {
 	case B > 0 && T == 0:
 		after := ""
 		if hp.Retries > 0 {
-			after = fmt.Sprintf(", and none of its %s can follow it", plural(hp.Retries, "retry", "retries"))
+			after = fmt.Sprintf(", and none of its %s can follow it", units.Count(hp.Retries, "retry", "retries"))
 		}
 		l.add(CodePerTryNotBelow, SevWarning, name,
 			"%s has no per-attempt timeout: one stuck attempt holds the request until the %s budget runs out%s",
-			src, fd(B), after)
+			src, units.Duration(B), after)
 	case B > 0 && T >= B && hp.Retries > 0:
 		l.add(CodePerTryNotBelow, SevError, name,
 			"%s timeout %s is not below the %s budget: a first attempt that runs to its timeout uses the whole budget, so its %s can never run",
-			src, fd(T), fd(B), plural(hp.Retries, "retry", "retries"))
+			src, units.Duration(T), units.Duration(B), units.Count(hp.Retries, "retry", "retries"))
 	case B > 0 && T >= B:
 		l.add(CodePerTryNotBelow, SevWarning, name,
 			"%s timeout %s is not below the %s budget: the budget always cuts first, so the per-attempt timeout never fires",
-			src, fd(T), fd(B))
+			src, units.Duration(T), units.Duration(B))
 	}
 	if hp.Retries > 0 && !hp.BudgetAware && B > 0 {
 		l.add(CodeNotBudgetAware, SevWarning, name,
 			"%s has %s with budget_aware false: a retry starts even when less than backoff %s + timeout %s is left of the %s budget, and the request then fails at exactly the budget; set budget_aware: true",
-			src, plural(hp.Retries, "retry", "retries"), fd(hp.Backoff.MaxDelay(1)), fdNone(T), fd(B))
+			src, units.Count(hp.Retries, "retry", "retries"), units.Duration(hp.Backoff.MaxDelay(1)), fdNone(T), units.Duration(B))
 	}
 	if hp.Retries > 0 && B > 0 && hp.Backoff.Base > 0 {
 		var wait time.Duration
@@ -637,7 +638,7 @@ func (l *linter) configRules(name string, hp policy.Hop, src string) {
 		if wait >= remaining {
 			l.add(CodeBackoffExceeds, SevError, name,
 				"%s backoff before retry %d is up to %s, not below the %s left of the %s budget after a first attempt that runs to its %s timeout: that retry waits past the deadline",
-				src, at, fd(wait), fd(remaining), fd(B), fdNone(T))
+				src, at, units.Duration(wait), units.Duration(remaining), units.Duration(B), fdNone(T))
 		}
 	}
 }
@@ -649,36 +650,36 @@ func (l *linter) deadRetries(name string, hp policy.Hop, src string, o *hopObs) 
 	}
 	w := o.worst
 	T := hp.Timeout
-	need := fmt.Sprintf("backoff %s + %s", fd(hp.Backoff.Delay(1, 0)), fd(T))
+	need := fmt.Sprintf("backoff %s + %s", units.Duration(hp.Backoff.Delay(1, 0)), units.Duration(T))
 	afterFirst := w.left - int64(T)
 	var why string
 	if n := w.parts.count(); n > 0 {
 		sum := w.parts.total()
 		items := make([]string, 0, 5)
 		for _, pt := range w.parts.first(4) {
-			items = append(items, pt.what+" "+fd(time.Duration(pt.ns)))
+			items = append(items, pt.what+" "+units.Duration(time.Duration(pt.ns)))
 		}
 		if n > 4 {
 			items = append(items, fmt.Sprintf("%d more", n-4))
 		}
 		why = fmt.Sprintf("%s minus the rest of the path at its timeouts (%s = %s) leaves %s", w.bound,
-			strings.Join(items, " + "), fd(time.Duration(sum)), fdSigned(w.left))
+			strings.Join(items, " + "), units.Duration(time.Duration(sum)), units.MinusDuration(time.Duration(w.left)))
 	} else {
-		why = fmt.Sprintf("%s leaves %s", w.bound, fdSigned(w.left))
+		why = fmt.Sprintf("%s leaves %s", w.bound, units.MinusDuration(time.Duration(w.left)))
 	}
 	switch {
 	case o.dead == o.bounded:
 		l.add(CodeDeadRetries, SevError, name,
 			"%s retries: %d can never run: on all %d paths seen, %s; a first attempt that runs to its %s timeout leaves %s, and a retry needs %s",
-			src, hp.Retries, o.bounded, why, fd(T), fdSigned(afterFirst), need)
+			src, hp.Retries, o.bounded, why, units.Duration(T), units.MinusDuration(time.Duration(afterFirst)), need)
 	case o.dead > 0:
 		l.add(CodeDeadRetries, SevWarning, name,
 			"%s retries: %d can never run on %d of %d paths seen: on the tightest, %s; a first attempt that runs to its %s timeout leaves %s, and a retry needs %s",
-			src, hp.Retries, o.dead, o.bounded, why, fd(T), fdSigned(afterFirst), need)
+			src, hp.Retries, o.dead, o.bounded, why, units.Duration(T), units.MinusDuration(time.Duration(afterFirst)), need)
 	default:
 		l.add(CodeDeadRetries, SevWarning, name,
 			"%s retries: only %d of %d fit on %d of %d paths seen: on the tightest, %s, enough for the first attempt (%s) and %d retries of %s each",
-			src, o.minCovered, hp.Retries, o.short, o.bounded, why, fd(T), o.minCovered, need)
+			src, o.minCovered, hp.Retries, o.short, o.bounded, why, units.Duration(T), o.minCovered, need)
 	}
 }
 
@@ -697,13 +698,13 @@ func (l *linter) persistent(name string, hp policy.Hop, src string, h *analyze.H
 			return
 		}
 		evidence = fmt.Sprintf("retries after a timeout recovered %d of %d (%s, at most %s counts as none)",
-			y.AfterTimeout.Succeeded, y.AfterTimeout.Retried, pct1(rate), pct1(UselessYield))
+			y.AfterTimeout.Succeeded, y.AfterTimeout.Retried, units.Percent(rate, 1), units.Percent(UselessYield, 1))
 	} else {
 		evidence = "the logs show no retry after a timeout, so nothing suggests one would help"
 	}
 	at := "the timeout"
 	if h.TimeoutMs != nil {
-		at = fd(time.Duration(*h.TimeoutMs * 1e6))
+		at = units.Millis(*h.TimeoutMs)
 	}
 	l.add(CodeRetryOnPersistent, SevError, name,
 		"%s retries: %d on a ran-to-timeout hop (%d of %d attempts failed, %d of them cut at %s); %s: each retry hits the same wall and adds a full %s to the time to fail; set retries: 0",
@@ -743,25 +744,25 @@ func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o 
 			unknown++
 		}
 	}
-	p99 := "≥ " + fd(time.Duration(lbP99))
+	p99 := "≥ " + units.Duration(time.Duration(lbP99))
 	if v := h.SuccessLatencyMs.P99; v != nil {
-		p99 = fd(time.Duration(*v * 1e6))
+		p99 = units.Millis(*v)
 	} else if h.Censored != nil {
-		p99 += fmt.Sprintf(" (attempts were cut at %s)", fd(time.Duration(h.Censored.AtLeastMs*1e6)))
+		p99 += fmt.Sprintf(" (attempts were cut at %s)", units.Millis(h.Censored.AtLeastMs))
 	}
 	if lbP99 > float64(T) {
-		rate := pct1(float64(longer) / float64(n))
+		rate := units.Percent(float64(longer)/float64(n), 1)
 		if unknown > 0 {
-			rate = fmt.Sprintf("%s to %s", rate, pct1(float64(longer+unknown)/float64(n)))
+			rate = fmt.Sprintf("%s to %s", rate, units.Percent(float64(longer+unknown)/float64(n), 1))
 		}
 		if len(o.cut) == 0 {
 			l.add(CodeBelowTail, SevError, name,
 				"%s timeout %s is below the p99 of successful attempts, %s: %d of %d successful attempts took longer, a predicted false-timeout rate of %s",
-				src, fd(hp.Timeout), p99, longer, n, rate)
+				src, units.Duration(hp.Timeout), p99, longer, n, rate)
 		} else {
 			l.add(CodeBelowTail, SevError, name,
 				"%s timeout %s is below the p99 of successful attempts, %s: %d of %d attempts needed longer to succeed (%d successes took longer, %d were cut at a timeout no shorter%s), a predicted false-timeout rate of %s",
-				src, fd(hp.Timeout), p99, longer, n, succLonger, longer-succLonger, unknownNote(unknown), rate)
+				src, units.Duration(hp.Timeout), p99, longer, n, succLonger, longer-succLonger, unknownNote(unknown), rate)
 		}
 		return
 	}
@@ -776,7 +777,7 @@ func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o 
 	if len(o.succ) > 0 {
 		if slowest := float64(slices.Max(o.succ)); slowest > p {
 			p = slowest
-			ref = fmt.Sprintf("the slowest of %d successful attempts, %s (p99 %s)", len(o.succ), fd(time.Duration(slowest)), p99)
+			ref = fmt.Sprintf("the slowest of %d successful attempts, %s (p99 %s)", len(o.succ), units.Duration(time.Duration(slowest)), p99)
 		}
 	}
 	if need := float64(h.TailNeed()); need > p {
@@ -784,21 +785,21 @@ func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o 
 		// slowest success (too few successes to certify the request
 		// target): that is the tail a timeout must cover.
 		p = need
-		ref = fmt.Sprintf("the tail extrapolated for the request target, %s (%d successful attempts, slowest %s)", fd(time.Duration(need)), n, p99)
+		ref = fmt.Sprintf("the tail extrapolated for the request target, %s (%d successful attempts, slowest %s)", units.Duration(time.Duration(need)), n, p99)
 		if len(o.succ) > 0 {
-			ref = fmt.Sprintf("the tail extrapolated for the request target, %s (%d successful attempts, slowest %s)", fd(time.Duration(need)), n, fd(time.Duration(slices.Max(o.succ))))
+			ref = fmt.Sprintf("the tail extrapolated for the request target, %s (%d successful attempts, slowest %s)", units.Duration(time.Duration(need)), n, units.Duration(time.Duration(slices.Max(o.succ))))
 		}
 	}
 	if need := float64(l.nested[name]); need > p {
 		// The calls below it, at their own timeouts, need this long: a
 		// caller must allow them, however fast its own successes were.
 		p = need
-		ref = fmt.Sprintf("what the calls below it need at their timeouts, %s", fd(time.Duration(need)))
+		ref = fmt.Sprintf("what the calls below it need at their timeouts, %s", units.Duration(time.Duration(need)))
 	}
 	if float64(T) > FarAboveFactor*p && time.Duration(float64(T)-p) >= FarAboveMinExcess {
 		l.add(CodeFarAboveTail, SevWarning, name,
 			"%s timeout %s is %.1f× %s: a stuck attempt is held %s longer than any success needed; above %.0f× the excess buys nothing",
-			src, fd(hp.Timeout), float64(T)/p, ref, fd(time.Duration(float64(T)-p)), FarAboveFactor)
+			src, units.Duration(hp.Timeout), float64(T)/p, ref, units.Duration(time.Duration(float64(T)-p)), FarAboveFactor)
 	}
 }
 
@@ -868,7 +869,7 @@ func (l *linter) lintUnconfigured(seen []string) {
 		return
 	}
 	d := l.p.Default
-	def := fmt.Sprintf("timeout %s, %s", fdNone(d.Timeout), plural(d.Retries, "retry", "retries"))
+	def := fmt.Sprintf("timeout %s, %s", fdNone(d.Timeout), units.Count(d.Retries, "retry", "retries"))
 	if len(l.p.Hops) == 0 {
 		l.add(CodeUnconfiguredHop, SevInfo, "", "the policy lists no hops: all %d hops seen use default (%s)", len(missing), def)
 		return
@@ -927,33 +928,12 @@ func editDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-func fd(d time.Duration) string { return analyze.FormatDuration(d) }
-
 // fdNone prints a timeout, with 0 as "none".
 func fdNone(d time.Duration) string {
 	if d == 0 {
 		return "none"
 	}
-	return fd(d)
-}
-
-// fdSigned prints a remaining time that may be negative.
-func fdSigned(ns int64) string {
-	if ns < 0 {
-		return "−" + fd(time.Duration(-ns))
-	}
-	return fd(time.Duration(ns))
-}
-
-func pct1(x float64) string { return trimPct(fmt.Sprintf("%.1f", 100*x)) + "%" }
-
-func trimPct(s string) string { return strings.TrimSuffix(s, ".0") }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
+	return units.Duration(d)
 }
 
 func unknownNote(n int) string {

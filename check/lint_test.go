@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 )
@@ -218,7 +219,7 @@ func TestSeedE_TimeoutBelowTail(t *testing.T) {
 			}
 		}
 		contains(t, f, "timeout 1s", fmt.Sprintf("%d of %d successful attempts took longer", longer, n),
-			fmt.Sprintf("rate of %s", pct1(float64(longer)/float64(n))), analyze.FormatDuration(time.Duration(*h.SuccessLatencyMs.P99*1e6)))
+			fmt.Sprintf("rate of %s", units.Percent(float64(longer)/float64(n), 1)), units.Duration(time.Duration(*h.SuccessLatencyMs.P99*1e6)))
 	}
 }
 
@@ -273,7 +274,7 @@ func TestSeedBaselineNoWorse(t *testing.T) {
 		t.Errorf("E: no-worse-success passed: want %s, got %s", g.Want, g.Got)
 	}
 	// The gate's numbers are the replay's.
-	if g := gate(e, "no-worse-success"); g.Got != pct1(e.Replay.SuccessRate.Low) || !strings.Contains(g.Want, pct1(rep.Baseline.Replay.SuccessRate.Low)) {
+	if g := gate(e, "no-worse-success"); g.Got != units.Percent(e.Replay.SuccessRate.Low, 1) || !strings.Contains(g.Want, units.Percent(rep.Baseline.Replay.SuccessRate.Low, 1)) {
 		t.Errorf("E: gate %+v does not cite the replayed success %v vs baseline %v", g, e.Replay.SuccessRate, rep.Baseline.Replay.SuccessRate)
 	}
 	// A policy compared with itself passes every no-worse gate.
@@ -457,7 +458,7 @@ func TestTailRules(t *testing.T) {
 		reqs = append(reqs, []call{{"h", []att{{d: ms(150 + 80*i), err: true}}}})
 	}
 	l := analyse(chain(reqs...), nil)
-	p99 := analyze.FormatDuration(99_010_000) // 1..100 ms: 1 + 0.99×99
+	p99 := units.Duration(99_010_000) // 1..100 ms: 1 + 0.99×99
 	// 100 successes cannot certify the request target: the recommendation
 	// extrapolated the tail, and the rule measures against that.
 	var need time.Duration
@@ -469,7 +470,7 @@ func TestTailRules(t *testing.T) {
 	if need <= 100*time.Millisecond {
 		t.Fatalf("fixture: the tail extrapolated for h is %s, not past its slowest success", need)
 	}
-	farAbove := fmt.Sprintf("%.1f× the tail extrapolated for the request target, %s (100 successful attempts, slowest 100ms)", 2/need.Seconds(), analyze.FormatDuration(need))
+	farAbove := fmt.Sprintf("%.1f× the tail extrapolated for the request target, %s (100 successful attempts, slowest 100ms)", 2/need.Seconds(), units.Duration(need))
 	cases := []struct {
 		timeout    string
 		code, sev  string

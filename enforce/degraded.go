@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // Reason is why a call gave up.
@@ -72,7 +74,7 @@ func (d *Degraded) Unwrap() error { return d.last }
 
 // missing writes the Missing text of a give-up.
 func missing(part string, r Reason, attempts int, timeout time.Duration) string {
-	n := plural(attempts, "attempt", "attempts")
+	n := units.Count(attempts, "attempt", "attempts")
 	var why string
 	switch r {
 	case ReasonTimeout:
@@ -99,13 +101,6 @@ func missing(part string, r Reason, attempts int, timeout time.Duration) string 
 		why = "it gave up after " + n
 	}
 	return part + ": " + why
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // permanent marks an error that a retry cannot fix.

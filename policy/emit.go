@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/glyph"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // EnvoyOptions say how the Envoy output names what it cannot learn from
@@ -143,7 +144,7 @@ func envoyRoute(b *strings.Builder, p *Policy, e Endpoint, opt EnvoyOptions) {
 	}
 	b.WriteString("    route:\n")
 	fmt.Fprintf(b, "      cluster: %s\n", quoteKey(opt.Cluster(e.Service)))
-	fmt.Fprintf(b, "      timeout: %s\n", envoyDur(callBound(p, h)))
+	fmt.Fprintf(b, "      timeout: %s\n", units.DecimalSeconds(callBound(p, h)))
 	hedged := h.Hedge.Delay > 0
 	if h.Retries == 0 && !hedged {
 		b.WriteString("      retry_policy: {num_retries: 0}\n")
@@ -158,23 +159,23 @@ func envoyRoute(b *strings.Builder, p *Policy, e Endpoint, opt EnvoyOptions) {
 	switch {
 	case hedged:
 		fmt.Fprintf(b, "        num_retries: %d  # %d %s and %d %s share Envoy's retries\n", h.Retries+h.Hedge.Max,
-			h.Retries, plural(h.Retries, "retry", "retries"), h.Hedge.Max, plural(h.Hedge.Max, "hedge", "hedges"))
-		fmt.Fprintf(b, "        per_try_timeout: %s  # the hedge delay: Envoy hedges only on a per-try timeout\n", envoyDur(h.Hedge.Delay))
+			h.Retries, units.Plural(h.Retries, "retry", "retries"), h.Hedge.Max, units.Plural(h.Hedge.Max, "hedge", "hedges"))
+		fmt.Fprintf(b, "        per_try_timeout: %s  # the hedge delay: Envoy hedges only on a per-try timeout\n", units.DecimalSeconds(h.Hedge.Delay))
 	default:
 		fmt.Fprintf(b, "        num_retries: %d\n", h.Retries)
 		if h.Timeout > 0 {
-			fmt.Fprintf(b, "        per_try_timeout: %s\n", envoyDur(h.Timeout))
+			fmt.Fprintf(b, "        per_try_timeout: %s\n", units.DecimalSeconds(h.Timeout))
 		}
 	}
 	if h.Backoff.Base > 0 {
-		fmt.Fprintf(b, "        retry_back_off: {base_interval: %s, max_interval: %s}\n", envoyDur(h.Backoff.Base), envoyDur(max(h.Backoff.Max, h.Backoff.Base)))
+		fmt.Fprintf(b, "        retry_back_off: {base_interval: %s, max_interval: %s}\n", units.DecimalSeconds(h.Backoff.Base), units.DecimalSeconds(max(h.Backoff.Max, h.Backoff.Base)))
 	}
 	if hedged {
 		b.WriteString("      hedge_policy:\n")
 		b.WriteString("        hedge_on_per_try_timeout: true\n")
-		fmt.Fprintf(b, "      # hedge after %s: when per_try_timeout fires Envoy sends another attempt and keeps the first;\n", envoyDur(h.Hedge.Delay))
+		fmt.Fprintf(b, "      # hedge after %s: when per_try_timeout fires Envoy sends another attempt and keeps the first;\n", units.DecimalSeconds(h.Hedge.Delay))
 		if h.Timeout > 0 {
-			fmt.Fprintf(b, "      # no attempt is cut at tailscope's %s per-attempt timeout, the route timeout bounds the call;\n", envoyDur(h.Timeout))
+			fmt.Fprintf(b, "      # no attempt is cut at tailscope's %s per-attempt timeout, the route timeout bounds the call;\n", units.DecimalSeconds(h.Timeout))
 		}
 		b.WriteString("      # every hedge sent uses one of num_retries: a call that hedged has fewer retries left.\n")
 	}
@@ -280,7 +281,7 @@ func envoyOutlier(b *strings.Builder, e Ejection) {
 	// The key and value come from the logs: quoted like a key, so that
 	// no line break in them ends the comment.
 	fmt.Fprintf(b, "# %s=%s holds %s of the hop's %s (lift %s×): eject it, neither retries nor a\n",
-		quoteKey(e.Key), quoteKey(e.Value), strconv.FormatFloat(math.Round(e.Share*100), 'f', -1, 64)+"%", what, strconv.FormatFloat(e.Lift, 'f', -1, 64))
+		quoteKey(e.Key), quoteKey(e.Value), units.PercentWhole(e.Share), what, strconv.FormatFloat(e.Lift, 'f', -1, 64))
 	b.WriteString("# longer timeout will fix it. Envoy ejects on errors: a slow host's attempts count once a\n")
 	b.WriteString("# timeout cuts them (504, a gateway failure).\n")
 	pct := 10
@@ -294,13 +295,6 @@ func envoyOutlier(b *strings.Builder, e Ejection) {
 	b.WriteString("  interval: 10s\n")
 	b.WriteString("  base_ejection_time: 30s\n")
 	fmt.Fprintf(b, "  max_ejection_percent: %d\n", min(pct, 100))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // callBound is how long a hop's call can take: every attempt at its timeout
@@ -317,13 +311,6 @@ func callBound(p *Policy, h Hop) time.Duration {
 		d = p.Budget
 	}
 	return d
-}
-
-func envoyDur(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".") + "s"
 }
 
 // GRPCMaxAttempts is gRPC's cap on retryPolicy.maxAttempts.
@@ -409,7 +396,7 @@ func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 			m.Name = []name{{}} // the channel's default
 		}
 		if d := callBound(p, h); d > 0 {
-			m.Timeout = envoyDur(d)
+			m.Timeout = units.DecimalSeconds(d)
 		}
 		switch {
 		case h.Hedge.Delay > 0:
@@ -419,13 +406,13 @@ func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 				note(fmt.Sprintf("%s: %d attempts (first, %d hedges, %d retries) exceed gRPC's cap; hedgingPolicy.maxAttempts set to %d", n, attempts, h.Hedge.Max, h.Retries, GRPCMaxAttempts))
 				attempts = GRPCMaxAttempts
 			}
-			m.HedgingPolicy = &hedging{MaxAttempts: attempts, HedgingDelay: envoyDur(h.Hedge.Delay)}
+			m.HedgingPolicy = &hedging{MaxAttempts: attempts, HedgingDelay: units.DecimalSeconds(h.Hedge.Delay)}
 			if h.Retries > 0 {
 				m.HedgingPolicy.NonFatalStatusCodes = retryable
-				note(fmt.Sprintf("%s: a method has a retryPolicy or a hedgingPolicy, not both: its %d %s become hedged attempts sent at once on %s, without backoff", n, h.Retries, plural(h.Retries, "retry", "retries"), strings.Join(retryable, " or ")))
+				note(fmt.Sprintf("%s: a method has a retryPolicy or a hedgingPolicy, not both: its %d %s become hedged attempts sent at once on %s, without backoff", n, h.Retries, units.Plural(h.Retries, "retry", "retries"), strings.Join(retryable, " or ")))
 			}
 			if h.Timeout > 0 {
-				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; no attempt is cut at %s, the %s deadline bounds the call", n, envoyDur(h.Timeout), m.Timeout))
+				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; no attempt is cut at %s, the %s deadline bounds the call", n, units.DecimalSeconds(h.Timeout), m.Timeout))
 			}
 		case h.Retries > 0:
 			attempts := h.Retries + 1
@@ -437,10 +424,10 @@ func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 			if base <= 0 {
 				base = time.Millisecond // gRPC requires a positive backoff
 			}
-			m.RetryPolicy = &retry{MaxAttempts: attempts, InitialBackoff: envoyDur(base), MaxBackoff: envoyDur(max(h.Backoff.Max, base)),
+			m.RetryPolicy = &retry{MaxAttempts: attempts, InitialBackoff: units.DecimalSeconds(base), MaxBackoff: units.DecimalSeconds(max(h.Backoff.Max, base)),
 				BackoffMultiplier: 2, RetryableStatusCodes: retryable}
 			if h.Timeout > 0 {
-				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; the %s per attempt becomes a %s deadline for the whole call", n, envoyDur(h.Timeout), m.Timeout))
+				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; the %s per attempt becomes a %s deadline for the whole call", n, units.DecimalSeconds(h.Timeout), m.Timeout))
 			}
 		}
 		ch := e.Channel()
@@ -468,7 +455,7 @@ func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 	}
 	if httpN > 0 {
 		note(fmt.Sprintf("%d HTTP %s of %d %s left out: a gRPC service config matches gRPC methods only (see --emit envoy, istio or linkerd)",
-			httpN, plural(httpN, "endpoint", "endpoints"), len(httpHops), plural(len(httpHops), "hop", "hops")))
+			httpN, units.Plural(httpN, "endpoint", "endpoints"), len(httpHops), units.Plural(len(httpHops), "hop", "hops")))
 	}
 	if anyHedge {
 		note(GRPCHedgingSupport)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -150,8 +151,8 @@ func TestEnvoyEmit(t *testing.T) {
 		}
 		rp := rt["retry_policy"].(map[string]any)
 		h := p.Hops[n]
-		if rp["per_try_timeout"] != envoyDur(h.Hedge.Delay) || rp["num_retries"] != h.Retries+h.Hedge.Max {
-			t.Errorf("%s: retry_policy %v, want per_try_timeout %s (the delay) and num_retries %d", n, rp, envoyDur(h.Hedge.Delay), h.Retries+h.Hedge.Max)
+		if rp["per_try_timeout"] != units.DecimalSeconds(h.Hedge.Delay) || rp["num_retries"] != h.Retries+h.Hedge.Max {
+			t.Errorf("%s: retry_policy %v, want per_try_timeout %s (the delay) and num_retries %d", n, rp, units.DecimalSeconds(h.Hedge.Delay), h.Retries+h.Hedge.Max)
 		}
 	}
 	for _, n := range []string{"retried", "plain"} {

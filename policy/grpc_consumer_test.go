@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -87,7 +88,7 @@ func TestGRPCOddNames(t *testing.T) {
 			t.Errorf("%q: no channel in %v", n, out)
 			continue
 		}
-		want := envoyDur(time.Duration(i+1) * 100 * time.Millisecond)
+		want := units.DecimalSeconds(time.Duration(i+1) * 100 * time.Millisecond)
 		if !strings.Contains(string(cfg), `"timeout": "`+want+`"`) {
 			t.Errorf("%q: %s, want timeout %s", n, cfg, want)
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // meshRoutes groups the mapped endpoints by called service, each
@@ -117,7 +119,7 @@ func Istio(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 			}
 			fmt.Fprintf(&b, "    route:\n    - destination: {host: %s}\n", quoteKey(svc))
 			if d := callBound(p, h); d > 0 {
-				fmt.Fprintf(&b, "    timeout: %s\n", envoyDur(d))
+				fmt.Fprintf(&b, "    timeout: %s\n", units.DecimalSeconds(d))
 			}
 			if h.Retries == 0 {
 				b.WriteString("    retries: {attempts: 0}\n")
@@ -128,12 +130,12 @@ func Istio(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 				}
 				fmt.Fprintf(&b, "    retries: {attempts: %d", h.Retries)
 				if h.Timeout > 0 {
-					fmt.Fprintf(&b, ", perTryTimeout: %s", envoyDur(h.Timeout))
+					fmt.Fprintf(&b, ", perTryTimeout: %s", units.DecimalSeconds(h.Timeout))
 				}
 				fmt.Fprintf(&b, ", retryOn: %q}\n", retryOn)
 			}
 			if h.Hedge.Delay > 0 {
-				notes = appendOnce(notes, fmt.Sprintf("%s: Istio has no hedging: its hedge after %s is left out", e.Hop, envoyDur(h.Hedge.Delay)))
+				notes = appendOnce(notes, fmt.Sprintf("%s: Istio has no hedging: its hedge after %s is left out", e.Hop, units.DecimalSeconds(h.Hedge.Delay)))
 			}
 			if h.Retries > 0 && h.Backoff.Base > 0 {
 				notes = appendOnce(notes, fmt.Sprintf("%s: Istio sets no backoff: its %s backoff is left out (Envoy's default 25ms applies)", e.Hop, h.Backoff))
@@ -232,7 +234,7 @@ func Linkerd(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 			}
 			fmt.Fprintf(&b, "      pathRegex: %s\n", quoteKey(e.PathRegex()))
 			if r.timeout > 0 {
-				fmt.Fprintf(&b, "    timeout: %s\n", fmtDur(time.Duration(r.timeout)))
+				fmt.Fprintf(&b, "    timeout: %s\n", units.GoDuration(time.Duration(r.timeout)))
 			}
 			fmt.Fprintf(&b, "    isRetryable: %t\n", r.retry)
 		}

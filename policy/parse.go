@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -495,7 +496,7 @@ func (ps *parser) duration(key string, n *yaml.Node) time.Duration {
 		msg := fmt.Sprintf("bad duration %s: want a Go duration like 3s or 800ms", echo(n.Value))
 		switch {
 		case len(s) < 100 && durationSyntax.MatchString(s):
-			msg = fmt.Sprintf("duration %s is too long: at most %s", echo(n.Value), fmtDur(MaxDuration))
+			msg = fmt.Sprintf("duration %s is too long: at most %s", echo(n.Value), units.GoDuration(MaxDuration))
 		case len(s) < 100:
 			if _, e := strconv.ParseFloat(s, 64); e == nil {
 				msg = fmt.Sprintf("bad duration %s: give a unit, e.g. %ss or %sms", echo(n.Value), s, s)
@@ -509,7 +510,7 @@ func (ps *parser) duration(key string, n *yaml.Node) time.Duration {
 		return 0
 	}
 	if d > MaxDuration {
-		ps.add(n, key, fmt.Sprintf("duration %s is too long: at most %s", echo(n.Value), fmtDur(MaxDuration)))
+		ps.add(n, key, fmt.Sprintf("duration %s is too long: at most %s", echo(n.Value), units.GoDuration(MaxDuration)))
 		return 0
 	}
 	return d

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tailscope/tailscope/internal/glyph"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // Jitter kinds for backoff.
@@ -246,7 +247,7 @@ func (ps Problems) Error() string {
 func (p *Policy) Marshal() []byte {
 	var b bytes.Buffer
 	if p.Budget > 0 {
-		fmt.Fprintf(&b, "budget: %s\n", fmtDur(p.Budget))
+		fmt.Fprintf(&b, "budget: %s\n", units.GoDuration(p.Budget))
 	} else {
 		b.WriteString("budget: 0s\n")
 	}
@@ -308,34 +309,27 @@ func commentText(s string) string {
 }
 
 func writeHop(b *bytes.Buffer, ind string, h Hop, hedgeNone bool) {
-	fmt.Fprintf(b, "%stimeout: %s\n", ind, fmtDur(h.Timeout))
+	fmt.Fprintf(b, "%stimeout: %s\n", ind, units.GoDuration(h.Timeout))
 	fmt.Fprintf(b, "%sretries: %d\n", ind, h.Retries)
 	switch {
 	case h.Backoff.Base == 0:
 		fmt.Fprintf(b, "%sbackoff: 0s\n", ind)
 	case h.Backoff.Max == h.Backoff.Base && (h.Backoff.Jitter == "" || h.Backoff.Jitter == JitterNone):
-		fmt.Fprintf(b, "%sbackoff: %s\n", ind, fmtDur(h.Backoff.Base))
+		fmt.Fprintf(b, "%sbackoff: %s\n", ind, units.GoDuration(h.Backoff.Base))
 	default:
 		j := h.Backoff.Jitter
 		if j == "" {
 			j = JitterNone
 		}
-		fmt.Fprintf(b, "%sbackoff: {base: %s, max: %s, jitter: %s}\n", ind, fmtDur(h.Backoff.Base), fmtDur(h.Backoff.Max), j)
+		fmt.Fprintf(b, "%sbackoff: {base: %s, max: %s, jitter: %s}\n", ind, units.GoDuration(h.Backoff.Base), units.GoDuration(h.Backoff.Max), j)
 	}
 	fmt.Fprintf(b, "%sbudget_aware: %t\n", ind, h.BudgetAware)
 	switch {
 	case h.Hedge.Delay > 0:
-		fmt.Fprintf(b, "%shedge: {delay: %s, max: %d}\n", ind, fmtDur(h.Hedge.Delay), h.Hedge.Max)
+		fmt.Fprintf(b, "%shedge: {delay: %s, max: %d}\n", ind, units.GoDuration(h.Hedge.Delay), h.Hedge.Max)
 	case hedgeNone:
 		fmt.Fprintf(b, "%shedge: none\n", ind)
 	}
-}
-
-func fmtDur(d time.Duration) string {
-	s := d.String()
-	s = strings.Replace(s, "m0s", "m", 1)
-	s = strings.Replace(s, "h0m", "h", 1)
-	return s
 }
 
 // quoteKey writes a string from the logs (a hop name, a service, a route)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/span"
 )
@@ -72,7 +73,7 @@ func TestAttributionInReports(t *testing.T) {
 	if a == nil || a.Value != "cart-3" {
 		t.Fatalf("cart handle's attribution: %+v", a)
 	}
-	text := fmt.Sprintf("%s of its slow attempts on k8s.pod.name=cart-3 (lift %s×, %d of %d)", pct(a.Share), trimFloat(a.Lift), a.Tail, a.HopCount)
+	text := fmt.Sprintf("%s of its slow attempts on k8s.pod.name=cart-3 (lift %s×, %d of %d)", units.Percent(a.Share, 1), trimFloat(a.Lift), a.Tail, a.HopCount)
 	want := "cart handle: " + text + ", e.g. trace " + a.Examples[0]
 	for _, format := range []string{"text", "markdown", "html"} {
 		var b bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // When the hop names look unbounded (analyze's unbounded-hops warning:
@@ -67,7 +68,7 @@ func boundedHops(rep *analyze.Report) (*analyze.Report, int) {
 			parts = append(parts, fmt.Sprintf("%d %s", codes[c], c))
 		}
 		out.Warnings = append(out.Warnings, analyze.Warning{Code: analyze.WarnUnboundedHops,
-			Message: fmt.Sprintf("the %s not shown have warnings of their own (%s): the JSON report lists them", count(hidden, "hop", "hops"), strings.Join(parts, ", "))})
+			Message: fmt.Sprintf("the %s not shown have warnings of their own (%s): the JSON report lists them", units.Count(hidden, "hop", "hops"), strings.Join(parts, ", "))})
 	}
 	return &out, hidden
 }
@@ -75,5 +76,5 @@ func boundedHops(rep *analyze.Report) (*analyze.Report, int) {
 // notShownLine is the line under a bounded hop table.
 func notShownLine(shown, hidden int) string {
 	return fmt.Sprintf("%s of %d shown (the tail's hops, then the most attempted); %s not shown: the hop names look unbounded (see the %s warning); the JSON report has every hop",
-		count(shown, "hop", "hops"), shown+hidden, count(hidden, "more hop is", "more hops are"), analyze.WarnUnboundedHops)
+		units.Count(shown, "hop", "hops"), shown+hidden, units.Count(hidden, "more hop is", "more hops are"), analyze.WarnUnboundedHops)
 }

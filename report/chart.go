@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 )
 
@@ -208,7 +209,7 @@ func histChart(id, kind, owner, title string, bs []quantile.Bucket, marks []mark
 		}
 		ax = axis{log: true, lo: l, hi: h, x0: x0, x1: x1}
 		for _, v := range logTicks(l, h) {
-			c.XTicks = append(c.XTicks, tick{f1(ax.x(v)), dur(v)})
+			c.XTicks = append(c.XTicks, tick{f1(ax.x(v)), units.Millis(v)})
 		}
 	} else {
 		h := niceCeil(hi * 1.08)
@@ -217,7 +218,7 @@ func histChart(id, kind, owner, title string, bs []quantile.Bucket, marks []mark
 		}
 		ax = axis{lo: 0, hi: h, x0: x0, x1: x1}
 		for _, v := range linearTicks(h, 6) {
-			c.XTicks = append(c.XTicks, tick{f1(ax.x(v)), dur(v)})
+			c.XTicks = append(c.XTicks, tick{f1(ax.x(v)), units.Millis(v)})
 		}
 	}
 
@@ -247,7 +248,7 @@ func histChart(id, kind, owner, title string, bs []quantile.Bucket, marks []mark
 		y := ypos(float64(b.Count))
 		c.Bars = append(c.Bars, bar{
 			X: f1(bx0 + 0.5), Y: f1(y), W: f1(w), H: f1(y1 - y),
-			Tip:    fmt.Sprintf("%s: %d", durRange(b.FromMs, b.ToMs), b.Count),
+			Tip:    fmt.Sprintf("%s: %d", units.MillisRange(b.FromMs, b.ToMs), b.Count),
 			FromMs: fms(b.FromMs), ToMs: fms(b.ToMs), Count: b.Count, Class: barClass,
 			LabelX: f1(bx0 + 0.5 + w/2), LabelY: f1(y - 3),
 		})

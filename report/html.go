@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // The HTML report is one self-contained file an SRE can attach to an
@@ -204,13 +205,13 @@ func optDur(v *float64) string {
 	if v == nil {
 		return "–"
 	}
-	return dur(*v)
+	return units.Millis(*v)
 }
 
 func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
-	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
+	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	p := &page{
 		Kind: "analyze", Title: "tailscope analyze",
 		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped, Filtered: rep.Filtered,
@@ -220,28 +221,28 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if rq.SuccessRate < 1 {
 		rateClass = "warn"
 	}
-	p.Summary = fmt.Sprintf("%s in %s over %s", spansText(rep.ReadStats), count(rq.Count, "request", "requests"), count(len(rep.Hops)+hidden, "hop", "hops"))
+	p.Summary = fmt.Sprintf("%s in %s over %s", spansText(rep.ReadStats), units.Count(rq.Count, "request", "requests"), units.Count(len(rep.Hops)+hidden, "hop", "hops"))
 	rateNote := fmt.Sprintf("%d failed", rq.Count-rq.Succeeded)
 	if rq.SucceededInferred {
 		rateClass, rateNote = "warn", "inferred: the logs carry no outcome"
 	}
 	p.Cards = []card{
 		{"Requests", fmt.Sprint(rq.Count), fmt.Sprintf("%d succeeded", rq.Succeeded), ""},
-		{"Success rate", pct(rq.SuccessRate), rateNote, rateClass},
-		{"p50", ru.f(rq.LatencyMs.P50), "request latency", ""},
-		{"p95", ru.f(rq.LatencyMs.P95), "request latency", ""},
-		{"p99", ru.f(rq.LatencyMs.P99), "request latency", ""},
+		{"Success rate", units.Percent(rq.SuccessRate, 1), rateNote, rateClass},
+		{"p50", ru.Cell(rq.LatencyMs.P50), "request latency", ""},
+		{"p95", ru.Cell(rq.LatencyMs.P95), "request latency", ""},
+		{"p99", ru.Cell(rq.LatencyMs.P99), "request latency", ""},
 	}
 	av := &analysisView{Tail: tailViewOf(rep)}
 	if hidden > 0 {
 		av.NotShown, av.NotShownNote = hidden, notShownLine(len(rep.Hops), hidden)+"."
 	}
 	if rq.MeanTimeToFailureMs != nil {
-		av.MTTF = dur(*rq.MeanTimeToFailureMs)
+		av.MTTF = units.Millis(*rq.MeanTimeToFailureMs)
 		p.Cards = append(p.Cards, card{"Mean time to failure", av.MTTF, "how long a failing request holds on", "bad"})
 	}
 	if rep.RecommendedPolicy != nil {
-		av.Budget = dur(rep.RecommendedPolicy.BudgetMs)
+		av.Budget = units.Millis(rep.RecommendedPolicy.BudgetMs)
 	}
 	av.Untimed = untimedSummary(rep.Hops)
 	if c := rep.RecommendationCheck; c != nil {
@@ -278,7 +279,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 			hv.Attrs = append(hv.Attrs, attrViewOf(h.Hop, a))
 		}
 		if r := h.Recommendation; hv.Timed && r.RaisedFromMs != nil {
-			hv.RecTimeout, hv.RaisedFrom = dur(r.TimeoutMs), dur(*r.RaisedFromMs)
+			hv.RecTimeout, hv.RaisedFrom = units.Millis(r.TimeoutMs), units.Millis(*r.RaisedFromMs)
 		}
 		av.Hops[i] = hv
 	}
@@ -288,7 +289,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	}
 	if av.RecNotShown = len(timedHops(rep.Hops)) - len(rec); av.RecNotShown > 0 {
 		av.RecNotShownNote = fmt.Sprintf("%s the policy sets a timeout for %s not listed here: the hop table gives each one's action, timeout and retries, "+
-			"-f json or tailscope recommend its basis.", count(av.RecNotShown, "more hop", "more hops"), pick(av.RecNotShown, "is", "are"))
+			"-f json or tailscope recommend its basis.", units.Count(av.RecNotShown, "more hop", "more hops"), units.Plural(av.RecNotShown, "is", "are"))
 	}
 	for _, i := range drawnHops(rep.Hops, maxDrawnHops) {
 		h, hv := &rep.Hops[i], &av.Hops[i]
@@ -304,7 +305,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		if len(h.FailureHistogram) > 0 {
 			var fm []markIn
 			if h.TimeoutMs != nil {
-				fm = append(fm, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
+				fm = append(fm, markIn{"timeout", *h.TimeoutMs, "timeout " + units.Millis(*h.TimeoutMs), false})
 			}
 			hv.Failures = histChart(hv.ID+"-failures", "failures", h.Hop, "When "+h.Hop+" attempts failed",
 				h.FailureHistogram, fm, false, 420, 210, 0, "fail")
@@ -313,11 +314,11 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if av.NotDrawn = len(rep.Hops) - len(av.Drawn); av.NotDrawn > 0 {
 		av.NotDrawnNote = fmt.Sprintf("%d of %d hops are drawn below: those the recommended policy sets a timeout for and those with failures first. "+
 			"%s not drawn (the hop table lists every hop); see -f json for their histograms.",
-			len(av.Drawn), len(rep.Hops), count(av.NotDrawn, "more hop is", "more hops are"))
+			len(av.Drawn), len(rep.Hops), units.Count(av.NotDrawn, "more hop is", "more hops are"))
 	}
 	var lm []markIn
 	if rq.MeanTimeToFailureMs != nil {
-		lm = append(lm, markIn{"mean", *rq.MeanTimeToFailureMs, "mean " + dur(*rq.MeanTimeToFailureMs), false})
+		lm = append(lm, markIn{"mean", *rq.MeanTimeToFailureMs, "mean " + units.Millis(*rq.MeanTimeToFailureMs), false})
 	}
 	if len(rq.FailureLanding) > 0 {
 		av.Landing = histChart("requests-landing", "landing", "", "When failed requests gave up",
@@ -407,10 +408,10 @@ func latencyMarks(h *analyze.Hop) []markIn {
 		ms = append(ms, markIn{"p99", h.Censored.AtLeastMs, "p99 " + markText(nil, "p99", h.Censored), true})
 	}
 	if h.TimeoutMs != nil {
-		ms = append(ms, markIn{"timeout", *h.TimeoutMs, "timeout " + dur(*h.TimeoutMs), false})
+		ms = append(ms, markIn{"timeout", *h.TimeoutMs, "timeout " + units.Millis(*h.TimeoutMs), false})
 	}
 	if r := h.Recommendation; r.TimeoutMs > 0 {
-		ms = append(ms, markIn{"recommended", r.TimeoutMs, "recommended " + dur(r.TimeoutMs), false})
+		ms = append(ms, markIn{"recommended", r.TimeoutMs, "recommended " + units.Millis(r.TimeoutMs), false})
 	}
 	return ms
 }
@@ -419,12 +420,12 @@ func latencyMarks(h *analyze.Hop) []markIn {
 // header write it: "250ms", "≥ 3s" when censored, "–" when unknown.
 func markText(v *float64, name string, c *analyze.Censored) string {
 	if v != nil {
-		return dur(*v)
+		return units.Millis(*v)
 	}
 	if c != nil {
 		for _, x := range c.Unknown {
 			if x == name {
-				return "≥ " + dur(c.AtLeastMs)
+				return "≥ " + units.Millis(c.AtLeastMs)
 			}
 		}
 	}
@@ -435,10 +436,10 @@ func yieldText(y *analyze.Yield) string {
 	if y.RetriedCalls == 0 {
 		return "no call was retried"
 	}
-	s := fmt.Sprintf("%d of %s recovered (%s)", y.Recovered, count(y.RetriedCalls, "retried call", "retried calls"), pct(y.Rate))
+	s := fmt.Sprintf("%d of %s recovered (%s)", y.Recovered, units.Count(y.RetriedCalls, "retried call", "retried calls"), units.Percent(y.Rate, 1))
 	var parts []string
 	if t := y.AfterTimeout; t.Retried > 0 {
-		parts = append(parts, fmt.Sprintf("after a timeout %d of %s succeeded", t.Succeeded, count(t.Retried, "retry", "retries")))
+		parts = append(parts, fmt.Sprintf("after a timeout %d of %s succeeded", t.Succeeded, units.Count(t.Retried, "retry", "retries")))
 	}
 	if t := y.AfterFastFailure; t.Retried > 0 {
 		parts = append(parts, fmt.Sprintf("after a fast failure %d of %d", t.Succeeded, t.Retried))
@@ -461,8 +462,8 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 			cv.Failed++
 		}
 	}
-	p.Summary = fmt.Sprintf("%s replayed over %s (%s)", count(len(rep.Results), "policy", "policies"),
-		count(rep.Requests, "request", "requests"), spansText(rep.ReadStats))
+	p.Summary = fmt.Sprintf("%s replayed over %s (%s)", units.Count(len(rep.Results), "policy", "policies"),
+		units.Count(rep.Requests, "request", "requests"), spansText(rep.ReadStats))
 	rows := rep.Results
 	if rep.Baseline != nil {
 		rows = append([]check.Result{*rep.Baseline}, rows...)
@@ -475,7 +476,7 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 			hi = max(hi, b.ToMs)
 		}
 	}
-	u := unitFor(lat...)
+	u := units.ColumnFor(lat...)
 	// Small multiples share one time axis so that "failures at 9 s" and
 	// "failures at 3 s" sit where they belong relative to each other. The
 	// axis covers the failures; a budget is marked when it falls inside.
@@ -489,7 +490,7 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 		}
 		shared = niceCeil(shared)
 	}
-	cv.LandingHi = dur(shared)
+	cv.LandingHi = units.Millis(shared)
 	cv.CutShort = cutShortNote(replayRows(rows, rep.Baseline != nil))
 	for i, r := range rows {
 		base := rep.Baseline != nil && i == 0
@@ -498,16 +499,16 @@ func checkHTML(w io.Writer, rep *check.Report) error {
 			OK: okText(r.Replay), Success: successText(r.Replay),
 			P50: latCell(u, r.Replay.LatencyMs.P50, r.Replay), P95: latCell(u, r.Replay.LatencyMs.P95, r.Replay), P99: latCell(u, r.Replay.LatencyMs.P99, r.Replay),
 			Fails: failText(r.Replay), MTTF: optDur(r.Replay.FailureMs.Mean),
-			RetrySpent: dur(r.Replay.RetryMs.Spent), RetryWasted: dur(r.Replay.RetryMs.Wasted),
+			RetrySpent: units.Millis(r.Replay.RetryMs.Spent), RetryWasted: units.Millis(r.Replay.RetryMs.Wasted),
 			Verdict: r.Verdict, Baseline: base,
 		}
 		cv.Rows = append(cv.Rows, row)
 		var marks []markIn
 		caption := "no budget"
 		if c := r.Policy.Content; c != nil && c.BudgetMs > 0 {
-			caption = "budget " + dur(c.BudgetMs)
+			caption = "budget " + units.Millis(c.BudgetMs)
 			if c.BudgetMs <= shared {
-				marks = append(marks, markIn{"budget", c.BudgetMs, "budget " + dur(c.BudgetMs), false})
+				marks = append(marks, markIn{"budget", c.BudgetMs, "budget " + units.Millis(c.BudgetMs), false})
 			}
 		}
 		name := r.Policy.Name

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // The Markdown renderers write GitHub-flavoured Markdown sized for a pull
@@ -83,7 +84,7 @@ func mdSkips(e *errWriter, read, skipped int64, by map[string]int64) {
 	if skipped == 0 {
 		return
 	}
-	e.printf("Skipped %d of %s:", skipped, count(read, "record", "records"))
+	e.printf("Skipped %d of %s:", skipped, units.Count(read, "record", "records"))
 	for i, r := range sortedKeys(by) {
 		if i > 0 {
 			e.printf(",")
@@ -97,14 +98,14 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	e := &errWriter{w: w}
 	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
-	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
+	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("### tailscope analyze\n\n")
-	e.printf("**%s, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", count(rq.Count, "request", "requests"), rq.Succeeded, pct(rq.SuccessRate)+inferredNote(rq),
-		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
+	e.printf("**%s, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", units.Count(rq.Count, "request", "requests"), rq.Succeeded, units.Percent(rq.SuccessRate, 1)+inferredNote(rq),
+		ru.Cell(rq.LatencyMs.P50), ru.Cell(rq.LatencyMs.P95), ru.Cell(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
-		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
+		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), units.Millis(*rq.MeanTimeToFailureMs))
 	}
-	e.printf("%s from %s (%s).\n\n", md(spansText(rep.ReadStats)), count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
+	e.printf("%s from %s (%s).\n\n", md(spansText(rep.ReadStats)), units.Count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
 	writeTailMarkdown(e, rep)
 
@@ -115,7 +116,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 		l := h.LatencyMs
 		to := "–"
 		if h.TimeoutMs != nil {
-			to = dur(*h.TimeoutMs)
+			to = units.Millis(*h.TimeoutMs)
 		}
 		name := md(h.Hop)
 		if m := fn.mark(h.Hop); m != "" {
@@ -133,14 +134,14 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	}
 
 	if rp := rep.RecommendedPolicy; rp != nil {
-		e.printf("\n#### Recommendation (budget %s)\n\n", dur(rp.BudgetMs))
+		e.printf("\n#### Recommendation (budget %s)\n\n", units.Millis(rp.BudgetMs))
 	} else {
 		e.printf("\n#### Recommendation\n\n")
 	}
 	for _, h := range timedHops(rep.Hops) {
 		r := h.Recommendation
 		e.printf("- **%s**: %s timeout %s, %d %s — %s\n", md(h.Hop), md(r.Action), recTimeout(r), r.Retries,
-			plural(r.Retries, "retry", "retries"), md(r.Basis))
+			units.Plural(r.Retries, "retry", "retries"), md(r.Basis))
 	}
 	e.printf("\n")
 	if s := untimedSummary(rep.Hops); s != "" {
@@ -171,7 +172,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 		if h.FailedAttempts > 0 {
 			s := fmt.Sprintf("- **%s** (%s): %s", md(h.Hop), md(h.FailureClass), md(h.Evidence))
 			if h.TimeoutMs != nil {
-				s += fmt.Sprintf("; timeout %s from %s", dur(*h.TimeoutMs), md(h.TimeoutSource))
+				s += fmt.Sprintf("; timeout %s from %s", units.Millis(*h.TimeoutMs), md(h.TimeoutSource))
 			}
 			if x := hopExamplesText(h.Examples); x != "" {
 				s += "; " + md(x)
@@ -222,8 +223,8 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 			failed++
 		}
 	}
-	e.printf("%s checked by replaying %s (%s, %d skipped)", count(len(rep.Results), "policy", "policies"),
-		count(rep.Requests, "request", "requests"), md(spansText(rep.ReadStats)), rep.Skipped)
+	e.printf("%s checked by replaying %s (%s, %d skipped)", units.Count(len(rep.Results), "policy", "policies"),
+		units.Count(rep.Requests, "request", "requests"), md(spansText(rep.ReadStats)), rep.Skipped)
 	if failed > 0 {
 		e.printf("; **%d failed**", failed)
 	}
@@ -238,7 +239,7 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 	for _, r := range rows {
 		lat = append(lat, r.Replay.LatencyMs.P50, r.Replay.LatencyMs.P95)
 	}
-	u := unitFor(lat...)
+	u := units.ColumnFor(lat...)
 	var cells [][]string
 	for i, r := range rows {
 		name := "**" + md(r.Policy.Name) + "**"
@@ -249,10 +250,10 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 		}
 		ttf := "–"
 		if r.Replay.FailureMs.Mean != nil {
-			ttf = dur(*r.Replay.FailureMs.Mean)
+			ttf = units.Millis(*r.Replay.FailureMs.Mean)
 		}
 		cells = append(cells, []string{name, md(r.HopTimeout), md(r.Retries), md(r.Budget), okText(r.Replay), successText(r.Replay),
-			latCell(u, r.Replay.LatencyMs.P50, r.Replay), latCell(u, r.Replay.LatencyMs.P95, r.Replay), failText(r.Replay), ttf, dur(r.Replay.RetryMs.Spent), verdict})
+			latCell(u, r.Replay.LatencyMs.P50, r.Replay), latCell(u, r.Replay.LatencyMs.P95, r.Replay), failText(r.Replay), ttf, units.Millis(r.Replay.RetryMs.Spent), verdict})
 	}
 	mdTable(e, []string{"config", "hop timeout", "retries", "budget", "ok", "success", "p50", "p95", "failures land", "mean TTF", "retry time", "verdict"},
 		[]bool{false, true, true, true, true, true, true, true, false, true, true, false}, cells)
@@ -291,7 +292,7 @@ func checkMarkdown(w io.Writer, rep *check.Report) error {
 			e.printf("- %s gate **%s**: want %s, got %s\n", mark, md(g.Name), md(g.Want), md(g.Got))
 		}
 		if len(minor) > 0 {
-			e.printf("\n<details><summary>%d more %s (warnings, notes)</summary>\n\n", len(minor), plural(len(minor), "finding", "findings"))
+			e.printf("\n<details><summary>%d more %s (warnings, notes)</summary>\n\n", len(minor), units.Plural(len(minor), "finding", "findings"))
 			for _, f := range minor {
 				e.printf("- %s\n", mdFinding(f))
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
@@ -73,7 +74,7 @@ func TestGapsOnceAndOnlyWhenTheyMatter(t *testing.T) {
 			if strings.Contains(s, "gap-tail") {
 				t.Errorf("%s, %s: a gap-tail footnote repeats the tail's section", path, f)
 			}
-			if listed > 0 && !strings.Contains(s, "at least "+dur(analyze.GapMinMs)) {
+			if listed > 0 && !strings.Contains(s, "at least "+units.Millis(analyze.GapMinMs)) {
 				t.Errorf("%s, %s: the gaps' thresholds are not stated", path, f)
 			}
 		}
@@ -104,7 +105,7 @@ func TestHeaderCountsFilesRead(t *testing.T) {
 	if skipped == 0 || rep.FilesRead() != len(rep.Inputs)-skipped {
 		t.Fatalf("inputs %+v: %d passed over, FilesRead %d", rep.Inputs, skipped, rep.FilesRead())
 	}
-	want := count(rep.FilesRead(), "file", "files")
+	want := units.Count(rep.FilesRead(), "file", "files")
 	out := renderAll(t, rep)
 	for _, f := range []string{"text", "markdown"} {
 		if !strings.Contains(out[f], " from "+want+" (") {
@@ -124,7 +125,7 @@ func TestHeaderCountsDuplicates(t *testing.T) {
 	if rep.DuplicateSpans != int64(l.Problems.DuplicateSpanIDs) || rep.DuplicateSpans == 0 {
 		t.Fatalf("duplicate_spans %d, the trees dropped %d", rep.DuplicateSpans, l.Problems.DuplicateSpanIDs)
 	}
-	want := count(rep.DuplicateSpans, "duplicate", "duplicates") + " left out of the requests"
+	want := units.Count(rep.DuplicateSpans, "duplicate", "duplicates") + " left out of the requests"
 	for f, s := range renderAll(t, rep) {
 		if !strings.Contains(s, want) {
 			t.Errorf("%s: the header does not say %q", f, want)
@@ -186,8 +187,8 @@ func TestCutShortLatencyLabelled(t *testing.T) {
 		if n := strings.Count(out, cutShortMark); n < 3 {
 			t.Errorf("%s: %d marks, want the short policy's two cells and the note", f, n)
 		}
-		if !strings.Contains(out, "short: p50 "+dur(*sr.LatencyOKMs.P50)) {
-			t.Errorf("%s: the note does not give the p50 over successes (%s)", f, dur(*sr.LatencyOKMs.P50))
+		if !strings.Contains(out, "short: p50 "+units.Millis(*sr.LatencyOKMs.P50)) {
+			t.Errorf("%s: the note does not give the p50 over successes (%s)", f, units.Millis(*sr.LatencyOKMs.P50))
 		}
 		if strings.Contains(out, "C: p50") {
 			t.Errorf("%s: a policy without failures is listed in the note", f)

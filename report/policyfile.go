@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // PolicyHeader is the comment at the top of a written policy file: the
@@ -20,7 +21,7 @@ func PolicyHeader(rep *analyze.Report) string {
 	for _, in := range rep.Inputs {
 		files = append(files, in.File)
 	}
-	fmt.Fprintf(&b, "%s (%s, %s).\n", strings.Join(files, ", "), count(rep.Spans, "span", "spans"), count(rep.Requests.Count, "request", "requests"))
+	fmt.Fprintf(&b, "%s (%s, %s).\n", strings.Join(files, ", "), units.Count(rep.Spans, "span", "spans"), units.Count(rep.Requests.Count, "request", "requests"))
 	for _, h := range rep.Hops {
 		if h.Recommendation.Action == analyze.ActionObserveFirst {
 			b.WriteString("# Some hops are observe-first: their timeouts are canaries to learn the tail, not measurements.\n")
@@ -45,7 +46,7 @@ func PolicyWritten(w io.Writer, file string, rep *analyze.Report) error {
 	p := rep.Recommended()
 	hops := p.HopNames()
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "wrote %s: %s, budget %s\n", file, count(len(hops), "hop", "hops"), analyze.FormatDuration(p.Budget))
+	fmt.Fprintf(bw, "wrote %s: %s, budget %s\n", file, units.Count(len(hops), "hop", "hops"), units.Duration(p.Budget))
 	action := make(map[string]string, len(hops))
 	for _, h := range rep.Hops {
 		if _, ok := action[h.Hop]; !ok {
@@ -60,9 +61,9 @@ func PolicyWritten(w io.Writer, file string, rep *analyze.Report) error {
 		h := p.For(name)
 		hedge := ""
 		if h.Hedge.Delay > 0 {
-			hedge = fmt.Sprintf("  hedge after %s (at most %d)", analyze.FormatDuration(h.Hedge.Delay), h.Hedge.Max)
+			hedge = fmt.Sprintf("  hedge after %s (at most %d)", units.Duration(h.Hedge.Delay), h.Hedge.Max)
 		}
-		fmt.Fprintf(bw, "  %-*s %-13s %8s  retries %d%s\n", width, VisibleLines(name), action[name], analyze.FormatDuration(h.Timeout), h.Retries, hedge)
+		fmt.Fprintf(bw, "  %-*s %-13s %8s  retries %d%s\n", width, VisibleLines(name), action[name], units.Duration(h.Timeout), h.Retries, hedge)
 	}
 	if rp := rep.RecommendedPolicy; rp != nil {
 		lines, _ := safetyLinesAdvice(rp.Safety, true)

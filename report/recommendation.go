@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // The recommendation as the text, Markdown and HTML reports show it: a
@@ -70,7 +71,7 @@ func untimedSummary(hops []analyze.Hop) string {
 	var parts []part
 	for i, u := range untimed {
 		if c := n[u.action]; c > 0 {
-			parts = append(parts, part{i, c, fmt.Sprintf("%d %s (%s)", c, u.action, pick(c, u.one, u.many))})
+			parts = append(parts, part{i, c, fmt.Sprintf("%d %s (%s)", c, u.action, units.Plural(c, u.one, u.many))})
 		}
 	}
 	sort.SliceStable(parts, func(a, b int) bool { return parts[a].n > parts[b].n })
@@ -84,13 +85,6 @@ func untimedSummary(hops []analyze.Hop) string {
 	return strings.Join(ss, ", ")
 }
 
-func pick(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // recTimeout is a hop's recommended timeout as a table shows it: "–" for
 // a hop the policy gives no timeout of its own or a timeout action with
 // no value (keep, with no timeout known: the basis says why), never "0s";
@@ -100,9 +94,9 @@ func recTimeout(r analyze.Recommendation) string {
 	case !timed(r) || r.TimeoutMs <= 0:
 		return "–"
 	case r.RaisedFromMs != nil:
-		return dur(r.TimeoutMs) + " ↑ from " + dur(*r.RaisedFromMs)
+		return units.Millis(r.TimeoutMs) + " ↑ from " + units.Millis(*r.RaisedFromMs)
 	}
-	return dur(r.TimeoutMs)
+	return units.Millis(r.TimeoutMs)
 }
 
 // recRetries is the retries column: "–" where the policy sets nothing.
@@ -134,58 +128,31 @@ func safetyLinesAdvice(s *analyze.Safety, advice bool) (lines []string, bad bool
 	switch h := s.HeldOut; {
 	case h != nil && h.Requests > 0:
 		lines = append(lines, fmt.Sprintf("held out: fitted on the %s before %s, replayed on the %d later that succeeded: %d %s (%s)",
-			count(h.FittedRequests, "request", "requests"), h.FittedUntil, h.Requests, h.Lost, pick(h.Lost, "fails", "fail"), pctShare(h.Share)))
+			units.Count(h.FittedRequests, "request", "requests"), h.FittedUntil, h.Requests, h.Lost, units.Plural(h.Lost, "fails", "fail"), units.Percent(h.Share, 3)))
 		if p := s.Predicted; p != nil && h.Share > p.Target && h.Lost > 1 {
 			bad = true
 		}
 	case h != nil:
-		lines = append(lines, fmt.Sprintf("held out: fitted on the %s before %s; none of the later ones succeeded as logged", count(h.FittedRequests, "request", "requests"), h.FittedUntil))
+		lines = append(lines, fmt.Sprintf("held out: fitted on the %s before %s; none of the later ones succeeded as logged", units.Count(h.FittedRequests, "request", "requests"), h.FittedUntil))
 	case s.HeldOutNote != "":
 		lines = append(lines, "held out: none; "+s.HeldOutNote)
 	}
 	if p := s.Predicted; p != nil && len(p.Hops) > 0 {
-		verdict := "within the target " + pctShare(p.Target)
+		verdict := "within the target " + units.Percent(p.Target, 3)
 		if !p.Met {
-			verdict = "the " + pctShare(p.Target) + " target is not certified by these logs (see the warning for what would certify it)"
+			verdict = "the " + units.Percent(p.Target, 3) + " target is not certified by these logs (see the warning for what would certify it)"
 			bad = true
 		}
 		if advice && !p.Met {
-			verdict = "the " + pctShare(p.Target) + " target is not certified by these logs"
+			verdict = "the " + units.Percent(p.Target, 3) + " target is not certified by these logs"
 		}
 		lines = append(lines, fmt.Sprintf("on new traffic: up to %s of requests that succeed may fail by a timeout (%s confidence, distribution-free; expected %s): %s",
-			pctShare(p.Upper), pctShare(p.Level), pctShare(p.Expected), verdict))
+			units.Percent(p.Upper, 3), units.Percent(p.Level, 3), units.Percent(p.Expected, 3), verdict))
 		if advice && !p.Met && p.Advice != "" {
 			lines = append(lines, p.Advice)
 		}
 	}
 	return lines, bad
-}
-
-// pctShare writes a share as a percentage with up to three decimals
-// ("0.1%", "0.025%", "5.085%").
-func pctShare(x float64) string {
-	return trimFrac(strconv.FormatFloat(100*x, 'f', 3, 64)) + "%"
-}
-
-// percentileName writes a percentile as "p99", "p99.991": three decimals
-// at most, more only when three would round a percentile below 100 up to
-// "p100".
-func percentileName(p float64) string {
-	for prec := 3; ; prec++ {
-		s := trimFrac(strconv.FormatFloat(p, 'f', prec, 64))
-		if p >= 100 || s != "100" || prec >= 9 {
-			return "p" + s
-		}
-	}
-}
-
-// trimFrac drops trailing zeros after a decimal point, and the point.
-func trimFrac(s string) string {
-	if !strings.Contains(s, ".") {
-		return s
-	}
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
 }
 
 // checkLine says how the recommended policy fared replayed on its own
@@ -198,11 +165,11 @@ func checkLine(c *analyze.RecommendationCheck) string {
 	if c.LoggedOK == 0 {
 		b.WriteString("no request succeeded as logged, so none could fail under it")
 	} else {
-		fmt.Fprintf(&b, "%d of %s that succeeded %s under it (", c.Failed, count(c.LoggedOK, "request", "requests"), pick(c.Failed, "fails", "fail"))
+		fmt.Fprintf(&b, "%d of %s that succeeded %s under it (", c.Failed, units.Count(c.LoggedOK, "request", "requests"), units.Plural(c.Failed, "fails", "fail"))
 		if c.Failed > 0 {
-			b.WriteString(pctShare(c.Share) + ", ")
+			b.WriteString(units.Percent(c.Share, 3) + ", ")
 		}
-		b.WriteString("target " + pctShare(c.Target))
+		b.WriteString("target " + units.Percent(c.Target, 3))
 		if !c.Met {
 			b.WriteString(": missed")
 		}
@@ -212,9 +179,9 @@ func checkLine(c *analyze.RecommendationCheck) string {
 		}
 	}
 	if c.Percentile > 0 {
-		fmt.Fprintf(&b, "; timeouts at %s per call", percentileName(c.Percentile))
+		fmt.Fprintf(&b, "; timeouts at %s per call", units.Percentile(c.Percentile))
 		if c.CallsPerRequest > 0 {
-			k, calls := trimFrac(strconv.FormatFloat(c.CallsPerRequest, 'f', 1, 64)), "calls"
+			k, calls := units.Decimal(c.CallsPerRequest, 1), "calls"
 			if k == "1" {
 				calls = "call"
 			}

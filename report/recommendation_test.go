@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"github.com/tailscope/tailscope/logs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,24 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/logs"
+
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
-
-func TestPercentileName(t *testing.T) {
-	for p, want := range map[float64]string{99: "p99", 99.9: "p99.9", 99.9908: "p99.991", 99.9655: "p99.966", 100: "p100", 99.99996: "p99.99996"} {
-		if got := percentileName(p); got != want {
-			t.Errorf("percentileName(%v) = %q, want %q", p, got, want)
-		}
-	}
-	for x, want := range map[float64]string{0.001: "0.1%", 0.00025: "0.025%", 0.0508: "5.08%", 0: "0%", 1: "100%"} {
-		if got := pctShare(x); got != want {
-			t.Errorf("pctShare(%v) = %q, want %q", x, got, want)
-		}
-	}
-}
 
 func recHop(name, action string, timeoutMs float64) analyze.Hop {
 	return analyze.Hop{Hop: name, Recommendation: analyze.Recommendation{Action: action, TimeoutMs: timeoutMs}}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // Where the tail comes from, and what changed: the sections that open an
@@ -36,7 +37,7 @@ func tailRows(rep *analyze.Report) (rows []analyze.TailEntry, more string) {
 		for _, e := range rows {
 			rest -= e.Share
 		}
-		more = fmt.Sprintf("%s share the rest (%s)", count(n, "more hop", "more hops"), pct(math.Max(0, rest)))
+		more = fmt.Sprintf("%s share the rest (%s)", units.Count(n, "more hop", "more hops"), units.Percent(math.Max(0, rest), 1))
 	}
 	return rows, more
 }
@@ -50,7 +51,7 @@ func dominantLine(rep *analyze.Report) string {
 	}
 	return fmt.Sprintf("%s holds %s of the tail on its own: a hop that is always slow ranks first whether or not anything broke; "+
 		"to see what changed, compare with logs from before (--compare BASELINE, or --compare-window 10m on one file)",
-		rep.TailRanking[0].Hop, pct(rep.TailRanking[0].Share))
+		rep.TailRanking[0].Hop, units.Percent(rep.TailRanking[0].Share, 1))
 }
 
 // tailWhich says which requests the ranking explains: "the 7 slowest
@@ -61,7 +62,7 @@ func tailWhich(tr *analyze.TailRequests) string {
 	}
 	above := ""
 	if tr.AboveMs != nil {
-		above = " (≥ p99 " + dur(*tr.AboveMs) + ")"
+		above = " (≥ p99 " + units.Millis(*tr.AboveMs) + ")"
 	}
 	the := func(n int, one, many string) string {
 		if n == 1 {
@@ -96,7 +97,7 @@ func gapHops(rep *analyze.Report) []*analyze.Hop {
 func gapRule() string {
 	return fmt.Sprintf("between caller and callee (the gap's p99 at least %s and half the caller's p99, the callee's p99 at most half of it, over %d calls or more): "+
 		"the time goes to the network, a queue or a connection pool, so a longer callee timeout or more callee capacity will not help",
-		dur(analyze.GapMinMs), analyze.GapMinPairs)
+		units.Millis(analyze.GapMinMs), analyze.GapMinPairs)
 }
 
 // gapLine is one gap in a few words, under gapRule.
@@ -132,7 +133,7 @@ func compareRows(c *analyze.Comparison) []analyze.HopChange {
 
 // windowLine summarises one window of a comparison.
 func windowLine(w analyze.WindowSummary) string {
-	s := fmt.Sprintf("%s, %s ok, p50 %s, p99 %s", count(w.Requests, "request", "requests"), pct(w.SuccessRate), optDur(w.P50Ms), optDur(w.P99Ms))
+	s := fmt.Sprintf("%s, %s ok, p50 %s, p99 %s", units.Count(w.Requests, "request", "requests"), units.Percent(w.SuccessRate, 1), optDur(w.P50Ms), optDur(w.P99Ms))
 	if w.TailMeanMs != nil {
 		s += fmt.Sprintf("; its slowest 10%% (%d from %s) %s on average", w.TailRequests, optDur(w.TailFromMs), optDur(w.TailMeanMs))
 	}
@@ -154,31 +155,23 @@ func shift(b, a *analyze.HopWindow, get func(*analyze.HopWindow) string) string 
 func latOf(v func(*analyze.HopWindow) *float64) func(*analyze.HopWindow) string {
 	return func(w *analyze.HopWindow) string {
 		if p := v(w); p != nil {
-			return dur(*p)
+			return units.Millis(*p)
 		}
 		if w.Censored != nil {
-			return "≥" + dur(w.Censored.AtLeastMs)
+			return "≥" + units.Millis(w.Censored.AtLeastMs)
 		}
 		return "–"
 	}
 }
 
-// signedDur is a change in time with its sign: +590ms, -12ms.
-func signedDur(ms float64) string {
-	if ms < 0 {
-		return dur(ms)
-	}
-	return "+" + dur(ms)
-}
-
 // compareCells are one compared hop's cells: hop, tail score, typical
 // shift, p50, p95, p99, failed attempts, class.
 func compareCells(h analyze.HopChange) []string {
-	return []string{h.Hop, signedDur(h.Score), signedDur(h.ShiftMs),
+	return []string{h.Hop, units.PlusMillis(h.Score), units.PlusMillis(h.ShiftMs),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P50Ms })),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P95Ms })),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P99Ms })),
-		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return pct(w.FailureRate) }),
+		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return units.Percent(w.FailureRate, 1) }),
 		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return w.Class })}
 }
 
@@ -202,7 +195,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		}
 		e.printf("\n")
 		for i, x := range rows {
-			e.printf("  %d. %s %s: %s", i+1, e.paint(ansiBold, Visible(x.Hop)), pct(x.Share), Visible(x.Reason))
+			e.printf("  %d. %s %s: %s", i+1, e.paint(ansiBold, Visible(x.Hop)), units.Percent(x.Share, 1), Visible(x.Reason))
 			if len(x.Examples) > 0 {
 				e.printf("; %s", Visible(examplesText(x.Examples)))
 			}
@@ -281,7 +274,7 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		}
 		e.printf(":\n\n")
 		for i, x := range rows {
-			e.printf("%d. **%s** %s: %s", i+1, md(x.Hop), pct(x.Share), md(x.Reason))
+			e.printf("%d. **%s** %s: %s", i+1, md(x.Hop), units.Percent(x.Share, 1), md(x.Reason))
 			if len(x.Examples) > 0 {
 				e.printf("; %s", md(examplesText(x.Examples)))
 			}
@@ -387,7 +380,7 @@ func tailViewOf(rep *analyze.Report) *tailView {
 	v := &tailView{}
 	rows, more := tailRows(rep)
 	for i, x := range rows {
-		v.Rows = append(v.Rows, tailRowView{Rank: i + 1, Hop: x.Hop, Share: pct(x.Share), Reason: x.Reason,
+		v.Rows = append(v.Rows, tailRowView{Rank: i + 1, Hop: x.Hop, Share: units.Percent(x.Share, 1), Reason: x.Reason,
 			Examples: examplesText(x.Examples), Width: int(math.Round(120 * math.Min(1, math.Max(0, x.Share))))})
 	}
 	if len(rows) > 0 {
@@ -536,7 +529,7 @@ func attrRows(rep *analyze.Report) (rows []attrRow, more string) {
 		}
 	}
 	if n := total - len(rows); n > 0 {
-		more = fmt.Sprintf("%s in the hop details", count(n, "more attribution", "more attributions"))
+		more = fmt.Sprintf("%s in the hop details", units.Count(n, "more attribution", "more attributions"))
 	}
 	return rows, more
 }
@@ -548,7 +541,7 @@ func attrText(a analyze.Attribution) string {
 	if a.Of == "failures" {
 		what, n = "failures", a.Failed
 	}
-	return fmt.Sprintf("%s of its %s on %s=%s (lift %s×, %d of %d)", pct(a.Share), what, a.Key, a.Value,
+	return fmt.Sprintf("%s of its %s on %s=%s (lift %s×, %d of %d)", units.Percent(a.Share, 1), what, a.Key, a.Value,
 		strconv.FormatFloat(a.Lift, 'f', -1, 64), n, a.HopCount)
 }
 
@@ -569,7 +562,7 @@ func hopExamplesText(x *analyze.HopExamples) string {
 	}
 	var parts []string
 	if x.SlowestTraceID != "" {
-		parts = append(parts, fmt.Sprintf("slowest (%s) %s", dur(x.SlowestMs), x.SlowestTraceID))
+		parts = append(parts, fmt.Sprintf("slowest (%s) %s", units.Millis(x.SlowestMs), x.SlowestTraceID))
 	}
 	if x.TimeoutTraceID != "" {
 		parts = append(parts, "cut at the timeout "+x.TimeoutTraceID)

@@ -5,13 +5,12 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 )
 
@@ -89,92 +88,15 @@ func (t *table) write(e *errWriter, indent string) {
 	}
 }
 
-// unit is the one unit of a column of ms values, so that a column reads
-// without mental conversion: seconds when every value is a second or more,
-// microseconds when every value is below a millisecond, else milliseconds.
-// Each cell then shows three significant digits in that unit (5.73ms,
-// 57.3ms, 573ms, 1100ms; 52.3µs; seconds to the millisecond, 1.42s): a column of a millisecond-scale
-// system must not read "<0.01s" and print 5.73 ms and 9.11 ms alike.
-type unit struct {
-	div  float64
-	name string
-}
-
-func unitFor(vals ...*float64) unit {
-	lo, hi := math.Inf(1), 0.0
-	for _, v := range vals {
-		if v != nil && *v > 0 {
-			lo, hi = min(lo, *v), max(hi, *v)
-		}
-	}
-	switch {
-	case hi == 0:
-		return unit{1, "ms"}
-	case lo >= 1000:
-		return unit{1000, "s"}
-	case hi < 1:
-		return unit{0.001, "µs"}
-	}
-	return unit{1, "ms"}
-}
-
-func (u unit) f(v *float64) string {
-	if v == nil {
-		return "–"
-	}
-	return u.text(*v)
-}
-
-// maxDecimals bounds a cell's decimals: below a thousandth of the
-// column's unit the cell says so ("<0.001ms") rather than print digits
-// no one compares.
-const maxDecimals = 3
-
-func (u unit) text(v float64) string {
-	x := v / u.div
-	switch {
-	case x < 0:
-		return "-" + u.text(-v)
-	case x == 0:
-		return "0" + u.name
-	case x < 0.5*math.Pow(10, -maxDecimals):
-		return fmt.Sprintf("<%.*f%s", maxDecimals, math.Pow(10, -maxDecimals), u.name)
-	}
-	if u.name == "s" {
-		// Seconds keep the millisecond up to 100 s, as in sentences
-		// (10.57s): at least three significant digits, never fewer than a
-		// sentence of the same report shows.
-		d := 2
-		if x >= 100 {
-			d = max(0, 3-int(math.Floor(math.Log10(x))))
-		}
-		return strconv.FormatFloat(x, 'f', d, 64) + u.name
-	}
-	return sigDigits(x, 3) + u.name
-}
-
-// sigDigits prints x (> 0) with n significant digits, or as an integer
-// when it has more digits than that before the point (1100, not 1.1e3),
-// with at most maxDecimals decimals.
-func sigDigits(x float64, n int) string {
-	d := min(max(n-1-int(math.Floor(math.Log10(x))), 0), maxDecimals)
-	s := strconv.FormatFloat(x, 'f', d, 64)
-	// 9.996 at two decimals rounds up to 10.00: one digit too many.
-	if y, err := strconv.ParseFloat(s, 64); err == nil && d > 0 && math.Floor(math.Log10(y)) > math.Floor(math.Log10(x)) {
-		s = strconv.FormatFloat(x, 'f', d-1, 64)
-	}
-	return s
-}
-
 // spansText is the span count of a report's header, with the copies of a
 // repeated span id the call trees left out ("45398 spans (73 duplicates
 // left out of the requests)"): the per-hop numbers count every span read,
 // the requests only the first copy (the duplicate-span-id warning says
 // which was kept).
 func spansText(rs analyze.ReadStats) string {
-	s := count(rs.Spans, "span", "spans")
+	s := units.Count(rs.Spans, "span", "spans")
 	if d := rs.DuplicateSpans; d > 0 {
-		s += fmt.Sprintf(" (%s left out of the requests)", count(d, "duplicate", "duplicates"))
+		s += fmt.Sprintf(" (%s left out of the requests)", units.Count(d, "duplicate", "duplicates"))
 	}
 	return s
 }
@@ -186,13 +108,6 @@ func inferredNote(rq analyze.Requests) string {
 		return ", inferred: the logs carry no outcome"
 	}
 	return ""
-}
-
-func dur(ms float64) string { return analyze.FormatDuration(time.Duration(ms * 1e6)) }
-
-func pct(x float64) string {
-	s := fmt.Sprintf("%.1f%%", 100*x)
-	return strings.Replace(s, ".0%", "%", 1)
 }
 
 // latencyAt is a hop's percentile by its name in Censored.Unknown.
@@ -218,7 +133,7 @@ func latencyAt(l analyze.Latency, name string) *float64 {
 // p90, p95, p99 or max), from the cells it shows: a censored cell shows its
 // lower bound. Each column has its own: the p50 of a millisecond-scale
 // system reads in ms even when its max column reads in seconds.
-func hopColumnUnit(hops []analyze.Hop, name string) unit {
+func hopColumnUnit(hops []analyze.Hop, name string) units.Column {
 	vs := make([]*float64, 0, len(hops))
 	for i := range hops {
 		h := &hops[i]
@@ -232,19 +147,19 @@ func hopColumnUnit(hops []analyze.Hop, name string) unit {
 		}
 		vs = append(vs, v)
 	}
-	return unitFor(vs...)
+	return units.ColumnFor(vs...)
 }
 
 // percentile shows a hop percentile, or "≥ cut" when it is censored.
-func percentile(u unit, v *float64, name string, c *analyze.Censored) string {
+func percentile(u units.Column, v *float64, name string, c *analyze.Censored) string {
 	if v == nil && c != nil {
 		for _, x := range c.Unknown {
 			if x == name {
-				return "≥" + u.text(c.AtLeastMs)
+				return "≥" + u.Text(c.AtLeastMs)
 			}
 		}
 	}
-	return u.f(v)
+	return u.Cell(v)
 }
 
 // sparkline draws a histogram in one line of block characters, n columns
@@ -404,7 +319,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	e := &errWriter{w: w, color: opt.Color}
 	rep, hidden := boundedHops(rep)
 	e.printf("%s: %s in %s from %s (%s)\n\n", e.paint(ansiBold, "tailscope analyze"),
-		spansText(rep.ReadStats), count(rep.Requests.Count, "request", "requests"), count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
+		spansText(rep.ReadStats), units.Count(rep.Requests.Count, "request", "requests"), units.Count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
@@ -415,7 +330,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	fn := newFootnotes(rep.Warnings)
 	spark := "LATENCY"
 	if hi > lo {
-		spark = fmt.Sprintf("LATENCY %s–%s (log)", dur(lo), dur(hi))
+		spark = fmt.Sprintf("LATENCY %s–%s (log)", units.Millis(lo), units.Millis(hi))
 	}
 	t := &table{
 		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", spark},
@@ -425,7 +340,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		l := h.LatencyMs
 		to := "–"
 		if h.TimeoutMs != nil {
-			to = dur(*h.TimeoutMs)
+			to = units.Millis(*h.TimeoutMs)
 		}
 		name := h.Hop
 		if m := fn.mark(h.Hop); m != "" {
@@ -462,7 +377,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		if h.FailedAttempts > 0 {
 			e.printf("  %s: %s", Visible(h.Hop), Visible(h.Evidence))
 			if h.TimeoutMs != nil {
-				e.printf(" (timeout %s: %s)", dur(*h.TimeoutMs), Visible(h.TimeoutSource))
+				e.printf(" (timeout %s: %s)", units.Millis(*h.TimeoutMs), Visible(h.TimeoutSource))
 			}
 			if x := hopExamplesText(h.Examples); x != "" {
 				e.printf("; %s", Visible(x))
@@ -471,16 +386,16 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		}
 	}
 	rq := rep.Requests
-	ru := unitFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
+	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("\n%s %d, %d succeeded (%s); p50 %s, p95 %s, p99 %s\n", e.paint(ansiBold, "requests:"), rq.Count, rq.Succeeded,
-		e.paint(rateStyle(rq.SuccessRate), pct(rq.SuccessRate)+inferredNote(rq)),
-		ru.f(rq.LatencyMs.P50), ru.f(rq.LatencyMs.P95), ru.f(rq.LatencyMs.P99))
+		e.paint(rateStyle(rq.SuccessRate), units.Percent(rq.SuccessRate, 1)+inferredNote(rq)),
+		ru.Cell(rq.LatencyMs.P50), ru.Cell(rq.LatencyMs.P95), ru.Cell(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
-		e.printf("failures land: %s; mean time to failure %s\n", landing(rq.FailureLanding), dur(*rq.MeanTimeToFailureMs))
+		e.printf("failures land: %s; mean time to failure %s\n", landing(rq.FailureLanding), units.Millis(*rq.MeanTimeToFailureMs))
 	}
 
 	if rp := rep.RecommendedPolicy; rp != nil {
-		e.printf("\n%s (budget %s)\n", e.paint(ansiBold, "recommendation"), dur(rp.BudgetMs))
+		e.printf("\n%s (budget %s)\n", e.paint(ansiBold, "recommendation"), units.Millis(rp.BudgetMs))
 	} else {
 		e.printf("\n%s\n", e.paint(ansiBold, "recommendation"))
 	}
@@ -552,7 +467,7 @@ func effectRows(effs []analyze.Effect) (head []string, right []bool, rows [][]st
 	for _, ef := range effs {
 		lat = append(lat, ef.LatencyMs.P50, ef.LatencyMs.P95, ef.LatencyMs.P99)
 	}
-	u := unitFor(lat...)
+	u := units.ColumnFor(lat...)
 	head = []string{"POLICY", "OK", "SUCCESS", "P50", "P95", "P99", "FAILURES LAND", "RETRY TIME"}
 	right = []bool{false, true, true, true, true, true, false, true}
 	names := make([]string, len(effs))
@@ -560,7 +475,7 @@ func effectRows(effs []analyze.Effect) (head []string, right []bool, rows [][]st
 	for i, ef := range effs {
 		r := ef.Summary
 		rows = append(rows, []string{ef.Policy, okText(r), successText(r),
-			latCell(u, r.LatencyMs.P50, r), latCell(u, r.LatencyMs.P95, r), latCell(u, r.LatencyMs.P99, r), failText(r), dur(ef.RetryMs.Spent)})
+			latCell(u, r.LatencyMs.P50, r), latCell(u, r.LatencyMs.P95, r), latCell(u, r.LatencyMs.P99, r), failText(r), units.Millis(ef.RetryMs.Spent)})
 		names[i], sums[i] = ef.Policy, r
 	}
 	return head, right, rows, cutShortNote(names, sums)
@@ -587,8 +502,8 @@ const cutShortMark = "†"
 // latCell is a replayed request percentile: marked when the row has
 // failed requests, whose ends it counts (a request cut short at 60 ms
 // pulls the p50 down as if it had been answered fast).
-func latCell(u unit, v *float64, r check.Replay) string {
-	s := u.f(v)
+func latCell(u units.Column, v *float64, r check.Replay) string {
+	s := u.Cell(v)
 	if v != nil && r.Failed > 0 {
 		s += cutShortMark
 	}
@@ -609,7 +524,7 @@ func cutShortNote(names []string, rs []check.Replay) string {
 			parts = append(parts, names[i]+": none")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s: p50 %s, p95 %s", names[i], dur(*l.P50), optDur(l.P95)))
+		parts = append(parts, fmt.Sprintf("%s: p50 %s, p95 %s", names[i], units.Millis(*l.P50), optDur(l.P95)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -670,33 +585,9 @@ func landing(bs []quantile.Bucket) string {
 	}
 	parts := make([]string, 0, len(bs))
 	for _, b := range bs {
-		parts = append(parts, fmt.Sprintf("%s: %d", durRange(b.FromMs, b.ToMs), b.Count))
+		parts = append(parts, fmt.Sprintf("%s: %d", units.MillisRange(b.FromMs, b.ToMs), b.Count))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// durRange formats a range of durations given in ms: "59.5ms–1.55s",
-// "9–10.02s". The lower end drops its unit only when both ends print the
-// same one, so that a range never reads in a unit neither end has.
-func durRange(loMs, hiMs float64) string {
-	a, b := dur(loMs), dur(hiMs)
-	if ua := durUnit(a); ua != "" && ua == durUnit(b) {
-		a = strings.TrimSuffix(a, ua)
-	}
-	return a + "–" + b
-}
-
-// durUnit is the unit suffix of a formatted duration ("ms" of "59.5ms").
-func durUnit(s string) string {
-	i := strings.LastIndexFunc(s, func(r rune) bool { return r == '.' || (r >= '0' && r <= '9') })
-	return s[i+1:]
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // undeterminedText explains the requests a policy's replay cannot decide.
@@ -711,9 +602,9 @@ func undeterminedText(r check.Replay) string {
 // successText is "90.5%" or "90.5–100%" when undetermined requests widen it.
 func successText(r check.Replay) string {
 	if r.Undetermined == 0 {
-		return pct(r.SuccessRate.Low)
+		return units.Percent(r.SuccessRate.Low, 1)
 	}
-	return strings.TrimSuffix(pct(r.SuccessRate.Low), "%") + "–" + pct(r.SuccessRate.High)
+	return strings.TrimSuffix(units.Percent(r.SuccessRate.Low, 1), "%") + "–" + units.Percent(r.SuccessRate.High, 1)
 }
 
 func okText(r check.Replay) string {
@@ -730,15 +621,15 @@ func failText(r check.Replay) string {
 	}
 	lo, hi := *r.FailureMs.Min, *r.FailureMs.Max
 	if hi-lo < 0.5 {
-		return fmt.Sprintf("at %s, %d", dur(lo), r.Failed)
+		return fmt.Sprintf("at %s, %d", units.Millis(lo), r.Failed)
 	}
-	return fmt.Sprintf("%s, %d", durRange(lo, hi), r.Failed)
+	return fmt.Sprintf("%s, %d", units.MillisRange(lo, hi), r.Failed)
 }
 
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
 	e := &errWriter{w: w, color: opt.Color}
 	e.printf("%s: %s replayed from %s (%s)\n\n", e.paint(ansiBold, "tailscope check"),
-		count(rep.Requests, "request", "requests"), spansText(rep.ReadStats), readCounts(rep.Read, rep.Filtered, rep.Skipped))
+		units.Count(rep.Requests, "request", "requests"), spansText(rep.ReadStats), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, nil)
 	}
@@ -750,7 +641,7 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 	for _, r := range rows {
 		lat = append(lat, r.Replay.LatencyMs.P50, r.Replay.LatencyMs.P95)
 	}
-	u := unitFor(lat...)
+	u := units.ColumnFor(lat...)
 	t := &table{
 		head:  []string{"CONFIG", "HOP TIMEOUT", "RETRIES", "BUDGET", "OK", "SUCCESS", "P50", "P95", "FAILURES LAND", "MEAN TTF", "RETRY TIME", "VERDICT"},
 		right: []bool{false, true, true, true, true, true, true, true, false, true, true, false},
@@ -764,11 +655,11 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 		}
 		ttf := "–"
 		if r.Replay.FailureMs.Mean != nil {
-			ttf = dur(*r.Replay.FailureMs.Mean)
+			ttf = units.Millis(*r.Replay.FailureMs.Mean)
 		}
 		t.add(name, r.HopTimeout, r.Retries, r.Budget, okText(r.Replay), successText(r.Replay),
 			latCell(u, r.Replay.LatencyMs.P50, r.Replay), latCell(u, r.Replay.LatencyMs.P95, r.Replay), failText(r.Replay), ttf,
-			dur(r.Replay.RetryMs.Spent), verdict)
+			units.Millis(r.Replay.RetryMs.Spent), verdict)
 	}
 	names, sums := replayRows(rows, rep.Baseline != nil)
 	t.paint = func(row, col int, cell string) string {

@@ -16,35 +16,6 @@ import (
 	"github.com/tailscope/tailscope/logs"
 )
 
-func TestUnitCells(t *testing.T) {
-	f := func(v float64) *float64 { return &v }
-	for _, c := range []struct {
-		name string
-		col  []*float64
-		want []string
-	}{
-		// A millisecond-scale column: what used to read "<0.01s" and
-		// "0.01s" for both 5.73 ms and 9.11 ms.
-		{"ms scale", []*float64{f(5.73), f(9.11), f(0.4), f(57.31), f(573.1), f(1101)}, []string{"5.73ms", "9.11ms", "0.400ms", "57.3ms", "573ms", "1101ms"}},
-		// Every value a second or more: seconds, to the millisecond.
-		{"seconds", []*float64{f(1000), f(10570), f(123456)}, []string{"1.00s", "10.57s", "123.5s"}},
-		// Every value below a millisecond: microseconds.
-		{"µs scale", []*float64{f(0.0523), f(0.5), f(0.0051)}, []string{"52.3µs", "500µs", "5.10µs"}},
-		// Rounding up past a power of ten keeps three digits.
-		{"round up", []*float64{f(9.996), f(99.96), f(0.9996)}, []string{"10.0ms", "100ms", "1.00ms"}},
-		// Too small for the column's unit, zero, nothing.
-		{"tiny", []*float64{f(0.0001), f(0), nil, f(12)}, []string{"<0.001ms", "0ms", "–", "12.0ms"}},
-		{"empty", []*float64{nil, f(0)}, []string{"–", "0ms"}},
-	} {
-		u := unitFor(c.col...)
-		for i, v := range c.col {
-			if got := u.f(v); got != c.want[i] {
-				t.Errorf("%s: cell %d = %q, want %q", c.name, i, got, c.want[i])
-			}
-		}
-	}
-}
-
 // sigDigitsOf counts the significant digits a cell shows ("0.029ms": 2,
 // "1101ms": 4) and its decimals.
 func sigDigitsOf(cell string) (sig, decimals int) {

@@ -72,12 +72,3 @@ func nameList(names []string, max int) string {
 	}
 	return strings.Join(names[:max], ", ") + fmt.Sprintf(", … and %d more", len(names)-max)
 }
-
-// count is a number with its noun in the right number: "1 request",
-// "3 requests".
-func count[N int | int64](n N, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

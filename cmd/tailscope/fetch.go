@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/source"
 )
 
@@ -255,7 +256,7 @@ func runPull(e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", visible(note))
 		}
 		p := st.Progress()
-		fmt.Fprintf(e.stderr, "tailscope: saved %d traces (%s) to %s\n", p.Traces, sizeText(n), visible(path))
+		fmt.Fprintf(e.stderr, "tailscope: saved %d traces (%s) to %s\n", p.Traces, units.Bytes(n), visible(path))
 	}
 	return nil
 }

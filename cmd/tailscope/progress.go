@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tailscope/tailscope/internal/units"
 )
 
 // meter shows how a long read is going on stderr: bytes read, spans, spans
@@ -162,60 +164,19 @@ func (m *meter) line(elapsed time.Duration) string {
 	} else {
 		b.WriteString("tailscope: read ")
 	}
-	b.WriteString(sizeText(m.read))
+	b.WriteString(units.Bytes(m.read))
 	if m.total > 0 {
-		fmt.Fprintf(&b, " of %s (%d%%)", sizeText(m.total), min(100, m.read*100/m.total))
+		fmt.Fprintf(&b, " of %s (%d%%)", units.Bytes(m.total), min(100, m.read*100/m.total))
 	}
 	secs := elapsed.Seconds()
 	spans := float64(m.spans.Load())
-	fmt.Fprintf(&b, " · %s spans", countText(spans))
+	fmt.Fprintf(&b, " · %s spans", units.CountShort(spans))
 	if secs > 0 {
-		fmt.Fprintf(&b, " · %s spans/s", countText(spans/secs))
+		fmt.Fprintf(&b, " · %s spans/s", units.CountShort(spans/secs))
 	}
 	if m.total > 0 && m.read > 0 && m.read < m.total && secs > 0 {
 		left := time.Duration(float64(m.total-m.read) / (float64(m.read) / secs) * float64(time.Second))
-		fmt.Fprintf(&b, " · about %s left", etaText(left))
+		fmt.Fprintf(&b, " · about %s left", units.ETA(left))
 	}
 	return b.String()
-}
-
-// sizeText is a byte count in decimal units, as file managers show sizes.
-func sizeText(n int64) string {
-	f := float64(n)
-	for _, u := range []string{"B", "kB", "MB", "GB", "TB"} {
-		if f < 1000 || u == "TB" {
-			if u == "B" {
-				return fmt.Sprintf("%d B", n)
-			}
-			return fmt.Sprintf("%.1f %s", f, u)
-		}
-		f /= 1000
-	}
-	return ""
-}
-
-// countText is a count with a k/M/G suffix.
-func countText(x float64) string {
-	switch {
-	case x >= 1e9:
-		return fmt.Sprintf("%.1fG", x/1e9)
-	case x >= 1e6:
-		return fmt.Sprintf("%.1fM", x/1e6)
-	case x >= 1e3:
-		return fmt.Sprintf("%.1fk", x/1e3)
-	}
-	return fmt.Sprintf("%.0f", x)
-}
-
-// etaText rounds an estimate to what it can honestly promise.
-func etaText(d time.Duration) string {
-	switch {
-	case d < 10*time.Second:
-		return fmt.Sprintf("%ds", int(d.Seconds()+0.5))
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()/5+0.5)*5)
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60/10*10)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

@@ -79,19 +79,6 @@ func TestMeterLine(t *testing.T) {
 	}
 }
 
-func TestETAText(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		3 * time.Second:                "3s",
-		43 * time.Second:               "45s",
-		5*time.Minute + 37*time.Second: "5m30s",
-		2*time.Hour + 5*time.Minute:    "2h05m",
-	} {
-		if got := etaText(d); got != want {
-			t.Errorf("etaText(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 // TestNilMeterIsInert: off a terminal, or with -q, a command gets no meter
 // (nil), and every method of a nil meter returns without touching it, so
 // the readers' hooks need no checks.
