@@ -90,7 +90,7 @@ func (c *caller[T]) run(ctx context.Context) (T, error) {
 			b := c.hp.Backoff.Delay(k, c.p.jitter(ctx, c.hop, k))
 			if c.bounded {
 				left := time.Until(c.deadline)
-				if c.hp.BudgetAware && left < b+c.hp.Timeout {
+				if !c.hp.RetryFits(left, b) {
 					// The retry could not finish inside what is left: not
 					// sent, and the caller hears now rather than at the
 					// deadline.

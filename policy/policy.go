@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -88,6 +89,24 @@ type Hop struct {
 	// Hedge sends extra attempts while one is slow to answer; the zero
 	// Hedge is none.
 	Hedge Hedge
+}
+
+// RetryFits reports whether the hop may send a retry with left of the
+// request's time remaining, after waiting backoff: a budget-aware hop
+// sends it only when the backoff and one whole attempt at its timeout fit
+// in what is left, since a retry that cannot finish only delays the
+// failure; any other hop always may (the budget then cuts the retry where
+// it runs out). The replay and the run-time enforcement both ask it, so
+// that what the replay predicts is what enforcement does. A need too
+// large for a Duration fits in no time left.
+func (h Hop) RetryFits(left, backoff time.Duration) bool {
+	if !h.BudgetAware {
+		return true
+	}
+	if h.Timeout > math.MaxInt64-backoff {
+		return false
+	}
+	return left >= backoff+h.Timeout
 }
 
 // Hedge is a hop's hedging: when an attempt has not answered after Delay,

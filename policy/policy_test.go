@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -172,5 +173,35 @@ func TestMarshalLongKeysAndCommentBreaks(t *testing.T) {
 	}
 	if back.Hops[long].Timeout != time.Second || back.Hops["a"].Timeout != 2*time.Second || len(back.Hops) != 2 {
 		t.Errorf("read back %+v", back.Hops)
+	}
+}
+
+// TestRetryFits: a budget-aware hop retries only when the backoff and a
+// whole attempt fit in what is left (equal fits); any other hop always
+// may; a need past a Duration's range never fits.
+func TestRetryFits(t *testing.T) {
+	ms := time.Millisecond
+	aware := Hop{Timeout: 100 * ms, BudgetAware: true}
+	for _, c := range []struct {
+		name          string
+		h             Hop
+		left, backoff time.Duration
+		want          bool
+	}{
+		{"room to spare", aware, time.Second, 50 * ms, true},
+		{"exactly enough", aware, 150 * ms, 50 * ms, true},
+		{"a ns short", aware, 150*ms - 1, 50 * ms, false},
+		{"no backoff", aware, 100 * ms, 0, true},
+		{"nothing left", aware, 0, 0, false},
+		{"time already past", aware, -ms, 0, false},
+		{"no timeout: the backoff alone", Hop{BudgetAware: true}, 50 * ms, 50 * ms, true},
+		{"no timeout, backoff too long", Hop{BudgetAware: true}, 49 * ms, 50 * ms, false},
+		{"need past the range", Hop{Timeout: math.MaxInt64 - 10, BudgetAware: true}, math.MaxInt64, 11, false},
+		{"need at the range's end", Hop{Timeout: math.MaxInt64 - 10, BudgetAware: true}, math.MaxInt64, 10, true},
+		{"not budget-aware", Hop{Timeout: 100 * ms}, 0, time.Second, true},
+	} {
+		if got := c.h.RetryFits(c.left, c.backoff); got != c.want {
+			t.Errorf("%s: RetryFits(%v, %v) = %v, want %v", c.name, c.left, c.backoff, got, c.want)
+		}
 	}
 }

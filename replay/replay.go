@@ -61,6 +61,7 @@ import (
 	"hash/fnv"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
@@ -657,7 +658,7 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 				// wait only where it is longer.
 				b = max(b, c.Attempts[next].Span.Start-c.Attempts[next-1].Span.End())
 			}
-			if hp.BudgetAware && deadline < never && deadline-t < add(b, int64(hp.Timeout)) {
+			if deadline < never && !hp.RetryFits(time.Duration(deadline-t), time.Duration(b)) {
 				break
 			}
 			t = add(t, b)
