@@ -190,7 +190,7 @@ func (k *cardinalityCase) run(bin, dir string, runs int, logf func(string, ...an
 		if err != nil {
 			return nil, err
 		}
-		logf("cardinality: %d spans over ~%d distinct hops in %s (%s)", n, h, path, size(path))
+		logf("cardinality: %d spans over ~%d distinct hops in %s (%s)", n, h, path, fileSize(path))
 		if err := warm(path); err != nil {
 			return nil, err
 		}
@@ -274,7 +274,7 @@ func (r *cardResult) target() string {
 		worstCPU = max(worstCPU, hi.ks[i].medianCPU()/lo.ks[i].medianCPU())
 		worstRSS = max(worstRSS, rh/rl)
 	}
-	verdict := "NOT met"
+	verdict := "not met"
 	if worstCPU <= hopRatio && worstRSS <= hopRatio {
 		verdict = "met"
 	}

@@ -13,8 +13,8 @@ import (
 // $TAILSCOPE_BENCH_FILE (read, accumulate, report), for go test -cpuprofile
 // on real sizes:
 //
-//	go run ./bench -n 1000000 -dir /tmp/b -keep -runs 1
-//	TAILSCOPE_BENCH_FILE=/tmp/b/spans.jsonl go test ./bench -run X -bench Load -cpuprofile cpu.out
+//	go run ./bench -cases flat -sizes 1000000 -dir /tmp/b -keep -runs 1
+//	TAILSCOPE_BENCH_FILE=/tmp/b/spans-1000000.jsonl go test ./bench -run X -bench Load -cpuprofile cpu.out
 func BenchmarkLoad(b *testing.B) {
 	path := os.Getenv("TAILSCOPE_BENCH_FILE")
 	if path == "" {

@@ -1,47 +1,52 @@
 // Command bench measures tailscope against DuckDB on the same span logs
-// (docs/DESIGN.md §9) and prints medians, ratios and peak RSS.
+// (docs/DESIGN.md §9) and prints, per pair, the ratio of their wall times
+// round by round with its spread, peak RSS, and the performance targets.
 //
-//	go run ./bench              # 10M spans (the DESIGN's bar)
-//	go run ./bench -n 1000000   # smaller, quicker
+//	go run ./bench                                  # every case, the full sizes
+//	go run ./bench -cases flat                      # the flat files only
+//	go run ./bench -cases otlp,tempo,cardinality    # the rest
+//	go run ./bench -sizes 100000,1000000 -n 1000000 # smaller, quicker
 //
-// It generates N spans of a realistic shape (a gateway calling eleven
-// hops, lognormal bodies, an 8% tail of 8–11 s on one slow hop cut at a 3 s
-// timeout and retried twice, transient 503s) as flat JSON lines and as
-// Parquet, builds the tailscope binary, installs @duckdb/node-api from npm
-// into a temporary folder, and runs, alternating, each contender -runs
-// times: tailscope analyze (full analysis, JSON report to /dev/null);
-// DuckDB's per-hop quantile_cont query; and DuckDB running SQL that does
-// what tailscope does (per-hop quantiles, time-to-success, failure
-// histogram, retry yield, request outcomes). DuckDB gets 2 threads, the
-// machine's cores. Each process is timed from start to exit (start-up
-// included for both) and its peak RSS read from the kernel's rusage;
-// before each run its input file is read through, untimed, so that every
-// run starts with the file in the page cache (see measureWarm).
+// It generates spans of a realistic shape (a gateway calling eleven hops,
+// lognormal bodies, an 8% tail of 8–11 s on one slow hop cut at a 3 s
+// timeout and retried twice, transient 503s), builds the tailscope
+// binary, installs @duckdb/node-api from npm into the work folder, and
+// times each file with tailscope analyze (full analysis, JSON report to
+// /dev/null) and with DuckDB (2 threads, the machine's cores). The cases
+// (-cases):
 //
-// With -ratio (default) it also runs tailscope on N/10 spans, to show that
-// peak memory does not grow with the input.
+//   - flat: flat JSON lines and flat Parquet at every size of -sizes
+//     (100k, 1M, 2M and 10M spans), against DuckDB's per-hop quantile_cont
+//     query and, with -full-sql, DuckDB running SQL that does what
+//     tailscope does (per-hop quantiles, time-to-success, failure
+//     histogram, retry yield, request outcomes); -runs rounds (5);
+//   - otlp, tempo: -n spans (10M) as OTLP JSON lines (the collector's file
+//     exporter) and as a Grafana Tempo vParquet4 block, against DuckDB
+//     unnesting the same nesting (otlp.go, tempo.go); -nested-runs rounds
+//     (3: DuckDB's OTLP query alone takes minutes at 10M);
+//   - cardinality: hop names that carry ids (GET /users/12345), -card-n
+//     spans (1M) at each of -card-hops distinct hops (1k and 200k),
+//     analyze to JSON and to text and recommend, and the ratios between
+//     the largest and the smallest hop count; -nested-runs rounds.
+//     -cardinality=false leaves it out, -cardinality-only runs it alone
+//     (no DuckDB, no npm).
 //
-// It also writes the same spans as OTLP JSON lines (the collector's file
-// exporter) and as a Grafana Tempo vParquet4 block, and times tailscope on
-// each against DuckDB unnesting the same nesting (otlp.go, tempo.go).
-//
-// With -cardinality (default) it also measures hop names that carry ids
-// (GET /users/12345): -card-n spans (1M) at each of -card-hops distinct
-// hops (1k and 200k), analyze to JSON and to text and recommend, and the
-// ratios between the largest and the smallest hop count.
+// In each round tailscope and DuckDB run back to back on each file,
+// tailscope first in one round and last in the next (see group.order);
+// each process is timed from start to exit (start-up included for both),
+// its peak RSS read from the kernel's rusage, and before each run its
+// input is read through, untimed, so that every run starts with the file
+// in the page cache (see measureWarm). A pair's ratio is DuckDB's wall
+// time over tailscope's in the same round; the summary gives its median
+// over the rounds with the lowest and the highest, and a target is met
+// only if the lowest clears it.
 //
 // The summary starts with the machine's state: CPU model and count, the
 // Go and DuckDB versions, the load averages at the start, before the
 // timed runs and after them, and the CPU time the timed runs' processes
 // did not spend (other work on the machine); it ends with the
-// performance targets (tailscope's full analysis at least 1.0× DuckDB's
-// quantile query on Parquet, 1.3× on JSON lines, 5× on OTLP JSON lines;
-// peak RSS at n spans at most 1.5× that at n/10; cost linear in hop
-// cardinality), each met or NOT met.
-//
-// -cardinality-only runs just the cardinality case (no DuckDB, no npm):
-//
-//	go run ./bench -cardinality-only -runs 1
+// performance targets (see targetLines), each met or not met, or "too
+// few rounds for a verdict".
 //
 // The benchmark is a tool, not a test: it needs node, npm and the network
 // once, and minutes of machine time. Nothing else in the repository uses
@@ -49,7 +54,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,11 +61,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 func main() {
@@ -79,33 +81,103 @@ func main() {
 }
 
 type config struct {
-	n       int
-	runs    int
-	dir     string
-	duckDir string
-	threads int
-	ratio   bool
-	keep    bool
-	results string
+	sizes      []int // the flat case's span counts, ascending
+	n          int   // the nested cases' span count
+	runs       int   // rounds of the flat case
+	nestedRuns int   // rounds of the nested and cardinality cases
+	cases      cases
+	fullSQL    bool
+	ratio      bool
+	dir        string
+	duckDir    string
+	threads    int
+	keep       bool
+	results    string
+	card       *cardinalityCase
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// cases are the cases a run measures (-cases).
+type cases struct{ flat, otlp, tempo, card bool }
+
+// duckDB says whether any case runs DuckDB (all but cardinality do).
+func (c cases) duckDB() bool { return c.flat || c.otlp || c.tempo }
+
+func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var c config
-	fs.IntVar(&c.n, "n", 10_000_000, "number of spans to generate")
-	fs.IntVar(&c.runs, "runs", 3, "runs of each contender (alternating)")
+	var sizes, names string
+	fs.StringVar(&sizes, "sizes", "100000,1000000,2000000,10000000", "span counts of the flat case, comma-separated")
+	fs.IntVar(&c.n, "n", 10_000_000, "spans of the OTLP and Tempo cases")
+	fs.IntVar(&c.runs, "runs", minFlatRounds, fmt.Sprintf("rounds of the flat case (fewer than %d give no verdict)", minFlatRounds))
+	fs.IntVar(&c.nestedRuns, "nested-runs", minNestedRounds, fmt.Sprintf("rounds of the OTLP, Tempo and cardinality cases (fewer than %d give no verdict)", minNestedRounds))
+	fs.StringVar(&names, "cases", "flat,otlp,tempo,cardinality", "cases to run, comma-separated")
+	fs.BoolVar(&c.fullSQL, "full-sql", true, "also time DuckDB's full-analysis SQL on the flat files (informational: no target)")
+	fs.BoolVar(&c.ratio, "ratio", true, "also run tailscope on a tenth of the largest flat size, when -sizes lacks it, to compare peak RSS")
 	fs.StringVar(&c.dir, "dir", "", "work folder for data and binaries (default: a temporary folder, removed after)")
 	fs.StringVar(&c.duckDir, "duckdb-dir", "", "folder where @duckdb/node-api is (or gets) installed (default: under the work folder)")
 	fs.IntVar(&c.threads, "threads", 2, "DuckDB threads")
-	fs.BoolVar(&c.ratio, "ratio", true, "also run tailscope on n/10 spans to compare peak RSS")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work folder")
-	fs.StringVar(&c.results, "results", "", "write a Markdown table of the results to this file")
-	card := registerCardinality(fs)
+	fs.StringVar(&c.results, "results", "", "write the summary to this file")
+	c.card = registerCardinality(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return c, err
 	}
-	if c.n < 1000 || c.runs < 1 {
-		return errors.New("want -n ≥ 1000 and -runs ≥ 1")
+	var err error
+	if c.sizes, err = parseSizes(sizes); err != nil {
+		return c, err
+	}
+	if c.cases, err = parseCases(names); err != nil {
+		return c, err
+	}
+	if c.card.only {
+		c.cases = cases{card: true}
+	}
+	c.cases.card = c.cases.card && c.card.on
+	if c.n < 1000 || c.runs < 1 || c.nestedRuns < 1 {
+		return c, errors.New("want -n ≥ 1000, -runs ≥ 1 and -nested-runs ≥ 1")
+	}
+	return c, nil
+}
+
+// parseSizes reads -sizes: span counts of at least 1000, returned ascending.
+func parseSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1000 {
+			return nil, fmt.Errorf("-sizes %q: want span counts of at least 1000, like 100000,1000000", s)
+		}
+		if !slices.Contains(sizes, n) {
+			sizes = append(sizes, n)
+		}
+	}
+	slices.Sort(sizes)
+	return sizes, nil
+}
+
+func parseCases(s string) (cases, error) {
+	var c cases
+	for _, f := range strings.Split(s, ",") {
+		switch strings.TrimSpace(f) {
+		case "flat":
+			c.flat = true
+		case "otlp":
+			c.otlp = true
+		case "tempo":
+			c.tempo = true
+		case "cardinality":
+			c.card = true
+		default:
+			return c, fmt.Errorf("-cases %q: want some of flat,otlp,tempo,cardinality", s)
+		}
+	}
+	return c, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args)
+	if err != nil {
+		return err
 	}
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "tailscope-bench-*")
@@ -122,127 +194,85 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
 	start := readMachineState()
-
-	bin := filepath.Join(c.dir, "tailscope")
-	logf("building %s", bin)
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/tailscope").CombinedOutput(); err != nil {
+	t := tools{bin: filepath.Join(c.dir, "tailscope"), dir: c.dir, threads: c.threads}
+	logf("building %s", t.bin)
+	if out, err := exec.Command("go", "build", "-o", t.bin, "./cmd/tailscope").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	if card.only {
-		before := readMachineState()
-		cr, err := card.run(bin, c.dir, c.runs, logf)
+	res, err := prepare(c, &t, logf)
+	if err != nil {
+		return err
+	}
+	threads, vers := 0, versions("")
+	if c.cases.duckDB() {
+		threads, vers = c.threads, versions(c.duckDir)
+	}
+	before := readMachineState()
+	if err := measureAll(c, t, res, logf); err != nil {
+		return err
+	}
+	after := readMachineState()
+	out := machineLines(threads, vers, start, before, after, res.cpu()) + summarize(res)
+	fmt.Fprint(stdout, out)
+	return writeResults(c.results, out)
+}
+
+// prepare installs DuckDB when a case needs it and generates every
+// case's files (all before the timed runs, which then run back to back).
+func prepare(c config, t *tools, logf func(string, ...any)) (*results, error) {
+	res := &results{cases: c.cases, flatRounds: c.runs, nestedRounds: c.nestedRuns}
+	if !c.cases.duckDB() {
+		return res, nil
+	}
+	if err := installDuckDB(c.duckDir, logf); err != nil {
+		return nil, err
+	}
+	t.script = filepath.Join(c.duckDir, "query.mjs")
+	if err := os.WriteFile(t.script, []byte(nodeScript), 0o644); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.cases.flat {
+		if res.flat, err = flatGroups(c, *t, logf); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range []struct {
+		on  bool
+		gen func(config, tools, func(string, ...any)) (*group, error)
+	}{{c.cases.otlp, otlpGroup}, {c.cases.tempo, tempoGroup}} {
+		if !k.on {
+			continue
+		}
+		g, err := k.gen(c, *t, logf)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.nested) > 0 && res.nested[0].spans != g.spans {
+			return nil, fmt.Errorf("generated %d spans as %s but %d as %s", g.spans, g.format, res.nested[0].spans, res.nested[0].format)
+		}
+		res.nested = append(res.nested, g)
+	}
+	return res, nil
+}
+
+// measureAll runs the timed rounds: the flat case's, then the nested
+// cases', then the cardinality case.
+func measureAll(c config, t tools, res *results, logf func(string, ...any)) error {
+	if err := runRounds("flat", res.flat, c.runs, logf); err != nil {
+		return err
+	}
+	if err := runRounds("nested", res.nested, c.nestedRuns, logf); err != nil {
+		return err
+	}
+	if c.cases.card {
+		cr, err := c.card.run(t.bin, c.dir, c.nestedRuns, logf)
 		if err != nil {
 			return err
 		}
-		after := readMachineState()
-		res := machineLines(0, versions(""), start, before, after, cr.cpu()) + cr.String() + "\nTargets:\n\n" + cr.target()
-		fmt.Fprint(stdout, res)
-		return writeResults(c.results, res)
+		res.card = cr
 	}
-	if err := installDuckDB(c.duckDir, logf); err != nil {
-		return err
-	}
-	script := filepath.Join(c.duckDir, "query.mjs")
-	if err := os.WriteFile(script, []byte(nodeScript), 0o644); err != nil {
-		return err
-	}
-
-	jsonl := filepath.Join(c.dir, "spans.jsonl")
-	pq := filepath.Join(c.dir, "spans.parquet")
-	t := time.Now()
-	nj, err := cachedGen(jsonl, c.n, "jsonl")
-	if err != nil {
-		return err
-	}
-	np, err := cachedGen(pq, c.n, "parquet")
-	if err != nil {
-		return err
-	}
-	if nj != np {
-		return fmt.Errorf("generated %d JSON lines but %d Parquet rows", nj, np)
-	}
-	logf("generated %d spans in %s (%s JSONL, %s Parquet)", nj, time.Since(t).Round(time.Millisecond), size(jsonl), size(pq))
-
-	var small string
-	if c.ratio {
-		small = filepath.Join(c.dir, "spans-small.jsonl")
-		if _, err := cachedGen(small, c.n/10, "jsonl"); err != nil {
-			return err
-		}
-	}
-
-	sql := func(name, q string) (string, error) {
-		p := filepath.Join(c.dir, name+".sql")
-		return p, os.WriteFile(p, []byte(q), 0o644)
-	}
-	jsonSrc := fmt.Sprintf("read_ndjson('%s', columns=%s)", jsonl, jsonColumns)
-	pqSrc := fmt.Sprintf("read_parquet('%s')", pq)
-	qj, _ := sql("quantile-jsonl", quantileSQL(jsonSrc, "duration_ms"))
-	qp, _ := sql("quantile-parquet", quantileSQL(pqSrc, "duration_ns / 1e6"))
-	fj, _ := sql("full-jsonl", fullSQL(jsonSrc, "duration_ms"))
-	fp, err := sql("full-parquet", fullSQL(pqSrc, "duration_ns / 1e6"))
-	if err != nil {
-		return err
-	}
-	ts := func(path string) []string {
-		return []string{bin, "analyze", "--format", "json", "-o", os.DevNull, "-q", path}
-	}
-	duck := func(file string) []string {
-		return []string{"node", script, file, fmt.Sprint(c.threads)}
-	}
-	contenders := []contender{
-		{name: tsJSONL, cmd: ts(jsonl), in: jsonl},
-		{name: dqJSONL, cmd: duck(qj), in: jsonl},
-		{name: dfJSONL, cmd: duck(fj), in: jsonl},
-		{name: tsParquet, cmd: ts(pq), in: pq},
-		{name: dqParquet, cmd: duck(qp), in: pq},
-		{name: dfParquet, cmd: duck(fp), in: pq},
-	}
-	if c.ratio {
-		contenders = append(contenders, contender{name: smallName(c), cmd: ts(small), in: small})
-	}
-	otlp, err := otlpContenders(c, nj, logf, ts, duck, sql)
-	if err != nil {
-		return err
-	}
-	contenders = append(contenders, otlp...)
-	tempo, err := tempoContenders(c, nj, logf, ts, duck, sql)
-	if err != nil {
-		return err
-	}
-	contenders = append(contenders, tempo...)
-	vers := versions(c.duckDir)
-	before := readMachineState()
-	for r := 0; r < c.runs; r++ {
-		for i := range contenders {
-			k := &contenders[i]
-			m, err := measureWarm(k.cmd, k.in)
-			if err != nil {
-				return fmt.Errorf("%s: %v", k.name, err)
-			}
-			logf("run %d/%d %-45s %8.3fs  %6.0f MB", r+1, c.runs, k.name, m.wall.Seconds(), m.rssMB)
-			k.m = append(k.m, m)
-		}
-	}
-	var cr *cardResult
-	if card.on {
-		if cr, err = card.run(bin, c.dir, c.runs, logf); err != nil {
-			return err
-		}
-	}
-	after := readMachineState()
-	var ours time.Duration
-	for _, k := range contenders {
-		for _, m := range k.m {
-			ours += m.cpu
-		}
-	}
-	if cr != nil {
-		ours += cr.cpu()
-	}
-	res := machineLines(c.threads, vers, start, before, after, ours) + summarize(c, nj, contenders, cr)
-	fmt.Fprint(stdout, res)
-	return writeResults(c.results, res)
+	return nil
 }
 
 func writeResults(path, res string) error {
@@ -352,212 +382,10 @@ func installDuckDB(dir string, logf func(string, ...any)) error {
 	return nil
 }
 
-func warm(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(io.Discard, f)
-	return err
-}
-
-func size(path string) string {
+func fileSize(path string) string {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "?"
 	}
 	return fmt.Sprintf("%.0f MB", float64(fi.Size())/1e6)
-}
-
-type contender struct {
-	name string
-	cmd  []string
-	in   string // the input file, read through before each run (see measureWarm)
-	m    []measurement
-}
-
-type measurement struct {
-	wall  time.Duration
-	cpu   time.Duration // user + system
-	rssMB float64
-}
-
-// measure runs one process to completion: wall time from start to exit,
-// its CPU time (user + system, its children's included: Node's threads
-// are its own) and its peak resident set (ru_maxrss, which Linux gives in
-// KiB).
-func measure(argv []string) (measurement, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	var errb bytes.Buffer
-	cmd.Stdout = io.Discard
-	cmd.Stderr = &errb
-	t := time.Now()
-	err := cmd.Run()
-	wall := time.Since(t)
-	if err != nil {
-		return measurement{}, fmt.Errorf("%v\n%s", err, tail(errb.String(), 2000))
-	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return measurement{}, errors.New("no rusage on this platform")
-	}
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return measurement{wall: wall, cpu: cpu, rssMB: float64(ru.Maxrss) * 1024 / 1e6}, nil
-}
-
-// measureWarm is measure after reading the input file through, untimed,
-// so that every run starts with the file in the page cache. One warm-up
-// at the start is not enough: this machine's kernel reclaims pages that
-// went unread for a while (DAMON), so after minutes of other contenders
-// the first run of a round read part of its file from disk (a JSON-lines
-// run took 2.9, 5.6 and 4.0 s in one bench, the contender after it, on
-// the pages it had just brought back, 3.6–4.3 s).
-func measureWarm(argv []string, in string) (measurement, error) {
-	if in != "" {
-		if err := warm(in); err != nil {
-			return measurement{}, err
-		}
-	}
-	return measure(argv)
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func (k *contender) medians() (wall, rss float64) {
-	var w, r []float64
-	for _, m := range k.m {
-		w = append(w, m.wall.Seconds())
-		r = append(r, m.rssMB)
-	}
-	return median(w), median(r)
-}
-
-func (k *contender) medianCPU() float64 {
-	var c []float64
-	for _, m := range k.m {
-		c = append(c, m.cpu.Seconds())
-	}
-	return median(c)
-}
-
-// The contenders' names, by which the summary finds them.
-const (
-	tsJSONL   = "tailscope analyze, JSONL"
-	dqJSONL   = "DuckDB quantile query, JSONL"
-	dfJSONL   = "DuckDB full-analysis SQL, JSONL"
-	tsParquet = "tailscope analyze, Parquet"
-	dqParquet = "DuckDB quantile query, Parquet"
-	dfParquet = "DuckDB full-analysis SQL, Parquet"
-)
-
-func smallName(c config) string { return fmt.Sprintf("tailscope analyze, JSONL, %d spans", c.n/10) }
-
-// summarize is the results after the machine's lines: the table of
-// contenders, the cardinality case's, every ratio, and the performance targets.
-func summarize(c config, n int, ks []contender, cr *cardResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Data: %d spans, %d runs each, alternating; median wall time (process start to exit), median CPU time (user + system) and median peak RSS\n\n", n, c.runs)
-	fmt.Fprintf(&b, "| contender | median s | runs (s) | CPU s | peak RSS MB |\n|---|---:|---|---:|---:|\n")
-	for i := range ks {
-		w, r := ks[i].medians()
-		var runs []string
-		for _, m := range ks[i].m {
-			runs = append(runs, fmt.Sprintf("%.2f", m.wall.Seconds()))
-		}
-		fmt.Fprintf(&b, "| %s | %.3f | %s | %.2f | %.0f |\n", ks[i].name, w, strings.Join(runs, " "), ks[i].medianCPU(), r)
-	}
-	if cr != nil {
-		b.WriteString(cr.String())
-	}
-	// med is a contender's median wall time and peak RSS; ok is false when
-	// it was not run.
-	med := func(name string) (wall, rss float64, ok bool) {
-		for i := range ks {
-			if ks[i].name == name && len(ks[i].m) > 0 {
-				w, r := ks[i].medians()
-				return w, r, true
-			}
-		}
-		return 0, 0, false
-	}
-	// ratio is DuckDB's median time over tailscope's.
-	ratio := func(duck, ts string) (float64, bool) {
-		d, _, ok1 := med(duck)
-		t, _, ok2 := med(ts)
-		return d / t, ok1 && ok2 && t > 0
-	}
-	check := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "NOT met"
-	}
-
-	fmt.Fprintf(&b, "\nRatios (DuckDB time / tailscope time; above 1 means tailscope is faster):\n\n")
-	line := func(what, duck, ts string) {
-		if r, ok := ratio(duck, ts); ok {
-			fmt.Fprintf(&b, "- %s: %.2f×\n", what, r)
-		}
-	}
-	line("JSONL: tailscope full analysis vs DuckDB quantile query", dqJSONL, tsJSONL)
-	line("JSONL: vs DuckDB full-analysis SQL", dfJSONL, tsJSONL)
-	line("Parquet: tailscope full analysis vs DuckDB quantile query", dqParquet, tsParquet)
-	line("Parquet: vs DuckDB full-analysis SQL", dfParquet, tsParquet)
-	line("OTLP JSON lines: tailscope full analysis vs DuckDB read_json + unnest quantile query", otlpDuck, otlpTS)
-	line("Tempo vParquet4 block: tailscope full analysis vs DuckDB read_parquet + unnest quantile query", tempoDuck, tempoTS)
-	var duckMin, tsMax float64
-	for i := range ks {
-		_, r := ks[i].medians()
-		switch {
-		case strings.HasPrefix(ks[i].name, "DuckDB") && (duckMin == 0 || r < duckMin):
-			duckMin = r
-		case strings.HasPrefix(ks[i].name, "tailscope") && r > tsMax:
-			tsMax = r
-		}
-	}
-	fmt.Fprintf(&b, "- Peak RSS: tailscope at most %.0f MB, DuckDB at least %.0f MB\n", tsMax, duckMin)
-
-	fmt.Fprintf(&b, "\nTargets:\n\n")
-	target := func(what, duck, ts string, want float64) {
-		if r, ok := ratio(duck, ts); ok {
-			fmt.Fprintf(&b, "- %s: %.2f× (target ≥ %.1f: %s)\n", what, r, want, check(r >= want))
-		} else {
-			fmt.Fprintf(&b, "- %s: not run\n", what)
-		}
-	}
-	target("Parquet: tailscope full analysis vs DuckDB quantile query", dqParquet, tsParquet, 1.0)
-	target("JSONL: tailscope full analysis vs DuckDB quantile query", dqJSONL, tsJSONL, 1.3)
-	target("OTLP JSON lines: tailscope full analysis vs DuckDB read_json + unnest quantile query", otlpDuck, otlpTS, 5)
-	_, big, ok1 := med(tsJSONL)
-	_, small, ok2 := med(smallName(c))
-	if ok1 && ok2 {
-		fmt.Fprintf(&b, "- Peak RSS at %d spans / at %d spans (JSONL): %.0f / %.0f MB = %.2f× (target ≤ 1.5: %s)\n",
-			n, c.n/10, big, small, big/small, check(big/small <= 1.5))
-	} else {
-		fmt.Fprintf(&b, "- Peak RSS at n / at n/10 spans: not run (-ratio=false)\n")
-	}
-	if cr != nil {
-		b.WriteString(cr.target())
-	} else {
-		fmt.Fprintf(&b, "- Cost linear in hop cardinality: not run (-cardinality=false)\n")
-	}
-	if r, ok := ratio(tempoDuck, tempoTS); ok {
-		fmt.Fprintf(&b, "- Tempo vParquet4 block: tailscope full analysis vs DuckDB read_parquet + unnest quantile query: %.2f× (no target set: reported)\n", r)
-	}
-	return b.String()
 }

@@ -188,34 +188,23 @@ GROUP BY hop ORDER BY hop;
 `
 }
 
-// otlpContenders generates the OTLP file (n spans, the same as the
-// JSONL's), puts it in the page cache and returns the two OTLP
-// contenders: tailscope analyze and DuckDB's unnest query.
-func otlpContenders(c config, n int, logf func(string, ...any), ts, duck func(string) []string, sql func(name, q string) (string, error)) ([]contender, error) {
+// otlpGroup generates the OTLP file (-n spans, cached in the work
+// folder), puts it in the page cache and returns tailscope analyze and
+// DuckDB's unnest query on it.
+func otlpGroup(c config, t tools, logf func(string, ...any)) (*group, error) {
 	path := filepath.Join(c.dir, "spans-otlp.json")
-	t := time.Now()
+	start := time.Now()
 	got, err := cachedGen(path, c.n, "otlp")
 	if err != nil {
 		return nil, err
 	}
-	if got != n {
-		return nil, fmt.Errorf("generated %d OTLP spans but %d JSON lines", got, n)
-	}
-	logf("generated %d spans as OTLP JSON lines in %s (%s)", got, time.Since(t).Round(time.Millisecond), size(path))
+	logf("generated %d spans as OTLP JSON lines in %s (%s)", got, time.Since(start).Round(time.Millisecond), fileSize(path))
 	if err := warm(path); err != nil {
 		return nil, err
 	}
-	q, err := sql("quantile-otlp", otlpQuantileSQL(path))
+	q, err := t.query(otlpDuckName, "quantile-otlp", otlpQuantileSQL(path), path)
 	if err != nil {
 		return nil, err
 	}
-	return []contender{
-		{name: otlpTS, cmd: ts(path), in: path},
-		{name: otlpDuck, cmd: duck(q), in: path},
-	}, nil
+	return &group{format: fmtOTLP, size: c.n, spans: got, minRounds: minNestedRounds, ts: t.analyze(path), duck: []contender{q}}, nil
 }
-
-const (
-	otlpTS   = "tailscope analyze, OTLP JSON lines"
-	otlpDuck = "DuckDB read_json + unnest quantile query, OTLP JSON lines"
-)

@@ -394,37 +394,26 @@ GROUP BY hop ORDER BY hop;
 `
 }
 
-const (
-	tempoTS   = "tailscope analyze, Tempo vParquet4 block"
-	tempoDuck = "DuckDB unnest quantile query, Tempo vParquet4 block"
-)
-
-// tempoContenders generates the block's data (n spans, the same as the
-// other files') as DIR/tempo/data.parquet, puts it in the page cache and
-// returns the two Tempo contenders.
-func tempoContenders(c config, n int, logf func(string, ...any), ts, duck func(string) []string, sql func(name, q string) (string, error)) ([]contender, error) {
+// tempoGroup generates the block's data (-n spans, cached in the work
+// folder) as DIR/tempo/data.parquet, puts it in the page cache and returns
+// tailscope analyze and DuckDB's unnest query on it.
+func tempoGroup(c config, t tools, logf func(string, ...any)) (*group, error) {
 	path := filepath.Join(c.dir, "tempo", "data.parquet")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	t := time.Now()
+	start := time.Now()
 	got, err := cachedGen(path, c.n, "tempo")
 	if err != nil {
 		return nil, err
 	}
-	if got != n {
-		return nil, fmt.Errorf("generated %d spans in the Tempo block but %d JSON lines", got, n)
-	}
-	logf("generated %d spans as a Tempo vParquet4 block in %s (%s)", got, time.Since(t).Round(time.Millisecond), size(path))
+	logf("generated %d spans as a Tempo vParquet4 block in %s (%s)", got, time.Since(start).Round(time.Millisecond), fileSize(path))
 	if err := warm(path); err != nil {
 		return nil, err
 	}
-	q, err := sql("quantile-tempo", tempoQuantileSQL(path))
+	q, err := t.query(tempoDuckName, "quantile-tempo", tempoQuantileSQL(path), path)
 	if err != nil {
 		return nil, err
 	}
-	return []contender{
-		{name: tempoTS, cmd: ts(path), in: path},
-		{name: tempoDuck, cmd: duck(q), in: path},
-	}, nil
+	return &group{format: fmtTempo, size: c.n, spans: got, minRounds: minNestedRounds, ts: t.analyze(path), duck: []contender{q}}, nil
 }
