@@ -47,6 +47,9 @@ type flatCol struct {
 	attr bool
 }
 
+// DecodeParquet reads a flat Parquet table: its columns are projected
+// and typed once, then the rows go through the batch reader, or the row
+// path below when the batch reader cannot decode a column.
 func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 	src.SetDefaultHopBy("hop")
 	tab := newFieldTable(src.Options())
@@ -55,8 +58,26 @@ func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 			tab.noteUnmapped(src)
 		}
 	}()
-	var cols []flatCol
-	have := map[field]bool{}
+	cols, have := tab.flatColumns(pf)
+	if !hasDurationColumn(have) {
+		var names []string
+		for _, p := range pf.Schema().Columns() {
+			names = append(names, columnPath(p))
+		}
+		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
+	}
+	src.Expect(pf.NumRows(), true)
+	if batchable(pf, cols) && !RowPath {
+		return decodeFlatBatch(src, pf, cols)
+	}
+	return decodeFlatRows(src, pf, cols)
+}
+
+// flatColumns projects the table: the top-level, unrepeated columns a
+// span field takes, and those no field takes that can be attributes.
+// have says which span fields some column takes.
+func (tab *fieldTable) flatColumns(pf *parquet.File) (cols []flatCol, have map[field]bool) {
+	have = map[field]bool{}
 	for _, path := range pf.Schema().Columns() {
 		if len(path) != 1 {
 			continue // nested columns are not part of a flat table
@@ -72,45 +93,48 @@ func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 			continue
 		}
 		c := flatCol{name: path[0], idx: leaf.ColumnIndex, spec: spec, scale: 1, attr: attr}
-		if lt := typ.LogicalType(); lt != nil {
-			switch t := lt.Value.(type) {
-			case *format.TimestampType:
-				switch t.Unit.Value.(type) {
-				case *format.MilliSeconds:
-					c.scale = 1e6
-				case *format.MicroSeconds:
-					c.scale = 1e3
-				}
-			case *format.StringType, *format.EnumType, *format.JsonType:
-				c.text = true
-			}
-		}
-		if ct := typ.ConvertedType(); ct != nil {
-			switch *ct {
-			case deprecated.UTF8, deprecated.Enum, deprecated.Json:
-				c.text = true
-			case deprecated.TimestampMillis:
-				c.scale = 1e6
-			case deprecated.TimestampMicros:
-				c.scale = 1e3
-			}
-		}
+		c.annotate(typ)
 		if !attr {
 			have[spec.f] = true
 		}
 		cols = append(cols, c)
 	}
-	if !hasDurationColumn(have) {
-		var names []string
-		for _, p := range pf.Schema().Columns() {
-			names = append(names, columnPath(p))
+	return cols, have
+}
+
+// annotate reads what the column's type says beyond its physical kind:
+// whether a byte array is text, and the unit of a timestamp. The logical
+// type is read first and the legacy converted type after it, which
+// writers set alongside for older readers.
+func (c *flatCol) annotate(typ parquet.Type) {
+	if lt := typ.LogicalType(); lt != nil {
+		switch t := lt.Value.(type) {
+		case *format.TimestampType:
+			switch t.Unit.Value.(type) {
+			case *format.MilliSeconds:
+				c.scale = 1e6
+			case *format.MicroSeconds:
+				c.scale = 1e3
+			}
+		case *format.StringType, *format.EnumType, *format.JsonType:
+			c.text = true
 		}
-		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
 	}
-	src.Expect(pf.NumRows(), true)
-	if batchable(pf, cols) && !RowPath {
-		return decodeFlatBatch(src, pf, cols)
+	if ct := typ.ConvertedType(); ct != nil {
+		switch *ct {
+		case deprecated.UTF8, deprecated.Enum, deprecated.Json:
+			c.text = true
+		case deprecated.TimestampMillis:
+			c.scale = 1e6
+		case deprecated.TimestampMicros:
+			c.scale = 1e3
+		}
 	}
+}
+
+// decodeFlatRows is the row path: value by value through parquet.Value,
+// one row group after another.
+func decodeFlatRows(src *record.Source, pf *parquet.File, cols []flatCol) error {
 	rec := &flatRecord{intern: &record.Interner{}, units: &unitStats{}}
 	defer func() { unitNotes(src, rec.units, true) }()
 	var row int64

@@ -60,49 +60,12 @@ func (w *pqWorker) apply(c *pqCursor, sel, vals []int32, ch *pqChunk) {
 		w.applyAttr(c, sel, vals)
 		return
 	}
-	recs, bad := w.recs, w.bad
-	fast := c.fast
 	if c.dict != nil {
-		fast = fastNone
-		if c.target != nil {
-			// Dictionary strings: the prepared value, or a setter for
-			// the rare entry that needs one. The value is stored in a
-			// record already bad too: it cannot fail, and the record
-			// is dropped anyway.
-			idx, ops, strs, off := c.idx, c.ops, c.strs, c.toff
-			for k, row := range sel {
-				switch x := idx[vals[k]]; ops[x] {
-				case opString:
-					*(*string)(unsafe.Add(unsafe.Pointer(&recs[row]), off)) = strs[x]
-				case opNothing:
-				default:
-					if bad[row] == nil {
-						w.setOne(c, row, int(vals[k]), ch)
-					}
-				}
-			}
-			return
-		}
-		// Other dictionary columns: the status, prepared once per
-		// entry, is set here; the rest through the setter.
-		for k, row := range sel {
-			e := &c.entries[c.idx[vals[k]]]
-			switch {
-			case bad[row] != nil || e.op == opNothing:
-			case e.op == opStatus:
-				r := &recs[row]
-				r.status, r.hasStatus = e.st, true
-				r.timeout = r.timeout || e.to
-				if e.code != 0 && !r.codeSet {
-					r.sp.Code = e.code
-				}
-			default:
-				w.setOne(c, row, int(vals[k]), ch)
-			}
-		}
+		w.applyDict(c, sel, vals, ch)
 		return
 	}
-	switch fast {
+	recs, bad := w.recs, w.bad
+	switch c.fast {
 	case fastDuration:
 		f := c.col.spec.f
 		for k, row := range sel {
@@ -153,41 +116,90 @@ func (w *pqWorker) apply(c *pqCursor, sel, vals []int32, ch *pqChunk) {
 			}
 		}
 	case fastID:
-		// What setText and idString do with a text id: trimmed, blank or
-		// (for a parent) "no parent" sets nothing, else the text is
-		// copied to the chunk and the id aliases the copy. With a Fork
-		// the id aliases the page itself (held until the batch ends):
-		// most spans stop at their Branch, and keep copies the rest.
-		parent := c.col.spec.f == fParentID
-		ids := &ch.ids
-		for k, row := range sel {
-			v := trimSpace(c.value(int(vals[k])))
-			if len(v) == 0 || (parent && isNoParent(v)) {
-				continue
-			}
-			var id string
-			if c.hold != nil {
-				id = unsafe.String(&v[0], len(v))
-			} else {
-				at := len(*ids)
-				*ids = append(*ids, v...)
-				id = unsafe.String(&(*ids)[at], len(v))
-			}
-			r := &recs[row]
-			switch c.col.spec.f {
-			case fTraceID:
-				r.sp.TraceID = id
-			case fSpanID:
-				r.sp.SpanID = id
-			default:
-				r.sp.ParentID = id
-			}
-		}
+		w.applyIDs(c, sel, vals, ch)
 	default:
 		for k, row := range sel {
 			if bad[row] == nil {
 				w.setOne(c, row, int(vals[k]), ch)
 			}
+		}
+	}
+}
+
+// applyDict is apply for a dictionary-encoded page: each entry was
+// prepared once (decoded, parsed), so a value is an index into what was
+// prepared.
+func (w *pqWorker) applyDict(c *pqCursor, sel, vals []int32, ch *pqChunk) {
+	recs, bad := w.recs, w.bad
+	if c.target != nil {
+		// Dictionary strings: the prepared value, or a setter for the
+		// rare entry that needs one. The value is stored in a record
+		// already bad too: it cannot fail, and the record is dropped
+		// anyway.
+		idx, ops, strs, off := c.idx, c.ops, c.strs, c.toff
+		for k, row := range sel {
+			switch x := idx[vals[k]]; ops[x] {
+			case opString:
+				*(*string)(unsafe.Add(unsafe.Pointer(&recs[row]), off)) = strs[x]
+			case opNothing:
+			default:
+				if bad[row] == nil {
+					w.setOne(c, row, int(vals[k]), ch)
+				}
+			}
+		}
+		return
+	}
+	// Other dictionary columns: the status, prepared once per entry, is
+	// set here; the rest through the setter.
+	for k, row := range sel {
+		e := &c.entries[c.idx[vals[k]]]
+		switch {
+		case bad[row] != nil || e.op == opNothing:
+		case e.op == opStatus:
+			r := &recs[row]
+			r.status, r.hasStatus = e.st, true
+			r.timeout = r.timeout || e.to
+			if e.code != 0 && !r.codeSet {
+				r.sp.Code = e.code
+			}
+		default:
+			w.setOne(c, row, int(vals[k]), ch)
+		}
+	}
+}
+
+// applyIDs is apply for a text id column with Options.Borrowed: what
+// setText and idString do with a text id, with no call per value. Trimmed,
+// blank or (for a parent) "no parent" sets nothing, else the text is
+// copied to the chunk and the id aliases the copy. With a Fork the id
+// aliases the page itself (held until the batch ends): most spans stop at
+// their Branch, and keep copies the rest.
+func (w *pqWorker) applyIDs(c *pqCursor, sel, vals []int32, ch *pqChunk) {
+	recs := w.recs
+	parent := c.col.spec.f == fParentID
+	ids := &ch.ids
+	for k, row := range sel {
+		v := trimSpace(c.value(int(vals[k])))
+		if len(v) == 0 || (parent && isNoParent(v)) {
+			continue
+		}
+		var id string
+		if c.hold != nil {
+			id = unsafe.String(&v[0], len(v))
+		} else {
+			at := len(*ids)
+			*ids = append(*ids, v...)
+			id = unsafe.String(&(*ids)[at], len(v))
+		}
+		r := &recs[row]
+		switch c.col.spec.f {
+		case fTraceID:
+			r.sp.TraceID = id
+		case fSpanID:
+			r.sp.SpanID = id
+		default:
+			r.sp.ParentID = id
 		}
 	}
 }
