@@ -324,10 +324,24 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
 	writeTailText(e, rep)
-	lo, hi := histRange(rep.Hops)
-	u50, u90, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p90"), hopColumnUnit(rep.Hops, "p95"),
-		hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")
-	fn := newFootnotes(rep.Warnings)
+	writeHopTableText(e, rep.Hops, rep.Warnings, hidden)
+	writeFailureEvidenceText(e, rep.Hops)
+	writeRequestsText(e, rep.Requests)
+	writeRecommendationText(e, rep)
+	writePredictedEffectText(e, rep.PredictedEffect)
+	writeWarnings(e, rep.Warnings)
+	return e.err
+}
+
+// writeHopTableText writes the per-hop table: counts, percentiles in one
+// unit per column, the logged timeout, the failure class and a latency
+// sparkline on one log axis shared by every hop; hidden is how many hops
+// the bounded table leaves out.
+func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warning, hidden int) {
+	lo, hi := histRange(hops)
+	u50, u90, u95, u99, umax := hopColumnUnit(hops, "p50"), hopColumnUnit(hops, "p90"), hopColumnUnit(hops, "p95"),
+		hopColumnUnit(hops, "p99"), hopColumnUnit(hops, "max")
+	fn := newFootnotes(warnings)
 	spark := "LATENCY"
 	if hi > lo {
 		spark = fmt.Sprintf("LATENCY %s–%s (log)", units.Millis(lo), units.Millis(hi))
@@ -336,7 +350,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", spark},
 		right: []bool{false, true, true, true, true, true, true, true, true, true, false, false},
 	}
-	for _, h := range rep.Hops {
+	for _, h := range hops {
 		l := h.LatencyMs
 		to := "–"
 		if h.TimeoutMs != nil {
@@ -370,10 +384,16 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	t.write(e, "")
 	if hidden > 0 {
-		e.printf("%s\n", e.paint(ansiAmber, notShownLine(len(rep.Hops), hidden)))
+		e.printf("%s\n", e.paint(ansiAmber, notShownLine(len(hops), hidden)))
 	}
 	e.printf("\n")
-	for _, h := range rep.Hops {
+}
+
+// writeFailureEvidenceText writes, under the table, what each hop with
+// failed attempts shows of them: the evidence, the timeout and where it
+// came from, and example traces.
+func writeFailureEvidenceText(e *errWriter, hops []analyze.Hop) {
+	for _, h := range hops {
 		if h.FailedAttempts > 0 {
 			e.printf("  %s: %s", Visible(h.Hop), Visible(h.Evidence))
 			if h.TimeoutMs != nil {
@@ -385,7 +405,11 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 			e.printf("\n")
 		}
 	}
-	rq := rep.Requests
+}
+
+// writeRequestsText writes the request-level line: count, successes and
+// percentiles, and where failures land.
+func writeRequestsText(e *errWriter, rq analyze.Requests) {
 	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("\n%s %d, %d succeeded (%s); p50 %s, p95 %s, p99 %s\n", e.paint(ansiBold, "requests:"), rq.Count, rq.Succeeded,
 		e.paint(rateStyle(rq.SuccessRate), units.Percent(rq.SuccessRate, 1)+inferredNote(rq)),
@@ -393,7 +417,12 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("failures land: %s; mean time to failure %s\n", landing(rq.FailureLanding), units.Millis(*rq.MeanTimeToFailureMs))
 	}
+}
 
+// writeRecommendationText writes the recommendation: the budget, a table
+// of the timed hops, the hops left untimed, how the policy fared replayed
+// on its own logs and what it risks beyond them.
+func writeRecommendationText(e *errWriter, rep *analyze.Report) {
 	if rp := rep.RecommendedPolicy; rp != nil {
 		e.printf("\n%s (budget %s)\n", e.paint(ansiBold, "recommendation"), units.Millis(rp.BudgetMs))
 	} else {
@@ -443,9 +472,15 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 			e.printf("  %s\n", e.paint(style, l))
 		}
 	}
-	if len(rep.PredictedEffect) > 0 {
+}
+
+// writePredictedEffectText writes the predicted effect of the
+// recommended policy: the logged requests replayed under it and under
+// the policy in force.
+func writePredictedEffectText(e *errWriter, effects []analyze.Effect) {
+	if len(effects) > 0 {
 		e.printf("\n%s (the logged requests replayed)\n", e.paint(ansiBold, "predicted effect"))
-		head, right, rows, note := effectRows(rep.PredictedEffect)
+		head, right, rows, note := effectRows(effects)
 		et := &table{head: head, right: right}
 		for _, r := range rows {
 			et.add(r...)
@@ -455,8 +490,6 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 			e.printf("  %s\n", e.paint(ansiDim, Visible(note)))
 		}
 	}
-	writeWarnings(e, rep.Warnings)
-	return e.err
 }
 
 // effectRows lays out the predicted-effect table (policy in force or as
