@@ -74,7 +74,7 @@ func Envoy(p *Policy, eps []Endpoint, opt EnvoyOptions) (string, []string) {
 	callers := map[string]map[string]*vhost{}
 	for _, e := range eps {
 		if e.Unmapped != "" {
-			notes = append(notes, fmt.Sprintf("%s: not routed: %s", e.Hop, e.Unmapped))
+			notes = append(notes, notRouted(e))
 			continue
 		}
 		c := e.CallerName()
@@ -96,9 +96,7 @@ func Envoy(p *Policy, eps []Endpoint, opt EnvoyOptions) (string, []string) {
 	b.WriteString("# Not covered: the request budget across calls and budget-aware retries (Envoy has neither; set the\n")
 	b.WriteString("# budget as the deadline at the entry); a route matches the calls' paths, so calls of hops the logs\n")
 	b.WriteString("# did not map are not routed here (listed below).\n")
-	for _, n := range notes {
-		writeComment(&b, "", n)
-	}
+	writeNotes(&b, notes)
 	for _, caller := range sortedKeys(callers) {
 		b.WriteString("---\n# envoy.config.route.v3.RouteConfiguration\n")
 		fmt.Fprintf(&b, "name: %s\nvirtual_hosts:\n", quoteKey(caller))
@@ -186,6 +184,21 @@ func envoyRoute(b *strings.Builder, p *Policy, e Endpoint, opt EnvoyOptions) {
 // so nothing in it can end the comment.
 func writeComment(b *strings.Builder, indent, text string) {
 	fmt.Fprintf(b, "%s# %s\n", indent, glyph.Escape(text))
+}
+
+// writeNotes writes the notes of a YAML config at its top, a comment
+// line each, after the header that says what the config covers: what
+// the format cannot say as tailscope does is read before what it says.
+func writeNotes(b *strings.Builder, notes []string) {
+	for _, n := range notes {
+		writeComment(b, "", n)
+	}
+}
+
+// notRouted is the note on an endpoint the logs did not map to a path, so
+// that no route can match its calls.
+func notRouted(e Endpoint) string {
+	return fmt.Sprintf("%s: not routed: %s", e.Hop, e.Unmapped)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -336,36 +349,6 @@ const GRPCMaxAttempts = 5
 // say so. The budget is the caller's deadline on the request, not a
 // channel's: it is not in the output.
 func GRPC(p *Policy, eps []Endpoint) (string, []string) {
-	type retry struct {
-		MaxAttempts          int      `json:"maxAttempts"`
-		InitialBackoff       string   `json:"initialBackoff"`
-		MaxBackoff           string   `json:"maxBackoff"`
-		BackoffMultiplier    float64  `json:"backoffMultiplier"`
-		RetryableStatusCodes []string `json:"retryableStatusCodes"`
-	}
-	type hedging struct {
-		MaxAttempts         int      `json:"maxAttempts"`
-		HedgingDelay        string   `json:"hedgingDelay"`
-		NonFatalStatusCodes []string `json:"nonFatalStatusCodes,omitempty"`
-	}
-	type name struct {
-		Service string `json:"service,omitempty"`
-		Method  string `json:"method,omitempty"`
-	}
-	type method struct {
-		Name          []name   `json:"name"`
-		Timeout       string   `json:"timeout,omitempty"`
-		RetryPolicy   *retry   `json:"retryPolicy,omitempty"`
-		HedgingPolicy *hedging `json:"hedgingPolicy,omitempty"`
-	}
-	type throttling struct {
-		MaxTokens  int     `json:"maxTokens"`
-		TokenRatio float64 `json:"tokenRatio"`
-	}
-	type config struct {
-		MethodConfig    []method    `json:"methodConfig"`
-		RetryThrottling *throttling `json:"retryThrottling,omitempty"`
-	}
 	var notes []string
 	noted := map[string]bool{}
 	note := func(s string) {
@@ -374,11 +357,10 @@ func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 			notes = append(notes, s)
 		}
 	}
-	retryable := []string{"UNAVAILABLE", "RESOURCE_EXHAUSTED"}
 	anyHedge := false
 	httpN, httpHops := 0, map[string]bool{}
-	channels := map[string]*config{}
-	budgets := map[string][]string{}
+	channels := map[string]*grpcConfig{}
+	budgets := map[string][]string{} // channel → each hop's own retryThrottling
 	for _, e := range eps {
 		n := e.Hop
 		switch {
@@ -391,63 +373,16 @@ func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 			continue
 		}
 		h := p.For(n)
-		m := method{Name: []name{{Service: e.GRPCService, Method: e.GRPCMethod}}}
-		if e.Whole() {
-			m.Name = []name{{}} // the channel's default
-		}
-		if d := callBound(p, h); d > 0 {
-			m.Timeout = units.DecimalSeconds(d)
-		}
-		switch {
-		case h.Hedge.Delay > 0:
-			anyHedge = true
-			attempts := 1 + h.Hedge.Max + h.Retries
-			if attempts > GRPCMaxAttempts {
-				note(fmt.Sprintf("%s: %d attempts (first, %d hedges, %d retries) exceed gRPC's cap; hedgingPolicy.maxAttempts set to %d", n, attempts, h.Hedge.Max, h.Retries, GRPCMaxAttempts))
-				attempts = GRPCMaxAttempts
-			}
-			m.HedgingPolicy = &hedging{MaxAttempts: attempts, HedgingDelay: units.DecimalSeconds(h.Hedge.Delay)}
-			if h.Retries > 0 {
-				m.HedgingPolicy.NonFatalStatusCodes = retryable
-				note(fmt.Sprintf("%s: a method has a retryPolicy or a hedgingPolicy, not both: its %d %s become hedged attempts sent at once on %s, without backoff", n, h.Retries, units.Plural(h.Retries, "retry", "retries"), strings.Join(retryable, " or ")))
-			}
-			if h.Timeout > 0 {
-				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; no attempt is cut at %s, the %s deadline bounds the call", n, units.DecimalSeconds(h.Timeout), m.Timeout))
-			}
-		case h.Retries > 0:
-			attempts := h.Retries + 1
-			if attempts > GRPCMaxAttempts {
-				note(fmt.Sprintf("%s: %d retries exceed gRPC's cap; maxAttempts set to %d", n, h.Retries, GRPCMaxAttempts))
-				attempts = GRPCMaxAttempts
-			}
-			base := h.Backoff.Base
-			if base <= 0 {
-				base = time.Millisecond // gRPC requires a positive backoff
-			}
-			m.RetryPolicy = &retry{MaxAttempts: attempts, InitialBackoff: units.DecimalSeconds(base), MaxBackoff: units.DecimalSeconds(max(h.Backoff.Max, base)),
-				BackoffMultiplier: 2, RetryableStatusCodes: retryable}
-			if h.Timeout > 0 {
-				note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; the %s per attempt becomes a %s deadline for the whole call", n, units.DecimalSeconds(h.Timeout), m.Timeout))
-			}
-		}
+		anyHedge = anyHedge || h.Hedge.Delay > 0
 		ch := e.Channel()
 		c := channels[ch]
 		if c == nil {
-			c = &config{}
+			c = &grpcConfig{}
 			channels[ch] = c
 		}
-		c.MethodConfig = append(c.MethodConfig, m)
-		// retryThrottling is one per channel: with several hops on it,
-		// the most conservative of their budgets, and a note with each
-		// hop's own.
+		c.MethodConfig = append(c.MethodConfig, grpcMethodFor(p, e, h, note))
 		if rb, ok := p.RetryBudgets[n]; ok && rb.MaxTokens > 0 {
-			t := c.RetryThrottling
-			if t == nil {
-				t = &throttling{MaxTokens: rb.MaxTokens, TokenRatio: rb.TokenRatio}
-				c.RetryThrottling = t
-			}
-			t.MaxTokens, t.TokenRatio = min(t.MaxTokens, rb.MaxTokens), min(t.TokenRatio, rb.TokenRatio)
-			own := fmt.Sprintf("%s {maxTokens: %d, tokenRatio: %s}", n, rb.MaxTokens, strconv.FormatFloat(rb.TokenRatio, 'f', -1, 64))
+			own := c.throttle(n, rb)
 			if !slices.Contains(budgets[ch], own) {
 				budgets[ch] = append(budgets[ch], own)
 			}
@@ -460,21 +395,117 @@ func GRPC(p *Policy, eps []Endpoint) (string, []string) {
 	if anyHedge {
 		note(GRPCHedgingSupport)
 	}
-	chs := make([]string, 0, len(budgets))
-	for ch := range budgets {
-		chs = append(chs, ch)
-	}
-	sort.Strings(chs)
-	for _, ch := range chs {
+	for _, ch := range sortedKeys(budgets) {
 		if each := budgets[ch]; len(each) > 1 {
 			note(ch + ": retryThrottling applies to a whole channel: this config has the most conservative of its hops' budgets: " + strings.Join(each, ", "))
 		}
 	}
-	if channels == nil {
-		channels = map[string]*config{}
-	}
 	out, _ := json.MarshalIndent(channels, "", "  ")
 	return JSONVisible(string(out)) + "\n", notes
+}
+
+// grpcConfig is a gRPC service config (gRFC A2) as GRPC writes it: the
+// method configs of one channel, and its retry throttling.
+type grpcConfig struct {
+	MethodConfig    []grpcMethod    `json:"methodConfig"`
+	RetryThrottling *grpcThrottling `json:"retryThrottling,omitempty"`
+}
+
+type grpcMethod struct {
+	Name          []grpcName   `json:"name"`
+	Timeout       string       `json:"timeout,omitempty"`
+	RetryPolicy   *grpcRetry   `json:"retryPolicy,omitempty"`
+	HedgingPolicy *grpcHedging `json:"hedgingPolicy,omitempty"`
+}
+
+type grpcName struct {
+	Service string `json:"service,omitempty"`
+	Method  string `json:"method,omitempty"`
+}
+
+type grpcRetry struct {
+	MaxAttempts          int      `json:"maxAttempts"`
+	InitialBackoff       string   `json:"initialBackoff"`
+	MaxBackoff           string   `json:"maxBackoff"`
+	BackoffMultiplier    float64  `json:"backoffMultiplier"`
+	RetryableStatusCodes []string `json:"retryableStatusCodes"`
+}
+
+type grpcHedging struct {
+	MaxAttempts         int      `json:"maxAttempts"`
+	HedgingDelay        string   `json:"hedgingDelay"`
+	NonFatalStatusCodes []string `json:"nonFatalStatusCodes,omitempty"`
+}
+
+type grpcThrottling struct {
+	MaxTokens  int     `json:"maxTokens"`
+	TokenRatio float64 `json:"tokenRatio"`
+}
+
+// grpcRetryable are the status codes a gRPC retry or hedge goes on after:
+// the server is unavailable or shedding load, so another attempt may land.
+var grpcRetryable = []string{"UNAVAILABLE", "RESOURCE_EXHAUSTED"}
+
+// grpcMethodFor is the method config of the endpoint e under the hop's
+// policy h: named by its proto service and method (the channel's default
+// for a whole service), with the hop's call bound as the deadline and a
+// hedgingPolicy for a hedged hop, else a retryPolicy for a hop that
+// retries. note receives what gRPC cannot say as tailscope does.
+func grpcMethodFor(p *Policy, e Endpoint, h Hop, note func(string)) grpcMethod {
+	n := e.Hop
+	m := grpcMethod{Name: []grpcName{{Service: e.GRPCService, Method: e.GRPCMethod}}}
+	if e.Whole() {
+		m.Name = []grpcName{{}} // the channel's default
+	}
+	if d := callBound(p, h); d > 0 {
+		m.Timeout = units.DecimalSeconds(d)
+	}
+	switch {
+	case h.Hedge.Delay > 0:
+		attempts := 1 + h.Hedge.Max + h.Retries
+		if attempts > GRPCMaxAttempts {
+			note(fmt.Sprintf("%s: %d attempts (first, %d hedges, %d retries) exceed gRPC's cap; hedgingPolicy.maxAttempts set to %d", n, attempts, h.Hedge.Max, h.Retries, GRPCMaxAttempts))
+			attempts = GRPCMaxAttempts
+		}
+		m.HedgingPolicy = &grpcHedging{MaxAttempts: attempts, HedgingDelay: units.DecimalSeconds(h.Hedge.Delay)}
+		if h.Retries > 0 {
+			m.HedgingPolicy.NonFatalStatusCodes = grpcRetryable
+			note(fmt.Sprintf("%s: a method has a retryPolicy or a hedgingPolicy, not both: its %d %s become hedged attempts sent at once on %s, without backoff", n, h.Retries, units.Plural(h.Retries, "retry", "retries"), strings.Join(grpcRetryable, " or ")))
+		}
+		if h.Timeout > 0 {
+			note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; no attempt is cut at %s, the %s deadline bounds the call", n, units.DecimalSeconds(h.Timeout), m.Timeout))
+		}
+	case h.Retries > 0:
+		attempts := h.Retries + 1
+		if attempts > GRPCMaxAttempts {
+			note(fmt.Sprintf("%s: %d retries exceed gRPC's cap; maxAttempts set to %d", n, h.Retries, GRPCMaxAttempts))
+			attempts = GRPCMaxAttempts
+		}
+		base := h.Backoff.Base
+		if base <= 0 {
+			base = time.Millisecond // gRPC requires a positive backoff
+		}
+		m.RetryPolicy = &grpcRetry{MaxAttempts: attempts, InitialBackoff: units.DecimalSeconds(base), MaxBackoff: units.DecimalSeconds(max(h.Backoff.Max, base)),
+			BackoffMultiplier: 2, RetryableStatusCodes: grpcRetryable}
+		if h.Timeout > 0 {
+			note(fmt.Sprintf("%s: gRPC has no per-attempt timeout; the %s per attempt becomes a %s deadline for the whole call", n, units.DecimalSeconds(h.Timeout), m.Timeout))
+		}
+	}
+	return m
+}
+
+// throttle applies the hop's retry budget to the channel: retryThrottling
+// is one per channel, so with several hops on it the most conservative of
+// their budgets. It returns the hop's own, as the note on a shared
+// channel lists it.
+func (c *grpcConfig) throttle(hop string, rb RetryBudget) string {
+	t := c.RetryThrottling
+	if t == nil {
+		t = &grpcThrottling{MaxTokens: rb.MaxTokens, TokenRatio: rb.TokenRatio}
+		c.RetryThrottling = t
+	}
+	t.MaxTokens, t.TokenRatio = min(t.MaxTokens, rb.MaxTokens), min(t.TokenRatio, rb.TokenRatio)
+	return fmt.Sprintf("%s {maxTokens: %d, tokenRatio: %s}", hop, rb.MaxTokens, strconv.FormatFloat(rb.TokenRatio, 'f', -1, 64))
 }
 
 // GRPCHedgingSupport is the note on where gRPC's hedgingPolicy works.

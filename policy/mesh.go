@@ -20,7 +20,7 @@ func meshRoutes(eps []Endpoint) (map[string][]Endpoint, []string) {
 	by := map[string][]Endpoint{}
 	for _, e := range eps {
 		if e.Unmapped != "" {
-			notes = append(notes, fmt.Sprintf("%s: not routed: %s", e.Hop, e.Unmapped))
+			notes = append(notes, notRouted(e))
 			continue
 		}
 		by[e.Service] = append(by[e.Service], e)
@@ -88,9 +88,7 @@ func Istio(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 	b.WriteString("# timeout covers all attempts; perTryTimeout = tailscope's per-attempt timeout; attempts = retries.\n")
 	b.WriteString("# Not covered: backoff (Envoy's default 25ms applies), hedging, retry budgets, budget-aware retries\n")
 	b.WriteString("# and the request budget across calls; calls of hops the logs did not map (listed below).\n")
-	for _, n := range notes {
-		writeComment(&b, "", n)
-	}
+	writeNotes(&b, notes)
 	for _, svc := range sortedKeys(by) {
 		b.WriteString("---\napiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n")
 		fmt.Fprintf(&b, "  name: %s\n", quoteKey(k8sName(svc)))
@@ -178,9 +176,7 @@ func Linkerd(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 	b.WriteString("# limited by retryBudget, not counted.\n")
 	b.WriteString("# Not covered: per-attempt timeouts, retry counts, backoff, hedging, budget-aware retries and the\n")
 	b.WriteString("# request budget across calls; calls of hops the logs did not map (listed below).\n")
-	for _, n := range notes {
-		writeComment(&b, "", n)
-	}
+	writeNotes(&b, notes)
 	for _, svc := range sortedKeys(by) {
 		type route struct {
 			e       Endpoint
