@@ -257,9 +257,27 @@ func zeroed[T any](s []T, n int) []T {
 	return s
 }
 
-// assemble builds the request of one trace's spans ss.
+// assemble builds the request of one trace's spans ss: the copies of a
+// span id after the first left out, each span under its parent (a span
+// whose parent is missing, or that sits in a parent cycle, at the top),
+// the tree cut at MaxDepth, and the calls grouped from the top down.
 func (t *tree) assemble(id string, ss []*Span, pr *Problems) *Request {
-	// De-duplicate span ids: the first copy wins.
+	t.dedupe(ss, pr)
+	tops := t.link(pr)
+	if len(ss) > bigTrace {
+		t.byID = map[string]int32{}
+	}
+	t.children()
+	tops = t.breakCycles(tops, pr)
+	t.cutDeep(tops, pr)
+	t.countOutside(pr)
+	return t.request(id, tops)
+}
+
+// dedupe keeps in t.spans the first copy of each span id of ss (and every
+// span without one), and in t.byID the index of each id's copy kept; the
+// later copies are marked Duplicate and counted.
+func (t *tree) dedupe(ss []*Span, pr *Problems) {
 	clear(t.byID)
 	if len(ss) > bigTrace {
 		t.byID = make(map[string]int32, len(ss))
@@ -278,13 +296,20 @@ func (t *tree) assemble(id string, ss []*Span, pr *Problems) *Request {
 		kept = append(kept, s)
 	}
 	t.spans = kept
-	n := len(kept)
+}
+
+// link sets each kept span's parent index (−1 at the top) and its
+// parent's count of children, and returns the top spans: those without a
+// parent id or naming themselves, and the orphans, whose parent is not in
+// the trace (counted).
+func (t *tree) link(pr *Problems) []int32 {
+	n := len(t.spans)
 	parent := zeroed(t.parent, n)
 	nkids := zeroed(t.nkids, n)
 	t.parent, t.nkids = parent, nkids
 	tops := t.tops[:0]
-	for i, s := range kept {
-		p, ok := byID[s.ParentID]
+	for i, s := range t.spans {
+		p, ok := t.byID[s.ParentID]
 		switch {
 		case s.ParentID == "" || s.ParentID == s.SpanID:
 			parent[i] = -1
@@ -298,27 +323,37 @@ func (t *tree) assemble(id string, ss []*Span, pr *Problems) *Request {
 			nkids[p]++
 		}
 	}
-	if len(ss) > bigTrace {
-		t.byID = map[string]int32{}
-	}
-	// Children in one backing array, in input order.
+	return tops
+}
+
+// children lists each span's children in t.kids, in input order, all in
+// one backing array.
+func (t *tree) children() {
+	n := len(t.spans)
 	backing := zeroed(t.backing, n)
 	t.backing = backing
 	t.kids = zeroed(t.kids, n)
 	t.order = t.order[:0]
 	off := int32(0)
 	for i := range n {
-		t.kids[i] = backing[off : off : off+nkids[i]]
-		off += nkids[i]
+		t.kids[i] = backing[off : off : off+t.nkids[i]]
+		off += t.nkids[i]
 	}
 	for i := range n {
-		if p := parent[i]; p >= 0 {
+		if p := t.parent[i]; p >= 0 {
 			t.kids[p] = append(t.kids[p], int32(i))
 		}
 	}
-	// Spans unreachable from a top span sit in a parent cycle: re-attach
-	// them at the top so that nothing is silently lost. The walk keeps its
-	// own stack: a parent chain can be as deep as the input.
+}
+
+// breakCycles re-attaches at the top the spans unreachable from a top
+// span, which sit in a parent cycle (counted), so that nothing is
+// silently lost: it cuts each cycle at its first span in input order and
+// returns tops with those spans added. The walk keeps its own stack: a
+// parent chain can be as deep as the input.
+func (t *tree) breakCycles(tops []int32, pr *Problems) []int32 {
+	n := len(t.spans)
+	parent := t.parent
 	reached := zeroed(t.reached, n)
 	t.reached = reached
 	stack := t.stack[:0]
@@ -357,11 +392,17 @@ func (t *tree) assemble(id string, ss []*Span, pr *Problems) *Request {
 		}
 	}
 	t.stack, t.tops = stack, tops
-	t.cutDeep(tops, pr)
+	return tops
+}
+
+// countOutside counts the children that start before their parent or end
+// after it: async children (work the parent did not wait for, see
+// AsyncChild) apart from clock skew between hosts.
+func (t *tree) countOutside(pr *Problems) {
 	for p, cs := range t.kids {
-		ps := kept[p]
+		ps := t.spans[p]
 		for _, c := range cs {
-			cs := kept[c]
+			cs := t.spans[c]
 			if cs.Start < ps.Start || cs.End() > ps.End() {
 				if AsyncChild(ps, cs) {
 					pr.AsyncChildren++
@@ -371,11 +412,17 @@ func (t *tree) assemble(id string, ss []*Span, pr *Problems) *Request {
 			}
 		}
 	}
+}
 
+// request is the request of the trace id: rooted at its top span when
+// there is one top span with children (its calls are the root's
+// children's), else a request of the top spans' calls, spanning them all
+// and failed when any of them failed.
+func (t *tree) request(id string, tops []int32) *Request {
 	r := &Request{TraceID: id}
 	var topCalls []*Call
 	if len(tops) == 1 && len(t.kids[tops[0]]) > 0 {
-		r.Root = kept[tops[0]]
+		r.Root = t.spans[tops[0]]
 		topCalls = t.groupCalls(t.kids[tops[0]], tops[0], -1)
 	} else {
 		topCalls = t.groupCalls(tops, -1, -1)
