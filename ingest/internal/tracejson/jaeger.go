@@ -346,13 +346,7 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 			refs = v
 		case "startTime":
 			field = "start"
-			if k != jsonscan.KNumber && k != jsonscan.KString {
-				err = fmt.Errorf("startTime: want µs, got %s", kindName(k))
-				break
-			}
-			if sp.Start, err = parseMicros(key, v, false); err != nil {
-				sp.Start = 0
-			}
+			err = startMicros(key, k, v, &sp.Start)
 		case "duration":
 			if k != jsonscan.KNumber && k != jsonscan.KString {
 				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
@@ -374,23 +368,7 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 				err = fmt.Errorf("tags: want an array, got %s", kindName(k))
 				break
 			}
-			err = jaegerTags(v, func(tk string, str, bin bool, tv []byte) error {
-				if !bin {
-					rec.KeepAttr(&w.attrIntern, tk, tv)
-				}
-				switch tk {
-				case "error":
-					if b, e := record.ParseBool(tv); e == nil && b {
-						rec.ErrFlag = true
-					}
-					return nil
-				case "span.kind":
-					sp.Kind = record.NormKind(tv)
-					return nil
-				}
-				rec.AddAttr(tk, tv, str, w.hopAttr)
-				return nil
-			})
+			err = w.jaegerSpanTags(rec, v)
 		}
 		if err != nil {
 			rec.Ignore(field, err)
@@ -406,34 +384,73 @@ func (w *jsonWalker) jaegerSpan(raw []byte, rec *record.TraceRecord, procs map[s
 		}
 		return record.ReasonNoDuration, "no duration"
 	}
+	jaegerSetParent(rec, parentField, refs)
+	w.jaegerSetProcess(rec, proc)
+	return "", ""
+}
+
+// jaegerSpanTags applies a span's tags array: error is the OpenTracing
+// boolean, span.kind the span's kind, the rest go to AddAttr.
+func (w *jsonWalker) jaegerSpanTags(rec *record.TraceRecord, v []byte) error {
+	return jaegerTags(v, func(tk string, str, bin bool, tv []byte) error {
+		if !bin {
+			rec.KeepAttr(&w.attrIntern, tk, tv)
+		}
+		switch tk {
+		case "error":
+			if b, e := record.ParseBool(tv); e == nil && b {
+				rec.ErrFlag = true
+			}
+			return nil
+		case "span.kind":
+			rec.Span.Kind = record.NormKind(tv)
+			return nil
+		}
+		rec.AddAttr(tk, tv, str, w.hopAttr)
+		return nil
+	})
+}
+
+// jaegerSetParent sets the span's parent: a CHILD_OF reference, else the
+// parentSpanID member, else a FOLLOWS_FROM reference.
+func jaegerSetParent(rec *record.TraceRecord, parentField string, refs []byte) {
+	sp := &rec.Span
 	sp.ParentID = parentField
-	if refs != nil {
-		child, follows, err := jaegerParent(refs)
-		if err != nil {
-			rec.Ignore("references", err)
-		}
-		switch {
-		case child != "":
-			sp.ParentID = child
-		case parentField == "":
-			sp.ParentID = follows
-		}
+	if refs == nil {
+		return
 	}
+	child, follows, err := jaegerParent(refs)
+	if err != nil {
+		rec.Ignore("references", err)
+	}
+	switch {
+	case child != "":
+		sp.ParentID = child
+	case parentField == "":
+		sp.ParentID = follows
+	}
+}
+
+// jaegerSetProcess gives the span what its process says (nil: no
+// process): its attributes before the span's own, its service, its hop
+// when the span's tags named none, and a problem reading it.
+func (w *jsonWalker) jaegerSetProcess(rec *record.TraceRecord, proc *jaegerProcess) {
+	sp := &rec.Span
 	var res []span.Attr
 	if proc != nil {
 		res = proc.attrs
 	}
 	w.setAttrs(sp, res, nil, rec.Attrs)
-	if proc != nil {
-		sp.Service = proc.service
-		if !rec.HopSet && proc.hopSet {
-			rec.Hop, rec.HopSet = proc.hop, true
-		}
-		if proc.bad != nil {
-			rec.Ignore("process", proc.bad)
-		}
+	if proc == nil {
+		return
 	}
-	return "", ""
+	sp.Service = proc.service
+	if !rec.HopSet && proc.hopSet {
+		rec.Hop, rec.HopSet = proc.hop, true
+	}
+	if proc.bad != nil {
+		rec.Ignore("process", proc.bad)
+	}
 }
 
 // jaegerParent returns the first CHILD_OF and the first FOLLOWS_FROM

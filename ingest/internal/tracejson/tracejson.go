@@ -395,6 +395,18 @@ func parseMicros(name string, v []byte, isDuration bool) (int64, error) {
 	return 0, fmt.Errorf("%s: want microseconds, got %q", name, v)
 }
 
+// startMicros reads a start time member (Jaeger's startTime, Zipkin's
+// timestamp) into *start: a value of the wrong JSON kind leaves it as it
+// was, one that is no time zeroes it.
+func startMicros(key string, k jsonscan.JSONKind, v []byte, start *int64) error {
+	if k != jsonscan.KNumber && k != jsonscan.KString {
+		return fmt.Errorf("%s: want µs, got %s", key, kindName(k))
+	}
+	var err error
+	*start, err = parseMicros(key, v, false)
+	return err
+}
+
 // objectMembers walks an in-memory JSON object with the scanner, giving
 // each member's key as a string (copied: the scanner reuses its buffers).
 func objectMembers(raw []byte, f func(key string, k jsonscan.JSONKind, v []byte) error) error {

@@ -147,23 +147,14 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 		case "kind":
 			if k != jsonscan.KString {
 				err = fmt.Errorf("kind: want a string, got %s", kindName(k))
-				break
-			}
-			switch s := record.NormKind(v); s {
-			case "client", "server", "producer", "consumer":
+			} else if s := zipkinKind(v); s != "" {
 				sp.Kind = s
-			default:
+			} else {
 				err = fmt.Errorf("kind: want CLIENT, SERVER, PRODUCER or CONSUMER, got %q", record.ShortValue(v))
 			}
 		case "timestamp":
 			field = "start"
-			if k != jsonscan.KNumber && k != jsonscan.KString {
-				err = fmt.Errorf("timestamp: want µs, got %s", kindName(k))
-				break
-			}
-			if sp.Start, err = parseMicros(key, v, false); err != nil {
-				sp.Start = 0
-			}
+			err = startMicros(key, k, v, &sp.Start)
 		case "duration":
 			if k != jsonscan.KNumber && k != jsonscan.KString {
 				badDur = fmt.Errorf("duration: want µs, got %s", kindName(k))
@@ -177,65 +168,13 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 				err = fmt.Errorf("%s: want an object, got %s", key, kindName(k))
 				break
 			}
-			var ip4, ip6, port []byte
-			err = objectMembers(v, func(ek string, k jsonscan.JSONKind, ev []byte) error {
-				switch {
-				case ek == "serviceName" && k == jsonscan.KString && len(ev) > 0:
-					if key == "localEndpoint" {
-						sp.Service = w.intern.Get(ev)
-					} else {
-						rec.SetPeer(ev, 0)
-						rec.KeepAttr(&w.attrIntern, "peer.service", ev)
-					}
-				case ek == "ipv4" && k == jsonscan.KString && len(ev) > 0:
-					ip4 = append(ip4[:0], ev...)
-				case ek == "ipv6" && k == jsonscan.KString && len(ev) > 0:
-					ip6 = append(ip6[:0], ev...)
-				case ek == "port" && (k == jsonscan.KNumber || k == jsonscan.KString) && len(ev) > 0 && string(ev) != "0":
-					port = append(port[:0], ev...)
-				}
-				return nil
-			})
-			if ip4 == nil {
-				ip4 = ip6
-			}
-			if key == "localEndpoint" {
-				local = zipkinEndpointAttrs(local, &w.attrIntern, "net.host.", ip4, port)
-			} else {
-				rec.Attrs = zipkinEndpointAttrs(rec.Attrs, &w.attrIntern, "net.peer.", ip4, port)
-			}
+			local, err = w.zipkinEndpoint(rec, key, v, local)
 		case "tags":
 			if k != jsonscan.KObject {
 				err = fmt.Errorf("tags: want an object, got %s", kindName(k))
 				break
 			}
-			var bad error
-			err = objectMembers(v, func(tk string, k jsonscan.JSONKind, tv []byte) error {
-				if k == jsonscan.KObject || k == jsonscan.KArray {
-					if bad == nil {
-						bad = fmt.Errorf("tag %q: want a string, got %s", tk, kindName(k))
-					}
-					return nil
-				}
-				rec.KeepAttr(&w.attrIntern, tk, tv)
-				if tk == "error" {
-					// Presence is failure: Brave writes the exception
-					// message, or "" when there is none.
-					rec.ErrFlag = true
-					if rec.Message == "" {
-						rec.Message = string(tv)
-					}
-					if w.hopAttr == "error" {
-						rec.Hop, rec.HopSet = string(tv), true
-					}
-					return nil
-				}
-				rec.AddAttr(tk, tv, k == jsonscan.KString, w.hopAttr)
-				return nil
-			})
-			if err == nil {
-				err = bad
-			}
+			err = w.zipkinTags(rec, v)
 		case "shared":
 			shared = k == jsonscan.KBool && string(v) == "true"
 		}
@@ -259,6 +198,76 @@ func (w *jsonWalker) zipkinRecord(raw []byte, rec *record.TraceRecord) (reason, 
 	}
 	w.setAttrs(sp, local, nil, rec.Attrs)
 	return "", ""
+}
+
+// zipkinEndpoint reads the endpoint object v of member key: the local
+// endpoint's service is the span's, the remote one's its peer; each
+// one's address is appended as attributes, the local endpoint's to local
+// (returned), which the emit puts before the span's own, the remote
+// one's to the span's own.
+func (w *jsonWalker) zipkinEndpoint(rec *record.TraceRecord, key string, v []byte, local []span.Attr) ([]span.Attr, error) {
+	var ip4, ip6, port []byte
+	err := objectMembers(v, func(ek string, k jsonscan.JSONKind, ev []byte) error {
+		switch {
+		case ek == "serviceName" && k == jsonscan.KString && len(ev) > 0:
+			if key == "localEndpoint" {
+				rec.Span.Service = w.intern.Get(ev)
+			} else {
+				rec.SetPeer(ev, 0)
+				rec.KeepAttr(&w.attrIntern, "peer.service", ev)
+			}
+		case ek == "ipv4" && k == jsonscan.KString && len(ev) > 0:
+			ip4 = append(ip4[:0], ev...)
+		case ek == "ipv6" && k == jsonscan.KString && len(ev) > 0:
+			ip6 = append(ip6[:0], ev...)
+		case ek == "port" && (k == jsonscan.KNumber || k == jsonscan.KString) && len(ev) > 0 && string(ev) != "0":
+			port = append(port[:0], ev...)
+		}
+		return nil
+	})
+	if ip4 == nil {
+		ip4 = ip6
+	}
+	if key == "localEndpoint" {
+		local = zipkinEndpointAttrs(local, &w.attrIntern, "net.host.", ip4, port)
+	} else {
+		rec.Attrs = zipkinEndpointAttrs(rec.Attrs, &w.attrIntern, "net.peer.", ip4, port)
+	}
+	return local, err
+}
+
+// zipkinTags applies a span's tags object. A tag whose value is an
+// object or array is left out and the first such is returned, after the
+// other tags were applied.
+func (w *jsonWalker) zipkinTags(rec *record.TraceRecord, v []byte) error {
+	var bad error
+	err := objectMembers(v, func(tk string, k jsonscan.JSONKind, tv []byte) error {
+		if k == jsonscan.KObject || k == jsonscan.KArray {
+			if bad == nil {
+				bad = fmt.Errorf("tag %q: want a string, got %s", tk, kindName(k))
+			}
+			return nil
+		}
+		rec.KeepAttr(&w.attrIntern, tk, tv)
+		if tk == "error" {
+			// Presence is failure: Brave writes the exception
+			// message, or "" when there is none.
+			rec.ErrFlag = true
+			if rec.Message == "" {
+				rec.Message = string(tv)
+			}
+			if w.hopAttr == "error" {
+				rec.Hop, rec.HopSet = string(tv), true
+			}
+			return nil
+		}
+		rec.AddAttr(tk, tv, k == jsonscan.KString, w.hopAttr)
+		return nil
+	})
+	if err == nil {
+		err = bad
+	}
+	return err
 }
 
 // zipkinEndpointAttrs appends an endpoint's address as attributes: prefix
