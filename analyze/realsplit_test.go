@@ -42,7 +42,7 @@ func readReal(t *testing.T, dir string, files ...string) []span.Span {
 		return nil
 	}
 	var spans []span.Span
-	if _, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaColumns}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
+	if _, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaColumns}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) })); err != nil {
 		t.Fatal(err)
 	}
 	return spans

@@ -52,7 +52,7 @@ func loadFile(t *testing.T, path string) ([]span.Span, []*span.Request, span.Pro
 func loadBytes(t *testing.T, data []byte) ([]span.Span, []*span.Request, span.Problems) {
 	t.Helper()
 	var spans []span.Span
-	if _, err := ingest.ReadStream("t.jsonl", bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
+	if _, err := ingest.ReadStream("t.jsonl", bytes.NewReader(data), ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) })); err != nil {
 		t.Fatal(err)
 	}
 	reqs, probs := span.Assemble(spans)

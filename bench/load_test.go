@@ -22,7 +22,7 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	for b.Loop() {
 		acc := analyze.NewAccum(0)
-		st, err := ingest.Read([]string{path}, ingest.Options{Borrowed: true}, func(s *span.Span) { acc.Add(s) })
+		st, err := ingest.Read([]string{path}, ingest.Options{Borrowed: true}, ingest.SinkFunc(func(s *span.Span) { acc.Add(s) }))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 func analyzeFile(t *testing.T, path string) (map[string]analyze.Hop, *ingest.Stats) {
 	t.Helper()
 	acc := analyze.NewAccum(0)
-	st, err := ingest.Read([]string{path}, ingest.Options{Borrowed: true}, func(s *span.Span) { acc.Add(s) })
+	st, err := ingest.Read([]string{path}, ingest.Options{Borrowed: true}, ingest.SinkFunc(func(s *span.Span) { acc.Add(s) }))
 	if err != nil {
 		t.Fatal(err)
 	}

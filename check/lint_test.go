@@ -22,7 +22,7 @@ const seedDir = "../samples/seed-chain"
 func readSpans(t *testing.T, path string) []span.Span {
 	t.Helper()
 	var out []span.Span
-	st, err := ingest.Read([]string{path}, ingest.Options{}, func(s *span.Span) { out = append(out, *s) })
+	st, err := ingest.Read([]string{path}, ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { out = append(out, *s) }))
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
@@ -36,7 +36,7 @@ func readSpans(t *testing.T, path string) []span.Span {
 func readSpansLoose(t *testing.T, path string, opt ingest.Options) []span.Span {
 	t.Helper()
 	var out []span.Span
-	if _, err := ingest.Read([]string{path}, opt, func(s *span.Span) { out = append(out, *s) }); err != nil {
+	if _, err := ingest.Read([]string{path}, opt, ingest.SinkFunc(func(s *span.Span) { out = append(out, *s) })); err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
 	return out

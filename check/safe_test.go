@@ -67,7 +67,7 @@ func realFiles(t *testing.T) []realFile {
 // (a fixture that is broken as a whole).
 func readAny(f realFile) []span.Span {
 	var out []span.Span
-	if _, err := ingest.Read([]string{f.path}, f.opt, func(s *span.Span) { out = append(out, *s) }); err != nil {
+	if _, err := ingest.Read([]string{f.path}, f.opt, ingest.SinkFunc(func(s *span.Span) { out = append(out, *s) })); err != nil {
 		return nil
 	}
 	return out

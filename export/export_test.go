@@ -17,7 +17,7 @@ import (
 func readPaths(t *testing.T, paths ...string) []span.Span {
 	t.Helper()
 	var out []span.Span
-	st, err := ingest.Read(paths, ingest.Options{}, func(s *span.Span) { out = append(out, *s) })
+	st, err := ingest.Read(paths, ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { out = append(out, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func write(t *testing.T, format string, spans []span.Span) []byte {
 func readBack(t *testing.T, format string, data []byte) []span.Span {
 	t.Helper()
 	var out []span.Span
-	st, err := ingest.ReadStream("out."+format, bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { out = append(out, *s) })
+	st, err := ingest.ReadStream("out."+format, bytes.NewReader(data), ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { out = append(out, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}

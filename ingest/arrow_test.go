@@ -140,9 +140,9 @@ func TestArrow(t *testing.T) {
 				if err := os.WriteFile(path, data, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				st, err = Read([]string{path}, record.Options{}, emit)
+				st, err = Read([]string{path}, record.Options{}, SinkFunc(emit))
 			} else {
-				st, err = ReadStream("<stdin>", bytes.NewReader(data), record.Options{}, emit)
+				st, err = ReadStream("<stdin>", bytes.NewReader(data), record.Options{}, SinkFunc(emit))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -176,7 +176,7 @@ func TestArrowTruncated(t *testing.T) {
 			if err := os.WriteFile(path, data[:n], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Read([]string{path}, record.Options{Format: "arrow"}, func(*span.Span) {})
+			_, err := Read([]string{path}, record.Options{Format: "arrow"}, SinkFunc(func(*span.Span) {}))
 			if err == nil || !strings.HasPrefix(err.Error(), path+": ") {
 				t.Errorf("file=%v cut at %d of %d: got %v, want an error naming the file", file, n, len(data), err)
 			}
@@ -192,7 +192,7 @@ func FuzzArrow(f *testing.F) {
 		if len(in) > 1<<20 {
 			return
 		}
-		st, err := ReadStream("f.arrow", bytes.NewReader(in), record.Options{Format: "arrow"}, func(*span.Span) {})
+		st, err := ReadStream("f.arrow", bytes.NewReader(in), record.Options{Format: "arrow"}, SinkFunc(func(*span.Span) {}))
 		if err == nil && st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}

@@ -24,11 +24,11 @@ import (
 func readAttrs(t *testing.T, name, in string, opt record.Options) []span.Span {
 	t.Helper()
 	var owned, borrowed []span.Span
-	if _, err := ReadStream(name, strings.NewReader(in), opt, func(s *span.Span) { owned = append(owned, *s) }); err != nil {
+	if _, err := ReadStream(name, strings.NewReader(in), opt, SinkFunc(func(s *span.Span) { owned = append(owned, *s) })); err != nil {
 		t.Fatal(err)
 	}
 	opt.Borrowed = true
-	if _, err := ReadStream(name, strings.NewReader(in), opt, func(s *span.Span) { borrowed = append(borrowed, cloneSpan(s)) }); err != nil {
+	if _, err := ReadStream(name, strings.NewReader(in), opt, SinkFunc(func(s *span.Span) { borrowed = append(borrowed, cloneSpan(s)) })); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(owned, borrowed) {
@@ -243,7 +243,7 @@ func BenchmarkJSONLAttrs(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: borrow}, func(sp *span.Span) { n += len(sp.Attrs) }); err != nil || n != 3*len(base) {
+				if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: borrow}, SinkFunc(func(sp *span.Span) { n += len(sp.Attrs) })); err != nil || n != 3*len(base) {
 					b.Fatal(n, err)
 				}
 			}

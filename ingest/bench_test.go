@@ -33,7 +33,7 @@ func BenchmarkParquet(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		got := 0
-		if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{}, func(*span.Span) { got++ }); err != nil || got != n {
+		if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{}, SinkFunc(func(*span.Span) { got++ })); err != nil || got != n {
 			b.Fatal(got, err)
 		}
 	}

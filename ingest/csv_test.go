@@ -89,7 +89,7 @@ func TestCSVUnterminatedQuote(t *testing.T) {
 }
 
 func TestCSVNoDuration(t *testing.T) {
-	_, err := ReadStream("x.csv", strings.NewReader("trace_id,hop\nt,a\n"), record.Options{Format: "csv"}, func(*span.Span) {})
+	_, err := ReadStream("x.csv", strings.NewReader("trace_id,hop\nt,a\n"), record.Options{Format: "csv"}, SinkFunc(func(*span.Span) {}))
 	if err == nil || !strings.Contains(err.Error(), "x.csv: line 1: the CSV header (trace_id,hop) has no duration column") {
 		t.Fatalf("got %v", err)
 	}
@@ -157,7 +157,7 @@ func TestCSVNezha(t *testing.T) {
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			var spans []span.Span
-			st, err := Read([]string{filepath.Join(dir, c.file)}, record.Options{Map: m}, func(s *span.Span) { spans = append(spans, *s) })
+			st, err := Read([]string{filepath.Join(dir, c.file)}, record.Options{Map: m}, SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestCSVNezhaDurationColumn(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out []span.Span
-		if _, err := Read([]string{path}, record.Options{Map: m}, func(s *span.Span) { out = append(out, *s) }); err != nil {
+		if _, err := Read([]string{path}, record.Options{Map: m}, SinkFunc(func(s *span.Span) { out = append(out, *s) })); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -224,7 +224,7 @@ func FuzzCSV(f *testing.F) {
 	f.Add("\xef\xbb\xbfhop\tduration_ms\tcode\tattempt\na\t1\tECONNRESET\t0\nb\t2\tunavailable\tx\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		opt := record.Options{Format: "csv", MaxRecord: 256, Map: map[string]string{"service": "PodName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}}
-		st, err := ReadStream("f.csv", strings.NewReader(in), opt, func(*span.Span) {})
+		st, err := ReadStream("f.csv", strings.NewReader(in), opt, SinkFunc(func(*span.Span) {}))
 		if err == nil && st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}

@@ -47,14 +47,14 @@ func TestExpect(t *testing.T) {
 	} {
 		var calls []int64
 		exact := false
-		opt := record.Options{Expect: func(n int64, e bool) { calls = append(calls, n); exact = e }}
 		var read int64
-		if _, err := Read([]string{c.path}, opt, func(*span.Span) {
+		sink := expectSink{SinkFunc(func(*span.Span) {
 			if read == 0 && c.max != 0 && len(calls) == 0 {
 				t.Errorf("%s: a span came before Expect", c.name)
 			}
 			read++
-		}); err != nil {
+		}), func(n int64, e bool) { calls = append(calls, n); exact = e }}
+		if _, err := Read([]string{c.path}, record.Options{}, sink); err != nil {
 			t.Fatal(err)
 		}
 		if c.max < 0 {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strings"
@@ -47,17 +48,18 @@ func TestFilteredNotSkipped(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, fork := range []bool{false, true} {
-				opt := c.opt
 				var spans []span.Span
+				var sink record.Sink = SinkFunc(func(s *span.Span) { spans = append(spans, *s) })
+				rf := &recFork{}
 				if fork {
-					opt.Fork = &recFork{}
+					sink = forkSink(rf, sink.Span)
 				}
-				st, err := ReadStream("w.jsonl", strings.NewReader(in), opt, func(s *span.Span) { spans = append(spans, *s) })
+				st, err := ReadStream("w.jsonl", strings.NewReader(in), c.opt, sink)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if fork {
-					spans = opt.Fork.(*recFork).ordered
+					spans = rf.ordered
 				}
 				if st.Used != c.used || st.Filtered != c.filter || st.FilteredByReason[c.reason] != c.filter || len(st.FilteredByReason) != 1 ||
 					st.Skipped != 4 || st.SkippedByReason["bad value"] != 4 || len(st.Errors) != 4 || st.Read != st.Used+st.Skipped+st.Filtered {
@@ -100,12 +102,15 @@ func TestFilteredParquet(t *testing.T) {
 	data := writeParquet(t, rows)
 	for _, fork := range []bool{false, true} {
 		opt := record.Options{Hops: regexp.MustCompile("^db$")}
-		if fork {
-			opt.Fork = &recFork{all: true}
-		}
 		spans, st := readBytes(t, "f.parquet", data, opt)
 		if fork {
-			spans = opt.Fork.(*recFork).ordered
+			rf := &recFork{all: true}
+			var err error
+			st, err = ReadStream("f.parquet", bytes.NewReader(data), opt, forkSink(rf, func(*span.Span) { t.Fatal("Span called with a Fork") }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spans = rf.ordered
 		}
 		if st.Used != 3000 || st.Filtered != 3000 || st.FilteredByReason[record.ReasonHopFiltered] != 3000 || st.Skipped != 30 || len(st.Errors) != 20 {
 			t.Fatalf("fork %v: used %d filtered %d %v skipped %d", fork, st.Used, st.Filtered, st.FilteredByReason, st.Skipped)

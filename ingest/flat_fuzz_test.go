@@ -19,7 +19,7 @@ import (
 func checkRead(t *testing.T, data []byte, opt record.Options) *record.Stats {
 	t.Helper()
 	var used int64
-	st, err := ReadStream("fuzz", bytes.NewReader(data), opt, func(sp *span.Span) {
+	st, err := ReadStream("fuzz", bytes.NewReader(data), opt, SinkFunc(func(sp *span.Span) {
 		used++
 		if sp.Duration < 0 || sp.Start < 0 || sp.Start+sp.Duration < sp.Start {
 			t.Fatalf("invalid span emitted: start %d duration %d", sp.Start, sp.Duration)
@@ -34,7 +34,7 @@ func checkRead(t *testing.T, data []byte, opt record.Options) *record.Stats {
 			t.Fatalf("bad weight %v", sp.Weight)
 		}
 		checkAttrs(t, sp)
-	})
+	}))
 	if st == nil {
 		t.Fatalf("nil stats (err %v)", err)
 	}

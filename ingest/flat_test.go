@@ -18,7 +18,7 @@ import (
 func readString(t *testing.T, in string, opt record.Options) ([]span.Span, *record.Stats) {
 	t.Helper()
 	var out []span.Span
-	st, err := ReadStream("in.jsonl", strings.NewReader(in), opt, func(s *span.Span) { out = append(out, *s) })
+	st, err := ReadStream("in.jsonl", strings.NewReader(in), opt, SinkFunc(func(s *span.Span) { out = append(out, *s) }))
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -187,7 +187,7 @@ func TestSources(t *testing.T) {
 
 	for _, paths := range [][]string{{dir}, {filepath.Join(dir, "*")}} {
 		var n int
-		st, err := Read(paths, record.Options{}, func(*span.Span) { n++ })
+		st, err := Read(paths, record.Options{}, SinkFunc(func(*span.Span) { n++ }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,22 +196,22 @@ func TestSources(t *testing.T) {
 		}
 	}
 	var n int
-	if _, err := Read([]string{"-"}, record.Options{Stdin: strings.NewReader(plain)}, func(*span.Span) { n++ }); err != nil || n != 2 {
+	if _, err := Read([]string{"-"}, record.Options{Stdin: strings.NewReader(plain)}, SinkFunc(func(*span.Span) { n++ })); err != nil || n != 2 {
 		t.Errorf("stdin: %d spans, %v", n, err)
 	}
-	if _, err := Read([]string{filepath.Join(dir, "nope")}, record.Options{}, func(*span.Span) {}); err == nil {
+	if _, err := Read([]string{filepath.Join(dir, "nope")}, record.Options{}, SinkFunc(func(*span.Span) {})); err == nil {
 		t.Error("missing file: no error")
 	}
 	// A truncated gzip file is an error naming the file, not a silent loss.
 	write("bad.gz", gz.Bytes()[:gz.Len()-6])
-	_, err := Read([]string{filepath.Join(dir, "bad.gz")}, record.Options{}, func(*span.Span) {})
+	_, err := Read([]string{filepath.Join(dir, "bad.gz")}, record.Options{}, SinkFunc(func(*span.Span) {}))
 	if err == nil || !strings.Contains(err.Error(), "bad.gz") {
 		t.Errorf("truncated gzip: %v", err)
 	}
 }
 
 func TestSniffUnknown(t *testing.T) {
-	_, err := ReadStream("x.bin", strings.NewReader("\x00\x01\x02garbage"), record.Options{}, func(*span.Span) {})
+	_, err := ReadStream("x.bin", strings.NewReader("\x00\x01\x02garbage"), record.Options{}, SinkFunc(func(*span.Span) {}))
 	if err == nil || !strings.Contains(err.Error(), "--input") {
 		t.Errorf("unknown format: %v", err)
 	}

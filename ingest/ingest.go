@@ -1,7 +1,7 @@
 // Package ingest reads span logs — files, directories, globs or stdin, plain,
 // gzip or zstd — and turns every record into a canonical span.Span.
 //
-// It streams: a decoder hands each span to a callback as soon as it is
+// It streams: a decoder hands each span to the caller's Sink as soon as it is
 // decoded, so no input is ever held whole in memory. Bad records never stop a
 // run: each is skipped with its position and a reason, and counted, so that a
 // report can reconcile read = used + skipped (docs/DESIGN.md §10). Only I/O errors and
@@ -23,7 +23,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/tailscope/tailscope/ingest/internal/record"
-	"github.com/tailscope/tailscope/span"
 )
 
 // Formats the reader knows, in the order --help lists them.
@@ -39,9 +38,11 @@ func ValidHopBy(h string) bool {
 	return ok && k != ""
 }
 
-// Read decodes every path and calls emit for each span kept. The *Span is
-// only valid during the call; emit copies what it keeps.
-func Read(paths []string, opt record.Options, emit func(*span.Span)) (*record.Stats, error) {
+// Read decodes every path and hands each span kept to sink.Span. The *Span
+// is only valid during the call; the sink copies what it keeps. A sink
+// that is also a ProgressSink, FileSink, ExpectSink or Fork is used as
+// such (see Sink).
+func Read(paths []string, opt record.Options, sink record.Sink) (*record.Stats, error) {
 	if opt.MaxRecord <= 0 {
 		opt.MaxRecord = record.DefaultMaxRecord
 	}
@@ -60,12 +61,14 @@ func Read(paths []string, opt record.Options, emit func(*span.Span)) (*record.St
 	}
 	st := record.NewStats(files)
 	st.Passed, st.Notes = passed, notes
-	prog := newProgress(opt.Progress, files)
+	ps, _ := sink.(record.ProgressSink)
+	prog := newProgress(ps, files)
+	fs, _ := sink.(record.FileSink)
 	for i, f := range files {
-		if opt.OnFile != nil {
-			opt.OnFile(i)
+		if fs != nil {
+			fs.File(i)
 		}
-		if err := readFile(f, &opt, prog, st, emit); err != nil {
+		if err := readFile(f, &opt, prog, st, sink); err != nil {
 			return st, err
 		}
 	}
@@ -82,16 +85,16 @@ var (
 	magicZstd = []byte{0x28, 0xb5, 0x2f, 0xfd}
 )
 
-func readFile(name string, opt *record.Options, prog *progress, st *record.Stats, emit func(*span.Span)) error {
+func readFile(name string, opt *record.Options, prog *progress, st *record.Stats, sink record.Sink) error {
 	if name == "-" {
 		if opt.Stdin == nil {
 			return errors.New("<stdin>: no standard input")
 		}
 		defer prog.fileDone()
-		return readStream("<stdin>", prog.wrap(opt.Stdin, 0), nil, opt, st, emit)
+		return readStream("<stdin>", prog.wrap(opt.Stdin, 0), nil, opt, st, sink)
 	}
 	if opt.Remote != nil && opt.Remote.Claims(name) {
-		return readRemote(name, opt, prog, st, emit)
+		return readRemote(name, opt, prog, st, sink)
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -100,7 +103,7 @@ func readFile(name string, opt *record.Options, prog *progress, st *record.Stats
 	defer f.Close()
 	defer prog.fileDone()
 	before, _ := f.Stat()
-	err = readStream(name, prog.wrap(f, fileSize(f)), f, opt, st, emit)
+	err = readStream(name, prog.wrap(f, fileSize(f)), f, opt, st, sink)
 	if changed := stillThere(name, f, before); changed != nil {
 		return changed // the cause of any error the read met
 	}
@@ -136,14 +139,14 @@ func stillThere(name string, f *os.File, before os.FileInfo) error {
 }
 
 // readRemote reads a path that opt.Remote serves, and its notes.
-func readRemote(name string, opt *record.Options, prog *progress, st *record.Stats, emit func(*span.Span)) error {
+func readRemote(name string, opt *record.Options, prog *progress, st *record.Stats, sink record.Sink) error {
 	r, err := opt.Remote.Open(name)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	defer prog.fileDone()
-	if err := readStream(name, prog.wrap(r, 0), nil, opt, st, emit); err != nil {
+	if err := readStream(name, prog.wrap(r, 0), nil, opt, st, sink); err != nil {
 		// A failed fetch is reported as itself, not at the position
 		// where the decoder met it.
 		if f, ok := r.(interface{ Err() error }); ok && f.Err() != nil {
@@ -159,7 +162,7 @@ func readRemote(name string, opt *record.Options, prog *progress, st *record.Sta
 
 // ReadStream decodes one already-open input named name (for messages). It
 // is how embedded samples and tests feed the reader without a file.
-func ReadStream(name string, r io.Reader, opt record.Options, emit func(*span.Span)) (*record.Stats, error) {
+func ReadStream(name string, r io.Reader, opt record.Options, sink record.Sink) (*record.Stats, error) {
 	if opt.MaxRecord <= 0 {
 		opt.MaxRecord = record.DefaultMaxRecord
 	}
@@ -170,12 +173,12 @@ func ReadStream(name string, r io.Reader, opt record.Options, emit func(*span.Sp
 		opt.Format = "auto"
 	}
 	st := record.NewStats([]string{name})
-	err := readStream(name, r, nil, &opt, st, emit)
+	err := readStream(name, r, nil, &opt, st, sink)
 	st.Finish()
 	return st, err
 }
 
-func readStream(display string, raw io.Reader, file *os.File, opt *record.Options, st *record.Stats, emit func(*span.Span)) error {
+func readStream(display string, raw io.Reader, file *os.File, opt *record.Options, st *record.Stats, sink record.Sink) error {
 	br := bufio.NewReaderSize(raw, 1<<16)
 	head, _ := br.Peek(4)
 	var closer io.Closer
@@ -215,7 +218,7 @@ func readStream(display string, raw io.Reader, file *os.File, opt *record.Option
 		return fmt.Errorf("%s: the %s reader is not available in this build", display, format)
 	}
 	st.Formats[display] = format
-	src := record.NewSource(display, br, file, opt, st, emit)
+	src := record.NewSource(display, br, file, opt, st, sink)
 	if err := dec(src); err != nil {
 		return fmt.Errorf("%s: %w", display, err)
 	}

@@ -29,11 +29,11 @@ func benchLines(n int) []byte {
 // collect reads input and returns the spans (ids cloned) and the stats.
 func collect(t testing.TB, input string, opt record.Options) ([]span.Span, *record.Stats) {
 	var out []span.Span
-	st, err := ReadStream("in.jsonl", strings.NewReader(input), opt, func(s *span.Span) {
+	st, err := ReadStream("in.jsonl", strings.NewReader(input), opt, SinkFunc(func(s *span.Span) {
 		c := *s
 		c.TraceID, c.SpanID, c.ParentID = strings.Clone(s.TraceID), strings.Clone(s.SpanID), strings.Clone(s.ParentID)
 		out = append(out, c)
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func BenchmarkJSONL(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: borrow}, func(*span.Span) { n++ }); err != nil || n != 200_000 {
+				if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: borrow}, SinkFunc(func(*span.Span) { n++ })); err != nil || n != 200_000 {
 					b.Fatal(n, err)
 				}
 			}
@@ -111,7 +111,7 @@ func BenchmarkJSONL(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			f := &countFork{}
-			if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != 200_000 {
+			if _, err := ReadStream("b", bytes.NewReader(data), record.Options{Borrowed: true}, forkSink(f, func(*span.Span) {})); err != nil || f.n.Load() != 200_000 {
 				b.Fatal(f.n.Load(), err)
 			}
 		}
@@ -183,8 +183,8 @@ func TestJSONLFork(t *testing.T) {
 			pool.BlockSize = bs
 			for _, all := range []bool{true, false} {
 				f := &recFork{all: all}
-				st, err := ReadStream("in.jsonl", strings.NewReader(input), record.Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true, Fork: f},
-					func(*span.Span) { t.Fatal("emit called with a Fork") })
+				st, err := ReadStream("in.jsonl", strings.NewReader(input), record.Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true},
+					forkSink(f, func(*span.Span) { t.Fatal("emit called with a Fork") }))
 				if err != nil {
 					t.Fatal(err)
 				}

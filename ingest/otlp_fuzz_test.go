@@ -14,7 +14,7 @@ import (
 // that reconcile, and only valid spans handed on.
 func tjFuzzProperty(t *testing.T, format string, data []byte) {
 	var n int64
-	st, err := ingest.ReadStream("fuzz", bytes.NewReader(data), ingest.Options{Format: format, MaxRecord: 1 << 20}, func(sp *span.Span) {
+	st, err := ingest.ReadStream("fuzz", bytes.NewReader(data), ingest.Options{Format: format, MaxRecord: 1 << 20}, ingest.SinkFunc(func(sp *span.Span) {
 		n++
 		if sp.Duration < 0 || sp.Start < 0 || sp.Hop == "" || sp.Weight <= 0 {
 			t.Fatalf("invalid span emitted: %+v", *sp)
@@ -24,7 +24,7 @@ func tjFuzzProperty(t *testing.T, format string, data []byte) {
 				t.Fatalf("attribute without a key: %+v", *sp)
 			}
 		}
-	})
+	}))
 	if err != nil {
 		// A compressed stream that does not decompress is the one input
 		// that is an error as a whole (it names the file and the codec).

@@ -290,7 +290,7 @@ func TestOTLPStreams(t *testing.T) {
 	}()
 	var count int
 	var sum int64
-	st, err := ingest.ReadStream("pipe", pr, ingest.Options{Format: "otlp"}, func(sp *span.Span) { count++; sum += sp.Duration })
+	st, err := ingest.ReadStream("pipe", pr, ingest.Options{Format: "otlp"}, ingest.SinkFunc(func(sp *span.Span) { count++; sum += sp.Duration }))
 	if err != nil {
 		t.Fatal(err)
 	}

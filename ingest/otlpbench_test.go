@@ -20,7 +20,7 @@ func BenchmarkOTLPFile(b *testing.B) {
 	var attrs int
 	for b.Loop() {
 		n = 0
-		_, err := ingest.Read([]string{path}, ingest.Options{Format: "otlp", Borrowed: true}, func(sp *span.Span) { n++; attrs += len(sp.Attrs) })
+		_, err := ingest.Read([]string{path}, ingest.Options{Format: "otlp", Borrowed: true}, ingest.SinkFunc(func(sp *span.Span) { n++; attrs += len(sp.Attrs) }))
 		if err != nil {
 			b.Fatal(err)
 		}

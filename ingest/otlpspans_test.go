@@ -17,7 +17,7 @@ func TestOTLPSpanLines(t *testing.T) {
 		`{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"x","name":"bad","startTimeUnixNano":"2","endTimeUnixNano":"1"}`,
 	}, "\n") + "\n"
 	var got []span.Span
-	st, err := ReadStream("spans.json", strings.NewReader(in), record.Options{}, func(s *span.Span) { got = append(got, *s) })
+	st, err := ReadStream("spans.json", strings.NewReader(in), record.Options{}, SinkFunc(func(s *span.Span) { got = append(got, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestOTLPSpanLines(t *testing.T) {
 	}
 	// Flat logs keep their reader even with OTLP-style key names.
 	flat := `{"traceId":"t","spanId":"s","startTimeUnixNano":1,"endTimeUnixNano":5,"hop":"db","duration_ms":4}` + "\n"
-	st, err = ReadStream("flat.jsonl", strings.NewReader(flat), record.Options{}, func(*span.Span) {})
+	st, err = ReadStream("flat.jsonl", strings.NewReader(flat), record.Options{}, SinkFunc(func(*span.Span) {}))
 	if err != nil || st.Formats["flat.jsonl"] != "jsonl" || st.Used != 1 {
 		t.Errorf("flat log read as %q, used %d, err %v", st.Formats["flat.jsonl"], st.Used, err)
 	}

@@ -82,10 +82,10 @@ func readBoth(t *testing.T, data []byte, opt record.Options) (batch, row string)
 		flat.RowPath = rp
 		defer func() { flat.RowPath = false }()
 		var b strings.Builder
-		st, err := ReadStream("w.parquet", bytes.NewReader(data), opt, func(s *span.Span) {
+		st, err := ReadStream("w.parquet", bytes.NewReader(data), opt, SinkFunc(func(s *span.Span) {
 			b.WriteString(tBrief(*s)) // copies: the ids may be borrowed
 			b.WriteByte('\n')
-		})
+		}))
 		if st != nil {
 			fmt.Fprintf(&b, "read %d used %d skipped %d %v\n", st.Read, st.Used, st.Skipped, st.SkippedByReason)
 			for _, e := range st.Errors {
@@ -141,7 +141,7 @@ func TestParquetBatchCorrupt(t *testing.T) {
 		for range 1 + r.IntN(4) {
 			bad[4+r.IntN(len(bad)-12)] ^= byte(1 + r.IntN(255))
 		}
-		st, err := ReadStream("c.parquet", bytes.NewReader(bad), record.Options{}, func(*span.Span) {})
+		st, err := ReadStream("c.parquet", bytes.NewReader(bad), record.Options{}, SinkFunc(func(*span.Span) {}))
 		if st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}
@@ -202,18 +202,18 @@ func TestParquetBatchFork(t *testing.T) {
 		data := writeParquet(t, wideRows(15000, 4), opts...)
 		for _, mod := range []int64{3, 1} {
 			var want []string
-			plain, err := ReadStream("f.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 100}, func(sp *span.Span) {
+			plain, err := ReadStream("f.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 100}, SinkFunc(func(sp *span.Span) {
 				if sp.Start%mod == 0 {
 					want = append(want, tBrief(*sp))
 				}
-			})
+			}))
 			if err != nil {
 				t.Fatal(err)
 			}
 			f := &testFork{mod: mod}
-			st, err := ReadStream("f.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 100, Fork: f}, func(*span.Span) {
+			st, err := ReadStream("f.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 100}, forkSink(f, func(*span.Span) {
 				t.Fatal("emit called with a Fork")
-			})
+			}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +246,7 @@ func BenchmarkParquetPaths(b *testing.B) {
 			flat.RowPath = rp
 			defer func() { flat.RowPath = false }()
 			for b.Loop() {
-				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true}, func(*span.Span) {}); err != nil {
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true}, SinkFunc(func(*span.Span) {})); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -131,8 +131,8 @@ func readFork(t testing.TB, data []byte, opt record.Options, mod uint64, fast bo
 	flat.PQFastOff = !fast
 	defer func() { flat.PQFastOff = false }()
 	f := &briefFork{mod: mod}
-	opt.Fork, opt.Borrowed, opt.MaxErrors = f, true, 1000
-	st, err := ReadStream("x.parquet", bytes.NewReader(data), opt, func(*span.Span) { t.Fatal("emit called with a Fork") })
+	opt.Borrowed, opt.MaxErrors = true, 1000
+	st, err := ReadStream("x.parquet", bytes.NewReader(data), opt, forkSink(f, func(*span.Span) { t.Fatal("emit called with a Fork") }))
 	slices.Sort(f.taken)
 	var b strings.Builder
 	fmt.Fprintf(&b, "err: %v\nread %d used %d skipped %d %v filtered %d ignored %d %v\nnotes %v\n",
@@ -273,10 +273,11 @@ func TestParquetAttrs(t *testing.T) {
 			opt := record.Options{Borrowed: mode != "batch"}
 			flat.RowPath = mode == "rows"
 			f := &attrFork{}
+			var sink record.Sink = SinkFunc(func(sp *span.Span) { got = append(got, attrText(sp)) })
 			if mode == "fork" {
-				opt.Fork = f
+				sink = forkSink(f, sink.Span)
 			}
-			_, err := ReadStream("a.parquet", bytes.NewReader(data), opt, func(sp *span.Span) { got = append(got, attrText(sp)) })
+			_, err := ReadStream("a.parquet", bytes.NewReader(data), opt, sink)
 			flat.RowPath = false
 			if mode == "fork" {
 				got = f.ordered
@@ -292,11 +293,11 @@ func TestParquetAttrs(t *testing.T) {
 	}
 	// The export schema has no other column: no attributes.
 	data := writeParquet(t, exportRows(50, 1))
-	_, err := ReadStream("e.parquet", bytes.NewReader(data), record.Options{}, func(sp *span.Span) {
+	_, err := ReadStream("e.parquet", bytes.NewReader(data), record.Options{}, SinkFunc(func(sp *span.Span) {
 		if sp.Attrs != nil {
 			t.Errorf("attributes from the flat schema's own columns: %v", sp.Attrs)
 		}
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +352,7 @@ func BenchmarkParquetFastRows(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				f := &countFork{}
-				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true, Fork: f}, func(*span.Span) {}); err != nil || f.n.Load() != int64(len(rows)) {
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true}, forkSink(f, func(*span.Span) {})); err != nil || f.n.Load() != int64(len(rows)) {
 					b.Fatal(err, f.n.Load())
 				}
 			}

@@ -53,12 +53,12 @@ func TestParquetPageClaimGuard(t *testing.T) {
 	if patched == nil {
 		t.Skipf("no claim over %d fits the header's %d bytes (was %d)", m.TotalUncompressedSize, n, orig)
 	}
-	_, err = ReadStream("bad.parquet", bytes.NewReader(patched), record.Options{Format: "parquet"}, func(*span.Span) {})
+	_, err = ReadStream("bad.parquet", bytes.NewReader(patched), record.Options{Format: "parquet"}, SinkFunc(func(*span.Span) {}))
 	if err == nil || !strings.Contains(err.Error(), "bad.parquet") || !strings.Contains(err.Error(), "claims") {
 		t.Errorf("want an error naming the file and the claim, got %v", err)
 	}
 	// The untouched file still reads.
-	if _, err := ReadStream("good.parquet", bytes.NewReader(good), record.Options{Format: "parquet"}, func(*span.Span) {}); err != nil {
+	if _, err := ReadStream("good.parquet", bytes.NewReader(good), record.Options{Format: "parquet"}, SinkFunc(func(*span.Span) {})); err != nil {
 		t.Errorf("good file: %v", err)
 	}
 }

@@ -106,7 +106,7 @@ func TestParquetMapped(t *testing.T) {
 		t.Errorf("span 2: %+v", spans[1])
 	}
 	// Without the map there is no duration column: a clear error.
-	_, err = ReadStream("m.parquet", bytes.NewReader(data), record.Options{}, func(*span.Span) {})
+	_, err = ReadStream("m.parquet", bytes.NewReader(data), record.Options{}, SinkFunc(func(*span.Span) {}))
 	if err == nil || !strings.Contains(err.Error(), "m.parquet: a flat Parquet table needs a duration column") || !strings.Contains(err.Error(), "lat") {
 		t.Errorf("got %v", err)
 	}
@@ -135,7 +135,7 @@ func TestParquetTruncated(t *testing.T) {
 		if err := os.WriteFile(path, data[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Read([]string{path}, record.Options{Format: "parquet"}, func(*span.Span) {})
+		_, err := Read([]string{path}, record.Options{Format: "parquet"}, SinkFunc(func(*span.Span) {}))
 		if err == nil || !strings.HasPrefix(err.Error(), path+": ") {
 			t.Errorf("cut at %d: got %v, want an error naming %s", n, err, path)
 		}
@@ -147,7 +147,7 @@ func TestParquetTruncated(t *testing.T) {
 		bad[i] ^= 0x5a
 	}
 	var n int
-	_, err := ReadStream("flip.parquet", bytes.NewReader(bad), record.Options{}, func(*span.Span) { n++ })
+	_, err := ReadStream("flip.parquet", bytes.NewReader(bad), record.Options{}, SinkFunc(func(*span.Span) { n++ }))
 	if err == nil && n > 3 {
 		t.Errorf("corrupt file gave %d spans and no error", n)
 	}
@@ -160,7 +160,7 @@ func FuzzParquet(f *testing.F) {
 		if len(in) > 1<<20 {
 			return
 		}
-		st, err := ReadStream("f.parquet", bytes.NewReader(in), record.Options{Format: "parquet"}, func(*span.Span) {})
+		st, err := ReadStream("f.parquet", bytes.NewReader(in), record.Options{Format: "parquet"}, SinkFunc(func(*span.Span) {}))
 		if err == nil && st.Read != st.Used+st.Skipped+st.Filtered {
 			t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 		}

@@ -3,27 +3,29 @@ package ingest
 import (
 	"io"
 	"os"
+
+	"github.com/tailscope/tailscope/ingest/internal/record"
 )
 
 // progress counts the input bytes a Read has consumed, for a progress
-// display (Options.Progress). It counts bytes of the files as stored
+// display (a ProgressSink). It counts bytes of the files as stored
 // (compressed bytes for .gz/.zst), because that is what the total size is
 // known in; a file read by random access (Parquet, Arrow) counts in full
 // when it is done. A nil *progress does nothing, so the read path needs no
 // checks.
 type progress struct {
-	fn    func(read, total int64)
+	sink  record.ProgressSink
 	done  int64 // bytes of the files finished
 	cur   int64 // bytes of the current file read so far
 	size  int64 // size of the current file, 0 when unknown
 	total int64 // sum of the sizes, 0 when any is unknown (stdin)
 }
 
-func newProgress(fn func(read, total int64), files []string) *progress {
-	if fn == nil {
+func newProgress(sink record.ProgressSink, files []string) *progress {
+	if sink == nil {
 		return nil
 	}
-	p := &progress{fn: fn}
+	p := &progress{sink: sink}
 	for _, f := range files {
 		fi, err := os.Stat(f)
 		if f == "-" || err != nil || !fi.Mode().IsRegular() {
@@ -52,7 +54,7 @@ func (p *progress) fileDone() {
 	}
 	p.done += max(p.cur, p.size)
 	p.cur, p.size = 0, 0
-	p.fn(p.done, p.total)
+	p.sink.Progress(p.done, p.total)
 }
 
 type countingReader struct {
@@ -64,7 +66,7 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	if n > 0 {
 		c.p.cur += int64(n)
-		c.p.fn(c.p.done+c.p.cur, c.p.total)
+		c.p.sink.Progress(c.p.done+c.p.cur, c.p.total)
 	}
 	return n, err
 }

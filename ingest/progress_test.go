@@ -36,13 +36,13 @@ func TestProgress(t *testing.T) {
 
 	var calls int
 	var last, total int64
-	_, err := Read([]string{plain, packed}, record.Options{Progress: func(read, tot int64) {
+	_, err := Read([]string{plain, packed}, record.Options{}, progressSink{SinkFunc(func(*span.Span) {}), func(read, tot int64) {
 		calls++
 		if read < last {
 			t.Fatalf("progress went back from %d to %d", last, read)
 		}
 		last, total = read, tot
-	}}, func(*span.Span) {})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestProgress(t *testing.T) {
 
 	// Stdin has no known size: total is 0, bytes still count.
 	last, total = 0, -1
-	_, err = Read([]string{"-"}, record.Options{Stdin: strings.NewReader(lines.String()), Progress: func(read, tot int64) { last, total = read, tot }}, func(*span.Span) {})
+	_, err = Read([]string{"-"}, record.Options{Stdin: strings.NewReader(lines.String())}, progressSink{SinkFunc(func(*span.Span) {}), func(read, tot int64) { last, total = read, tot }})
 	if err != nil {
 		t.Fatal(err)
 	}

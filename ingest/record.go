@@ -17,7 +17,19 @@ type (
 	RecordError = record.RecordError
 	// PassedFile is a file a path expansion passed over, and why.
 	PassedFile = record.PassedFile
-	// Fork is a parallel consumer of the spans read (see record.Fork).
+	// Sink is the consumer of the spans read (see record.Sink: why its
+	// capabilities beyond Span are optional).
+	Sink = record.Sink
+	// SinkFunc is a Sink that is one function.
+	SinkFunc = record.SinkFunc
+	// ProgressSink is a Sink told how much input was read.
+	ProgressSink = record.ProgressSink
+	// FileSink is a Sink told which file its next spans come from.
+	FileSink = record.FileSink
+	// ExpectSink is a Sink told how many spans an input holds.
+	ExpectSink = record.ExpectSink
+	// Fork is a Sink that works on the decoding goroutines (see
+	// record.Fork).
 	Fork = record.Fork
 	// Branch is the consumer of one decoding goroutine.
 	Branch = record.Branch

@@ -52,7 +52,7 @@ func TestRemote(t *testing.T) {
 	zipkin := `[[{"traceId":"1","id":"2","name":"y","timestamp":1,"duration":5,"localEndpoint":{"serviceName":"b"}}]]` + "\n"
 	r := memRemote{"mem://one?q={}": otlp, "mem://two": zipkin}
 	var got []string
-	st, err := ingest.Read([]string{"mem://one?q={}", "mem://two"}, ingest.Options{Remote: r}, func(s *span.Span) { got = append(got, s.Service+"/"+s.Name) })
+	st, err := ingest.Read([]string{"mem://one?q={}", "mem://two"}, ingest.Options{Remote: r}, ingest.SinkFunc(func(s *span.Span) { got = append(got, s.Service+"/"+s.Name) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,17 +65,17 @@ func TestRemote(t *testing.T) {
 	if strings.Join(st.Notes, "|") != "mem://one?q={}: a sample|mem://two: a sample" {
 		t.Errorf("notes %q: want each stream's", st.Notes)
 	}
-	if _, err := ingest.Read([]string{"mem://three"}, ingest.Options{Remote: r}, func(*span.Span) {}); err == nil || err.Error() != "mem://three: HTTP 404" {
+	if _, err := ingest.Read([]string{"mem://three"}, ingest.Options{Remote: r}, ingest.SinkFunc(func(*span.Span) {})); err == nil || err.Error() != "mem://three: HTTP 404" {
 		t.Errorf("a stream that cannot be opened: %v", err)
 	}
 	// A fetch that fails mid-stream is reported as its own error, not at
 	// the position where the decoder met it.
 	fr := failRemote{}
-	if _, err := ingest.Read([]string{"mem://four"}, ingest.Options{Remote: fr}, func(*span.Span) {}); err == nil || err.Error() != "mem://four: GET http://x/api: HTTP 503" {
+	if _, err := ingest.Read([]string{"mem://four"}, ingest.Options{Remote: fr}, ingest.SinkFunc(func(*span.Span) {})); err == nil || err.Error() != "mem://four: GET http://x/api: HTTP 503" {
 		t.Errorf("a failed fetch: %v", err)
 	}
 	// Without the remote, the same path is a missing file.
-	if _, err := ingest.Read([]string{"mem://two"}, ingest.Options{}, func(*span.Span) {}); err == nil {
+	if _, err := ingest.Read([]string{"mem://two"}, ingest.Options{}, ingest.SinkFunc(func(*span.Span) {})); err == nil {
 		t.Error("mem://two read without a remote")
 	}
 }

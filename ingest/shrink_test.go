@@ -79,14 +79,14 @@ func TestFileChangedWhileRead(t *testing.T) {
 					t.Fatal(err)
 				}
 				changed := false
-				_, err := Read([]string{path}, record.Options{}, func(*span.Span) {
+				_, err := Read([]string{path}, record.Options{}, SinkFunc(func(*span.Span) {
 					if !changed {
 						changed = true
 						if err := c.change(path); err != nil {
 							t.Error(err)
 						}
 					}
-				})
+				}))
 				switch {
 				case c.want == "" && err != nil:
 					t.Fatalf("read: %v; want no error", err)

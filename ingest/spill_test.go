@@ -26,7 +26,7 @@ func TestSpillBounded(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(data)
 	zw.Close()
-	_, err := ReadStream("<stdin>", bytes.NewReader(gz.Bytes()), record.Options{MaxSpill: int64(len(data) - 1)}, func(*span.Span) {})
+	_, err := ReadStream("<stdin>", bytes.NewReader(gz.Bytes()), record.Options{MaxSpill: int64(len(data) - 1)}, SinkFunc(func(*span.Span) {}))
 	if err == nil || !strings.Contains(err.Error(), "raise with --max-spill") || !strings.Contains(err.Error(), "spilling to a temporary file") {
 		t.Errorf("got %v", err)
 	}
@@ -66,11 +66,11 @@ func TestSpillCleanup(t *testing.T) {
 		pw.Write(data[4:])
 		pw.Close()
 	}()
-	ReadStream("<stdin>", pr, record.Options{Format: "parquet"}, func(*span.Span) {})
+	ReadStream("<stdin>", pr, record.Options{Format: "parquet"}, SinkFunc(func(*span.Span) {}))
 	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
-	_, err := ReadStream("<stdin>", bytes.NewReader(data), record.Options{}, func(*span.Span) {})
+	_, err := ReadStream("<stdin>", bytes.NewReader(data), record.Options{}, SinkFunc(func(*span.Span) {}))
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Errorf("a spill after Cleanup: %v", err)
 	}

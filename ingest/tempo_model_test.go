@@ -404,7 +404,7 @@ func writeParquet[T any](t testing.TB, rows []T, opts ...parquet.WriterOption) [
 func readBytes(t *testing.T, name string, b []byte, opt record.Options) ([]span.Span, *record.Stats) {
 	t.Helper()
 	var out []span.Span
-	st, err := ReadStream(name, bytes.NewReader(b), opt, func(s *span.Span) { out = append(out, *s) })
+	st, err := ReadStream(name, bytes.NewReader(b), opt, SinkFunc(func(s *span.Span) { out = append(out, *s) }))
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -451,7 +451,7 @@ func writeBlock(t *testing.T, dir string, data []byte, meta string) string {
 func readPath(t *testing.T, path string, opt record.Options) ([]span.Span, *record.Stats) {
 	t.Helper()
 	var out []span.Span
-	st, err := Read([]string{path}, opt, func(s *span.Span) { out = append(out, *s) })
+	st, err := Read([]string{path}, opt, SinkFunc(func(s *span.Span) { out = append(out, *s) }))
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}

@@ -55,9 +55,9 @@ func readTempoWith(t *testing.T, workers int, data []byte, opt record.Options) s
 	tempo.Workers = func() int { return workers }
 	defer func() { tempo.Workers = old }()
 	var b strings.Builder
-	st, err := ReadStream("data.parquet", bytes.NewReader(data), opt, func(sp *span.Span) {
+	st, err := ReadStream("data.parquet", bytes.NewReader(data), opt, SinkFunc(func(sp *span.Span) {
 		fmt.Fprintf(&b, "%+v\n", *sp) // Attrs printed now: with Borrowed they alias a buffer
-	})
+	}))
 	if st.Read != st.Used+st.Skipped+st.Filtered {
 		t.Fatalf("read %d != used %d + skipped %d", st.Read, st.Used, st.Skipped)
 	}
@@ -163,8 +163,7 @@ func TestTempoParallelFork(t *testing.T) {
 		tempo.Workers = func() int { return workers }
 		defer func() { tempo.Workers = old }()
 		f := &collectFork{}
-		opt.Fork = f
-		st, err := ReadStream("data.parquet", bytes.NewReader(data), opt, func(sp *span.Span) { f.add(sp) })
+		st, err := ReadStream("data.parquet", bytes.NewReader(data), opt, forkSink(f, f.add))
 		slices.Sort(f.lines)
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s\nread %d used %d skipped %d filtered %d %v %v ignored %d %v\n", strings.Join(f.lines, "\n"), st.Read, st.Used, st.Skipped, st.Filtered, st.SkippedByReason, st.FilteredByReason, st.Ignored, st.IgnoredByField)

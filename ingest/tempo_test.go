@@ -358,7 +358,7 @@ func TestTempoAttrsMatchOTLP(t *testing.T) {
 	for _, blk := range []string{b4, b3} {
 		for _, borrow := range []bool{false, true} {
 			var got []span.Span
-			if _, err := Read([]string{filepath.Join(blk, "data.parquet")}, record.Options{Borrowed: borrow}, func(sp *span.Span) { got = append(got, cloneSpan(sp)) }); err != nil {
+			if _, err := Read([]string{filepath.Join(blk, "data.parquet")}, record.Options{Borrowed: borrow}, SinkFunc(func(sp *span.Span) { got = append(got, cloneSpan(sp)) })); err != nil {
 				t.Fatal(err)
 			}
 			if len(got) != len(want) {

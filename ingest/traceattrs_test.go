@@ -80,9 +80,9 @@ func TestTraceAttrs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, borrowed := range []bool{false, true} {
 				var got []string
-				st, err := ingest.ReadStream("in.json", strings.NewReader(c.in), ingest.Options{Format: c.format, Borrowed: borrowed}, func(sp *span.Span) {
+				st, err := ingest.ReadStream("in.json", strings.NewReader(c.in), ingest.Options{Format: c.format, Borrowed: borrowed}, ingest.SinkFunc(func(sp *span.Span) {
 					got = append(got, attrText(sp.Attrs))
-				})
+				}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -102,7 +102,7 @@ func TestTraceAttrs(t *testing.T) {
 func TestTraceAttrsOwned(t *testing.T) {
 	in := otlpDoc("svc", otlpSpan(`"attributes":[`+attr("a", "stringValue", `"1"`)+`]`), otlpSpan(`"attributes":[`+attr("a", "stringValue", `"2"`)+`]`))
 	var kept []span.Span
-	if _, err := ingest.ReadStream("in.json", strings.NewReader(in), ingest.Options{}, func(sp *span.Span) { kept = append(kept, *sp) }); err != nil {
+	if _, err := ingest.ReadStream("in.json", strings.NewReader(in), ingest.Options{}, ingest.SinkFunc(func(sp *span.Span) { kept = append(kept, *sp) })); err != nil {
 		t.Fatal(err)
 	}
 	if len(kept) != 2 || attrText(kept[0].Attrs) != "otel.scope.name=lib a=1" || attrText(kept[1].Attrs) != "otel.scope.name=lib a=2" {

@@ -19,7 +19,7 @@ func TestTraceJSONRecordBound(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var n int
-	st, err := ReadStream("z.json", strings.NewReader(in), record.Options{MaxRecord: 1 << 20}, func(*span.Span) { n++ })
+	st, err := ReadStream("z.json", strings.NewReader(in), record.Options{MaxRecord: 1 << 20}, SinkFunc(func(*span.Span) { n++ }))
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func tjRead(t *testing.T, format, input string, opt ingest.Options) ([]span.Span
 	t.Helper()
 	opt.Format = format
 	var out []span.Span
-	st, err := ingest.ReadStream("in.json", strings.NewReader(input), opt, func(sp *span.Span) { out = append(out, *sp) })
+	st, err := ingest.ReadStream("in.json", strings.NewReader(input), opt, ingest.SinkFunc(func(sp *span.Span) { out = append(out, *sp) }))
 	if err != nil {
 		t.Fatalf("%s: %v", format, err)
 	}
@@ -57,7 +57,7 @@ func tjShared(t *testing.T, sub string) string {
 func tjReadFile(t *testing.T, path string) ([]span.Span, *ingest.Stats) {
 	t.Helper()
 	var out []span.Span
-	st, err := ingest.Read([]string{path}, ingest.Options{}, func(sp *span.Span) { out = append(out, *sp) })
+	st, err := ingest.Read([]string{path}, ingest.Options{}, ingest.SinkFunc(func(sp *span.Span) { out = append(out, *sp) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,7 +702,7 @@ func BenchmarkTraceJSON(b *testing.B) {
 			b.SetBytes(int64(len(c.doc)))
 			n := 0
 			for b.Loop() {
-				_, err := ingest.ReadStream("bench", strings.NewReader(c.doc), ingest.Options{Format: c.format}, func(*span.Span) { n++ })
+				_, err := ingest.ReadStream("bench", strings.NewReader(c.doc), ingest.Options{Format: c.format}, ingest.SinkFunc(func(*span.Span) { n++ }))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -59,7 +59,7 @@ func TestPaddedDocumentsLinear(t *testing.T) {
 				for run := range 3 {
 					start := time.Now()
 					var n int
-					st, err := ReadStream("p.json", strings.NewReader(in), record.Options{Format: format}, func(*span.Span) { n++ })
+					st, err := ReadStream("p.json", strings.NewReader(in), record.Options{Format: format}, SinkFunc(func(*span.Span) { n++ }))
 					d := time.Since(start)
 					if err != nil || n != 3 || st.Skipped != 0 {
 						t.Fatalf("%d MB: %d spans, skipped %v %v, err %v", mb, n, st.SkippedByReason, st.Errors, err)
@@ -81,7 +81,7 @@ func TestPaddedDocumentsLinear(t *testing.T) {
 			// Jaeger trace is a record, and is then skipped, counted.
 			if format == "jaeger" {
 				in := padded(format, 3, strings.Repeat(" ", 1<<20))
-				st, err := ReadStream("p.json", strings.NewReader(in), record.Options{Format: format, MaxRecord: 1 << 20}, func(*span.Span) {})
+				st, err := ReadStream("p.json", strings.NewReader(in), record.Options{Format: format, MaxRecord: 1 << 20}, SinkFunc(func(*span.Span) {}))
 				if err != nil || st.SkippedByReason[record.ReasonTooLong] != 3 {
 					t.Errorf("padded traces over --max-record: skipped %v, err %v", st.SkippedByReason, err)
 				}
@@ -122,7 +122,7 @@ func TestTraceShapesRandom(t *testing.T) {
 		for run := range 5 {
 			start := time.Now()
 			var got int
-			st, err := ReadStream("r.json", strings.NewReader(in), record.Options{}, func(*span.Span) { got++ })
+			st, err := ReadStream("r.json", strings.NewReader(in), record.Options{}, SinkFunc(func(*span.Span) { got++ }))
 			d := time.Since(start)
 			if err != nil || got != n || st.Skipped != 0 {
 				t.Fatalf("scale %d: %d of %d spans, skipped %v %v, err %v", scale, got, n, st.SkippedByReason, st.Errors, err)
@@ -164,7 +164,7 @@ func TestOversizedRecordThenMore(t *testing.T) {
 	}
 	for _, c := range cases {
 		var n int
-		st, err := ReadStream("o.json", strings.NewReader(c.in), record.Options{Format: c.format, MaxRecord: 100 << 10}, func(*span.Span) { n++ })
+		st, err := ReadStream("o.json", strings.NewReader(c.in), record.Options{Format: c.format, MaxRecord: 100 << 10}, SinkFunc(func(*span.Span) { n++ }))
 		if err != nil || n != c.spans || st.Skipped != 1 || st.SkippedByReason[record.ReasonTooLong] != 1 || st.Read != st.Used+st.Skipped {
 			t.Errorf("%s: %d spans, read %d, skipped %v, err %v", c.format, n, st.Read, st.SkippedByReason, err)
 			continue
@@ -183,7 +183,7 @@ func TestOTLPOtherDocuments(t *testing.T) {
 	in := good + "\n" + `{"hop":"db","duration_ms":3}` + "\n" + `{}` + "\n" +
 		`{"traceId":"01","spanId":"02","name":"b","startTimeUnixNano":"1","endTimeUnixNano":"5"}` + "\n" + good + "\n"
 	var n int
-	st, err := ReadStream("m.json", strings.NewReader(in), record.Options{}, func(*span.Span) { n++ })
+	st, err := ReadStream("m.json", strings.NewReader(in), record.Options{}, SinkFunc(func(*span.Span) { n++ }))
 	if err != nil || n != 2 || st.Read != 5 || st.SkippedByReason[tracejson.ReasonNotOTLP] != 3 {
 		t.Fatalf("%d spans, read %d, skipped %v, err %v", n, st.Read, st.SkippedByReason, err)
 	}
@@ -191,11 +191,11 @@ func TestOTLPOtherDocuments(t *testing.T) {
 		t.Errorf("%q", e)
 	}
 	flat := "{\"hop\":\"a\",\"duration_ms\":1}\n{\"hop\":\"b\",\"duration_ms\":2}\n"
-	st, err = ReadStream("f.jsonl", strings.NewReader(flat), record.Options{Format: "otlp"}, func(*span.Span) {})
+	st, err = ReadStream("f.jsonl", strings.NewReader(flat), record.Options{Format: "otlp"}, SinkFunc(func(*span.Span) {}))
 	if err != nil || st.Read != 2 || st.Skipped != 2 {
 		t.Errorf("--input otlp on a flat file: read %d, skipped %d, err %v", st.Read, st.Skipped, err)
 	}
-	st, err = ReadStream("j.json", strings.NewReader(flat), record.Options{Format: "jaeger"}, func(*span.Span) {})
+	st, err = ReadStream("j.json", strings.NewReader(flat), record.Options{Format: "jaeger"}, SinkFunc(func(*span.Span) {}))
 	if err != nil || st.Read != 2 || st.SkippedByReason[tracejson.ReasonNotJaeger] != 2 {
 		t.Errorf("--input jaeger on a flat file: read %d, skipped %v, err %v", st.Read, st.SkippedByReason, err)
 	}
@@ -215,7 +215,7 @@ func TestByteOrderMark(t *testing.T) {
 	} {
 		for _, format := range []string{"auto", name} {
 			var n int
-			st, err := ReadStream("b", strings.NewReader(in), record.Options{Format: format}, func(*span.Span) { n++ })
+			st, err := ReadStream("b", strings.NewReader(in), record.Options{Format: format}, SinkFunc(func(*span.Span) { n++ }))
 			if err != nil || n != 2 || st.Skipped != 0 || st.Formats["b"] != name {
 				t.Errorf("%s (--input %s): %d spans, format %q, skipped %v, err %v", name, format, n, st.Formats["b"], st.Errors, err)
 			}
@@ -229,7 +229,7 @@ func TestTracePositions(t *testing.T) {
 		"   {\"traceId\":\"01\",\"spanId\":\"01\",\"name\":\"a\",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"5\"},\n" +
 		"   {\"traceId\":\"01\",\"spanId\":\"02\",\"name\":\"b\",\"startTimeUnixNano\":\"9\",\"endTimeUnixNano\":\"5\"},\n" +
 		"   {\"traceId\":\"01\",\"spanId\":\"03\",\"name\":\"c\",\n    \"startTimeUnixNano\":\"1\"}\n  ]}\n ]}\n]}\n"
-	st, err := ReadStream("p.json", strings.NewReader(in), record.Options{}, func(*span.Span) {})
+	st, err := ReadStream("p.json", strings.NewReader(in), record.Options{}, SinkFunc(func(*span.Span) {}))
 	if err != nil || len(st.Errors) != 2 {
 		t.Fatalf("errors %v, err %v", st.Errors, err)
 	}
@@ -240,7 +240,7 @@ func TestTracePositions(t *testing.T) {
 	}
 	// Jaeger spans inside a trace record: lines counted within it.
 	jg := "{\"data\":[{\"traceID\":\"1\",\"spans\":[\n{\"traceID\":\"1\",\"spanID\":\"1\",\"operationName\":\"a\",\"duration\":5},\n{\"traceID\":\"1\",\"spanID\":\"2\",\"operationName\":\"b\"}\n]}]}"
-	st, _ = ReadStream("j.json", strings.NewReader(jg), record.Options{}, func(*span.Span) {})
+	st, _ = ReadStream("j.json", strings.NewReader(jg), record.Options{}, SinkFunc(func(*span.Span) {}))
 	if len(st.Errors) != 1 || !strings.HasPrefix(st.Errors[0].Error(), "j.json:3: span 2: missing duration") {
 		t.Errorf("jaeger: %v", st.Errors)
 	}
@@ -261,7 +261,7 @@ func TestTokenizerErrors(t *testing.T) {
 	} {
 		in := good + "\n" + bad + "\n" + good + "\n"
 		var n int
-		st, err := ReadStream("e.json", bytes.NewReader([]byte(in)), record.Options{Format: "otlp"}, func(*span.Span) { n++ })
+		st, err := ReadStream("e.json", bytes.NewReader([]byte(in)), record.Options{Format: "otlp"}, SinkFunc(func(*span.Span) { n++ }))
 		if err != nil || n != 2 || st.Read != st.Used+st.Skipped || st.Skipped < 1 {
 			t.Errorf("%q: %d spans, skipped %v %v, err %v", bad, n, st.SkippedByReason, st.Errors, err)
 		}
@@ -273,7 +273,7 @@ func TestTokenizerErrors(t *testing.T) {
 func TestOTLPDeepWrappers(t *testing.T) {
 	n := 200000
 	in := strings.Repeat(`{"result":`, n) + `{}` + strings.Repeat(`}`, n)
-	st, err := ReadStream("w.json", strings.NewReader(in), record.Options{Format: "otlp"}, func(*span.Span) {})
+	st, err := ReadStream("w.json", strings.NewReader(in), record.Options{Format: "otlp"}, SinkFunc(func(*span.Span) {}))
 	if err != nil || st.SkippedByReason[record.ReasonBadDocument] != 1 || st.Read != 1 {
 		t.Errorf("read %d, skipped %v, err %v", st.Read, st.SkippedByReason, err)
 	}

@@ -143,7 +143,7 @@ func TestStartUnits(t *testing.T) {
 				in = "hop,start,duration_ms\n" + strings.NewReplacer(`{"hop":"`, "", `","start":`, ",", `,"duration_ms":`, ",", "}", "").Replace(in)
 			}
 			var n int
-			st, err := ReadStream("s."+format, strings.NewReader(in), record.Options{Format: format}, func(*span.Span) { n++ })
+			st, err := ReadStream("s."+format, strings.NewReader(in), record.Options{Format: format}, SinkFunc(func(*span.Span) { n++ }))
 			if err != nil || n != 40 || !strings.Contains(strings.Join(st.Notes, "\n"), c.note) {
 				t.Errorf("%s: %d spans, notes %q, err %v", format, n, st.Notes, err)
 			}

@@ -39,7 +39,7 @@ func TestWalkLinksAndLeftovers(t *testing.T) {
 	must(syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644))
 
 	var hops []string
-	st, err := Read([]string{root}, record.Options{}, func(s *span.Span) { hops = append(hops, s.Hop) })
+	st, err := Read([]string{root}, record.Options{}, SinkFunc(func(s *span.Span) { hops = append(hops, s.Hop) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,13 +67,13 @@ func TestWalkLinksAndLeftovers(t *testing.T) {
 	// A directory with nothing to read says what it passed over.
 	empty := t.TempDir()
 	must(os.WriteFile(filepath.Join(empty, ".only-hidden"), []byte(line("x")), 0o644))
-	if _, err := Read([]string{empty}, record.Options{}, func(*span.Span) {}); err == nil || !strings.Contains(err.Error(), "holds no files to read (1 passed over") {
+	if _, err := Read([]string{empty}, record.Options{}, SinkFunc(func(*span.Span) {})); err == nil || !strings.Contains(err.Error(), "holds no files to read (1 passed over") {
 		t.Errorf("got %v", err)
 	}
 	// Only a link in it: read (was "directory holds no files").
 	linked := t.TempDir()
 	must(os.Symlink(filepath.Join(ext, "linked.jsonl"), filepath.Join(linked, "spans.jsonl")))
-	st, err = Read([]string{linked}, record.Options{}, func(*span.Span) {})
+	st, err = Read([]string{linked}, record.Options{}, SinkFunc(func(*span.Span) {}))
 	if err != nil || st.Used != 1 {
 		t.Errorf("a folder of links: %v, %+v", err, st)
 	}

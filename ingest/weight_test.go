@@ -36,7 +36,7 @@ func TestWeightFromTags(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []span.Span
-			if _, err := ingest.ReadStream("in.json", strings.NewReader(c.in), ingest.Options{Format: c.format}, func(s *span.Span) { got = append(got, *s) }); err != nil {
+			if _, err := ingest.ReadStream("in.json", strings.NewReader(c.in), ingest.Options{Format: c.format}, ingest.SinkFunc(func(s *span.Span) { got = append(got, *s) })); err != nil {
 				t.Fatal(err)
 			}
 			if len(got) != 1 || got[0].Weight != c.want {

@@ -375,7 +375,7 @@ func TestLongLineMemory(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		st, err := ReadStream("l.jsonl", strings.NewReader(in), record.Options{MaxRecord: limit}, func(*span.Span) {})
+		st, err := ReadStream("l.jsonl", strings.NewReader(in), record.Options{MaxRecord: limit}, SinkFunc(func(*span.Span) {}))
 		runtime.ReadMemStats(&after)
 		if err != nil || st.Used != c.used || st.Read != 3 {
 			t.Fatalf("%s: used %d of %d, skipped %v, err %v", c.name, st.Used, st.Read, st.SkippedByReason, err)
@@ -403,11 +403,11 @@ func TestZstdLongWindow(t *testing.T) {
 		return append(b, content...)
 	}
 	var n int
-	st, err := ReadStream("long.jsonl.zst", bytes.NewReader(frame(20)), record.Options{}, func(*span.Span) { n++ })
+	st, err := ReadStream("long.jsonl.zst", bytes.NewReader(frame(20)), record.Options{}, SinkFunc(func(*span.Span) { n++ }))
 	if err != nil || n != 2 || st.Skipped != 0 {
 		t.Errorf("a 1 GiB window: %d spans, err %v", n, err)
 	}
-	if _, err := ReadStream("huge.jsonl.zst", bytes.NewReader(frame(30)), record.Options{}, func(*span.Span) {}); err == nil {
+	if _, err := ReadStream("huge.jsonl.zst", bytes.NewReader(frame(30)), record.Options{}, SinkFunc(func(*span.Span) {})); err == nil {
 		t.Error("a 1 TiB window was accepted")
 	}
 }

@@ -173,7 +173,7 @@ func wildLog(seed uint64, traces int, plain bool) (string, map[string]*hopTruth)
 func analyzeLog(t *testing.T, in string) (*analyze.Report, *ingest.Stats) {
 	t.Helper()
 	var spans []span.Span
-	st, err := ingest.ReadStream("wild.jsonl", strings.NewReader(in), ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) })
+	st, err := ingest.ReadStream("wild.jsonl", strings.NewReader(in), ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func Convert(paths []string, iopt ingest.Options, w io.Writer, opt ConvertOption
 		return nil, err
 	}
 	var werr error
-	st, err := ingest.Read(paths, iopt, func(sp *span.Span) {
+	st, err := ingest.Read(paths, iopt, ingest.SinkFunc(func(sp *span.Span) {
 		if werr != nil {
 			return
 		}
@@ -45,7 +45,7 @@ func Convert(paths []string, iopt ingest.Options, w io.Writer, opt ConvertOption
 			sp = &c
 		}
 		werr = ew.Write(sp)
-	})
+	}))
 	if err != nil {
 		return st, err
 	}

@@ -92,8 +92,7 @@ func SummarizeStream(name string, r io.Reader, opt Options) (*summary.Summary, e
 	acc.MaxHops = opt.MaxHops
 	iopt := opt.Ingest
 	iopt.Borrowed = true
-	iopt.Fork = accumFork{acc: acc}
-	st, err := ingest.ReadStream(name, r, iopt, func(s *span.Span) { acc.Add(s) })
+	st, err := ingest.ReadStream(name, r, iopt, accumSink{acc: acc})
 	if err == nil {
 		err = acc.HopLimit()
 	}
@@ -279,26 +278,11 @@ func rereadable(paths []string) bool {
 func readLogsOnce(paths []string, opt Options, head bool) (*Logs, error) {
 	l := &Logs{acc: analyze.NewAccum(opt.SampleSpans)}
 	l.acc.MaxHops = opt.MaxHops
-	if head {
-		opt.Ingest.Expect = l.acc.Expect
-	}
 	iopt := opt.Ingest
-	if opt.Progress != nil {
-		iopt.Progress = opt.Progress.Bytes
-	}
 	// The accumulator copies what it keeps, so the reader may lend its
 	// buffers: no allocation per span on the JSON-lines path.
 	iopt.Borrowed = true
-	// Readers that decode in parallel accumulate per goroutine.
-	iopt.Fork = accumFork{acc: l.acc, p: opt.Progress}
-	// The sample remembers each span's file, so that summaries of
-	// different files merge in input order.
-	iopt.OnFile = l.acc.SetFile
-	add := func(s *span.Span) { l.acc.Add(s) }
-	if p := opt.Progress; p != nil {
-		add = func(s *span.Span) { l.acc.Add(s); p.Spans(1) }
-	}
-	st, err := ingest.Read(paths, iopt, add)
+	st, err := ingest.Read(paths, iopt, newAccumSink(l.acc, opt.Progress, head))
 	l.Stats = st
 	if err == nil {
 		err = l.acc.HopLimit()
@@ -381,22 +365,74 @@ func (l *Logs) filteredOrphans(rep *analyze.Report) {
 	rep.Warnings = out
 }
 
-// accumFork lets a reader that decodes on several goroutines (flat JSON
-// lines, Parquet) accumulate there: each goroutine counts its spans into
-// its own analyze.Part, and only the spans that may belong to the trace
-// sample come back, in input order, to the Accum. This keeps the one
-// ordered goroutine from being the bottleneck on large logs; the report is
-// the same as with Accum.Add on every span (see analyze.Part).
-type accumFork struct {
+// accumSink hands the spans read to an accumulator. It is a Fork: a reader
+// that decodes on several goroutines (flat JSON lines, Parquet, Tempo)
+// accumulates there, each goroutine counting its spans into its own
+// analyze.Part, and only the spans that may belong to the trace sample
+// come back, in input order, to the Accum. This keeps the one ordered
+// goroutine from being the bottleneck on large logs; the report is the
+// same as with Accum.Add on every span (see analyze.Part). It is a
+// FileSink too: the sample remembers each span's file, so that summaries
+// of different files merge in input order.
+type accumSink struct {
 	acc *analyze.Accum
-	p   Progress
 }
 
-func (f accumFork) Branch() ingest.Branch {
-	return &accumBranch{acc: f.acc, part: f.acc.Part(), p: f.p}
+func (s accumSink) Span(sp *span.Span) { s.acc.Add(sp) }
+
+func (s accumSink) File(i int) { s.acc.SetFile(i) }
+
+func (s accumSink) Branch() ingest.Branch {
+	return &accumBranch{acc: s.acc, part: s.acc.Part()}
 }
 
-func (f accumFork) Ordered(sp *span.Span) { f.acc.Ordered(sp) }
+func (s accumSink) Ordered(sp *span.Span) { s.acc.Ordered(sp) }
+
+// progressSink is an accumSink that tells a Progress what was read: bytes
+// (it is a ProgressSink) and spans, one at a time on the ordered path and
+// in batches from the branches.
+type progressSink struct {
+	accumSink
+	p Progress
+}
+
+func (s progressSink) Span(sp *span.Span) { s.acc.Add(sp); s.p.Spans(1) }
+
+func (s progressSink) Progress(read, total int64) { s.p.Bytes(read, total) }
+
+func (s progressSink) Branch() ingest.Branch {
+	return &accumBranch{acc: s.acc, part: s.acc.Part(), p: s.p}
+}
+
+// headStart is the ExpectSink of an accumulator: it passes the readers'
+// count of the spans coming to Accum.Expect (see readLogs).
+type headStart struct{ acc *analyze.Accum }
+
+func (h headStart) Expect(spans int64, exact bool) { h.acc.Expect(spans, exact) }
+
+// newAccumSink is the sink of a read into acc: with progress when p is
+// not nil, with the head start when head. Each capability is offered
+// only when it is used, because the reader pays for what a sink offers
+// (see ingest.Sink): without a progress display no input is counted, and
+// without a head start no count is estimated.
+func newAccumSink(acc *analyze.Accum, p Progress, head bool) ingest.Sink {
+	base := accumSink{acc: acc}
+	switch {
+	case p == nil && !head:
+		return base
+	case p == nil:
+		return struct {
+			accumSink
+			headStart
+		}{base, headStart{acc}}
+	case !head:
+		return progressSink{base, p}
+	}
+	return struct {
+		progressSink
+		headStart
+	}{progressSink{base, p}, headStart{acc}}
+}
 
 type accumBranch struct {
 	acc  *analyze.Accum

@@ -31,7 +31,7 @@ func TestReadEqualsFromSpans(t *testing.T) {
 	}
 	defer f.Close()
 	var spans []span.Span
-	st, err := ingest.ReadStream(path, f, ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) })
+	st, err := ingest.ReadStream(path, f, ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func Seed(file string) (*Logs, error) {
 		return nil, err
 	}
 	var spans []span.Span
-	st, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) })
+	st, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))
 	if err != nil {
 		return nil, err
 	}

@@ -368,7 +368,7 @@ func matrixRequests(t *testing.T, c matrix.Config, rows []matrix.Request) []*spa
 		t.Fatal(err)
 	}
 	var spans []span.Span
-	if _, err := ingest.ReadStream("m.jsonl", &buf, ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
+	if _, err := ingest.ReadStream("m.jsonl", &buf, ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) })); err != nil {
 		t.Fatal(err)
 	}
 	reqs, _ := span.Assemble(spans)

@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func readLogs(t *testing.T, name string, data []byte) *logs.Logs {
 	t.Helper()
 	var spans []span.Span
-	st, err := ingest.ReadStream(name, bytes.NewReader(data), ingest.Options{}, func(s *span.Span) { spans = append(spans, *s) })
+	st, err := ingest.ReadStream(name, bytes.NewReader(data), ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}

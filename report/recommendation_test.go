@@ -100,7 +100,7 @@ func trainTicketReport(t *testing.T) *analyze.Report {
 		t.Skipf("real export not present: %v", err)
 	}
 	var spans []span.Span
-	st, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaMap}, func(s *span.Span) { spans = append(spans, *s) })
+	st, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaMap}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}

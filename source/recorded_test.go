@@ -95,9 +95,9 @@ func TestRecorded(t *testing.T) {
 			}
 			defer s.Close()
 			var got []string
-			_, err = ingest.ReadStream(c.api, s, ingest.Options{}, func(sp *span.Span) {
+			_, err = ingest.ReadStream(c.api, s, ingest.Options{}, ingest.SinkFunc(func(sp *span.Span) {
 				got = append(got, sp.TraceID+"/"+sp.SpanID+" "+sp.Service+" "+sp.Name+" "+sp.Status.String())
-			})
+			}))
 			if err != nil {
 				t.Fatal(err)
 			}

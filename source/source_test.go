@@ -38,7 +38,7 @@ func fetchAll(t *testing.T, raw string, o source.Options) (got map[string]int, n
 	}
 	defer s.Close()
 	got = map[string]int{}
-	_, err = ingest.ReadStream(raw, s, ingest.Options{}, func(sp *span.Span) { got[sp.TraceID+"/"+sp.SpanID]++ })
+	_, err = ingest.ReadStream(raw, s, ingest.Options{}, ingest.SinkFunc(func(sp *span.Span) { got[sp.TraceID+"/"+sp.SpanID]++ }))
 	mu.Lock()
 	defer mu.Unlock()
 	return got, s.Notes(), prog, err

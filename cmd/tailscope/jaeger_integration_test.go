@@ -121,7 +121,7 @@ func TestJaegerIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ingest.Read([]string{"../../testdata/real/nezha-trainticket/fault-12_06_trace.csv"}, ingest.Options{Map: m}, func(s *span.Span) { spans = append(spans, *s) }); err != nil {
+	if _, err := ingest.Read([]string{"../../testdata/real/nezha-trainticket/fault-12_06_trace.csv"}, ingest.Options{Map: m}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) })); err != nil {
 		t.Fatal(err)
 	}
 	docs := otlpByTrace(spans)

@@ -29,7 +29,7 @@ import (
 // about blockSize (larger only for a line longer than that, up to
 // --max-record).
 //
-// With Options.Fork the workers also do what Source.Emit does (validate,
+// With a Fork sink (Source.Fork) the workers also do what Source.Emit does (validate,
 // derive the hop, filter) and hand each span to their own Branch, so only
 // the spans a Branch asks to see again, and the skipped records, go
 // through the ordered hand-off: the one goroutine that must see spans in
@@ -61,8 +61,8 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 	for range workers {
 		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}, borrow: src.Options().Borrowed, max: src.Options().MaxRecord}
 		decoders = append(decoders, d)
-		if src.Options().Fork != nil {
-			d.src, d.branch = src, src.Options().Fork.Branch()
+		if src.Fork() != nil {
+			d.src, d.branch = src, src.Fork().Branch()
 			branches = append(branches, d.branch)
 			// Service and name matter to a span a Branch takes and does
 			// not hand back only when they name its hop (an empty hop is
@@ -120,9 +120,9 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 
 // expectLines estimates the lines of a plain file from its size and the
 // mean length of the lines already buffered (the format's sniff read
-// them), for Options.Expect.
+// them), for an ExpectSink.
 func expectLines(src *record.Source) {
-	if src.File == nil || src.Options().Expect == nil {
+	if src.File == nil || !src.Expects() {
 		return
 	}
 	fi, err := src.File.Stat()

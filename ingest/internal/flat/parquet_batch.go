@@ -53,7 +53,7 @@ type pqChunk struct {
 	ids          []byte      // the id text the spans' ids alias (Options.Borrowed)
 	attrs        []span.Attr // the spans' attributes (Options.Borrowed: their Attrs alias it)
 	err          error       // a read error after the rows of this chunk: the last chunk
-	used         int64       // spans a Branch took (Options.Fork)
+	used         int64       // spans a Branch took (Source.Fork)
 	owner        chan *pqChunk
 }
 
@@ -90,8 +90,8 @@ func decodeFlatBatch(src *record.Source, pf *parquet.File, cols []flatCol) error
 	for range workers {
 		w := newPQWorker(src, pf, cols)
 		pqWorkers = append(pqWorkers, w)
-		if src.Options().Fork != nil {
-			w.src, w.branch = src, src.Options().Fork.Branch()
+		if src.Fork() != nil {
+			w.src, w.branch = src, src.Fork().Branch()
 			branches = append(branches, w.branch)
 			w.fastPlan(src)
 		}
@@ -213,7 +213,7 @@ func newPQWorker(src *record.Source, pf *parquet.File, cols []flatCol) *pqWorker
 			var probe flatRecord
 			w.curs[i].toff = uintptr(unsafe.Pointer(t(&probe))) - uintptr(unsafe.Pointer(&probe))
 		}
-		if w.curs[i].fast == fastID && src.Options().Fork != nil {
+		if w.curs[i].fast == fastID && src.Fork() != nil {
 			w.curs[i].hold = &w.held
 		}
 	}

@@ -24,7 +24,7 @@ type Batch struct {
 	Spans  []span.Span
 	At     []int64 // line or row of each span
 	Events []Event
-	Used   int64 // spans a Branch took on the worker (Options.Fork)
+	Used   int64 // spans a Branch took on the worker (Source.Fork)
 	// Rows says At holds 1-based row numbers (columnar formats) rather
 	// than line numbers: positions print as "row N" instead of "line N".
 	Rows bool
@@ -60,7 +60,7 @@ func (b *Batch) pos(at int64) (line, index int64) {
 // see again go to Fork.Ordered.
 func (s *Source) Deliver(b *Batch) {
 	ev := b.Events
-	fork := s.opt.Fork
+	fork := s.fork
 	used := false // whether the last span emitted was used
 	event := func(e *Event) {
 		line, index := b.pos(e.At)

@@ -4,21 +4,21 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// Fork is a consumer of spans that does most of its work on the reader's
-// decoding goroutines. A reader that decodes in parallel asks it for one
-// Branch per goroutine and gives each span that passes Emit's checks to
+// Fork is a Sink that does most of its work on the reader's decoding
+// goroutines. A reader that decodes in parallel asks it for one Branch per
+// goroutine and gives each span that passes Emit's checks to
 // the Branch of the goroutine that decoded it, in no particular order
 // across goroutines; the spans a Branch asks to see again reach Ordered in
-// input order, on the goroutine that called Read, instead of emit.
-// Readers that decode on one goroutine ignore Fork and call emit for
-// every span, so a Fork must always come with an emit that does the whole
-// work.
+// input order, on the goroutine that called Read, instead of Sink.Span.
+// Readers that decode on one goroutine ignore Fork and call Span for
+// every span, so the Span of a Sink that is a Fork must still do the
+// whole work.
 type Fork interface {
 	// Branch returns the consumer of one decoding goroutine. It is
 	// called on the goroutine that called Read.
 	Branch() Branch
 	// Ordered receives, in input order, the spans a Branch.Take asked to
-	// see again. Like emit's, the span is valid only during the call.
+	// see again. Like Span's, the span is valid only during the call.
 	Ordered(sp *span.Span)
 }
 

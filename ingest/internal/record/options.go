@@ -26,11 +26,6 @@ const DefaultMaxSpill = 4 << 30
 type Options struct {
 	// Format is "auto" (sniffed from content) or one of Formats.
 	Format string
-	// Progress, when set, is called as input is consumed with the bytes
-	// read so far and the total size of the inputs (0 when unknown, e.g.
-	// stdin), for a progress display; it is called often and must be cheap,
-	// and it may run on a reading goroutine other than the one calling emit.
-	Progress func(read, total int64)
 	// HopBy chooses the hop of a span: hop, service, name, service+name,
 	// peer or attr:KEY. Empty means the format's default (hop for flat logs,
 	// service+name for trace formats).
@@ -54,24 +49,11 @@ type Options struct {
 	// MaxErrors bounds how many positioned errors are kept (all are counted).
 	MaxErrors int
 	// Borrowed lets a reader hand out spans whose id strings (TraceID,
-	// SpanID, ParentID) alias its own buffers, valid only during the emit
-	// call: the flat JSON-lines reader then allocates nothing per span.
-	// An emit that keeps a span must clone those strings. Off by default.
+	// SpanID, ParentID) alias its own buffers, valid only during the
+	// Sink.Span call: the flat JSON-lines reader then allocates nothing per
+	// span. A Sink that keeps a span must clone those strings. Off by
+	// default.
 	Borrowed bool
-	// Fork, when set, lets a reader that decodes on several goroutines
-	// consume spans there instead of calling emit (see Fork in fork.go).
-	Fork Fork
-	// OnFile, when set, is called before the spans of each file are
-	// emitted, with its index in Stats.Files (a partial summary records
-	// which file each sampled span came from).
-	OnFile func(i int)
-	// Expect, when set, is told how many spans an input holds before its
-	// first span is emitted, by the readers that know (a Parquet file's
-	// row count, exact) or can estimate it cheaply (a plain JSON-lines
-	// file's size over the mean length of its first lines). It is called
-	// on the goroutine that calls emit and Fork.Ordered; a consumer may
-	// only use it as a hint (analyze.Accum.Expect).
-	Expect func(spans int64, exact bool)
 	// Remote, when set, serves the paths it claims in place of the file
 	// system: a tracing backend's query API named by a URL (package
 	// source). Such a path is neither walked nor opened as a file; its

@@ -23,18 +23,28 @@ type Source struct {
 	File *os.File
 	opt  *Options
 	st   *Stats
-	emit func(*span.Span)
+	sink Sink
+	// fork and expect are sink's optional capabilities, found once.
+	fork   Fork
+	expect ExpectSink
 	// defaultHopBy is the decoder's choice when --hop-by is not given.
 	hopDefault string
 }
 
-// Expect passes Options.Expect what the reader knows of the input's size
+// Expect passes an ExpectSink what the reader knows of the input's size
 // in spans (see there).
 func (s *Source) Expect(n int64, exact bool) {
-	if s.opt.Expect != nil && n > 0 {
-		s.opt.Expect(n, exact)
+	if s.expect != nil && n > 0 {
+		s.expect.Expect(n, exact)
 	}
 }
+
+// Expects reports whether the sink takes Expect's hint: a reader that
+// must work to estimate the count (read its first lines) asks first.
+func (s *Source) Expects() bool { return s.expect != nil }
+
+// Fork returns the sink as a Fork when it is one (see Fork), else nil.
+func (s *Source) Fork() Fork { return s.fork }
 
 // Options returns the read options.
 func (s *Source) Options() *Options { return s.opt }
@@ -57,7 +67,7 @@ func (s *Source) Emit(sp *span.Span, line, index int64) bool {
 	}
 	s.st.Read++
 	s.st.Used++
-	s.emit(sp)
+	s.sink.Span(sp)
 	return true
 }
 
@@ -170,10 +180,12 @@ func joinServiceName(sp *span.Span) string {
 
 // NewSource is the input named name (for messages), read from r (and, for
 // random access, file when it is a plain regular file), that decoders
-// emit into: spans go to emit, counts to st. Hops are named by service and
+// emit into: spans go to sink, counts to st. Hops are named by service and
 // operation unless a decoder sets its own default (SetDefaultHopBy).
-func NewSource(name string, r *bufio.Reader, file *os.File, opt *Options, st *Stats, emit func(*span.Span)) *Source {
-	return &Source{Name: name, R: r, File: file, opt: opt, st: st, emit: emit, hopDefault: "service+name"}
+func NewSource(name string, r *bufio.Reader, file *os.File, opt *Options, st *Stats, sink Sink) *Source {
+	fork, _ := sink.(Fork)
+	expect, _ := sink.(ExpectSink)
+	return &Source{Name: name, R: r, File: file, opt: opt, st: st, sink: sink, fork: fork, expect: expect, hopDefault: "service+name"}
 }
 
 // Stats returns the statistics the source counts into. Decoders that

@@ -176,7 +176,7 @@ func decodeParallel(src *record.Source, pf *parquet.File, l *tempoLayout, meta *
 			o.free <- ch
 		}
 		t.out = o
-		if fork := src.Options().Fork; fork != nil {
+		if fork := src.Fork(); fork != nil {
 			t.branch = fork.Branch()
 			branches = append(branches, t.branch)
 		}

@@ -51,7 +51,7 @@ var tempoColNames = [tcCount][]string{
 // tempoReader holds the projection of one block.
 type tempoReader struct {
 	src     *record.Source
-	branch  record.Branch // the worker's share of Options.Fork (parallel only)
+	branch  record.Branch // the worker's share of Source.Fork (parallel only)
 	hopAttr string
 	cols    [tcCount]*tcol
 	anchor  int

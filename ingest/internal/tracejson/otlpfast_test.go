@@ -340,7 +340,7 @@ func TestOTLPFastTakesTheUsualLine(t *testing.T) {
 		`"startTimeUnixNano":"1000","endTimeUnixNano":"3000","attributes":[{"key":"http.response.status_code","value":{"intValue":"503"}},` +
 		`{"key":"peer.service","value":{"stringValue":"db"}}],"status":{"code":2}}]}]}]}` + "\n"
 	var got []span.Span
-	src := record.NewSource("in", bufioReader(line), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), func(sp *span.Span) { got = append(got, *sp) })
+	src := record.NewSource("in", bufioReader(line), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), record.SinkFunc(func(sp *span.Span) { got = append(got, *sp) }))
 	w := newWalker(src)
 	if c, err := w.top(); err != nil || c != '{' {
 		t.Fatal(c, err)

@@ -22,7 +22,7 @@ func TestOTLPSpanInPlace(t *testing.T) {
 		{"  " + sp[:len(sp)-1] + ",\"name\":\"x\"}]", false}, // a repeated member
 		{`  {"traceId":"a\u0062"}]`, false},
 	} {
-		src := record.NewSource("in", bufioReader(tc.in), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20}, record.NewStats(nil), func(*span.Span) {})
+		src := record.NewSource("in", bufioReader(tc.in), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20}, record.NewStats(nil), record.SinkFunc(func(*span.Span) {}))
 		w := newWalker(src)
 		var rec record.TraceRecord
 		raw, at, ok := w.otlpSpanInPlace(&rec)

@@ -26,7 +26,7 @@ func readTrace(name string, r io.Reader, opt record.Options, emit func(*span.Spa
 	}
 	st := record.NewStats([]string{name})
 	st.Formats[name] = opt.Format
-	err := dec(record.NewSource(name, bufio.NewReaderSize(r, 1<<16), nil, &opt, st, emit))
+	err := dec(record.NewSource(name, bufio.NewReaderSize(r, 1<<16), nil, &opt, st, record.SinkFunc(emit)))
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
 	}

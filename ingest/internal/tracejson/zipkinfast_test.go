@@ -304,7 +304,7 @@ func TestZipkinFastTakesTheUsualSpan(t *testing.T) {
 		`"remoteEndpoint":{"serviceName":"db","port":0},"tags":{"http.status_code":"503","zone":"eu","error":"boom"}}`
 	for _, in := range []string{sp, "[" + sp + "," + sp + "]"} {
 		var got []span.Span
-		src := record.NewSource("in", bufioReader(in+"\n"), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), func(sp *span.Span) { got = append(got, *sp) })
+		src := record.NewSource("in", bufioReader(in+"\n"), nil, &record.Options{MaxRecord: record.DefaultMaxRecord, MaxErrors: 20, Borrowed: true}, record.NewStats(nil), record.SinkFunc(func(sp *span.Span) { got = append(got, *sp) }))
 		w := newWalker(src)
 		if c, err := w.top(); err != nil || c != in[0] {
 			t.Fatal(c, err)
