@@ -126,36 +126,15 @@ func (r *TraceRecord) AddAttr(key string, v []byte, str bool, hopAttr string) {
 	case "http.status_code", "http.response.status_code":
 		if n, err := attrInt(key, v); err == nil {
 			r.httpCode, r.hasHTTP = n, true
-			return
-		}
-		// "503 Service Unavailable", or no number at all (ECONNRESET).
-		switch c, to, text := parseCode(v); {
-		case text != nil:
-			r.codeText = string(text)
-			r.Timeout = r.Timeout || to
-		case c >= 100 && c < 600:
-			r.httpCode, r.hasHTTP = c, true
-		default:
-			r.Ignore("code", fmt.Errorf("%s: want an HTTP status, got %q", key, ShortValue(v)))
+		} else {
+			r.httpStatusText(key, v)
 		}
 	case "rpc.grpc.status_code", "grpc.status_code":
-		n, err := attrInt(key, v)
-		if err != nil {
-			c, to, text, named := ParseCodeNamed(v)
-			switch {
-			case text != nil:
-				r.codeText = string(text)
-				r.Timeout = r.Timeout || to
-				return
-			case c >= 100 && c < 600 && !r.hasHTTP:
-				// "HTTP 503" where a gRPC code was expected: no gRPC
-				// code is that large.
-				r.httpCode, r.hasHTTP = c, true
-				return
-			}
-			n, r.grpcNamed = c, named && c != 0
+		if n, err := attrInt(key, v); err == nil {
+			r.grpcCode, r.hasGRPC = n, true
+		} else {
+			r.grpcStatusText(v)
 		}
-		r.grpcCode, r.hasGRPC = n, true
 	case "error.type":
 		if len(v) > 0 {
 			r.ErrFlag = true
@@ -225,25 +204,72 @@ func (r *TraceRecord) AddAttr(key string, v []byte, str bool, hopAttr string) {
 			r.TraceState = string(v)
 		}
 	case "sampling.priority":
-		// OpenTracing's: a priority of 1 or more kept the span whatever
-		// the sampler's odds, so it stands for itself (weight 1) unless a
-		// weight or a threshold says otherwise; 0 or less says nothing.
-		n, err := attrInt(key, v)
-		if err != nil {
-			r.Ignore("weight", fmt.Errorf("%s: want an integer, got %q", key, ShortValue(v)))
-			return
-		}
-		if n >= 1 && !r.weightSet {
-			r.priorityKept = true
-		}
+		r.addSamplingPriority(key, v)
 	case "sampling.weight", "sampling.adjusted_count", "adjusted_count":
-		x, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-			r.Ignore("weight", fmt.Errorf("%s: want a number ≥ 0, got %q", key, ShortValue(v)))
-			return
-		}
-		r.Span.Weight, r.weightSet = x, true
+		r.addSamplingWeight(key, v)
 	}
+}
+
+// httpStatusText applies an HTTP status attribute that is not a plain
+// number: a number with its reason ("503 Service Unavailable"), or an
+// error kind in its place (ECONNRESET), kept as the code's text. The
+// plain number, nearly every span's, is read in AddAttr.
+func (r *TraceRecord) httpStatusText(key string, v []byte) {
+	switch c, to, text := parseCode(v); {
+	case text != nil:
+		r.codeText = string(text)
+		r.Timeout = r.Timeout || to
+	case c >= 100 && c < 600:
+		r.httpCode, r.hasHTTP = c, true
+	default:
+		r.Ignore("code", fmt.Errorf("%s: want an HTTP status, got %q", key, ShortValue(v)))
+	}
+}
+
+// grpcStatusText applies a gRPC status attribute that is not a plain
+// number: a code name (UNAVAILABLE), an error kind kept as the code's
+// text, or an HTTP status where a gRPC code was expected. The plain
+// number is read in AddAttr.
+func (r *TraceRecord) grpcStatusText(v []byte) {
+	c, to, text, named := ParseCodeNamed(v)
+	switch {
+	case text != nil:
+		r.codeText = string(text)
+		r.Timeout = r.Timeout || to
+		return
+	case c >= 100 && c < 600 && !r.hasHTTP:
+		// "HTTP 503" where a gRPC code was expected: no gRPC code is
+		// that large.
+		r.httpCode, r.hasHTTP = c, true
+		return
+	}
+	r.grpcCode, r.hasGRPC, r.grpcNamed = c, true, named && c != 0
+}
+
+// addSamplingPriority applies OpenTracing's sampling.priority: a priority
+// of 1 or more kept the span whatever the sampler's odds, so it stands
+// for itself (weight 1) unless a weight or a threshold says otherwise; 0
+// or less says nothing.
+func (r *TraceRecord) addSamplingPriority(key string, v []byte) {
+	n, err := attrInt(key, v)
+	if err != nil {
+		r.Ignore("weight", fmt.Errorf("%s: want an integer, got %q", key, ShortValue(v)))
+		return
+	}
+	if n >= 1 && !r.weightSet {
+		r.priorityKept = true
+	}
+}
+
+// addSamplingWeight applies a span's sampling weight (adjusted count):
+// how many spans it stands for.
+func (r *TraceRecord) addSamplingWeight(key string, v []byte) {
+	x, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		r.Ignore("weight", fmt.Errorf("%s: want a number ≥ 0, got %q", key, ShortValue(v)))
+		return
+	}
+	r.Span.Weight, r.weightSet = x, true
 }
 
 // ExceptionAttr applies one attribute of an "exception" event: its type
