@@ -200,6 +200,36 @@ func (s *jstream) key(scratch []byte) (string, error) {
 	return k, s.expect(':', "':' after an object key")
 }
 
+// kept is what value keeps of a value: its bytes appended to dst while
+// they fit in max bytes from start; past that nothing more is kept and
+// over is set.
+type kept struct {
+	dst        []byte
+	start, max int
+	keep, over bool
+}
+
+// add keeps b, the next bytes of the value, if they fit.
+func (k *kept) add(b []byte) {
+	if !k.keep {
+		return
+	}
+	if len(k.dst)-k.start+len(b) > k.max {
+		k.keep, k.over = false, true
+		k.dst = k.dst[:k.start]
+		return
+	}
+	k.dst = append(k.dst, b...)
+}
+
+// result is value's result for a value read to its end.
+func (k *kept) result() ([]byte, error) {
+	if k.over {
+		return k.dst, errTooLong
+	}
+	return k.dst, nil
+}
+
 // value reads the next value (after whitespace) and appends its bytes to
 // dst while they fit in max bytes; past max it consumes the rest of the
 // value and returns errTooLong. max < 0 skips the value (nothing is kept).
@@ -209,56 +239,21 @@ func (s *jstream) value(dst []byte, max int) ([]byte, error) {
 	if err != nil {
 		return dst, s.ioErr(err, false)
 	}
-	keep := max >= 0
-	start := len(dst)
-	over := false
-	add := func(b []byte) {
-		if !keep {
-			return
-		}
-		if len(dst)-start+len(b) > max {
-			keep, over = false, true
-			dst = dst[:start]
-			return
-		}
-		dst = append(dst, b...)
+	kv := kept{dst: dst, start: len(dst), max: max, keep: max >= 0}
+	switch {
+	case c == '{' || c == '[' || c == '"':
+	case c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n':
+		return s.scalar(&kv)
+	default:
+		return dst, s.syntax("want a value, got %q", c)
 	}
 	s.nest = s.nest[:0]
 	depth := 0
 	inStr, esc := false, false
-	switch {
-	case c == '{' || c == '[' || c == '"':
-	case c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n':
-		// A scalar: up to the first byte that is no part of it.
-		for {
-			b, err := s.chunk()
-			if err != nil {
-				if err == io.EOF {
-					break
-				}
-				return dst, s.ioErr(err, false)
-			}
-			i := 0
-			for i < len(b) && (jsonscan.IsNumberByte(b[i]) || (b[i] >= 'a' && b[i] <= 'z')) {
-				i++
-			}
-			add(b[:i])
-			s.consume(b, i)
-			if i < len(b) {
-				break
-			}
-		}
-		if over {
-			return dst, errTooLong
-		}
-		return dst, nil
-	default:
-		return dst, s.syntax("want a value, got %q", c)
-	}
 	for {
 		b, err := s.chunk()
 		if err != nil {
-			return dst, s.ioErr(err, false)
+			return kv.dst, s.ioErr(err, false)
 		}
 		i := 0
 		done := false
@@ -279,9 +274,9 @@ func (s *jstream) value(dst []byte, max int) ([]byte, error) {
 						break scan
 					}
 				case c == '\n':
-					add(b[:i])
+					kv.add(b[:i])
 					s.consume(b, i)
-					return dst, s.syntax("newline in a string")
+					return kv.dst, s.syntax("newline in a string")
 				}
 				continue
 			}
@@ -301,16 +296,16 @@ func (s *jstream) value(dst []byte, max int) ([]byte, error) {
 				depth++
 			case '}', ']':
 				if depth == 0 {
-					add(b[:i])
+					kv.add(b[:i])
 					s.consume(b, i)
-					return dst, s.syntax("unbalanced %q", c)
+					return kv.dst, s.syntax("unbalanced %q", c)
 				}
 				depth--
 				isObj := s.nest[depth/64]>>(depth%64)&1 == 1
 				if isObj != (c == '}') {
-					add(b[:i])
+					kv.add(b[:i])
 					s.consume(b, i)
-					return dst, s.syntax("%q closes the wrong bracket", c)
+					return kv.dst, s.syntax("%q closes the wrong bracket", c)
 				}
 				if depth == 0 {
 					i++
@@ -319,15 +314,36 @@ func (s *jstream) value(dst []byte, max int) ([]byte, error) {
 				}
 			}
 		}
-		add(b[:i])
+		kv.add(b[:i])
 		s.consume(b, i)
 		if done {
-			if over {
-				return dst, errTooLong
-			}
-			return dst, nil
+			return kv.result()
 		}
 	}
+}
+
+// scalar is value for a number or literal: up to the first byte that is
+// no part of it.
+func (s *jstream) scalar(kv *kept) ([]byte, error) {
+	for {
+		b, err := s.chunk()
+		if err != nil {
+			if err == io.EOF {
+				break
+			}
+			return kv.dst, s.ioErr(err, false)
+		}
+		i := 0
+		for i < len(b) && (jsonscan.IsNumberByte(b[i]) || (b[i] >= 'a' && b[i] <= 'z')) {
+			i++
+		}
+		kv.add(b[:i])
+		s.consume(b, i)
+		if i < len(b) {
+			break
+		}
+	}
+	return kv.result()
 }
 
 // skip consumes the next value without keeping it.
