@@ -75,3 +75,79 @@ func TestOrdered(t *testing.T) {
 		})
 	}
 }
+
+// TestRunPull: a Run's outputs are taken in task order, and a caller that
+// stops taking them midway (the OTLP reader falling back to its
+// sequential reader) can go on taking the rest from the same run, in
+// order, or stop it with producer and workers gone.
+func TestRunPull(t *testing.T) {
+	const n, per = 60, 3
+	for _, tc := range []struct {
+		name   string
+		take   int // outputs taken before Stop (-1: all)
+		worker int
+	}{
+		{"all", -1, 3},
+		{"stop midway", 40, 3},
+		{"stop at once", 0, 2},
+		{"one worker, stop midway", 17, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			running := make(chan struct{}, 64)
+			produced := make(chan struct{})
+			r := Start(tc.worker, tc.worker+1, 1,
+				func(send func(int) bool, stop <-chan struct{}) {
+					defer close(produced)
+					Tasks(n)(send, stop)
+				},
+				func(_ int, i int, out chan<- int, stop <-chan struct{}) bool {
+					running <- struct{}{}
+					defer func() { <-running }()
+					for k := range per {
+						if rand.IntN(4) == 0 {
+							time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+						}
+						select {
+						case out <- i*per + k:
+						case <-stop:
+							return false
+						}
+					}
+					return true
+				})
+			var got []int
+			for tc.take < 0 || len(got) < tc.take {
+				x, ok := r.Next()
+				if !ok {
+					break
+				}
+				got = append(got, x)
+			}
+			r.Stop()
+			r.Stop() // a second Stop does nothing
+			if len(running) != 0 {
+				t.Fatalf("%d tasks still running after Stop", len(running))
+			}
+			select {
+			case <-produced:
+			default:
+				t.Fatal("produce still running after Stop")
+			}
+			if _, ok := r.Next(); ok {
+				t.Fatal("an output after Stop")
+			}
+			want := tc.take
+			if want < 0 {
+				want = n * per
+			}
+			if len(got) != want {
+				t.Fatalf("%d outputs taken, want %d", len(got), want)
+			}
+			for i, x := range got {
+				if x != i {
+					t.Fatalf("output %d is %d: out of order", i, x)
+				}
+			}
+		})
+	}
+}

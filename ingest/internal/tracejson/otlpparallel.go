@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
@@ -54,7 +53,6 @@ type otlpBlock struct {
 
 	st    otlpFastState
 	lines []otlpLineResult
-	done  chan struct{}
 }
 
 // otlpLineResult is one line of a block as a worker parsed it.
@@ -64,52 +62,38 @@ type otlpLineResult struct {
 	ok         bool
 }
 
-// decodeOTLPParallel reads src with the workers; see above.
+// decodeOTLPParallel reads src with the workers; see above. The blocks go
+// through the one ordered pool (pool.Start): the splitter produces them,
+// the workers parse them, and this goroutine takes them in input order.
+// The fallback to the sequential reader takes the blocks still queued
+// from the same run, in order, as the start of the rest of its input.
 func decodeOTLPParallel(src *record.Source, workers int) error {
 	w := newWalker(src)
 	// The walker's positions start after a byte order mark, which
 	// newWalker consumed.
 	free := make(chan *otlpBlock, 2*workers+2)
 	for range cap(free) {
-		free <- &otlpBlock{done: make(chan struct{}, 1)}
+		free <- &otlpBlock{}
 	}
-	todo := make(chan *otlpBlock, cap(free))
-	ordered := make(chan *otlpBlock, cap(free))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var seq atomic.Bool // the rest is read sequentially: no more parsing
-	for range workers {
-		dw := &jsonWalker{src: src, hopAttr: w.hopAttr}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range todo {
-				if !seq.Load() {
-					dw.otlpParseBlock(b)
-				}
-				b.done <- struct{}{}
-			}
-		}()
+	parsers := make([]*jsonWalker, workers)
+	for i := range parsers {
+		parsers[i] = &jsonWalker{src: src, hopAttr: w.hopAttr}
 	}
-	go func() {
-		defer close(ordered)
-		defer close(todo)
-		otlpSplit(src.R, w.s.off, free, stop, func(b *otlpBlock) {
-			ordered <- b
-			todo <- b
+	run := pool.Start(workers, cap(free), 1,
+		func(send func(*otlpBlock) bool, stop <-chan struct{}) { otlpSplit(src.R, w.s.off, free, stop, send) },
+		func(i int, b *otlpBlock, out chan<- *otlpBlock, stop <-chan struct{}) bool {
+			if !seq.Load() {
+				parsers[i].otlpParseBlock(b)
+			}
+			select {
+			case out <- b:
+				return true
+			case <-stop:
+				return false
+			}
 		})
-	}()
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		for b := range ordered { // let the splitter and the workers finish
-			<-b.done
-		}
-		wg.Wait()
-	}()
+	defer run.Stop()
 
 	lr := &bytes.Reader{}
 	lbr := bufio.NewReaderSize(lr, 1<<16)
@@ -121,8 +105,11 @@ func decodeOTLPParallel(src *record.Source, workers int) error {
 		default:
 		}
 	}
-	for b := range ordered {
-		<-b.done
+	for {
+		b, ok := run.Next()
+		if !ok {
+			return nil
+		}
 		if b.rest {
 			seq.Store(true)
 			return w.otlpSequential(io.MultiReader(bytes.NewReader(b.buf), otlpRestReader(src.R, b.err)), b.off, b.firstLine, resyncing)
@@ -143,7 +130,7 @@ func decodeOTLPParallel(src *record.Source, workers int) error {
 				// The general walker would read on into the next lines:
 				// the rest of the input is read sequentially.
 				seq.Store(true)
-				r := &otlpBlockReader{cur: b, buf: b.buf[l.start:], ordered: ordered, recycle: recycle, src: src.R}
+				r := &otlpBlockReader{cur: b, buf: b.buf[l.start:], next: run.Next, recycle: recycle, src: src.R}
 				return w.otlpSequential(r, w.s.off, w.s.line, resyncing)
 			}
 			lr.Reset(line)
@@ -156,16 +143,15 @@ func decodeOTLPParallel(src *record.Source, workers int) error {
 		}
 		recycle(b)
 	}
-	return nil
 }
 
-// otlpBlockReader reads the blocks still to come, in order, from a point
-// in the current one, recycling each once read, then the rest of the
-// input after a rest block.
+// otlpBlockReader reads the blocks still to come, in order (next), from a
+// point in the current one, recycling each once read, then the rest of
+// the input after a rest block.
 type otlpBlockReader struct {
 	cur     *otlpBlock
 	buf     []byte // what is left of cur
-	ordered chan *otlpBlock
+	next    func() (*otlpBlock, bool)
 	recycle func(*otlpBlock)
 	src     io.Reader
 	rest    io.Reader // after a rest block
@@ -180,11 +166,10 @@ func (r *otlpBlockReader) Read(p []byte) (int, error) {
 			r.recycle(r.cur)
 			r.cur = nil
 		}
-		b, ok := <-r.ordered
+		b, ok := r.next()
 		if !ok {
 			return 0, io.EOF
 		}
-		<-b.done
 		r.buf = b.buf
 		if b.rest {
 			r.rest = otlpRestReader(r.src, b.err) // b is not recycled: the splitter has stopped
@@ -314,9 +299,10 @@ func (w *jsonWalker) otlpParseBlock(b *otlpBlock) {
 }
 
 // otlpSplit cuts r, from input offset off, into blocks that end at a
-// newline and passes them to send in order. A line longer than
-// otlpLineBuffer, or an I/O error, ends the splitting with a rest block.
-func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struct{}, send func(*otlpBlock)) {
+// newline and passes them to send in order, until send reports the run
+// stopped. A line longer than otlpLineBuffer, or an I/O error, ends the
+// splitting with a rest block.
+func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop <-chan struct{}, send func(*otlpBlock) bool) {
 	var carry []byte
 	line := int64(1)
 	for {
@@ -369,6 +355,8 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop chan struc
 		n := int64(len(b.buf))
 		line += int64(bytes.Count(b.buf, jsonscan.Newline))
 		off += n
-		send(b)
+		if !send(b) {
+			return
+		}
 	}
 }
