@@ -119,3 +119,21 @@ func TestTrimZeros(t *testing.T) {
 		}
 	}
 }
+
+func TestSignificant(t *testing.T) {
+	for _, c := range []struct {
+		x      float64
+		digits int
+		want   string
+	}{
+		{0, 3, "0"}, {1, 3, "1"}, {0.5, 3, "0.5"}, {1.25, 3, "1.25"}, {1.255, 3, "1.25"},
+		{1.2555, 3, "1.26"}, {1200, 3, "1.2e+03"}, {999, 3, "999"}, {999.6, 3, "1e+03"},
+		{0.000123456, 3, "0.000123"}, {0.0000123, 3, "1.23e-05"}, {1e6, 3, "1e+06"},
+		{-2.5, 3, "-2.5"}, {2.5e10, 3, "2.5e+1"}, // the slip the doc names
+		{math.NaN(), 3, "NaN"}, {math.Inf(1), 3, "+Inf"},
+	} {
+		if got := Significant(c.x, c.digits); got != c.want {
+			t.Errorf("Significant(%v, %d) = %q, want %q", c.x, c.digits, got, c.want)
+		}
+	}
+}
