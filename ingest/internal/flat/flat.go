@@ -424,6 +424,17 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 			return nil
 		}
 		sp.Weight = x
+	case fError, fCodeText, fErrorType:
+		r.setFailure(f, str, v)
+	}
+	return nil
+}
+
+// setFailure stores the fields that say whether and how a call failed
+// beyond its status and code: the error tag, the code's text and
+// OpenTelemetry's error.type.
+func (r *flatRecord) setFailure(f field, str bool, v []byte) {
+	switch f {
 	case fError:
 		if str {
 			// An error tag's presence means failure, whatever its text,
@@ -439,6 +450,8 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 			r.codeText = r.intern.Get(t)
 		}
 	case fErrorType:
+		// Any value says the call failed, and names the failure (the
+		// first one kept).
 		if len(v) > 0 {
 			r.errFlag = true
 			if t := record.CodeTextOf(v); len(t) > 0 && r.errType == "" {
@@ -449,7 +462,6 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 			r.errTimeout = true
 		}
 	}
-	return nil
 }
 
 // finish validates the record and fills derived fields.
