@@ -45,6 +45,20 @@ type layoutEntry struct {
 	alt          int32 // the one that followed it the time before (0: none)
 }
 
+// wordsAt reports whether line holds the entry's quoted key at i, and
+// whether its colon follows with no space, with two word loads and
+// compares (and the colon checked in the same compares when the key with
+// its colon fits in 16 bytes too). It needs g.m[0] != 0 and 16 bytes of
+// line from i. Small enough to be inlined in fastLine, which asks it once
+// per member.
+func (g *layoutEntry) wordsAt(line []byte, i int) (hit, colon bool) {
+	a, b := binary.LittleEndian.Uint64(line[i:]), binary.LittleEndian.Uint64(line[i+8:])
+	if g.mc[0] != 0 && a&g.mc[0] == g.wc[0] && b&g.mc[1] == g.wc[1] {
+		return true, true
+	}
+	return a&g.m[0] == g.w[0] && b&g.m[1] == g.w[1], false
+}
+
 // keyAt reports whether line holds the entry's quoted key at i.
 func (g *layoutEntry) keyAt(line []byte, i int) bool {
 	q := g.quoted
@@ -71,74 +85,36 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 	cur := int32(0)
 	var nt numText // every field set by scanNumber: not cleared per member
 	for {
-		i++ // past '{' or ','
-		if i < n && line[i] <= ' ' {
-			i = skipWS(line, i)
-		}
-		if i >= n || line[i] != '"' {
+		// Past '{' or ','.
+		if i = skipSpace(line, i+1); i >= n || line[i] != '"' {
 			return false // includes the empty object: rare, left to decodeLine
 		}
 		// The key: the predicted one (with its colon when the line has
-		// no space there), else scanned and looked up.
-		var ent *layoutEntry
-		colon := false
-		if e := ents[cur].next; e > 0 {
-			g := &ents[e]
-			if g.m[0] != 0 && n-i >= 16 {
-				a, b := binary.LittleEndian.Uint64(line[i:]), binary.LittleEndian.Uint64(line[i+8:])
-				if g.mc[0] != 0 && a&g.mc[0] == g.wc[0] && b&g.mc[1] == g.wc[1] {
-					ent, colon = g, true
-				} else if a&g.m[0] == g.w[0] && b&g.m[1] == g.w[1] {
-					ent = g
-				}
-			} else if g.keyAt(line, i) {
-				ent = g
-			}
-			if ent != nil {
-				cur = e
-				i += len(ent.quoted)
-			} else if e2 := ents[cur].alt; e2 > 0 && ents[e2].keyAt(line, i) {
-				// The other key met after this one (a root span's line
-				// without parent_id among child spans' lines): first
-				// guess from now on.
-				ents[cur].next, ents[cur].alt = e2, e
-				cur = e2
-				ent = &ents[e2]
-				i += len(ent.quoted)
+		// no space there), else otherKey's.
+		e := ents[cur].next
+		hit, colon := false, false
+		if e > 0 {
+			if g := &ents[e]; g.m[0] != 0 && n-i >= 16 {
+				hit, colon = g.wordsAt(line, i)
+			} else {
+				hit = g.keyAt(line, i)
 			}
 		}
-		if ent == nil {
-			j, ok := jsonscan.PlainString(line, i+1)
-			if !ok {
+		if !hit {
+			if e = t.otherKey(ly, line, i, cur); e < 0 {
 				return false
 			}
-			e := t.layoutEntry(ly, line[i:j+1])
-			if e < 0 {
-				return false
-			}
-			ents = ly.ent // layoutEntry may have grown it
-			if ents[cur].next != e {
-				ents[cur].next, ents[cur].alt = e, ents[cur].next
-			}
-			cur = e
-			ent = &ents[e]
-			i = j + 1
+			ents = ly.ent // otherKey may have grown it
 		}
+		ent := &ents[e]
+		cur = e
+		i += len(ent.quoted)
 		if colon {
 			i++
-		} else {
-			if i < n && line[i] <= ' ' {
-				i = skipWS(line, i)
-			}
-			if i >= n || line[i] != ':' {
-				return false
-			}
-			i++
+		} else if i = colonAt(line, i); i < 0 {
+			return false
 		}
-		if i < n && line[i] <= ' ' {
-			i = skipWS(line, i)
-		}
-		if i >= n {
+		if i = skipSpace(line, i); i >= n {
 			return false
 		}
 		// The value.
@@ -154,14 +130,13 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		case c == '-' || (c >= '0' && c <= '9'):
 			scanNumber(line, i, &nt)
 			v, num, i = nt.text, true, i+len(nt.text)
-		case c == 't' && jsonscan.HasLit(line, i, "true"):
-			v, i = line[i:i+4], i+4
-		case c == 'f' && jsonscan.HasLit(line, i, "false"):
-			v, i = line[i:i+5], i+5
-		case c == 'n' && jsonscan.HasLit(line, i, "null"):
-			v, i = line[i:i+4], i+4
 		default:
-			return false // objects, arrays, bad syntax
+			// A literal; an object, an array or bad syntax makes it
+			// give up.
+			if v = literalAt(line, i); v == nil {
+				return false
+			}
+			i += len(v)
 		}
 		switch {
 		case ent.hopAttr:
@@ -210,18 +185,63 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		if i < n && line[i] == ',' {
 			continue
 		}
-		i = skipWS(line, i)
-		if i >= n {
-			return false
-		}
-		if line[i] == ',' {
+		if i = skipWS(line, i); i < n && line[i] == ',' {
 			continue
 		}
-		if line[i] != '}' {
-			return false
-		}
-		return skipWS(line, i+1) == n
+		return i < n && line[i] == '}' && skipWS(line, i+1) == n
 	}
+}
+
+// otherKey finds the key at line[i] when the one predicted after entry
+// cur is not there, and makes it the prediction: the key met after cur
+// the time before (a root span's line without parent_id among child
+// spans' lines), else the key scanned and looked up in the layout (added
+// when new). It returns the key's entry, -1 when the key is not a plain
+// string or the layout is full. Off the per-member path: once a log's
+// layout is learnt, lines take the predicted key.
+func (t *fieldTable) otherKey(ly *layout, line []byte, i int, cur int32) int32 {
+	ents := ly.ent
+	if e2 := ents[cur].alt; e2 > 0 && ents[e2].keyAt(line, i) {
+		ents[cur].next, ents[cur].alt = e2, ents[cur].next
+		return e2
+	}
+	j, ok := jsonscan.PlainString(line, i+1)
+	if !ok {
+		return -1
+	}
+	e := t.layoutEntry(ly, line[i:j+1])
+	if e < 0 {
+		return -1
+	}
+	ents = ly.ent // layoutEntry may have grown it
+	if ents[cur].next != e {
+		ents[cur].next, ents[cur].alt = e, ents[cur].next
+	}
+	return e
+}
+
+// colonAt consumes the colon after a key that the prediction did not
+// cover (a space before it, or a key too long to check with its colon),
+// whitespace before it included; -1 when there is none.
+func colonAt(line []byte, i int) int {
+	if i = skipSpace(line, i); i >= len(line) || line[i] != ':' {
+		return -1
+	}
+	return i + 1
+}
+
+// literalAt returns the literal (true, false, null) at line[i], nil when
+// there is none.
+func literalAt(line []byte, i int) []byte {
+	switch c := line[i]; {
+	case c == 't' && jsonscan.HasLit(line, i, "true"):
+		return line[i : i+4]
+	case c == 'f' && jsonscan.HasLit(line, i, "false"):
+		return line[i : i+5]
+	case c == 'n' && jsonscan.HasLit(line, i, "null"):
+		return line[i : i+4]
+	}
+	return nil
 }
 
 // layoutEntry returns the entry of a quoted key, adding it if there is
@@ -440,6 +460,15 @@ func (r *flatRecord) setNumber(f field, nt *numText) bool {
 		}
 	}
 	return r.set(f, false, nt.text) == nil
+}
+
+// skipSpace is skipWS with its first test where it is called: most
+// places a line may have whitespace have none.
+func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] <= ' ' {
+		return skipWS(b, i)
+	}
+	return i
 }
 
 // skipWS skips JSON whitespace from i.
