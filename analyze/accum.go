@@ -18,7 +18,7 @@ import (
 // DefaultSampleSpans is how many spans an Accum keeps for the parts of the
 // analysis that need whole traces (calls, retry yield, failure class,
 // request outcomes, replay, budget). Up to it nothing is sampled and the
-// analysis is exactly Run's; past it memory stays flat whatever the size
+// analysis is exactly Measure's; past it memory stays flat whatever the size
 // of the logs.
 const DefaultSampleSpans = 100_000
 
@@ -714,26 +714,33 @@ type Sample struct {
 	From []string `json:"from_sample"`
 }
 
-// Report analyses what was accumulated. When nothing had to be sampled it
-// is exactly Run over all spans; otherwise the per-hop counts, latency
-// percentiles, censoring, time to success (and so the recommended
-// timeouts) and histograms are over all spans, and the tree-based parts
-// over the sample, which the report states.
-func (a *Accum) Report(opt Options) *Report {
-	reqs, probs := span.Assemble(a.spans)
-	return a.ReportOn(reqs, probs, opt)
-}
-
-// ReportOn is Report when the caller has already assembled Spans()
-// (reqs, probs = span.Assemble(a.Spans())) for other uses, such as replay.
-func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options) *Report {
+// Measure analyses what was accumulated, without the recommendation
+// (package recommend runs after it, then Complete). When nothing had to
+// be sampled it is exactly Measure over all spans; otherwise the per-hop
+// counts, latency percentiles, censoring, time to success (and so the
+// recommended timeouts) and histograms are over all spans, and the
+// tree-based parts over the sample, which Complete states. reqs and probs
+// come from span.Assemble(a.Spans()).
+func (a *Accum) Measure(reqs []*span.Request, probs span.Problems, opt Options) *Report {
 	// Attribution and examples come from the per-hop state over every
 	// span: the sample keeps no attributes.
-	if !a.Sampled() {
-		return run(a.spans, reqs, probs, opt, nil, a.hopAcc, a.seen())
+	src := measureSources{state: a.hopAcc, seen: a.seen()}
+	if a.Sampled() {
+		src.fill = a.fill
 	}
-	rep := run(a.spans, reqs, probs, opt, a.fill, a.hopAcc, a.seen())
-	a.addUnsampledHops(rep)
+	return measure(a.spans, reqs, probs, opt, src)
+}
+
+// Complete finishes a report of what was accumulated once it is
+// recommended: when the logs were sampled, it adds the hops no sampled
+// trace reached and says what rests on the sample (Report.Sample and its
+// warnings). It returns the names of the hops it added: no recommendation
+// reached them either, and the caller says how the policy covers them.
+func (a *Accum) Complete(rep *Report, reqs []*span.Request) []string {
+	if !a.Sampled() {
+		return nil
+	}
+	added := a.addUnsampledHops(rep)
 	traces := map[uint64]bool{}
 	for _, x := range a.hashes {
 		traces[x] = true
@@ -751,14 +758,14 @@ func (a *Accum) ReportOn(reqs []*span.Request, probs span.Problems, opt Options)
 	rep.Warnings = append(rep.Warnings, Warning{Code: "sampled", Message: fmt.Sprintf(
 		"%d spans are more than the %d kept whole: per-hop counts, percentiles and timeouts are over all spans, while calls, retry yield, failure classes, requests and replay rest on a deterministic sample of %d traces (%d spans, 1/%d of trace ids); the request success rate is known to ±%.1f points (95%%)",
 		a.total, a.SampleSpans, len(reqs), len(a.spans), 1<<a.level, 50*(s.SuccessRate95[1]-s.SuccessRate95[0]))})
-	return rep
+	return added
 }
 
 // addUnsampledHops reports the hops that no sampled trace reached (rare
-// hops in very large logs): their counts and percentiles are known over all
-// spans, their class and retry yield are not, and the recommended policy
-// covers them with its default.
-func (a *Accum) addUnsampledHops(rep *Report) {
+// hops in very large logs), and returns their names: their counts and
+// percentiles are known over all spans, their class and retry yield are
+// not.
+func (a *Accum) addUnsampledHops(rep *Report) []string {
 	seen := make(map[string]bool, len(rep.Hops))
 	for _, h := range rep.Hops {
 		seen[h.Hop] = true
@@ -766,25 +773,24 @@ func (a *Accum) addUnsampledHops(rep *Report) {
 	// With unbounded hop names most hops are missing from the sample: grow
 	// once rather than by doubling a slice of large structs.
 	rep.Hops = slices.Grow(rep.Hops, len(a.hops)-len(seen))
-	added := false
+	var added []string
 	for name, acc := range a.hops {
 		if seen[name] {
 			continue
 		}
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
-			FailureClass: ClassTooFew, Evidence: nWord(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
+			FailureClass: ClassTooFew, Evidence: NWord(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
 		a.fill(&h, rep, len(rep.Warnings))
 		attribute(&h, acc)
-		// No tree shows its place: a call, as flat logs' spans are, which
-		// the policy's default covers.
+		// No tree shows its place: a call, as flat logs' spans are.
 		h.Role = RoleCall
-		h.Recommendation = Recommendation{Action: ActionKeep, Basis: "not in the trace sample: covered by the default"}
 		rep.Hops = append(rep.Hops, h)
-		added = true
+		added = append(added, name)
 	}
-	if added {
+	if len(added) > 0 {
 		slices.SortFunc(rep.Hops, func(x, y Hop) int { return strings.Compare(x.Hop, y.Hop) })
 	}
+	return added
 }
 
 // wilson is the 95% Wilson score interval of k successes in n.
@@ -903,7 +909,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	rep.Warnings = ws
 	if h.Attempts < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: h.Hop,
-			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", nWord(h.Attempts, "attempt", "attempts"), MinSamplesP99)})
+			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", NWord(h.Attempts, "attempt", "attempts"), MinSamplesP99)})
 	}
 	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: h.Hop,
@@ -912,7 +918,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	}
 }
 
-// optionsOf recovers the analysis options Run stored for fill.
+// optionsOf recovers the analysis options measure stored for fill.
 func optionsOf(rep *Report) Options { return rep.opt }
 
 // digestPercentiles is percentiles over a Digest.

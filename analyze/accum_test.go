@@ -92,8 +92,8 @@ func TestAccumExactSameReport(t *testing.T) {
 			t.Fatalf("%s: sampled", name)
 		}
 		reqs, probs := span.Assemble(ss)
-		want := reportJSON(t, Run(ss, reqs, probs, Options{}))
-		if got := reportJSON(t, acc.Report(Options{})); !bytes.Equal(got, want) {
+		want := reportJSON(t, analysed(ss, reqs, probs, Options{}))
+		if got := reportJSON(t, measured(acc, Options{})); !bytes.Equal(got, want) {
 			t.Errorf("%s: streaming report differs from Run", name)
 		}
 	}
@@ -144,7 +144,7 @@ func seedSpans(t *testing.T, path string) []span.Span {
 func TestAccumSampled(t *testing.T) {
 	ss := chainSpans(2, 4000)
 	reqs, probs := span.Assemble(ss)
-	full := Run(ss, reqs, probs, Options{})
+	full := analysed(ss, reqs, probs, Options{})
 	acc := NewAccum(2000)
 	for i := range ss {
 		acc.Add(&ss[i])
@@ -152,7 +152,7 @@ func TestAccumSampled(t *testing.T) {
 	if !acc.Sampled() || len(acc.Spans()) > 2000 {
 		t.Fatalf("sampled %v, %d spans kept", acc.Sampled(), len(acc.Spans()))
 	}
-	rep := acc.Report(Options{})
+	rep := measured(acc, Options{})
 	if rep.Sample == nil || rep.Sample.TotalSpans != int64(len(ss)) || rep.Sample.Traces >= len(reqs) {
 		t.Fatalf("sample: %+v", rep.Sample)
 	}
@@ -184,7 +184,7 @@ func TestAccumSampled(t *testing.T) {
 	}
 	rare.Add(&odd)
 	found := false
-	for _, h := range rare.Report(Options{}).Hops {
+	for _, h := range measured(rare, Options{}).Hops {
 		if h.Hop == "rare" {
 			found = h.Attempts == 1 && h.LatencyMs.P50 != nil && *h.LatencyMs.P50 == 5
 		}
@@ -197,7 +197,7 @@ func TestAccumSampled(t *testing.T) {
 	for i := len(ss) - 1; i >= 0; i-- {
 		rev.Add(&ss[i])
 	}
-	if !bytes.Equal(reportJSON(t, rev.Report(Options{})), reportJSON(t, rep)) {
+	if !bytes.Equal(reportJSON(t, measured(rev, Options{})), reportJSON(t, rep)) {
 		t.Error("the sample depends on the order of the input")
 	}
 }
@@ -216,7 +216,7 @@ func TestAccumOneHugeTrace(t *testing.T) {
 	if len(acc.Spans()) != n || acc.Sampled() {
 		t.Fatalf("kept %d spans, sampled %v", len(acc.Spans()), acc.Sampled())
 	}
-	if rep := acc.Report(Options{}); rep.Requests.Count != 1 || len(rep.Hops) != 1 || rep.Hops[0].Attempts != n {
+	if rep := measured(acc, Options{}); rep.Requests.Count != 1 || len(rep.Hops) != 1 || rep.Hops[0].Attempts != n {
 		t.Errorf("report: %d requests, hops %+v", rep.Requests.Count, len(rep.Hops))
 	}
 }
@@ -241,7 +241,7 @@ func BenchmarkAnalyze(b *testing.B) {
 		for i := range ss {
 			acc.Add(&ss[i])
 		}
-		acc.Report(Options{})
+		measured(acc, Options{})
 	}
 }
 

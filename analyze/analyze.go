@@ -1,11 +1,16 @@
-// Package analyze turns spans into the tailscope report (docs/DESIGN.md §4, §8):
-// per-hop attempts, calls, failures and latency percentiles; the failure-time
-// histogram and failure class; retry yield; the timeout in force; request
-// outcomes; warnings; and the recommendation.
+// Package analyze turns spans into the statistics of the tailscope report
+// (docs/DESIGN.md §4, §8): per-hop attempts, calls, failures and latency
+// percentiles; the failure-time histogram and failure class; retry yield;
+// the timeout in force; request outcomes; where the tail comes from; the
+// tail model and the out-of-sample bound; warnings; and the streaming state
+// (Accum) that keeps them over logs too large to hold.
 //
 // It sees spans and the trees package span rebuilt from them, never a file
 // format, and it never renders: the Report it returns carries every number
 // a renderer shows, with JSON tags that are the tailscope.report/v1 contract.
+// Package recommend, above it, fills the report's recommendation; the
+// report's types for it (PolicyDoc, RecommendationCheck, Effect) are data
+// here, so that renderers and check read one model.
 package analyze
 
 import (
@@ -45,14 +50,23 @@ type Options struct {
 	// HedgeLoad is the share of extra attempts the recommendation may
 	// spend on hedges (0.02: about p98 of time to success); 0: no hedges.
 	HedgeLoad float64
-	// HeldOut turns the held-out validation on or off (heldout.go):
+	// HeldOut turns the held-out validation on or off (recommend/heldout.go):
 	// HeldOutAuto (the zero value) runs it when the logs have enough
 	// requests.
 	HeldOut HeldOutMode
+}
 
-	// fitOnly marks the analysis of the held-out fit: only what the
-	// recommendation needs is computed, and nothing is held out again.
-	fitOnly bool
+// WithDefaults is opt with the zero values that have a default set to it:
+// the p99 target and a 10% margin. The analysis and the recommendation
+// both read the options this way.
+func (opt Options) WithDefaults() Options {
+	if opt.Percentile == 0 {
+		opt.Percentile = 99
+	}
+	if opt.Margin == 0 {
+		opt.Margin = 0.10
+	}
+	return opt
 }
 
 // Input describes one file read, or one found under a directory and
@@ -117,7 +131,6 @@ type Report struct {
 	// them as logged) and under the recommendation, side by side.
 	PredictedEffect []Effect  `json:"predicted_effect"`
 	Warnings        []Warning `json:"warnings"`
-	recommended     *policy.Policy
 
 	// SkipExamples are the first positioned errors, for the text report.
 	SkipExamples []string `json:"skip_examples,omitempty"`
@@ -138,12 +151,12 @@ type Report struct {
 	// against another window of logs (see compare.go).
 	Compare *Comparison `json:"compare,omitempty"`
 	paths   *paths
-	// replayed is Recommend's last replay, for the predicted effect.
-	replayed *lastReplay
 	// unbounded is set when the hop names look unbounded (cardinality.go).
+	// The analysis finds it, package recommend counts the hops it leaves to
+	// the policy's default, and the renderers bound their tables by it; it
+	// is not part of the JSON contract, so it travels here, read through
+	// UnboundedHops.
 	unbounded *Unbounded
-	// safety is the recommendation's out-of-sample account (risk.go).
-	safety *Safety
 }
 
 // Latency holds percentiles in ms. A nil value is unknown: censored, or no
@@ -189,7 +202,7 @@ type Transition struct {
 
 // Recommendation is what tailscope suggests for a hop.
 type Recommendation struct {
-	// Action is one of the Action* constants (see recommend.go).
+	// Action is one of the Action* constants (recommendation.go).
 	Action    string  `json:"action"`
 	TimeoutMs float64 `json:"timeout_ms"`
 	Retries   int     `json:"retries"`
@@ -211,6 +224,19 @@ type Recommendation struct {
 	// instance (see attribution.go): outlier detection, not retries or a
 	// longer timeout, is the fix.
 	Eject *Eject `json:"eject,omitempty"`
+
+	// Tail is the fitted tail when the timeout was extrapolated from one
+	// (tailfit.go), nil otherwise: the out-of-sample bound reports the
+	// model's own risk (risk.go), check's rule on timeouts far above the
+	// tail measures against it. Not part of the JSON contract.
+	Tail *TailModel `json:"-"`
+	// TailNeed is what the recommendation took the hop's tail to need on
+	// new traffic before rounding, where it went past the slowest success
+	// (an extrapolation, or recommend.MaxExtrapolation × the slowest success where
+	// the successes are too few to fit one); 0 otherwise. Check's rule on
+	// timeouts far above the tail measures against it, so that it never
+	// calls the tool's own extrapolation waste.
+	TailNeed time.Duration `json:"-"`
 }
 
 // Hop is the analysis of one hop.
@@ -276,16 +302,6 @@ type Hop struct {
 	ttsKnown int
 	// ttsAbove counts the time-to-success samples longer than t ns.
 	ttsAbove func(t int64) int
-	// tail is the fitted tail when the recommendation extrapolated
-	// (extrapolated is then true): risk.go reports the model's own risk,
-	// the lint on timeouts far above the tail measures against it.
-	tail         *TailModel
-	extrapolated bool
-	// tailNeed is what the recommendation took the hop's tail to need
-	// before rounding, ns, where it went past the slowest success (an
-	// extrapolation, or MaxExtrapolation × the slowest success where the
-	// successes are too few to fit one); 0 otherwise.
-	tailNeed float64
 	// instances counts the values of each attribute key compared on
 	// the hop (for Eject.Instances).
 	instances map[string]int
@@ -333,7 +349,7 @@ type HopPolicy struct {
 	// Hedge is the hop's hedging, nil when none.
 	Hedge *HedgeDoc `json:"hedge,omitempty"`
 	// RetryBudget is the recommended retry budget of a hop that retries
-	// or hedges (see budget.go); nil otherwise.
+	// or hedges (see recommend/budget.go); nil otherwise.
 	RetryBudget *RetryBudgetDoc `json:"retry_budget,omitempty"`
 }
 
@@ -371,30 +387,6 @@ type HedgeDoc struct {
 	Max     int     `json:"max"`
 }
 
-// DocOf converts a policy to its JSON form.
-func DocOf(p *policy.Policy) *PolicyDoc {
-	hp := func(h policy.Hop) HopPolicy {
-		out := HopPolicy{TimeoutMs: ms(int64(h.Timeout)), Retries: h.Retries, BackoffMs: ms(int64(h.Backoff.Base)), BudgetAware: h.BudgetAware}
-		if h.Backoff.Max != h.Backoff.Base || (h.Backoff.Jitter != "" && h.Backoff.Jitter != policy.JitterNone) {
-			out.BackoffMaxMs, out.Jitter = ms(int64(h.Backoff.Max)), h.Backoff.Jitter
-		}
-		if h.Hedge.Delay > 0 {
-			out.Hedge = &HedgeDoc{DelayMs: ms(int64(h.Hedge.Delay)), Max: h.Hedge.Max}
-		}
-		return out
-	}
-	d := &PolicyDoc{BudgetMs: ms(int64(p.Budget)), Default: hp(p.Default), Hops: map[string]HopPolicy{}}
-	for n, h := range p.Hops {
-		d.Hops[n] = hp(h)
-		if rb, ok := p.RetryBudgets[n]; ok {
-			doc := d.Hops[n]
-			doc.RetryBudget = budgetDoc(rb)
-			d.Hops[n] = doc
-		}
-	}
-	return d
-}
-
 // Warning is a caveat on the results.
 type Warning struct {
 	Code    string `json:"code"`
@@ -412,9 +404,18 @@ func fptr(x float64) *float64 {
 	return &v
 }
 
-// Run analyses spans. reqs and probs come from span.Assemble(spans).
-func Run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
-	return run(spans, reqs, probs, opt, nil, nil, nil)
+// Measure analyses spans: the statistics of the report, without the
+// recommendation (package recommend runs after it and fills that in).
+// reqs and probs come from span.Assemble(spans).
+func Measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
+	return measure(spans, reqs, probs, opt, measureSources{})
+}
+
+// MeasureFit is Measure for a fit that only recommends (the held-out
+// validation's fit on the earlier requests): the hops' attribution and
+// examples, which no recommendation reads, are not computed.
+func MeasureFit(spans []span.Span, reqs []*span.Request, opt Options) *Report {
+	return measure(spans, reqs, span.Problems{}, opt, measureSources{fitOnly: true})
 }
 
 // hopFiller replaces the per-hop numbers that hopStats computed on spans
@@ -424,33 +425,71 @@ type hopFiller func(h *Hop, rep *Report, from int)
 
 // hopState gives a hop's state accumulated over every span (Accum.hopAcc):
 // attribution and examples come from it, since the sample's spans carry no
-// attributes. When nil, run accumulates each hop's spans itself.
+// attributes. When nil, measure accumulates each hop's spans itself.
 type hopState func(name string) *hopAcc
 
-// run is Run, with fill (when not nil) called on each hop before it is
-// added, so that everything computed after the hop table (recommendation,
-// replay, ranking) sees the filled numbers.
-//
-// seen lists every hop for the cardinality rule (cardinality.go); nil
-// takes them from spans.
-func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, fill hopFiller, state hopState, seen []hopSeen) *Report {
-	if opt.Percentile == 0 {
-		opt.Percentile = 99
-	}
-	if opt.Margin == 0 {
-		opt.Margin = 0.10
-	}
-	rep := &Report{Schema: Schema, ReadStats: ReadStats{SkippedByReason: map[string]int64{}}, Hops: []Hop{}, Warnings: []Warning{}}
+// measureSources is where measure takes what the spans alone cannot give.
+type measureSources struct {
+	// fill (when not nil) is called on each hop before it is added, so
+	// that everything computed after the hop table (recommendation,
+	// replay, ranking) sees the filled numbers.
+	fill hopFiller
+	// state gives each hop's accumulated state (nil: from the spans).
+	state hopState
+	// seen lists every hop for the cardinality rule (cardinality.go); nil
+	// takes them from spans.
+	seen []hopSeen
+	// fitOnly leaves out what only the report shows (attribution and
+	// examples): a held-out fit recommends and is not reported.
+	fitOnly bool
+}
 
-	// The spans by hop and the calls by hop read different inputs: build
-	// them at once.
-	byHop := map[string][]*span.Span{}
-	calls := map[string][]*span.Call{}
-	roots := map[string]int{}
+// hopInputs is what each hop's numbers are computed from: its spans, its
+// calls in the trees, and how many trace roots it names.
+type hopInputs struct {
+	names []string
+	byHop map[string][]*span.Span
+	calls map[string][]*span.Call
+	roots map[string]int
+}
+
+// measure is Measure, with what src gives in place of what the spans alone
+// would.
+func measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, src measureSources) *Report {
+	opt = opt.WithDefaults()
+	rep := &Report{Schema: Schema, ReadStats: ReadStats{SkippedByReason: map[string]int64{}}, Hops: []Hop{}, Warnings: []Warning{}}
+	in := groupByHop(spans, reqs)
+	seen := src.seen
+	if seen == nil {
+		seen = make([]hopSeen, len(in.names))
+		for i, n := range in.names {
+			seen[i] = hopSeen{name: n, attempts: len(in.byHop[n]), first: firstOf(in.byHop[n][0])}
+		}
+	}
+	rep.unbounded = unboundedHops(seen)
+	rep.opt = opt
+	hopTable(rep, reqs, in, opt, src)
+	addProblemWarnings(rep, probs)
+	applyWeights(rep, spans, in.byHop, reqs)
+	if len(spans) > 0 && !anyOutcome(spans) {
+		rep.Requests.SucceededInferred = true
+		rep.Warnings = append(rep.Warnings, Warning{Code: WarnUnknownOutcomes, Message: fmt.Sprintf(
+			"no span says how it ended (no status, code, error or timeout field): the %s are counted as succeeded, "+
+				"which the logs do not say; success rates are upper bounds, failure classes none, and check's --min-success "+
+				"counts no request as a success unless --optimistic", NWord(rep.Requests.Count, "request", "requests"))})
+	}
+	assignRoles(rep, reqs)
+	return rep
+}
+
+// groupByHop gathers each hop's spans and its calls in the trees. The two
+// read different inputs: they are built at once.
+func groupByHop(spans []span.Span, reqs []*span.Request) hopInputs {
+	in := hopInputs{byHop: map[string][]*span.Span{}, calls: map[string][]*span.Call{}, roots: map[string]int{}}
 	par.Do(func() {
 		for i := range spans {
 			if s := &spans[i]; !s.Duplicate {
-				byHop[s.Hop] = append(byHop[s.Hop], s)
+				in.byHop[s.Hop] = append(in.byHop[s.Hop], s)
 			}
 		}
 		// A span repeating an id counts too, as it does in the per-hop
@@ -460,8 +499,8 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		// name has no call to place it.
 		for i := range spans {
 			if s := &spans[i]; s.Duplicate {
-				if l, ok := byHop[s.Hop]; ok {
-					byHop[s.Hop] = append(l, s)
+				if l, ok := in.byHop[s.Hop]; ok {
+					in.byHop[s.Hop] = append(l, s)
 				}
 			}
 		}
@@ -469,7 +508,7 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		var walk func(cs []*span.Call)
 		walk = func(cs []*span.Call) {
 			for _, c := range cs {
-				calls[c.Hop] = append(calls[c.Hop], c)
+				in.calls[c.Hop] = append(in.calls[c.Hop], c)
 				for _, a := range c.Attempts {
 					walk(a.Calls)
 				}
@@ -478,48 +517,45 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 		for _, r := range reqs {
 			walk(r.Calls)
 			if r.Root != nil {
-				roots[r.Root.Hop]++
+				in.roots[r.Root.Hop]++
 			}
 		}
 	})
-	names := make([]string, 0, len(byHop))
-	for n := range byHop {
-		names = append(names, n)
+	in.names = make([]string, 0, len(in.byHop))
+	for n := range in.byHop {
+		in.names = append(in.names, n)
 	}
-	sort.Strings(names)
-	if seen == nil {
-		seen = make([]hopSeen, len(names))
-		for i, n := range names {
-			seen[i] = hopSeen{name: n, attempts: len(byHop[n]), first: firstOf(byHop[n][0])}
-		}
-	}
-	rep.unbounded = unboundedHops(seen)
-	rep.opt = opt
-	// Each hop's numbers depend on its own spans, calls and state only, so
-	// the hops are split over the cores (package par), beside the request
-	// statistics, which read only reqs. Each hop gets a scratch report to
-	// collect its warnings in (hopStats adds them, fill replaces them: it
-	// only reads the report's options and edits its warnings from `from`
-	// on); they are appended in hop-name order afterwards, as the
-	// sequential loop added them.
-	rep.Hops = make([]Hop, len(names))
-	hopWarnings := make([][]Warning, len(names))
+	sort.Strings(in.names)
+	return in
+}
+
+// hopTable fills rep's hops, requests and their warnings. Each hop's
+// numbers depend on its own spans, calls and state only, so the hops are
+// split over the cores (package par), beside the request statistics,
+// which read only reqs. Each hop gets a scratch report to collect its
+// warnings in (hopStats adds them, fill replaces them: it only reads the
+// report's options and edits its warnings from `from` on); they are
+// appended in hop-name order afterwards, as the sequential loop added
+// them.
+func hopTable(rep *Report, reqs []*span.Request, in hopInputs, opt Options, src measureSources) {
+	rep.Hops = make([]Hop, len(in.names))
+	hopWarnings := make([][]Warning, len(in.names))
 	var tail *Warning
 	par.Do(func() {
-		par.Ranges(len(names), 1, func(_, lo, hi int) {
+		par.Ranges(len(in.names), 1, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				n := names[i]
+				n := in.names[i]
 				scratch := &Report{opt: opt}
-				h := hopStats(n, byHop[n], calls[n], roots[n], opt, scratch)
-				if fill != nil {
-					fill(&h, scratch, 0)
+				h := hopStats(n, in.byHop[n], in.calls[n], in.roots[n], opt, scratch)
+				if src.fill != nil {
+					src.fill(&h, scratch, 0)
 				}
 				switch {
-				case opt.fitOnly:
-				case state != nil:
-					attribute(&h, state(n))
+				case src.fitOnly:
+				case src.state != nil:
+					attribute(&h, src.state(n))
 				default:
-					attribute(&h, hopAccOf(n, byHop[n]))
+					attribute(&h, hopAccOf(n, in.byHop[n]))
 				}
 				rep.Hops[i], hopWarnings[i] = h, scratch.Warnings
 			}
@@ -534,53 +570,40 @@ func run(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Optio
 	if tail != nil {
 		rep.Warnings = append(rep.Warnings, *tail)
 	}
-	addProblemWarnings(rep, probs)
-	applyWeights(rep, spans, byHop, reqs)
-	if len(spans) > 0 && !anyOutcome(spans) {
-		rep.Requests.SucceededInferred = true
-		rep.Warnings = append(rep.Warnings, Warning{Code: WarnUnknownOutcomes, Message: fmt.Sprintf(
-			"no span says how it ended (no status, code, error or timeout field): the %s are counted as succeeded, "+
-				"which the logs do not say; success rates are upper bounds, failure classes none, and check's --min-success "+
-				"counts no request as a success unless --optimistic", nWord(rep.Requests.Count, "request", "requests"))})
-	}
-	rec := Recommend(rep, reqs, opt)
-	if rep.unbounded != nil {
-		// After Recommend: the warning says how many hops it left to the
-		// policy's default.
-		rep.Warnings = append(rep.Warnings, rep.unbounded.warning())
-	}
-	rep.recommended = rec
-	rep.RecommendedPolicy = DocOf(rec)
-	if opt.fitOnly {
-		return rep
-	}
-	rep.safety.HeldOut, rep.safety.HeldOutNote = holdOut(reqs, opt)
-	rep.RecommendedPolicy.Safety = rep.safety
-	// The predicted effect only replays reqs under the recommendation, or
-	// reuses Recommend's last replay (it reads the policy, writes nothing
-	// shared); the tail's sources only
-	// read reqs and write the report's hops and ranking: run them at once.
-	// Ejections come after both, as they read the gaps and write the
-	// policy's comments.
-	par.Do(func() {
-		rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec, rep.replayed)
-	}, func() {
-		whereTailComesFrom(rep, reqs)
-	})
-	recommendEjections(rep, rec)
-	mapEndpoints(rep, reqs)
-	return rep
 }
 
-// TailNeed is how long the hop's successes may take on new traffic as the
-// recommendation extrapolated it (0 when it did not extrapolate): check's
-// rule on timeouts far above the tail measures against it, so that it
-// never calls the tool's own extrapolation waste.
-func (h *Hop) TailNeed() time.Duration { return time.Duration(h.tailNeed) }
+// assignRoles sets each hop's role from the call trees (hopRoles), or from
+// its span kind when no tree shows its place.
+func assignRoles(rep *Report, reqs []*span.Request) {
+	roles := hopRoles(reqs)
+	for i := range rep.Hops {
+		h := &rep.Hops[i]
+		h.Role = roles[h.Hop]
+		if h.Role == "" {
+			h.Role = roleOfKind(h.Kind)
+		}
+	}
+}
 
-// Recommended returns the recommended policy, with each hop's basis as its
-// comment: what `tailscope recommend` writes.
-func (r *Report) Recommended() *policy.Policy { return r.recommended }
+// TimeToSuccess is a hop's time to success as a recommendation reads it:
+// its successes, with the attempts a timeout cut counted as at least their
+// cut.
+type TimeToSuccess struct {
+	// N is the number of samples; Known how many of the smallest are
+	// certain (below any cut).
+	N, Known int
+	// P50 is the median of the certain samples, ns; Max the slowest of
+	// them.
+	P50 float64
+	Max int64
+	// At is the q-quantile, ns (nil when the hop has no samples at all).
+	At func(q float64) float64
+}
+
+// TimeToSuccess returns the hop's time to success.
+func (h *Hop) TimeToSuccess() TimeToSuccess {
+	return TimeToSuccess{N: h.ttsCount, Known: h.ttsKnown, P50: h.p50TTS, Max: h.maxTTS, At: h.ttsAt}
+}
 
 // percentiles fills a Latency from sorted ns values. Ranks at or above
 // known (the count of values that are certainly the smallest) are unknown.
@@ -694,7 +717,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	h.FailureClass, h.Evidence = Classify(&h, ss, cs, opt)
 	if len(ss) < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: name,
-			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", nWord(len(ss), "attempt", "attempts"), MinSamplesP99)})
+			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", NWord(len(ss), "attempt", "attempts"), MinSamplesP99)})
 	}
 	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: name,
@@ -890,16 +913,16 @@ func FormatDuration(d time.Duration) string {
 	case d < 999_500*time.Nanosecond:
 		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
 	case d < 999_500*time.Microsecond:
-		return trimZeros(fmt.Sprintf("%.3g", float64(d)/1e6)) + "ms"
+		return TrimZeros(fmt.Sprintf("%.3g", float64(d)/1e6)) + "ms"
 	case d < 100*time.Second:
-		return trimZeros(fmt.Sprintf("%.2f", float64(d)/1e9)) + "s"
+		return TrimZeros(fmt.Sprintf("%.2f", float64(d)/1e9)) + "s"
 	case d < 1000*time.Second:
-		return trimZeros(fmt.Sprintf("%.1f", float64(d)/1e9)) + "s"
+		return TrimZeros(fmt.Sprintf("%.1f", float64(d)/1e9)) + "s"
 	}
 	return fmt.Sprintf("%.0fs", float64(d)/1e9)
 }
 
-func trimZeros(s string) string {
+func TrimZeros(s string) string {
 	if !containsDot(s) {
 		return s
 	}

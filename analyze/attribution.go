@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
@@ -726,7 +725,7 @@ func roundSig(p float64) float64 {
 	return math.Round(p*s) / s
 }
 
-// hopAccOf accumulates a hop's spans, as an Accum would (for Run on spans
+// hopAccOf accumulates a hop's spans, as an Accum would (for Measure on spans
 // in memory).
 func hopAccOf(name string, ss []*span.Span) *hopAcc {
 	h := &hopAcc{name: name}
@@ -789,44 +788,11 @@ func ejectOf(h *Hop, instances func(key string) int) *Eject {
 	return nil
 }
 
-// recommendEjections adds the eject advice to the hops whose tail or
-// failures concentrate on one instance, and to the calls into a callee hop
-// that does (through the client/server pairs, Hop.Gap), and records them in
-// the policy for --emit envoy. The numbers of the recommendation do not
-// change: the timeout and retries stay what the logs need until the
-// instance is ejected.
-func recommendEjections(rep *Report, p *policy.Policy) {
-	own := map[string]*Eject{}
-	for i := range rep.Hops {
-		h := &rep.Hops[i]
-		if e := ejectOf(h, func(key string) int { return h.instances[key] }); e != nil {
-			own[h.Hop] = e
-		}
-	}
-	if len(own) == 0 {
-		return
-	}
-	for i := range rep.Hops {
-		h := &rep.Hops[i]
-		e := own[h.Hop]
-		if e == nil && h.Gap != nil && own[h.Gap.ServerHop] != nil {
-			c := *own[h.Gap.ServerHop]
-			c.From = h.Gap.ServerHop
-			e = &c
-		}
-		if e == nil {
-			continue
-		}
-		h.Recommendation.Eject = e
-		h.Recommendation.Basis += "; " + e.Sentence()
-		if _, ok := p.Hops[h.Hop]; ok {
-			p.Comments[h.Hop] = h.Recommendation.Basis
-			if p.Ejections == nil {
-				p.Ejections = map[string]policy.Ejection{}
-			}
-			p.Ejections[h.Hop] = policy.Ejection{Key: e.Key, Value: e.Value, Of: e.Of, Lift: e.Lift, Share: e.Share, Instances: e.Instances}
-		}
-	}
+// Ejection is the hop's own eject advice (see ejectOf), with the number
+// of instances its attribution compared; nil when its tail is spread.
+// Package recommend adds it to the recommendation.
+func (h *Hop) Ejection() *Eject {
+	return ejectOf(h, func(key string) int { return h.instances[key] })
 }
 
 // Sentence is the advice in words.
@@ -840,5 +806,5 @@ func (e *Eject) Sentence() string {
 		from = " (its callee " + e.From + ")"
 	}
 	return fmt.Sprintf("eject %s=%s%s (outlier detection): it holds %.0f%% of the %s (lift %s×): neither retries nor a longer timeout will fix it",
-		e.Key, e.Value, from, 100*e.Share, what, trimZeros(fmt.Sprintf("%.1f", e.Lift)))
+		e.Key, e.Value, from, 100*e.Share, what, TrimZeros(fmt.Sprintf("%.1f", e.Lift)))
 }

@@ -78,8 +78,8 @@ func noSlow(int, *rand.Rand) time.Duration { return 0 }
 // zone it shares with two healthy pods, not the version, not the request
 // ids or the long values), with a lift near what the generator implies,
 // counts that add up, and example traces of its slowest attempts; the
-// healthy hop names nothing; the recommendation says eject, with the pod
-// and its lift, and keeps its numeric timeout.
+// healthy hop names nothing; its eject advice names the pod and its lift
+// (recommend/eject_test.go checks the recommendation built on it).
 func TestAttributionBadInstance(t *testing.T) {
 	spans := fleet(1, 4000, badPod, never)
 	rep := analyse(spans, Options{})
@@ -118,31 +118,13 @@ func TestAttributionBadInstance(t *testing.T) {
 	if g := hopOf(rep, "auth"); len(g.Attribution) != 0 {
 		t.Errorf("the healthy hop names %+v", g.Attribution)
 	}
-	e := h.Recommendation.Eject
-	if e == nil || e.Key != "k8s.pod.name" || e.Value != "cart-3" || e.Lift != a.Lift {
-		t.Fatalf("recommendation.eject = %+v", e)
+	// The eject advice the recommendation adds (package recommend): the
+	// pod, its lift, and the instances compared.
+	if e := h.Ejection(); e == nil || e.Key != "k8s.pod.name" || e.Value != "cart-3" || e.Lift != a.Lift || e.Instances != 5 {
+		t.Fatalf("ejection = %+v", e)
 	}
-	if !strings.Contains(h.Recommendation.Basis, "eject k8s.pod.name=cart-3") || !strings.Contains(h.Recommendation.Basis, "neither retries nor a longer timeout") {
-		t.Errorf("basis: %s", h.Recommendation.Basis)
-	}
-	if ej, ok := rep.Recommended().Ejections["cart"]; !ok || ej.Value != "cart-3" || ej.Instances != 5 {
-		t.Errorf("policy ejections %+v", rep.Recommended().Ejections)
-	}
-	if !strings.Contains(rep.Recommended().Comments["cart"], "eject k8s.pod.name=cart-3") {
-		t.Errorf("policy comment %q", rep.Recommended().Comments["cart"])
-	}
-	// The numbers are those of the same logs without attributes: eject
-	// is advice on top, never a lower timeout.
-	plain := append([]span.Span(nil), spans...)
-	for i := range plain {
-		plain[i].Attrs = nil
-	}
-	ph := hopOf(analyse(plain, Options{}), "cart")
-	if ph.Recommendation.TimeoutMs != h.Recommendation.TimeoutMs || ph.Recommendation.Retries != h.Recommendation.Retries {
-		t.Errorf("eject changed the numbers: %+v vs %+v", h.Recommendation, ph.Recommendation)
-	}
-	if ph.Attribution != nil || ph.Recommendation.Eject != nil {
-		t.Errorf("without attributes: %+v", ph.Attribution)
+	if g := hopOf(rep, "auth"); g.Ejection() != nil {
+		t.Errorf("the healthy hop's ejection: %+v", g.Ejection())
 	}
 }
 
@@ -200,7 +182,7 @@ func TestAttributionFailures(t *testing.T) {
 	if len(got.Examples) == 0 {
 		t.Error("no example failures")
 	}
-	if e := h.Recommendation.Eject; e == nil || e.Value != "cart-1" || e.Of != "failures" {
+	if e := h.Ejection(); e == nil || e.Value != "cart-1" || e.Of != "failures" {
 		t.Errorf("eject %+v", e)
 	}
 	if h.Examples == nil || h.Examples.FailedTraceID == "" {
@@ -233,12 +215,12 @@ func TestAttributionStreamedAndMerged(t *testing.T) {
 		sp := spans[i]
 		acc.Add(&sp)
 	}
-	if got := js(acc.Report(Options{})); got != js(want) {
+	if got := js(measured(acc, Options{})); got != js(want) {
 		t.Errorf("Accum.Add differs from Run:\n%s\nvs\n%s", got, js(want))
 	}
 	for seed := range uint64(4) {
 		for _, parts := range []int{2, 3, 5} {
-			if got := js(forked(spans, 0, parts, 2, seed).Report(Options{})); got != js(want) {
+			if got := js(measured(forked(spans, 0, parts, 2, seed), Options{})); got != js(want) {
 				t.Errorf("%d parts, seed %d: differs from Run:\n%s\nvs\n%s", parts, seed, got, js(want))
 			}
 		}
@@ -249,7 +231,7 @@ func TestAttributionStreamedAndMerged(t *testing.T) {
 	if !sampled.Sampled() {
 		t.Fatal("not sampled")
 	}
-	srep := sampled.Report(Options{})
+	srep := measured(sampled, Options{})
 	if a, w := hopOf(srep, "cart").Attribution, hopOf(want, "cart").Attribution; fmt.Sprint(a) != fmt.Sprint(w) {
 		t.Errorf("sampled: %+v, want %+v", a, w)
 	}
@@ -346,10 +328,11 @@ func TestFisherUpper(t *testing.T) {
 	}
 }
 
-// A callee-side hop whose slow attempts concentrate on one pod passes the
-// eject advice to the calls into it (their spans name no pod), through
-// the client/server pairs; the policy records it for that hop.
-func TestAttributionEjectReachesCaller(t *testing.T) {
+// A callee-side hop whose slow attempts concentrate on one pod has the
+// eject advice; the calls into it name no pod and have none of their own
+// (the recommendation passes the callee's to them through the
+// client/server pairs: recommend/eject_test.go).
+func TestAttributionEjectOnCallee(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 	pods := map[string]int{}
@@ -370,18 +353,11 @@ func TestAttributionEjectReachesCaller(t *testing.T) {
 	}
 	rep := analyse(g.spans, Options{})
 	callee, caller := hopOf(rep, "cart handle"), hopOf(rep, "gw → cart")
-	if e := callee.Recommendation.Eject; e == nil || e.Value != "cart-2" || e.From != "" {
+	if e := callee.Ejection(); e == nil || e.Value != "cart-2" || e.From != "" {
 		t.Fatalf("callee eject %+v (attribution %+v)", e, callee.Attribution)
 	}
-	if len(caller.Attribution) != 0 {
+	if len(caller.Attribution) != 0 || caller.Ejection() != nil {
 		t.Fatalf("the caller's spans carry no attributes, yet %+v", caller.Attribution)
-	}
-	e := caller.Recommendation.Eject
-	if e == nil || e.Value != "cart-2" || e.From != "cart handle" || !strings.Contains(caller.Recommendation.Basis, "its callee cart handle") {
-		t.Fatalf("caller eject %+v: %s", e, caller.Recommendation.Basis)
-	}
-	if ej, ok := rep.Recommended().Ejections["gw → cart"]; !ok || ej.Value != "cart-2" {
-		t.Errorf("policy ejections %+v", rep.Recommended().Ejections)
 	}
 }
 

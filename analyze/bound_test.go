@@ -72,7 +72,7 @@ func TestHopLimit(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s, %d hops: %v", name, hops, err)
 				}
-				if rep := a.Report(Options{}); len(rep.Hops) != hops {
+				if rep := measured(a, Options{}); len(rep.Hops) != hops {
 					t.Errorf("%s, %d hops: report has %d", name, hops, len(rep.Hops))
 				}
 				continue
@@ -128,7 +128,7 @@ func TestGiantTraceLeavesTheSample(t *testing.T) {
 		for i := range 10 {
 			add(boundSpan(fmt.Sprintf("small%d", i), "x", "", "h0", i))
 		}
-		rep := a.Report(Options{})
+		rep := measured(a, Options{})
 		attempts := 0
 		for _, h := range rep.Hops {
 			attempts += h.Attempts
@@ -178,7 +178,7 @@ func TestAttributionHidesCredentials(t *testing.T) {
 		}
 		a.Add(&s)
 	}
-	rep := a.Report(Options{})
+	rep := measured(a, Options{})
 	shown := map[string]string{}
 	for _, at := range rep.Hops[0].Attribution {
 		if strings.Contains(at.Value, "SECRET") {
@@ -211,7 +211,7 @@ func TestAttributionHidesCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, at := range b.Report(Options{}).Hops[0].Attribution {
+	for _, at := range measured(b, Options{}).Hops[0].Attribution {
 		if strings.Contains(at.Value, "SECRET") {
 			t.Errorf("a summary's raw value is shown: %s=%s", at.Key, at.Value)
 		}

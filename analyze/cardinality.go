@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
@@ -181,11 +180,13 @@ func unboundedHops(hops []hopSeen) *Unbounded {
 	return u
 }
 
-// warning is the unbounded-hops warning.
-func (u *Unbounded) warning() Warning {
+// Warning is the unbounded-hops warning; it says how many hops the
+// recommended policy left to its default (Unlisted), so it is made once
+// the recommendation has run.
+func (u *Unbounded) Warning() Warning {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of the %d hops are names that differ only in ids (%d %s, e.g. %s); %d of them have fewer than %d attempts, too few for a p99",
-		u.IDHops, u.Hops, u.Templates, plural(u.Templates, "pattern", "patterns"), quoteJoin(u.Examples), u.Few, MinSamplesP99)
+		u.IDHops, u.Hops, u.Templates, Plural(u.Templates, "pattern", "patterns"), quoteJoin(u.Examples), u.Few, MinSamplesP99)
 	if len(u.HopBy) > 0 {
 		fmt.Fprintf(&b, ": the hop names look unbounded; group the spans by a bounded name with --hop-by %s", strings.Join(u.HopBy, " or --hop-by "))
 	} else {
@@ -193,7 +194,7 @@ func (u *Unbounded) warning() Warning {
 	}
 	fmt.Fprintf(&b, ". Text, Markdown and HTML show the first %d hops, JSON all of them", MaxShownHops)
 	if u.Unlisted > 0 {
-		fmt.Fprintf(&b, "; the recommended policy leaves %d id-laden %s measured too rarely for a timeout of their own to its default", u.Unlisted, plural(u.Unlisted, "hop", "hops"))
+		fmt.Fprintf(&b, "; the recommended policy leaves %d id-laden %s measured too rarely for a timeout of their own to its default", u.Unlisted, Plural(u.Unlisted, "hop", "hops"))
 	}
 	return Warning{Code: WarnUnboundedHops, Message: b.String()}
 }
@@ -341,31 +342,6 @@ func firstOf(sp *span.Span) hopFirst {
 // UnboundedHops returns what the report found about unbounded hop names,
 // nil when they look bounded.
 func (r *Report) UnboundedHops() *Unbounded { return r.unbounded }
-
-// collapseIDHops leaves out of the recommended policy the id-laden hops
-// whose recommendation rests on too few successes (keep), when the
-// default already covers them (no retries, no hedge, a timeout no longer
-// than the default's): otherwise a policy file lists every id ever seen,
-// grows with the logs, and its entries say nothing the default does not.
-// The replay that checks the policy runs after this, so the request-level
-// target still holds; hops measured well enough stay listed.
-func collapseIDHops(rep *Report, p *policy.Policy) {
-	u := rep.unbounded
-	if u == nil {
-		return
-	}
-	for i := range rep.Hops {
-		h := &rep.Hops[i]
-		hp, ok := p.Hops[h.Hop]
-		if !ok || !u.IDLaden(h.Hop) || h.Recommendation.Action != ActionKeep ||
-			hp.Retries > 0 || hp.Hedge.Delay > 0 || hp.Timeout > p.Default.Timeout {
-			continue
-		}
-		delete(p.Hops, h.Hop)
-		u.Unlisted++
-		h.Recommendation.Basis += "; not listed in the policy: the hop names carry ids (" + WarnUnboundedHops + "), and the default covers it"
-	}
-}
 
 // routeKey is the route attribute most of the id-laden hops carry.
 func (u *Unbounded) routeKey(hops []hopSeen) string {

@@ -43,7 +43,7 @@ func TestAnalysisLinearInHops(t *testing.T) {
 				}
 				a.Merge(p)
 			}
-			rep := a.Report(Options{})
+			rep := measured(a, Options{})
 			cpu = min(cpu, cpuTime()-c0)
 			runtime.ReadMemStats(&m1)
 			allocs = m1.Mallocs - m0.Mallocs

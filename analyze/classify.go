@@ -82,7 +82,7 @@ func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (class, evi
 	T := nsOf(h.TimeoutMs)
 	f := shapeOf(h.Hop, ss, T, opt)
 	if n < MinFailures {
-		s := nWord(n, "failed attempt", "failed attempts")
+		s := NWord(n, "failed attempt", "failed attempts")
 		if f.cut > 0 {
 			s += fmt.Sprintf(" (%d cut by a timeout)", f.cut)
 		}
@@ -406,5 +406,5 @@ func pct(x float64) string {
 	if v < 0.1 {
 		v = 0.1
 	}
-	return trimZeros(fmt.Sprintf("%.1f", v)) + "%"
+	return TrimZeros(fmt.Sprintf("%.1f", v)) + "%"
 }

@@ -274,7 +274,7 @@ func TestEvidenceCountsTextCodes(t *testing.T) {
 			i, i, 1_700_000_000_000_000_000+int64(i)*1e9, 5+i%7, status, code)
 	}
 	spans, reqs, probs := loadBytes(t, []byte(b.String()))
-	rep := Run(spans, reqs, probs, Options{})
+	rep := analysed(spans, reqs, probs, Options{})
 	ev := rep.Hops[0].Evidence
 	if !strings.Contains(ev, "ECONNRESET×5 (transient)") || !strings.Contains(ev, "no such table×5") || strings.Contains(ev, "no such table×5 (transient)") {
 		t.Errorf("evidence %q: want ECONNRESET×5 (transient) and no such table×5", ev)

@@ -209,8 +209,9 @@ func (v *windowView) summary(label string) WindowSummary {
 }
 
 // Compare ranks the hops by how much their change from before to after
-// moves the request tail (see above). Both reports must come from Run (or
-// Accum.Report); the labels say where each window comes from.
+// moves the request tail (see above). Both reports must have their tail
+// ranked (WhereTailComesFrom: recommend.Run and recommend.RunAccum do);
+// the labels say where each window comes from.
 func Compare(before, after *Report, beforeLabel, afterLabel string) *Comparison {
 	vb, va := viewOf(before), viewOf(after)
 	c := &Comparison{Before: vb.summary(beforeLabel), After: va.summary(afterLabel), TailQuantile: CompareTailQuantile, Ranking: []HopChange{}}
@@ -331,7 +332,7 @@ func changeReason(hc *HopChange) string {
 		return ""
 	case b == nil:
 		return fmt.Sprintf("new: not in the baseline; now p50 %s, p99 %s over %s, %s of a tail request's critical path",
-			latText(a.P50Ms, a.Censored), latText(a.P99Ms, a.Censored), nWord(a.Attempts, "attempt", "attempts"), fmtMs(a.TailPathMs))
+			latText(a.P50Ms, a.Censored), latText(a.P99Ms, a.Censored), NWord(a.Attempts, "attempt", "attempts"), fmtMs(a.TailPathMs))
 	case a == nil:
 		return fmt.Sprintf("gone: not in the logs compared; it held %s of a tail request's critical path before", fmtMs(b.TailPathMs))
 	}
@@ -365,7 +366,7 @@ func latText(v *float64, c *Censored) string {
 }
 
 func pctWord(x float64) string {
-	return trimZeros(fmt.Sprintf("%.2f", 100*x)) + "%"
+	return TrimZeros(fmt.Sprintf("%.2f", 100*x)) + "%"
 }
 
 // SplitByTime splits spans into two windows of length window: after holds

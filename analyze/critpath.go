@@ -274,3 +274,7 @@ func criticalPaths(hops []string, reqs []*span.Request) *paths {
 	}
 	return p
 }
+
+// minReqsPerWorker is the fewest requests worth a goroutine of their own
+// in a walk over the requests' trees.
+const minReqsPerWorker = 128

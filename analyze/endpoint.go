@@ -78,8 +78,8 @@ func attr(s *span.Span, key string) string {
 	return ""
 }
 
-// mapEndpoints fills Hop.Endpoints from the call trees.
-func mapEndpoints(rep *Report, reqs []*span.Request) {
+// MapEndpoints fills Hop.Endpoints from the call trees.
+func MapEndpoints(rep *Report, reqs []*span.Request) {
 	type hk struct {
 		hop string
 		e   policy.Endpoint

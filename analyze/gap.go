@@ -65,7 +65,7 @@ type gapAcc struct {
 func gaps(rep *Report, reqs []*span.Request) {
 	acc := map[string]*gapAcc{}
 	for _, r := range reqs {
-		eachCall(r.Calls, func(c *span.Call) {
+		EachCall(r.Calls, func(c *span.Call) {
 			if c.Role != span.RoleCall {
 				return
 			}

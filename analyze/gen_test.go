@@ -1,11 +1,15 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -155,10 +159,21 @@ func both(a, b func(r *rand.Rand, i, k int) (time.Duration, int), pickA func(i i
 	}
 }
 
-// analyse runs the analysis the way the command does.
+// analyse runs the analysis the way the command does, without the
+// recommendation (package recommend).
 func analyse(spans []span.Span, opt Options) *Report {
 	reqs, probs := span.Assemble(spans)
-	return Run(spans, reqs, probs, opt)
+	return analysed(spans, reqs, probs, opt)
+}
+
+// analysed is everything the analysis adds to a report, in the order
+// package recommend runs it with the recommendation left out: Measure,
+// then where the tail comes from and the endpoints.
+func analysed(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
+	rep := Measure(spans, reqs, probs, opt)
+	WhereTailComesFrom(rep, reqs)
+	MapEndpoints(rep, reqs)
+	return rep
 }
 
 func hopOf(rep *Report, name string) *Hop {
@@ -168,4 +183,54 @@ func hopOf(rep *Report, name string) *Hop {
 		}
 	}
 	return nil
+}
+
+// measured is an Accum's analysis without the recommendation, as package
+// recommend runs it: Measure, where the tail comes from, the endpoints,
+// then Complete.
+func measured(a *Accum, opt Options) *Report {
+	reqs, probs := span.Assemble(a.Spans())
+	rep := a.Measure(reqs, probs, opt)
+	WhereTailComesFrom(rep, reqs)
+	MapEndpoints(rep, reqs)
+	a.Complete(rep, reqs)
+	return rep
+}
+
+func loadFile(t *testing.T, path string) ([]span.Span, []*span.Request, span.Problems) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loadBytes(t, data)
+}
+
+func loadBytes(t *testing.T, data []byte) ([]span.Span, []*span.Request, span.Problems) {
+	t.Helper()
+	var spans []span.Span
+	if _, err := ingest.ReadStream("t.jsonl", bytes.NewReader(data), ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) })); err != nil {
+		t.Fatal(err)
+	}
+	reqs, probs := span.Assemble(spans)
+	return spans, reqs, probs
+}
+
+// chain writes requests over hops with given latency generators.
+func chain(seed uint64, n int, hops []string, draw func(rng *rand.Rand, hop int) (time.Duration, bool)) []byte {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		t := int64(1e18) + int64(i)*int64(time.Second)
+		for h, name := range hops {
+			d, failed := draw(rng, h)
+			st := "ok"
+			if failed {
+				st = "error"
+			}
+			fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"r%d-%d","hop":%q,"start":%d,"duration_ns":%d,"status":%q}`+"\n", i, i, h, name, t, d, st)
+			t += int64(d)
+		}
+	}
+	return b.Bytes()
 }

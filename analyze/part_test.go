@@ -93,7 +93,7 @@ func TestPartsSameAsAdd(t *testing.T) {
 		for i := range c.ss {
 			want.Add(&c.ss[i])
 		}
-		wantJSON := reportJSON(t, want.Report(Options{}))
+		wantJSON := reportJSON(t, measured(want, Options{}))
 		for _, shape := range [][2]int{{1, 0}, {2, 1}, {2, 6}, {3, 3}} {
 			got := forked(c.ss, c.sampleSpans, shape[0], shape[1], uint64(shape[0]*10+shape[1]))
 			if got.Total() != want.Total() || got.Sampled() != want.Sampled() || !reflect.DeepEqual(got.Spans(), want.Spans()) {
@@ -101,7 +101,7 @@ func TestPartsSameAsAdd(t *testing.T) {
 					got.Total(), got.Sampled(), len(got.Spans()), want.Total(), want.Sampled(), len(want.Spans()))
 				continue
 			}
-			if !bytes.Equal(reportJSON(t, got.Report(Options{})), wantJSON) {
+			if !bytes.Equal(reportJSON(t, measured(got, Options{})), wantJSON) {
 				t.Errorf("%s, %d parts, lag %d: report differs from Add's", c.name, shape[0], shape[1])
 			}
 		}
@@ -164,7 +164,7 @@ func TestPartsConcurrent(t *testing.T) {
 	for _, p := range ps {
 		acc.Merge(p)
 	}
-	if !bytes.Equal(reportJSON(t, acc.Report(Options{})), reportJSON(t, want.Report(Options{}))) {
+	if !bytes.Equal(reportJSON(t, measured(acc, Options{})), reportJSON(t, measured(want, Options{}))) {
 		t.Error("report differs from Add's")
 	}
 }

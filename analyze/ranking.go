@@ -78,10 +78,10 @@ type TailRequests struct {
 	Examples []string `json:"examples"`
 }
 
-// whereTailComesFrom adds what Run says about where the tail comes from:
+// WhereTailComesFrom adds what the analysis says about where the tail comes from:
 // the client/server gaps, then the worst-first ranking, which orders the
 // hop table.
-func whereTailComesFrom(rep *Report, reqs []*span.Request) {
+func WhereTailComesFrom(rep *Report, reqs []*span.Request) {
 	gaps(rep, reqs)
 	rankTail(rep, reqs)
 }
@@ -242,7 +242,7 @@ func tailReasons(rep *Report, reqs []*span.Request, inTail func(*reqPath) bool, 
 		if r.Root != nil {
 			put(r.Root.Hop, r.Root.Duration)
 		}
-		eachCall(r.Calls, func(c *span.Call) { put(c.Hop, c.End()-c.Start()) })
+		EachCall(r.Calls, func(c *span.Call) { put(c.Hop, c.End()-c.Start()) })
 	}
 	which := tailWhich(tr)
 	d := func(ns float64) string { return FormatDuration(time.Duration(ns)) }
@@ -330,7 +330,7 @@ func topExamples(xs []example, x example, k int) []example {
 // SortHops orders the hop table: "rank" puts the hops of the worst-first
 // ranking first, in its order, and the others after them by name; "name"
 // is by name alone. HopOrder records the choice. Linear when the hops are
-// in name order already (as Run makes them); else one sort of indices.
+// in name order already (as Measure makes them); else one sort of indices.
 func (r *Report) SortHops(by string) {
 	if by != "name" {
 		by = "rank"

@@ -58,7 +58,7 @@ const MinProvisional = 10
 func Provisional(rep *Report, chk *RecommendationCheck) string {
 	if chk.LoggedOK < MinProvisional {
 		return fmt.Sprintf("only %s succeeded as logged (fewer than %d): each timeout rests on a handful of calls or on none; collect more logs before rolling it out",
-			nWord(chk.LoggedOK, "request", "requests"), MinProvisional)
+			NWord(chk.LoggedOK, "request", "requests"), MinProvisional)
 	}
 	var none []string
 	for _, h := range rep.Hops {
@@ -68,7 +68,7 @@ func Provisional(rep *Report, chk *RecommendationCheck) string {
 	}
 	if len(none) > 0 {
 		return fmt.Sprintf("%s no successful call to measure (%s): %s on the policy's default, not on its own times",
-			nWord(len(none), "hop has", "hops have"), strings.Join(firstN(none, 3), ", "), map[bool]string{true: "its timeout rests", false: "their timeouts rest"}[len(none) == 1])
+			NWord(len(none), "hop has", "hops have"), strings.Join(firstN(none, 3), ", "), map[bool]string{true: "its timeout rests", false: "their timeouts rest"}[len(none) == 1])
 	}
 	return ""
 }
@@ -252,9 +252,9 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		r := &hr{upper: BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
 			risk: &HopRisk{Hop: hop, TimeoutMs: ms(int64(t)), Successes: h.ttsCount, Above: m}}
 		r.risk.Upper = round6(r.upper)
-		if h.tail != nil && h.extrapolated {
+		if tm := h.Recommendation.Tail; tm != nil {
 			r.risk.Extrapolated = true
-			r.risk.ModelRisk = round6(h.tail.Exceed(float64(t)))
+			r.risk.ModelRisk = round6(tm.Exceed(float64(t)))
 		}
 		risks[hop] = r
 		return r
@@ -268,7 +268,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		}
 		ok++
 		logU, logE := 0.0, 0.0
-		eachCall(r.Calls, func(c *span.Call) {
+		EachCall(r.Calls, func(c *span.Call) {
 			last := c.Attempts[len(c.Attempts)-1].Span
 			if last.Failed() {
 				return // a call that failed as logged cannot be falsely cut
@@ -313,7 +313,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		pr.NeedSuccesses = NeedSuccesses(target / k)
 	}
 	pr.Basis = fmt.Sprintf("distribution-free: per call, the %s quantile of Beta(m+1, n−m) for a hop with n successes, m of them longer than its timeout; combined over the calls each of the %d successful requests makes (~%s per request, retries not credited)",
-		pctText(RiskLevel), ok, trimZeros(fmt.Sprintf("%.1f", k)))
+		PctText(RiskLevel), ok, TrimZeros(fmt.Sprintf("%.1f", k)))
 	if !pr.Met && ok > 0 {
 		pr.Advice = adviceFor(pr, reqs, ok)
 	}
@@ -341,18 +341,18 @@ func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s cannot certify the %s target on new traffic: a timeout above every success of a hop still leaves a chance of about 1 in n+1 that the next call is slower",
-		nWord(ok, "successful request", "successful requests"), pctText(pr.Target))
+		NWord(ok, "successful request", "successful requests"), PctText(pr.Target))
 	if len(short) > 0 {
 		fmt.Fprintf(&b, "; each hop needs about %d successful calls, and these have fewer: %s", pr.NeedSuccesses, strings.Join(firstN(short, 3), ", "))
 	}
 	if worst > 0 {
 		more := int(math.Ceil(worst * float64(len(reqs)) / float64(ok)))
-		fmt.Fprintf(&b, "; that is about %s", nWord(more, "more request", "more requests"))
+		fmt.Fprintf(&b, "; that is about %s", NWord(more, "more request", "more requests"))
 		if first, last := reqs[0].Start, lastEnd(reqs); last > first {
 			minutes := float64(last-first) / 6e10
 			rate := float64(len(reqs)) / minutes
 			if rate > 0 {
-				fmt.Fprintf(&b, ", ~%s more of logs at the observed %s requests a minute", minutesText(float64(more)/rate), trimZeros(fmt.Sprintf("%.1f", rate)))
+				fmt.Fprintf(&b, ", ~%s more of logs at the observed %s requests a minute", minutesText(float64(more)/rate), TrimZeros(fmt.Sprintf("%.1f", rate)))
 			}
 		}
 	}
@@ -373,9 +373,9 @@ func minutesText(m float64) string {
 	case m < 90:
 		return fmt.Sprintf("%.0f minutes", math.Max(1, math.Ceil(m)))
 	case m < 48*60:
-		return trimZeros(fmt.Sprintf("%.1f", m/60)) + " hours"
+		return TrimZeros(fmt.Sprintf("%.1f", m/60)) + " hours"
 	}
-	return trimZeros(fmt.Sprintf("%.1f", m/1440)) + " days"
+	return TrimZeros(fmt.Sprintf("%.1f", m/1440)) + " days"
 }
 
 func firstN(s []string, n int) []string {

@@ -69,7 +69,7 @@ func TestTailLinear(t *testing.T) {
 				}
 				runtime.GC() // the garbage of building rep is not the tail parts' cost
 				start := cpuTime()
-				whereTailComesFrom(rep, reqs)
+				WhereTailComesFrom(rep, reqs)
 				Compare(rep, rep, "a", "b")
 				best = min(best, cpuTime()-start)
 			}

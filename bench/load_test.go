@@ -6,6 +6,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkLoad(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		acc.Report(analyze.Options{})
+		recommend.FromAccum(acc, analyze.Options{})
 		b.ReportMetric(float64(st.Used), "spans")
 	}
 }

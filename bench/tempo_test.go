@@ -10,6 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -23,7 +24,8 @@ func analyzeFile(t *testing.T, path string) (map[string]analyze.Hop, *ingest.Sta
 		t.Fatal(err)
 	}
 	hops := map[string]analyze.Hop{}
-	for _, h := range acc.Report(analyze.Options{}).Hops {
+	rep, _ := recommend.FromAccum(acc, analyze.Options{})
+	for _, h := range rep.Hops {
 		hops[h.Hop] = h
 	}
 	return hops, st

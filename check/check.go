@@ -16,6 +16,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -174,7 +175,7 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 
 func resultOf(rep *analyze.Report, p *policy.Policy, rr *replay.Result) Result {
 	res := Result{
-		Policy: PolicyRef{Name: p.Name, Path: p.Path, Content: analyze.DocOf(p)},
+		Policy: PolicyRef{Name: p.Name, Path: p.Path, Content: recommend.DocOf(p)},
 		Lint:   []Finding{}, Gates: []Gate{}, Replay: ReplayOf(rr),
 	}
 	res.HopTimeout, res.Retries = summarise(rep, p)

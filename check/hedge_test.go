@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -90,8 +91,7 @@ func jitteryChain(seed uint64, n int) []span.Span {
 func TestRecommendedHedgePassesCheck(t *testing.T) {
 	spans := jitteryChain(5, 3000)
 	reqs, probs := span.Assemble(spans)
-	rep := analyze.Run(spans, reqs, probs, analyze.Options{HedgeLoad: 0.02})
-	p := rep.Recommended()
+	rep, p := recommend.Run(spans, reqs, probs, analyze.Options{HedgeLoad: 0.02})
 	if p.For("jittery").Hedge.Delay == 0 {
 		t.Fatalf("no hedge on the jittery hop: %+v", p.For("jittery"))
 	}

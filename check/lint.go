@@ -12,6 +12,7 @@ import (
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -74,7 +75,7 @@ const P99 = 0.99
 // policy is never used and not linted.
 func Lint(rep *analyze.Report, reqs []*span.Request, p *policy.Policy) []Finding {
 	l := &linter{p: p, hops: map[string]*analyze.Hop{}, obs: map[string]*hopObs{}, unbounded: rep.UnboundedHops(),
-		nested: analyze.NestedNeeds(reqs, p)}
+		nested: recommend.NestedNeeds(reqs, p)}
 	for i := range rep.Hops {
 		l.hops[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
@@ -141,7 +142,7 @@ type linter struct {
 	outlast  map[string]*outlivesObs // retries that need longer than the caller allows
 	timed    map[string]int          // calls with a timeout, by hop
 	// nested is what each hop's timeout must allow for the timed calls
-	// below it (analyze.NestedNeeds).
+	// below it (recommend.NestedNeeds).
 	nested map[string]time.Duration
 }
 
@@ -780,7 +781,7 @@ func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o 
 			ref = fmt.Sprintf("the slowest of %d successful attempts, %s (p99 %s)", len(o.succ), units.Duration(time.Duration(slowest)), p99)
 		}
 	}
-	if need := float64(h.TailNeed()); need > p {
+	if need := float64(h.Recommendation.TailNeed); need > p {
 		// The recommendation extrapolated this hop's tail past its
 		// slowest success (too few successes to certify the request
 		// target): that is the tail a timeout must cover.

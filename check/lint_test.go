@@ -11,6 +11,7 @@ import (
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -46,11 +47,14 @@ type logs struct {
 	spans []span.Span
 	reqs  []*span.Request
 	rep   *analyze.Report
+	// rec is the policy recommended with rep.
+	rec *policy.Policy
 }
 
 func analyse(spans []span.Span, inForce *policy.Policy) *logs {
 	reqs, probs := span.Assemble(spans)
-	return &logs{spans: spans, reqs: reqs, rep: analyze.Run(spans, reqs, probs, analyze.Options{PolicyInForce: inForce})}
+	rep, rec := recommend.Run(spans, reqs, probs, analyze.Options{PolicyInForce: inForce})
+	return &logs{spans: spans, reqs: reqs, rep: rep, rec: rec}
 }
 
 func loadPolicy(t *testing.T, path string) *policy.Policy {
@@ -464,7 +468,7 @@ func TestTailRules(t *testing.T) {
 	var need time.Duration
 	for i := range l.rep.Hops {
 		if l.rep.Hops[i].Hop == "h" {
-			need = l.rep.Hops[i].TailNeed()
+			need = l.rep.Hops[i].Recommendation.TailNeed
 		}
 	}
 	if need <= 100*time.Millisecond {

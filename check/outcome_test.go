@@ -40,7 +40,7 @@ func TestUnknownOutcomes(t *testing.T) {
 			if rq.Succeeded == 0 {
 				t.Fatal("the test needs requests counted as succeeded")
 			}
-			p, err := policy.Parse("rec.yaml", l.rep.Recommended().Marshal())
+			p, err := policy.Parse("rec.yaml", l.rec.Marshal())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,7 +33,7 @@ func TestRootAloneIsNotUnconfigured(t *testing.T) {
 	if alone == 0 || h == nil || h.Role != analyze.RoleRoot {
 		t.Fatalf("the fixture does not have the shape: %d lone roots, hop %+v", alone, h)
 	}
-	rec, err := policy.Parse("recommended.yaml", l.rep.Recommended().Marshal())
+	rec, err := policy.Parse("recommended.yaml", l.rec.Marshal())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -85,7 +86,7 @@ func TestRecommendThenCheckPassesOnRealFiles(t *testing.T) {
 			}
 			l := analyse(spans, nil)
 			// What recommend writes, read back as check reads it.
-			p, err := policy.Parse("recommended.yaml", l.rep.Recommended().Marshal())
+			p, err := policy.Parse("recommended.yaml", l.rec.Marshal())
 			if err != nil {
 				t.Fatalf("the recommended policy does not read back: %v", err)
 			}
@@ -262,7 +263,7 @@ func TestRecommendMeetsRequestTargetOnFanOut(t *testing.T) {
 	if chk.CallsPerRequest != 45 || chk.Percentile < 99.99 {
 		t.Errorf("calls per request %g, percentile %g: want 45 and ≥ p99.99", chk.CallsPerRequest, chk.Percentile)
 	}
-	p := l.rep.Recommended()
+	p := l.rec
 	for _, h := range l.rep.Hops {
 		if h.Role != analyze.RoleCall {
 			continue
@@ -280,7 +281,7 @@ func TestRecommendMeetsRequestTargetOnFanOut(t *testing.T) {
 	naive := &policy.Policy{Name: "p99", Hops: map[string]policy.Hop{}, Budget: p.Budget}
 	for _, h := range l.rep.Hops {
 		if h.Role == analyze.RoleCall {
-			naive.Hops[h.Hop] = policy.Hop{Timeout: analyze.RoundUpNice(time.Duration(*h.SuccessLatencyMs.P99 * 1.1 * 1e6))}
+			naive.Hops[h.Hop] = policy.Hop{Timeout: recommend.RoundUpNice(time.Duration(*h.SuccessLatencyMs.P99 * 1.1 * 1e6))}
 		}
 	}
 	cr = Run(l.rep, l.reqs, []*policy.Policy{naive}, Options{})
@@ -413,7 +414,7 @@ func TestBoutiqueShapes(t *testing.T) {
 		t.Run(fmt.Sprintf("seed%d-n%d-skew%s", c.seed, c.n, c.skew), func(t *testing.T) {
 			spans := boutique(c.seed, c.n, c.skew)
 			l := analyse(spans, nil)
-			p := l.rep.Recommended()
+			p := l.rec
 			cr := Run(l.rep, l.reqs, []*policy.Policy{p}, Options{})
 			for _, x := range cr.Results[0].Lint {
 				if x.Code == CodeOutOfSample {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -33,11 +34,10 @@ func TestUnconfiguredIDHopsOneFinding(t *testing.T) {
 		}
 	}
 	reqs, probs := span.Assemble(spans)
-	rep := analyze.Run(spans, reqs, probs, analyze.Options{})
+	rep, p := recommend.Run(spans, reqs, probs, analyze.Options{})
 	if rep.UnboundedHops() == nil {
 		t.Fatalf("no %s over %d hops", analyze.WarnUnboundedHops, len(rep.Hops))
 	}
-	p := rep.Recommended()
 	delete(p.Hops, "search") // a named hop the policy forgot
 	per, grouped := 0, 0
 	for _, f := range Lint(rep, reqs, p) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -249,7 +250,7 @@ func tjAnalyze(t *testing.T, spans []span.Span) string {
 	t.Helper()
 	cp := append([]span.Span(nil), spans...)
 	reqs, pr := span.Assemble(cp)
-	rep := analyze.Run(cp, reqs, pr, analyze.Options{})
+	rep, _ := recommend.Run(cp, reqs, pr, analyze.Options{})
 	b, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -178,7 +179,8 @@ func analyzeLog(t *testing.T, in string) (*analyze.Report, *ingest.Stats) {
 		t.Fatal(err)
 	}
 	reqs, pr := span.Assemble(spans)
-	return analyze.Run(spans, reqs, pr, analyze.Options{}), st
+	rep, _ := recommend.Run(spans, reqs, pr, analyze.Options{})
+	return rep, st
 }
 
 // A six-hop log whose retries are numbered 0, 1, 2 (and others numbered

@@ -19,6 +19,8 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 	"github.com/tailscope/tailscope/summary"
 )
@@ -299,16 +301,25 @@ func FromSpans(spans []span.Span, st *ingest.Stats) *Logs {
 }
 
 // Report analyses the logs — per-hop numbers over all spans, the parts
-// built on trees over Spans — and records in the report what was read.
+// built on trees over Spans — and recommends on them, and records in the
+// report what was read: Recommend without the policy.
 func (l *Logs) Report(opt analyze.Options) *analyze.Report {
+	rep, _ := l.Recommend(opt)
+	return rep
+}
+
+// Recommend is Report, and the recommended policy (with each hop's basis
+// as its comment: what recommend writes).
+func (l *Logs) Recommend(opt analyze.Options) (*analyze.Report, *policy.Policy) {
 	var rep *analyze.Report
+	var p *policy.Policy
 	if l.acc == nil {
-		rep = analyze.Run(l.Spans, l.Requests, l.Problems, opt)
+		rep, p = recommend.Run(l.Spans, l.Requests, l.Problems, opt)
 	} else {
-		rep = l.acc.ReportOn(l.Requests, l.Problems, opt)
+		rep, p = recommend.RunAccum(l.acc, l.Requests, l.Problems, opt)
 	}
 	l.fill(rep)
-	return rep
+	return rep, p
 }
 
 // fill copies the read statistics into a report.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -18,7 +19,8 @@ func (l *Logs) CompareWindows(d time.Duration, label string, opt analyze.Options
 	}
 	window := func(spans []span.Span) *analyze.Report {
 		reqs, probs := span.Assemble(spans)
-		return analyze.Run(spans, reqs, probs, opt)
+		rep, _ := recommend.Run(spans, reqs, probs, opt)
+		return rep
 	}
 	return analyze.Compare(window(before), window(after), "the "+label+" before", "the last "+label), true
 }

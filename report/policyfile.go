@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/policy"
 )
 
 // PolicyHeader is the comment at the top of a written policy file: the
@@ -41,9 +42,8 @@ func PolicyHeader(rep *analyze.Report) string {
 // PolicyWritten writes what recommend prints once the policy is in file:
 // the hops it sets and its budget, then a line per hop with its action,
 // timeout, retries and hedge, so that the terminal shows what the file
-// holds without opening it.
-func PolicyWritten(w io.Writer, file string, rep *analyze.Report) error {
-	p := rep.Recommended()
+// holds without opening it. p is the policy recommended with rep.
+func PolicyWritten(w io.Writer, file string, rep *analyze.Report, p *policy.Policy) error {
 	hops := p.HopNames()
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "wrote %s: %s, budget %s\n", file, units.Count(len(hops), "hop", "hops"), units.Duration(p.Budget))

@@ -16,10 +16,11 @@ func TestPolicyWritten(t *testing.T) {
 		{"true latencies", "spans.jsonl", "recommend-seed.txt"},
 		{"recorded under A", "recorded-under-A.jsonl", "recommend-seed-under-A.txt"},
 	} {
-		rep, _ := analysisOf(t, c.file, "")
+		_, l := analysisOf(t, c.file, "")
+		rep, p := l.Recommend(analyze.Options{})
 		var b bytes.Buffer
 		b.WriteString(PolicyHeader(rep))
-		if err := PolicyWritten(&b, "policy.yaml", rep); err != nil {
+		if err := PolicyWritten(&b, "policy.yaml", rep, p); err != nil {
 			t.Fatal(err)
 		}
 		golden(t, c.golden, b.Bytes())
@@ -29,13 +30,13 @@ func TestPolicyWritten(t *testing.T) {
 // TestPolicyWrittenNames: hop names are made visible, their column as
 // wide as the widest name, and each hop shows its own action.
 func TestPolicyWrittenNames(t *testing.T) {
-	rep := manyHopsReport(t, 12, 40)
-	names := rep.Recommended().HopNames()
+	rep, p := readLogs(t, "many-hops.jsonl", manyHopsLogs(12, 40)).Recommend(analyze.Options{})
+	names := p.HopNames()
 	if len(names) == 0 {
 		t.Fatal("the fixture's policy lists no hop")
 	}
 	var b bytes.Buffer
-	if err := PolicyWritten(&b, "p.yaml", rep); err != nil {
+	if err := PolicyWritten(&b, "p.yaml", rep, p); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
 	"github.com/tailscope/tailscope/summary"
 )
@@ -114,7 +115,7 @@ func plausibleDecoded(t *testing.T, s *summary.Summary) {
 		}
 		return false
 	}
-	rep := s.Accum.Report(analyze.Options{})
+	rep, _ := recommend.FromAccum(s.Accum, analyze.Options{})
 	for _, h := range rep.Hops {
 		l := h.LatencyMs
 		if h.Attempts < 0 || h.FailedAttempts < 0 || h.FailedAttempts > h.Attempts || failed[h.Hop] > h.FailedAttempts ||

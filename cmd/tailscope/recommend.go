@@ -86,8 +86,7 @@ func runRecommend(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := l.Report(aopt)
-	p := rep.Recommended()
+	rep, p := l.Recommend(aopt)
 	// The hops whose timeout the policy sets: only remote calls get one
 	// (callee-side, in-process and root hops are bounded by the calls
 	// above them and the budget).
@@ -130,7 +129,7 @@ func runRecommend(e *env, args []string) error {
 		return err
 	}
 	if output != "" && output != "-" && !in.quiet {
-		return report.PolicyWritten(e.stdout, output, rep)
+		return report.PolicyWritten(e.stdout, output, rep, p)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package analyze
+package recommend
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
@@ -78,14 +79,13 @@ func exactP(xs []int64, q float64) float64 {
 // logs loses nothing.
 func TestRecommendSeedSample(t *testing.T) {
 	spans, reqs, probs := loadFile(t, "../samples/seed-chain/spans.jsonl")
-	rep := Run(spans, reqs, probs, Options{})
-	p := rep.Recommended()
+	rep, p := Run(spans, reqs, probs, analyze.Options{})
 	byHop := map[string][]int64{}
 	for _, s := range spans {
 		byHop[s.Hop] = append(byHop[s.Hop], s.Duration)
 	}
 	k := float64(len(spans)) / float64(len(reqs))
-	q := max(0.99, 1-DefaultFalseTimeouts/k)
+	q := max(0.99, 1-analyze.DefaultFalseTimeouts/k)
 	var path time.Duration
 	for _, h := range rep.Hops {
 		xs := byHop[h.Hop]
@@ -111,7 +111,7 @@ func TestRecommendSeedSample(t *testing.T) {
 		if got.Timeout < 10*time.Second || got.Timeout > 13*time.Second {
 			t.Errorf("%s: timeout %s, want 12s-ish for a hop with an 8–11s tail", h.Hop, got.Timeout)
 		}
-		if got.Retries != 0 || h.Recommendation.Retries != 0 || h.Recommendation.Action != ActionSet {
+		if got.Retries != 0 || h.Recommendation.Retries != 0 || h.Recommendation.Action != analyze.ActionSet {
 			t.Errorf("%s: %+v", h.Hop, h.Recommendation)
 		}
 		if !strings.Contains(h.Recommendation.Basis, "× 1.10") {
@@ -137,13 +137,13 @@ func TestRecommendSeedSample(t *testing.T) {
 // value presented as measured.
 func TestRecommendObserveFirst(t *testing.T) {
 	spans, reqs, probs := loadFile(t, "../samples/seed-chain/recorded-under-A.jsonl")
-	rep := Run(spans, reqs, probs, Options{})
+	rep, _ := Run(spans, reqs, probs, analyze.Options{})
 	for _, h := range rep.Hops {
 		if h.Censored == nil {
 			t.Fatalf("%s: not censored", h.Hop)
 		}
 		r := h.Recommendation
-		if r.Action != ActionObserveFirst {
+		if r.Action != analyze.ActionObserveFirst {
 			t.Errorf("%s: action %s, want observe-first (%s)", h.Hop, r.Action, r.Basis)
 		}
 		if !strings.Contains(r.Basis, "unknown") || !strings.Contains(r.Basis, "canary") {
@@ -186,7 +186,7 @@ func TestRecommendPerHop(t *testing.T) {
 		return time.Duration(5000+rng.IntN(5000)) * time.Millisecond, false
 	})
 	spans, reqs, probs := loadBytes(t, data)
-	p := Run(spans, reqs, probs, Options{}).Recommended()
+	_, p := Run(spans, reqs, probs, analyze.Options{})
 	f, g := p.For("forward").Timeout, p.For("generate").Timeout
 	if f > 400*time.Millisecond || g < 10*time.Second || g > 11500*time.Millisecond {
 		t.Errorf("forward %s, generate %s: want ~330ms and ~11s", f, g)
@@ -225,7 +225,7 @@ func TestRecommendAccuracy(t *testing.T) {
 			spans, reqs, probs := loadBytes(t, data)
 			// One call per request and a 1% request-level target: the
 			// per-call percentile is p99 itself.
-			p := Run(spans, reqs, probs, Options{Margin: margin, FalseTimeouts: 0.01}).Recommended()
+			_, p := Run(spans, reqs, probs, analyze.Options{Margin: margin, FalseTimeouts: 0.01})
 			got := float64(p.For("hop").Timeout)
 			want := sh.p99 * (1 + margin)
 			if math.Abs(got-want)/want > 0.15 {
@@ -263,8 +263,7 @@ func TestRecommendRetries(t *testing.T) {
 		}
 	}
 	spans, reqs, probs := loadBytes(t, b.Bytes())
-	rep := Run(spans, reqs, probs, Options{})
-	p := rep.Recommended()
+	_, p := Run(spans, reqs, probs, analyze.Options{})
 	if h := p.For("flaky"); h.Retries < 1 || h.Backoff.Base <= 0 || !h.BudgetAware {
 		t.Errorf("flaky: %+v, want retries with backoff, budget-aware", h)
 	}
@@ -288,9 +287,9 @@ func TestRecommendRetries(t *testing.T) {
 
 func TestRecommendMaxBudget(t *testing.T) {
 	spans, reqs, probs := loadFile(t, "../samples/seed-chain/spans.jsonl")
-	rep := Run(spans, reqs, probs, Options{MaxBudget: 20 * time.Second})
-	if rep.Recommended().Budget != 20*time.Second {
-		t.Errorf("budget %s, want the 20s cap", rep.Recommended().Budget)
+	rep, repRec := Run(spans, reqs, probs, analyze.Options{MaxBudget: 20 * time.Second})
+	if repRec.Budget != 20*time.Second {
+		t.Errorf("budget %s, want the 20s cap", repRec.Budget)
 	}
 	found := false
 	for _, w := range rep.Warnings {
@@ -309,8 +308,7 @@ func TestRecommendCapsDurations(t *testing.T) {
 		fmt.Fprintf(&b, `{"trace_id":"t%d","span_id":"s%d","hop":"batch","start":%d,"duration_ms":%d}`+"\n", i, i, 1_700_000_000_000_000_000+int64(i)*1e9, int64(2000*time.Hour/time.Millisecond)+int64(i))
 	}
 	spans, reqs, probs := loadBytes(t, []byte(b.String()))
-	rep := Run(spans, reqs, probs, Options{})
-	p := rep.Recommended()
+	rep, p := Run(spans, reqs, probs, analyze.Options{})
 	if got := p.For("batch").Timeout; got != policy.MaxDuration || p.Budget != policy.MaxDuration {
 		t.Errorf("timeout %s, budget %s: want both capped at %s", got, p.Budget, policy.MaxDuration)
 	}

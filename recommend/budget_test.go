@@ -1,4 +1,4 @@
-package analyze
+package recommend
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -41,8 +42,7 @@ func TestRecommendRetryBudgets(t *testing.T) {
 		}
 		spans = append(spans, span.Span{TraceID: trace, SpanID: trace + "-w", Hop: "steady", Start: start + d, Duration: 20e6, Status: span.OK, Attempt: 1, Weight: 1})
 	}
-	rep := analyse(spans, Options{})
-	p := rep.Recommended()
+	rep, p := analyse(spans, analyze.Options{})
 	if p.For("busy").Retries == 0 {
 		t.Fatalf("busy: no retries: %s", hopOf(rep, "busy").Recommendation.Basis)
 	}

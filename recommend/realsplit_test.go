@@ -1,4 +1,4 @@
-package analyze_test
+package recommend_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -107,8 +108,7 @@ func TestRealWindowsOutOfSample(t *testing.T) {
 			fit, test []span.Span
 		}{{"early → late", a, b}, {"late → early", b, a}} {
 			fit := append([]span.Span(nil), w.fit...)
-			rep := logs.FromSpans(fit, &ingest.Stats{}).Report(analyze.Options{})
-			pol := rep.Recommended()
+			rep, pol := logs.FromSpans(fit, &ingest.Stats{}).Recommend(analyze.Options{})
 			test := append([]span.Span(nil), w.test...)
 			reqs, _ := span.Assemble(test)
 			ok, lost := 0, 0
@@ -140,7 +140,7 @@ func TestRealWindowsOutOfSample(t *testing.T) {
 					continue
 				}
 				slowest := time.Duration(*h.SuccessLatencyMs.Max * 1e6)
-				if limit := max(time.Duration(analyze.MaxExtrapolation*float64(slowest)), analyze.MinTimeout); hp.Timeout > limit+time.Millisecond {
+				if limit := max(time.Duration(recommend.MaxExtrapolation*float64(slowest)), recommend.MinTimeout); hp.Timeout > limit+time.Millisecond {
 					t.Errorf("%s %s: %s timeout %s is above 4× its slowest success %s", c.dir, w.name, h.Hop, hp.Timeout, slowest)
 				}
 			}

@@ -1,4 +1,4 @@
-package analyze
+package recommend
 
 import (
 	"fmt"
@@ -9,62 +9,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
 
-// Recommendation actions. Only a hop whose role is a call gets a timeout
-// of its own; the others say why not.
-const (
-	// ActionSet is a timeout taken from the hop's measured time to success.
-	ActionSet = "set"
-	// ActionObserveFirst is a canary timeout: the tail is censored by the
-	// timeout in force, so it cannot be measured yet.
-	ActionObserveFirst = "observe-first"
-	// ActionKeep is a hop with too few successful attempts to measure: the
-	// timeout in force is kept (or, when none is known, the slowest
-	// success × margin), never lowered below an observed success.
-	ActionKeep = "keep"
-	// ActionCallee marks a hop whose spans are the callee's own record
-	// (server, consumer): the caller's timeout bounds it, so the policy
-	// sets nothing for it.
-	ActionCallee = "callee-side"
-	// ActionInProcess marks work inside one service (internal spans, or a
-	// child in its parent's service with no remote child): there is no
-	// call to time out; the calls above it bound it.
-	ActionInProcess = "in-process"
-	// ActionRequest marks the trace root: the request itself, bounded by
-	// the policy's budget, not by a hop timeout.
-	ActionRequest = "request"
-)
-
-// Roles of a hop (Hop.Role).
-const (
-	RoleCall      = "call"
-	RoleCallee    = "callee"
-	RoleInProcess = "in-process"
-	RoleRoot      = "root"
-)
-
 // MinTimeout is the floor of a recommended timeout: below it, network and
 // scheduler noise alone would cause false timeouts.
 const MinTimeout = 50 * time.Millisecond
-
-// MinSamplesRecommend is the number of time-to-success samples below which
-// no timeout is derived from the data.
-const MinSamplesRecommend = 20
-
-// DefaultFalseTimeouts is the share of the requests that succeeded as
-// logged which a recommendation may fail when replayed on the same logs
-// (0.1%): the false-timeout rate a team accepts, chosen per request, not
-// per hop.
-const DefaultFalseTimeouts = 0.001
-
-// CodeOutOfSample is the warning (and check's lint) that a policy's
-// predicted false-timeout share on new traffic is above the target.
-const CodeOutOfSample = "false-timeouts-out-of-sample"
 
 // MaxExtrapolation caps an extrapolated timeout at this multiple of the
 // hop's slowest success: a tail model fitted to n successes is a guess much
@@ -79,18 +33,18 @@ const MinTailFit = 100
 
 // certifyingRank returns the largest m such that a timeout at or above the
 // (n−m)-th smallest of n successes bounds a new call's chance of exceeding
-// it by share at RiskLevel (risk.go), with m ≤ n × (1 − floorQ) so that the
+// it by share at RiskLevel (analyze/risk.go), with m ≤ n × (1 − floorQ) so that the
 // timeout is never below the requested percentile; ok is false when even
 // the slowest success cannot certify share.
 func certifyingRank(n int, share, floorQ float64) (m int, ok bool) {
-	if n <= 0 || BetaUpper(RiskLevel, 0, n) > share {
+	if n <= 0 || analyze.BetaUpper(analyze.RiskLevel, 0, n) > share {
 		return 0, false
 	}
 	hi := int(math.Floor(float64(n)*(1-floorQ) + 1e-9))
 	lo := 0
 	for lo < hi { // BetaUpper grows with m: the last m within share
 		mid := (lo + hi + 1) / 2
-		if BetaUpper(RiskLevel, mid, n) <= share {
+		if analyze.BetaUpper(analyze.RiskLevel, mid, n) <= share {
 			lo = mid
 		} else {
 			hi = mid - 1
@@ -159,40 +113,10 @@ func niceStep(x float64) float64 {
 	return max(step, float64(time.Millisecond))
 }
 
-// FalseTimeoutTarget is the request-level target opt asks for.
-func FalseTimeoutTarget(opt Options) float64 {
-	switch {
-	case opt.FalseTimeouts < 0:
-		return 0
-	case opt.FalseTimeouts == 0:
-		return DefaultFalseTimeouts
-	}
-	return opt.FalseTimeouts
-}
-
-// RecommendationCheck is the recommended policy replayed on the logs it was
-// derived from: how many of the requests that succeeded as logged it
-// fails, against the target, and which timeouts replay had to raise.
-type RecommendationCheck struct {
-	// Target is the share of logged successes the policy may fail.
-	Target float64 `json:"target"`
-	// CallsPerRequest is the mean number of calls with a timeout that a
-	// request makes: per-hop cuts compound over them.
-	CallsPerRequest float64 `json:"calls_per_request"`
-	// Percentile is the per-call time-to-success percentile that the
-	// target implies (at least the requested one).
-	Percentile   float64  `json:"percentile"`
-	LoggedOK     int      `json:"logged_successes"`
-	Failed       int      `json:"failed"`
-	Undetermined int      `json:"undetermined"`
-	Share        float64  `json:"share"`
-	Met          bool     `json:"met"`
-	Rounds       int      `json:"rounds"`
-	RaisedHops   []string `json:"raised_hops"`
-}
-
-// Recommend fills each hop's Recommendation in rep and returns the
-// recommended policy.
+// recommendPolicy fills each hop's Recommendation in rep (whose hops have
+// their roles) and returns the recommended policy, what it is known to
+// risk (the held-out part is left to the caller), and its last replay of
+// reqs (for the predicted effect).
 //
 // A hop's timeout starts from its own time to success at a percentile
 // chosen for the whole request: with a target of F false timeouts per
@@ -204,33 +128,28 @@ type RecommendationCheck struct {
 // then replayed on the logged requests; while more than F of the requests
 // that succeeded as logged fail, the timeouts that cut them are raised to
 // what their cut attempts needed (× margin), and the basis says so.
-func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
+func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) (*policy.Policy, *analyze.Safety, *lastReplay) {
 	p := &policy.Policy{Name: "recommended", Hops: map[string]policy.Hop{}, Comments: map[string]string{}, Lines: map[string]int{}}
-	target := FalseTimeoutTarget(opt)
-	roles := hopRoles(reqs)
+	target := analyze.FalseTimeoutTarget(opt)
 	k := callsPerRequest(reqs)
-	var unmeasured []*Hop
+	var unmeasured []*analyze.Hop
 	q := opt.Percentile / 100
 	if k > 0 {
 		q = max(q, 1-target/k)
 	}
 	for i := range rep.Hops {
 		h := &rep.Hops[i]
-		h.Role = roles[h.Hop]
-		if h.Role == "" {
-			h.Role = roleOfKind(h.Kind)
-		}
 		switch h.Role {
-		case RoleCallee:
-			h.Recommendation = Recommendation{Action: ActionCallee,
+		case analyze.RoleCallee:
+			h.Recommendation = analyze.Recommendation{Action: analyze.ActionCallee,
 				Basis: "the callee's own record of a call: the caller's timeout bounds it, so set it on the calling hop"}
 			continue
-		case RoleInProcess:
-			h.Recommendation = Recommendation{Action: ActionInProcess,
+		case analyze.RoleInProcess:
+			h.Recommendation = analyze.Recommendation{Action: analyze.ActionInProcess,
 				Basis: "work inside one service, not a remote call: there is nothing to time out; the calls above it bound it"}
 			continue
-		case RoleRoot:
-			h.Recommendation = Recommendation{Action: ActionRequest,
+		case analyze.RoleRoot:
+			h.Recommendation = analyze.Recommendation{Action: analyze.ActionRequest,
 				Basis: "the trace root is the request itself: the budget bounds it"}
 			continue
 		}
@@ -252,7 +171,7 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		// bounds each attempt, above every logged one.
 		var slowest int64
 		for _, r := range reqs {
-			eachCall(r.Calls, func(c *span.Call) {
+			analyze.EachCall(r.Calls, func(c *span.Call) {
 				if c.Role == span.RoleCall {
 					for _, a := range c.Attempts {
 						slowest = max(slowest, a.Span.Duration)
@@ -273,14 +192,15 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		p.Hops[h.Hop] = hp
 		h.Recommendation.TimeoutMs = ms(int64(hp.Timeout))
 		h.Recommendation.Retries = hp.Retries
-		h.Recommendation.Basis = strings.Replace(h.Recommendation.Basis, "the policy's default", "the policy's default, "+FormatDuration(hp.Timeout), 1)
+		h.Recommendation.Basis = strings.Replace(h.Recommendation.Basis, "the policy's default", "the policy's default, "+analyze.FormatDuration(hp.Timeout), 1)
 	}
 	collapseIDHops(rep, p)
 	recommendHedges(rep, reqs, p, opt) // hedge.go: only with Options.HedgeLoad
-	chk := raiseUntilSafe(rep, reqs, p, opt, target)
+	last := &lastReplay{}
+	chk := raiseUntilSafe(rep, reqs, p, opt, target, last)
 	if nested := coverNestedRetries(rep, reqs, p, opt); len(nested) > 0 {
 		// Timeouts only grew: replay once more for the final numbers.
-		recount(chk, replayAll(rep, reqs, p))
+		recount(chk, replayAll(last, reqs, p))
 		for _, h := range nested {
 			if !slices.Contains(chk.RaisedHops, h) {
 				chk.RaisedHops = append(chk.RaisedHops, h)
@@ -298,33 +218,33 @@ func Recommend(rep *Report, reqs []*span.Request, opt Options) *policy.Policy {
 		}
 	}
 	if opt.MaxBudget > 0 && p.Budget > opt.MaxBudget {
-		rep.Warnings = append(rep.Warnings, Warning{Code: "budget-capped",
-			Message: fmt.Sprintf("the recommended timeouts need a budget of %s to cover every logged success and the critical path with its retries, but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", FormatDuration(p.Budget), FormatDuration(opt.MaxBudget))})
+		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "budget-capped",
+			Message: fmt.Sprintf("the recommended timeouts need a budget of %s to cover every logged success and the critical path with its retries, but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", analyze.FormatDuration(p.Budget), analyze.FormatDuration(opt.MaxBudget))})
 		p.Budget = opt.MaxBudget
 	}
 	capDurations(rep, p)
-	pred := PredictFalseTimeouts(rep, reqs, p, target)
-	rep.safety = &Safety{InSample: InSample{Requests: chk.LoggedOK, Lost: chk.Failed}, Predicted: pred}
-	if why := Provisional(rep, chk); why != "" {
-		rep.safety.Provisional = why
-		rep.Warnings = append(rep.Warnings, Warning{Code: "provisional-policy", Message: "the recommended policy is provisional: " + why})
+	pred := analyze.PredictFalseTimeouts(rep, reqs, p, target)
+	safety := &analyze.Safety{InSample: analyze.InSample{Requests: chk.LoggedOK, Lost: chk.Failed}, Predicted: pred}
+	if why := analyze.Provisional(rep, chk); why != "" {
+		safety.Provisional = why
+		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "provisional-policy", Message: "the recommended policy is provisional: " + why})
 	}
 	if !pred.Met && chk.LoggedOK > 0 {
-		rep.Warnings = append(rep.Warnings, Warning{Code: CodeOutOfSample,
+		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: analyze.CodeOutOfSample,
 			Message: fmt.Sprintf("on new traffic the recommended policy may fail up to %s of requests that succeed (%s confidence, distribution-free), above the %s target: %s",
-				pctText(pred.Upper), pctText(pred.Level), pctText(target), pred.Advice)})
+				analyze.PctText(pred.Upper), analyze.PctText(pred.Level), analyze.PctText(target), pred.Advice)})
 	}
 	if !chk.Met {
-		rep.Warnings = append(rep.Warnings, Warning{Code: "false-timeout-target-missed",
-			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, pctText(chk.Share), pctText(chk.Target))})
+		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "false-timeout-target-missed",
+			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, analyze.PctText(chk.Share), analyze.PctText(chk.Target))})
 	}
-	return p
+	return p, safety, last
 }
 
 // capDurations keeps every duration of p within what a policy file may
 // hold (policy.MaxDuration), so that what recommend writes, check reads
 // back; logs with spans longer than that get a warning.
-func capDurations(rep *Report, p *policy.Policy) {
+func capDurations(rep *analyze.Report, p *policy.Policy) {
 	var capped []string
 	clamp := func(d *time.Duration, what string) {
 		if *d > policy.MaxDuration {
@@ -340,8 +260,8 @@ func capDurations(rep *Report, p *policy.Policy) {
 	clamp(&p.Default.Timeout, "default")
 	clamp(&p.Budget, "budget")
 	if len(capped) > 0 {
-		rep.Warnings = append(rep.Warnings, Warning{Code: "duration-capped",
-			Message: fmt.Sprintf("the logs call for durations beyond %s, the longest a policy holds; capped: %s", FormatDuration(policy.MaxDuration), strings.Join(capped, ", "))})
+		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "duration-capped",
+			Message: fmt.Sprintf("the logs call for durations beyond %s, the longest a policy holds; capped: %s", analyze.FormatDuration(policy.MaxDuration), strings.Join(capped, ", "))})
 	}
 }
 
@@ -349,15 +269,15 @@ func capDurations(rep *Report, p *policy.Policy) {
 // requests which succeeded as logged until at most target of them fail,
 // and sets p's budget. It records in each raised hop's recommendation what
 // raised it.
-func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Options, target float64) *RecommendationCheck {
-	chk := &RecommendationCheck{Target: target, RaisedHops: []string{}}
+func raiseUntilSafe(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options, target float64, last *lastReplay) *analyze.RecommendationCheck {
+	chk := &analyze.RecommendationCheck{Target: target, RaisedHops: []string{}}
 	for _, r := range reqs {
 		if !r.Failed {
 			chk.LoggedOK++
 		}
 	}
 	allowed := int(math.Floor(target*float64(chk.LoggedOK) + 1e-9))
-	byHop := map[string]*Hop{}
+	byHop := map[string]*analyze.Hop{}
 	for i := range rep.Hops {
 		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
@@ -371,7 +291,7 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 	var res *replay.Result
 	for round := 1; ; round++ {
 		p.Budget = budgetFor(reqs, p, opt.Margin)
-		res = replayAll(rep, reqs, p)
+		res = replayAll(last, reqs, p)
 		var broken []replay.Outcome
 		chk.Undetermined = 0
 		for _, o := range res.Outcomes {
@@ -515,12 +435,15 @@ func raiseUntilSafe(rep *Report, reqs []*span.Request, p *policy.Policy, opt Opt
 		h.Recommendation.TimeoutMs = ms(int64(now))
 		h.Recommendation.RaisedFromMs = fptr(ms(int64(r.from)))
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s: replayed on these logs, %s cut %d of the %d requests that succeeded (~%s calls per request: small cuts per hop compound)",
-			FormatDuration(r.from), FormatDuration(now), FormatDuration(r.from), r.requests, chk.LoggedOK, trimZeros(fmt.Sprintf("%.1f", k)))
+			analyze.FormatDuration(r.from), analyze.FormatDuration(now), analyze.FormatDuration(r.from), r.requests, chk.LoggedOK, analyze.TrimZeros(fmt.Sprintf("%.1f", k)))
 	}
 	return chk
 }
 
-func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recommendation) {
+func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (policy.Hop, analyze.Recommendation) {
+	tts := h.TimeToSuccess()
+	var tailNeed float64
+	var tail *analyze.TailModel
 	margin := opt.Margin
 	pname := percentileName(q * 100)
 	var current time.Duration
@@ -528,33 +451,33 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		current = time.Duration(*h.TimeoutMs * 1e6)
 	}
 	hp := policy.Hop{BudgetAware: true}
-	var rec Recommendation
+	var rec analyze.Recommendation
 	// The share of the request target one call may take, and the order
-	// statistic that certifies it (risk.go), when the hop has enough
+	// statistic that certifies it (analyze/risk.go), when the hop has enough
 	// successes for one.
 	share := 1 - q
 	if share <= 0 {
 		share = 1e-12
 	}
-	m, certified := certifyingRank(h.ttsCount, share, opt.Percentile/100)
-	known := certified && h.ttsAt != nil && h.ttsCount-m <= h.ttsKnown
-	slowest := time.Duration(h.maxTTS)
+	m, certified := certifyingRank(tts.N, share, opt.Percentile/100)
+	known := certified && tts.At != nil && tts.N-m <= tts.Known
+	slowest := time.Duration(tts.Max)
 	switch {
-	case h.Censored != nil && h.ttsCount >= MinSamplesRecommend && !known:
+	case h.Censored != nil && tts.N >= analyze.MinSamplesRecommend && !known:
 		cut := time.Duration(h.Censored.AtLeastMs * 1e6)
 		canary := max(RoundUpNice(cut*4), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 		need := int(math.Ceil(10 / (1 - opt.Percentile/100)))
-		rec = Recommendation{Action: ActionObserveFirst, TimeoutMs: ms(int64(canary)),
+		rec = analyze.Recommendation{Action: analyze.ActionObserveFirst, TimeoutMs: ms(int64(canary)),
 			Basis: fmt.Sprintf("%s unknown: %.0f%% of attempts were cut at %s; run a canary at %s to observe the tail (about %d attempts give p%s)",
-				percentileName(opt.Percentile), h.Censored.Fraction*100, FormatDuration(cut), FormatDuration(canary), need, trimZeros(fmt.Sprintf("%.1f", opt.Percentile)))}
+				percentileName(opt.Percentile), h.Censored.Fraction*100, analyze.FormatDuration(cut), analyze.FormatDuration(canary), need, analyze.TrimZeros(fmt.Sprintf("%.1f", opt.Percentile)))}
 		hp.Timeout = canary
-	case h.ttsCount < MinSamplesRecommend || slowest <= 0:
+	case tts.N < analyze.MinSamplesRecommend || slowest <= 0:
 		t := current
-		basis := fmt.Sprintf("%d successful %s: too few to measure %s", h.ttsCount, plural(h.ttsCount, "attempt", "attempts"), pname)
+		basis := fmt.Sprintf("%d successful %s: too few to measure %s", tts.N, analyze.Plural(tts.N, "attempt", "attempts"), pname)
 		if floor := max(RoundDownNice(time.Duration(MaxExtrapolation*float64(slowest))), RoundUpNice(time.Duration(float64(slowest)*(1+margin)))); slowest > 0 && t < floor {
 			t = floor
-			h.tailNeed = MaxExtrapolation * float64(slowest)
-			basis += fmt.Sprintf("; slowest success %s × %.0f → %s: too few to model the tail, so the furthest tailscope extrapolates (a timeout at the slowest success fails about 1 call in n+1 on new traffic)", FormatDuration(slowest), MaxExtrapolation, FormatDuration(t))
+			tailNeed = MaxExtrapolation * float64(slowest)
+			basis += fmt.Sprintf("; slowest success %s × %.0f → %s: too few to model the tail, so the furthest tailscope extrapolates (a timeout at the slowest success fails about 1 call in n+1 on new traffic)", analyze.FormatDuration(slowest), MaxExtrapolation, analyze.FormatDuration(t))
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
 		} else {
@@ -562,79 +485,80 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 		}
 		if t > 0 && t < MinTimeout {
 			t = MinTimeout
-			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
+			basis += fmt.Sprintf(", raised to the %s floor", analyze.FormatDuration(MinTimeout))
 		}
-		rec = Recommendation{Action: ActionKeep, TimeoutMs: ms(int64(t)), Basis: basis}
+		rec = analyze.Recommendation{Action: analyze.ActionKeep, TimeoutMs: ms(int64(t)), Basis: basis}
 		hp.Timeout = t
 	case known:
-		n := h.ttsCount
-		v := time.Duration(h.ttsAt(float64(n-1-m) / float64(max(n-1, 1))))
+		n := tts.N
+		v := time.Duration(tts.At(float64(n-1-m) / float64(max(n-1, 1))))
 		t := RoundUpNice(time.Duration(float64(v) * (1 + margin)))
 		rank := "the slowest"
 		if m > 0 {
 			rank = fmt.Sprintf("the %s slowest", ordinal(m+1))
 		}
 		basis := fmt.Sprintf("%s of %d successes %s × %.2f → %s: with %d of %d longer, a new call exceeds it with probability ≤ %s (%s confidence), within its share %s of the request target",
-			rank, n, FormatDuration(v), 1+margin, FormatDuration(t), m, n, pctText(round6(BetaUpper(RiskLevel, m, n))), pctText(RiskLevel), pctText(round6(share)))
+			rank, n, analyze.FormatDuration(v), 1+margin, analyze.FormatDuration(t), m, n, analyze.PctText(round6(analyze.BetaUpper(analyze.RiskLevel, m, n))), analyze.PctText(analyze.RiskLevel), analyze.PctText(round6(share)))
 		if share < 1-opt.Percentile/100-1e-12 {
-			basis += fmt.Sprintf(" (~%s calls per request share the %s target)", trimZeros(fmt.Sprintf("%.1f", k)), pctText(target))
+			basis += fmt.Sprintf(" (~%s calls per request share the %s target)", analyze.TrimZeros(fmt.Sprintf("%.1f", k)), analyze.PctText(target))
 		}
 		if t < MinTimeout {
 			t = MinTimeout
-			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
+			basis += fmt.Sprintf(", raised to the %s floor", analyze.FormatDuration(MinTimeout))
 		}
-		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - float64(m)/float64(n)))}
+		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - float64(m)/float64(n)))}
 		hp.Timeout = t
 	default:
 		// Too few successes to certify the share with an order statistic:
-		// the timeout comes from the fitted tail (tailfit.go), never below
+		// the timeout comes from the fitted tail (analyze/tailfit.go), never below
 		// the slowest success × margin and never beyond MaxExtrapolation ×
 		// the slowest success, where a model of n successes says nothing.
 		capT := time.Duration(MaxExtrapolation * float64(slowest))
 		var t time.Duration
 		var basis string
-		if h.ttsKnown < MinTailFit {
+		if tts.Known < MinTailFit {
 			t = max(RoundDownNice(capT), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
-			h.tailNeed = float64(capT)
+			tailNeed = float64(capT)
 			basis = fmt.Sprintf("slowest of %d successes %s × %.0f → %s: too few to fit a tail (%d), so the furthest tailscope extrapolates",
-				h.ttsCount, FormatDuration(slowest), MaxExtrapolation, FormatDuration(t), MinTailFit)
+				tts.N, analyze.FormatDuration(slowest), MaxExtrapolation, analyze.FormatDuration(t), MinTailFit)
 		} else {
-			model := FitTail(TailPoints(h.ttsAt, h.ttsKnown))
-			h.tail, h.extrapolated = &model, true
+			model := analyze.FitTail(analyze.TailPoints(tts.At, tts.Known))
+			tail = &model
 			v := time.Duration(model.Quantile(share))
-			h.tailNeed = float64(min(v, capT))
+			tailNeed = float64(min(v, capT))
 			floor := time.Duration(float64(slowest) * (1 + margin))
 			t = RoundUpNice(max(v, floor))
-			basis = fmt.Sprintf("extrapolated: %s puts %s at %s", DescribeModel(model, share), percentileName(100*(1-share)), FormatDuration(v))
+			basis = fmt.Sprintf("extrapolated: %s puts %s at %s", analyze.DescribeModel(model, share), percentileName(100*(1-share)), analyze.FormatDuration(v))
 			switch {
 			case v < floor:
-				basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", FormatDuration(slowest), 1+margin, FormatDuration(t))
+				basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", analyze.FormatDuration(slowest), 1+margin, analyze.FormatDuration(t))
 			case t > capT:
 				t = max(RoundDownNice(capT), RoundUpNice(floor))
-				basis += fmt.Sprintf(", capped at %.0f× the slowest success (%s): the model is not trusted further from its data", MaxExtrapolation, FormatDuration(t))
+				basis += fmt.Sprintf(", capped at %.0f× the slowest success (%s): the model is not trusted further from its data", MaxExtrapolation, analyze.FormatDuration(t))
 			default:
-				basis += " → " + FormatDuration(t)
+				basis += " → " + analyze.FormatDuration(t)
 			}
 		}
-		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", h.ttsCount, pctText(round6(share)), NeedSuccesses(share))
+		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", tts.N, analyze.PctText(round6(share)), analyze.NeedSuccesses(share))
 		if share < 1-opt.Percentile/100-1e-12 {
-			basis += fmt.Sprintf("; ~%s calls per request share the %s request target", trimZeros(fmt.Sprintf("%.1f", k)), pctText(target))
+			basis += fmt.Sprintf("; ~%s calls per request share the %s request target", analyze.TrimZeros(fmt.Sprintf("%.1f", k)), analyze.PctText(target))
 		}
 		basis += ")"
 		if t < MinTimeout {
 			t = MinTimeout
-			basis += fmt.Sprintf(", raised to the %s floor", FormatDuration(MinTimeout))
+			basis += fmt.Sprintf(", raised to the %s floor", analyze.FormatDuration(MinTimeout))
 		}
-		rec = Recommendation{Action: ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - share)), Extrapolated: true}
+		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - share)), Extrapolated: true}
 		hp.Timeout = t
 	}
+	rec.Tail, rec.TailNeed = tail, time.Duration(tailNeed)
 	retries, why := retriesFor(h)
 	hp.Retries = retries
 	rec.Retries = retries
 	if retries > 0 {
 		hp.Backoff = backoffFor(h)
 		rec.BackoffMs = ms(int64(hp.Backoff.Base))
-		why += fmt.Sprintf(", full-jitter backoff from %s (half the median success)", FormatDuration(hp.Backoff.Base))
+		why += fmt.Sprintf(", full-jitter backoff from %s (half the median success)", analyze.FormatDuration(hp.Backoff.Base))
 	}
 	rec.Basis += "; " + why
 	return hp, rec
@@ -642,46 +566,34 @@ func recommendHop(h *Hop, opt Options, q, k, target float64) (policy.Hop, Recomm
 
 // backoffFor is a hop's retry backoff: full jitter from half its median
 // success (within 10 ms and 1 s), up to four times that.
-func backoffFor(h *Hop) policy.Backoff {
-	base := RoundUpNice(time.Duration(h.p50TTS / 2))
+func backoffFor(h *analyze.Hop) policy.Backoff {
+	base := RoundUpNice(time.Duration(h.TimeToSuccess().P50 / 2))
 	base = min(max(base, 10*time.Millisecond), time.Second)
 	return policy.Backoff{Base: base, Max: base * 4, Jitter: policy.JitterFull}
 }
 
 // percentileName writes a percentile as "p99", "p99.98".
 func percentileName(p float64) string {
-	s := trimZeros(fmt.Sprintf("%.3f", p))
+	s := analyze.TrimZeros(fmt.Sprintf("%.3f", p))
 	return "p" + s
 }
 
-// pctText writes a share as a percentage with up to three decimals.
-func pctText(x float64) string {
-	return trimZeros(fmt.Sprintf("%.3f", 100*x)) + "%"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // retriesFor decides retries from the class and the measured yield.
-func retriesFor(h *Hop) (int, string) {
+func retriesFor(h *analyze.Hop) (int, string) {
 	y := h.RetryYield
 	switch h.FailureClass {
-	case ClassNone:
+	case analyze.ClassNone:
 		return 0, "no failures: no retries"
-	case ClassRanToTimeout:
+	case analyze.ClassRanToTimeout:
 		if y != nil {
 			return 0, fmt.Sprintf("ran-to-timeout, retries recovered %d of %d: retries would hit the same wall", y.Recovered, y.RetriedCalls)
 		}
 		return 0, "ran-to-timeout: retries would hit the same wall"
-	case ClassTooFew:
+	case analyze.ClassTooFew:
 		return 0, "too few failures to justify retries"
 	}
 	if y == nil {
-		if h.FailureClass == ClassTransient {
+		if h.FailureClass == analyze.ClassTransient {
 			return 1, "transient failures, retry yield not measured (no retries in the logs): 1 retry"
 		}
 		return 0, "mixed failures and no retries in the logs to measure their yield: no retries"
@@ -703,67 +615,6 @@ func maxTimeout(p *policy.Policy) time.Duration {
 	return t
 }
 
-// roleOfKind is a hop's role when no trace shows its place: by span kind.
-func roleOfKind(kind string) string {
-	switch kind {
-	case "server", "consumer":
-		return RoleCallee
-	case "internal":
-		return RoleInProcess
-	}
-	return RoleCall
-}
-
-// hopRoles decides each hop's role from the call trees: the role most of
-// its calls have (package span decides a call's role from its kind or the
-// trace's shape); a hop whose spans are mostly trace roots is the root.
-func hopRoles(reqs []*span.Request) map[string]string {
-	count := map[string]*[4]int{}
-	bump := func(hop string, i int) {
-		c := count[hop]
-		if c == nil {
-			c = new([4]int)
-			count[hop] = c
-		}
-		c[i]++
-	}
-	for _, r := range reqs {
-		if r.Root != nil {
-			bump(r.Root.Hop, 3)
-		}
-		eachCall(r.Calls, func(c *span.Call) { bump(c.Hop, int(c.Role)) })
-	}
-	names := [4]string{RoleCall, RoleCallee, RoleInProcess, RoleRoot}
-	out := make(map[string]string, len(count))
-	for hop, c := range count {
-		best := 0
-		for i := 1; i < 4; i++ {
-			if c[i] > c[best] {
-				best = i
-			}
-		}
-		out[hop] = names[best]
-	}
-	return out
-}
-
-// eachCall visits every call under cs, iteratively.
-func eachCall(cs []*span.Call, f func(*span.Call)) {
-	stack := [][]*span.Call{cs}
-	for len(stack) > 0 {
-		level := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, c := range level {
-			f(c)
-			for _, a := range c.Attempts {
-				if len(a.Calls) > 0 {
-					stack = append(stack, a.Calls)
-				}
-			}
-		}
-	}
-}
-
 // callsPerRequest is the mean number of calls whose role is a call (the
 // ones a policy times out) per request.
 func callsPerRequest(reqs []*span.Request) float64 {
@@ -772,7 +623,7 @@ func callsPerRequest(reqs []*span.Request) float64 {
 	}
 	n := 0
 	for _, r := range reqs {
-		eachCall(r.Calls, func(c *span.Call) {
+		analyze.EachCall(r.Calls, func(c *span.Call) {
 			if c.Role == span.RoleCall {
 				n++
 			}
@@ -787,8 +638,8 @@ func callsPerRequest(reqs []*span.Request) float64 {
 // fits: a caller that gives up first makes its callee's retries dead.
 // Raising a caller can make its own callers short, so it repeats until
 // nothing changes (at most the tree's depth, which span caps).
-func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt Options) []string {
-	byHop := map[string]*Hop{}
+func coverNestedRetries(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options) []string {
+	byHop := map[string]*analyze.Hop{}
 	for i := range rep.Hops {
 		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
@@ -861,7 +712,7 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 						}
 					}
 					if hp.Timeout > 0 && belowT > hp.Timeout && int64(belowT) > need[c.Hop] {
-						need[c.Hop], inner[c.Hop] = int64(belowT), "so that "+belowHop+", always called under it, can use its own "+FormatDuration(belowT)+" (that"
+						need[c.Hop], inner[c.Hop] = int64(belowT), "so that "+belowHop+", always called under it, can use its own "+analyze.FormatDuration(belowT)+" (that"
 					}
 					switch {
 					case hp.Retries > 0:
@@ -924,7 +775,7 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 			h.Recommendation.RaisedFromMs = fptr(ms(int64(was)))
 		}
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s %s × %.2f)",
-			FormatDuration(was), FormatDuration(now), because[hop], 1+opt.Margin)
+			analyze.FormatDuration(was), analyze.FormatDuration(now), because[hop], 1+opt.Margin)
 	}
 	if d := maxTimeout(p); d > p.Default.Timeout {
 		p.Default.Timeout = d
@@ -946,7 +797,7 @@ func coverNestedRetries(rep *Report, reqs []*span.Request, p *policy.Policy, opt
 func NestedNeeds(reqs []*span.Request, p *policy.Policy) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, r := range reqs {
-		eachCall(r.Calls, func(c *span.Call) {
+		analyze.EachCall(r.Calls, func(c *span.Call) {
 			if p.ForCall(c.Hop, c.Role == span.RoleCall).Timeout <= 0 {
 				return
 			}
@@ -964,7 +815,7 @@ func NestedNeeds(reqs []*span.Request, p *policy.Policy) map[string]time.Duratio
 }
 
 // recount sets chk's outcome numbers from a replay of the logs.
-func recount(chk *RecommendationCheck, res *replay.Result) {
+func recount(chk *analyze.RecommendationCheck, res *replay.Result) {
 	chk.Failed, chk.Undetermined = 0, 0
 	for _, o := range res.Outcomes {
 		switch {
@@ -1009,10 +860,6 @@ func budgetFor(reqs []*span.Request, p *policy.Policy, margin float64) time.Dura
 	}
 	return b
 }
-
-// minReqsPerWorker is the fewest requests worth a goroutine of their own
-// in a walk over the requests' trees.
-const minReqsPerWorker = 128
 
 // worstRequest is how long the request can run when every call with a
 // timeout runs every configured attempt to it: the root's own time (or the

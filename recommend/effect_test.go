@@ -1,16 +1,17 @@
-package analyze
+package recommend
 
 import (
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
 
 // TestPredictedEffectReusesOnlyAnUnchangedReplay: the recommendation's
-// column of the predicted effect is Recommend's last replay when the
+// column of the predicted effect is the engine's last replay when the
 // policy did not change after it, and a fresh replay when it did (here a
 // --max-budget cap); either way it equals replaying the final policy.
 func TestPredictedEffectReusesOnlyAnUnchangedReplay(t *testing.T) {
@@ -20,20 +21,21 @@ func TestPredictedEffectReusesOnlyAnUnchangedReplay(t *testing.T) {
 		scenario{hop: "ship", calls: 600, timeout: 1 * s, attempt: persistent(0.02, 2*s, 3*s), mark: true})
 	for _, tc := range []struct {
 		name   string
-		opt    Options
+		opt    analyze.Options
 		reused bool
 	}{
-		{"unchanged", Options{}, true},
-		{"budget capped after the replay", Options{MaxBudget: 500 * ms}, false},
+		{"unchanged", analyze.Options{}, true},
+		{"budget capped after the replay", analyze.Options{MaxBudget: 500 * ms}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := append([]span.Span(nil), spans...)
 			reqs, probs := span.Assemble(sp)
-			rep := Run(sp, reqs, probs, tc.opt)
-			if got := rep.replayed.of(rep.Recommended()) != nil; got != tc.reused {
-				t.Errorf("Recommend's last replay reusable: %v, want %v", got, tc.reused)
+			rec, _, last := recommendPolicy(analyze.Measure(sp, reqs, probs, tc.opt), reqs, tc.opt)
+			if got := last.of(rec) != nil; got != tc.reused {
+				t.Errorf("the engine's last replay reusable: %v, want %v", got, tc.reused)
 			}
-			want := replay.Run(reqs, rep.Recommended(), replay.Options{}).Summary()
+			rep, repRec := Run(sp, reqs, probs, tc.opt)
+			want := replay.Run(reqs, repRec, replay.Options{}).Summary()
 			if got := rep.PredictedEffect[len(rep.PredictedEffect)-1]; got.Policy != "recommended" || !reflect.DeepEqual(got.Summary, want) {
 				t.Errorf("predicted effect %+v, want a replay of the final policy %+v", got.Summary, want)
 			}

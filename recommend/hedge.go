@@ -1,10 +1,11 @@
-package analyze
+package recommend
 
 import (
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -38,7 +39,7 @@ const (
 
 // recommendHedges adds hedges to the hops of p that qualify, and says in
 // each timed hop's basis why it has a hedge or not.
-func recommendHedges(rep *Report, reqs []*span.Request, p *policy.Policy, opt Options) {
+func recommendHedges(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options) {
 	load := opt.HedgeLoad
 	if load <= 0 || load >= 1 {
 		return
@@ -46,7 +47,7 @@ func recommendHedges(rep *Report, reqs []*span.Request, p *policy.Policy, opt Op
 	q := 1 - load
 	calls := map[string][]*span.Call{}
 	for _, r := range reqs {
-		eachCall(r.Calls, func(c *span.Call) { calls[c.Hop] = append(calls[c.Hop], c) })
+		analyze.EachCall(r.Calls, func(c *span.Call) { calls[c.Hop] = append(calls[c.Hop], c) })
 	}
 	for i := range rep.Hops {
 		h := &rep.Hops[i]
@@ -55,17 +56,18 @@ func recommendHedges(rep *Report, reqs []*span.Request, p *policy.Policy, opt Op
 			continue
 		}
 		note := func(s string) { h.Recommendation.Basis += "; " + s }
-		if h.FailureClass == ClassRanToTimeout {
+		if h.FailureClass == analyze.ClassRanToTimeout {
 			note("no hedge: ran-to-timeout, a second attempt would wait on the same wall")
 			continue
 		}
-		if h.ttsAt == nil || h.ttsCount < MinSamplesRecommend || float64(h.ttsCount)*load < 1 || !PercentileKnown(h.ttsCount, h.ttsKnown, q) {
+		tts := h.TimeToSuccess()
+		if tts.At == nil || tts.N < analyze.MinSamplesRecommend || float64(tts.N)*load < 1 || !analyze.PercentileKnown(tts.N, tts.Known, q) {
 			note(fmt.Sprintf("no hedge: too few successes to measure %s", percentileName(q*100)))
 			continue
 		}
-		delay := max(RoundUpNice(time.Duration(h.ttsAt(q))), time.Millisecond)
+		delay := max(RoundUpNice(time.Duration(tts.At(q))), time.Millisecond)
 		if delay >= hp.Timeout {
-			note(fmt.Sprintf("no hedge: %s of time to success (%s) is not below the timeout", percentileName(q*100), FormatDuration(delay)))
+			note(fmt.Sprintf("no hedge: %s of time to success (%s) is not below the timeout", percentileName(q*100), analyze.FormatDuration(delay)))
 			continue
 		}
 		why, indep := independence(h, calls[h.Hop], int64(delay))
@@ -101,16 +103,16 @@ func recommendHedges(rep *Report, reqs []*span.Request, p *policy.Policy, opt Op
 		switch {
 		case !cut:
 			note(fmt.Sprintf("no hedge: replayed on these logs, a hedge after %s (%s) does not cut the p99 of its calls (%s → %s)",
-				FormatDuration(delay), percentileName(q*100), fmtNs(base.P99), fmtNs(with.P99)))
+				analyze.FormatDuration(delay), percentileName(q*100), fmtNs(base.P99), fmtNs(with.P99)))
 			continue
 		case extra > load*hedgeLoadSlack:
 			note(fmt.Sprintf("no hedge: replayed on these logs, a hedge after %s would add %s attempts, above --hedge-load %s",
-				FormatDuration(delay), pctText(extra), pctText(load)))
+				analyze.FormatDuration(delay), analyze.PctText(extra), analyze.PctText(load)))
 			continue
 		}
 		p.Hops[h.Hop] = hh
 		note(fmt.Sprintf("hedge after %s (%s of time to success, --hedge-load %s): %s; replayed on these logs (independent draws), p99 of its calls %s → %s for %s more attempts of this hop",
-			FormatDuration(delay), percentileName(q*100), pctText(load), why, fmtNs(base.P99), fmtNs(with.P99), pctText(round4(extra))))
+			analyze.FormatDuration(delay), percentileName(q*100), analyze.PctText(load), why, fmtNs(base.P99), fmtNs(with.P99), analyze.PctText(round4(extra))))
 	}
 }
 
@@ -119,7 +121,7 @@ func recommendHedges(rep *Report, reqs []*span.Request, p *policy.Policy, opt Op
 // or more, or was cut by a timeout) the next attempt of the same call
 // answered within the delay, or, when the logs show no slow attempt
 // retried, the measured retry yield is high.
-func independence(h *Hop, calls []*span.Call, delay int64) (string, bool) {
+func independence(h *analyze.Hop, calls []*span.Call, delay int64) (string, bool) {
 	slow, fast := 0, 0
 	for _, c := range calls {
 		for i := 0; i+1 < len(c.Attempts); i++ {
@@ -157,5 +159,5 @@ func fmtNs(ns float64) string {
 	if math.IsNaN(ns) {
 		return "–"
 	}
-	return FormatDuration(time.Duration(ns))
+	return analyze.FormatDuration(time.Duration(ns))
 }

@@ -1,4 +1,4 @@
-package analyze
+package recommend
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -138,13 +139,12 @@ func TestRecommendationHoldsOutOfSample(t *testing.T) {
 	fresh := genChain(rand.New(rand.NewPCG(99, 100)), 30000, 1_000_000)
 	freshReqs, _ := span.Assemble(fresh)
 	hops := append(append([]hopDist{}, oosChain.seq...), oosChain.par...)
-	target := DefaultFalseTimeouts
+	target := analyze.DefaultFalseTimeouts
 	share := target / float64(len(hops)) // each request makes one call of each
 	fit := func(t *testing.T, n int, seed uint64) (loss float64, above int) {
 		spans := genChain(rand.New(rand.NewPCG(seed, 7)), n, 0)
 		reqs, probs := span.Assemble(spans)
-		rep := Run(spans, reqs, probs, Options{})
-		pol := rep.Recommended()
+		rep, pol := Run(spans, reqs, probs, analyze.Options{})
 		res := replay.Run(freshReqs, pol, replay.Options{})
 		ok, lost := 0, 0
 		for _, o := range res.Outcomes {

@@ -1,9 +1,10 @@
-package analyze
+package recommend
 
 import (
 	"math"
 	"slices"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 )
@@ -30,14 +31,14 @@ import (
 // the gRPC form, for storms). They go to the report's
 // recommended_policy.hops[h].retry_budget, with what they rest on, and to
 // the emitted configs; the hop's basis is left as it was.
-func recommendRetryBudgets(rep *Report, reqs []*span.Request, p *policy.Policy, opt Options) {
+func recommendRetryBudgets(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options) {
 	type obs struct {
 		calls, attempts, failed int
 		iv                      [][2]int64
 	}
 	per := map[string]*obs{}
 	for _, r := range reqs {
-		eachCall(r.Calls, func(c *span.Call) {
+		analyze.EachCall(r.Calls, func(c *span.Call) {
 			hp, ok := p.Hops[c.Hop]
 			if !ok || hp.Retries == 0 && hp.Hedge.Delay == 0 {
 				return
@@ -146,8 +147,8 @@ func inFlight(iv [][2]int64) (mean float64, peak int) {
 }
 
 // budgetDoc is a retry budget in the report's JSON form.
-func budgetDoc(rb policy.RetryBudget) *RetryBudgetDoc {
-	d := &RetryBudgetDoc{}
+func budgetDoc(rb policy.RetryBudget) *analyze.RetryBudgetDoc {
+	d := &analyze.RetryBudgetDoc{}
 	d.Envoy.BudgetPercent, d.Envoy.MinRetryConcurrency = rb.Percent, rb.MinConcurrency
 	d.GRPC.MaxTokens, d.GRPC.TokenRatio = rb.MaxTokens, rb.TokenRatio
 	d.Observed.RetriesPerCall, d.Observed.FailureRate = rb.RetryRate, rb.FailureRate

@@ -1,4 +1,4 @@
-package analyze
+package recommend
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -84,8 +85,7 @@ func hedgeLogs(seed uint64, n int) []span.Span {
 // --hedge-load nothing is hedged.
 func TestRecommendHedges(t *testing.T) {
 	spans := hedgeLogs(11, 3000)
-	rep := analyse(spans, Options{HedgeLoad: 0.02})
-	p := rep.Recommended()
+	rep, p := analyse(spans, analyze.Options{HedgeLoad: 0.02})
 	jit := p.For("jittery")
 	if jit.Hedge.Delay <= 0 || jit.Hedge.Max != 1 {
 		t.Fatalf("jittery: no hedge: %+v; basis %s", jit, hopOf(rep, "jittery").Recommendation.Basis)
@@ -108,8 +108,8 @@ func TestRecommendHedges(t *testing.T) {
 			t.Errorf("%s: the basis does not say why there is no hedge: %s", hop, h.Recommendation.Basis)
 		}
 	}
-	if c := hopOf(rep, "wall").FailureClass; c != ClassRanToTimeout {
-		t.Errorf("wall is %s, want %s", c, ClassRanToTimeout)
+	if c := hopOf(rep, "wall").FailureClass; c != analyze.ClassRanToTimeout {
+		t.Errorf("wall is %s, want %s", c, analyze.ClassRanToTimeout)
 	}
 	if doc := rep.RecommendedPolicy.Hops["jittery"].Hedge; doc == nil || doc.DelayMs != ms(int64(jit.Hedge.Delay)) || doc.Max != 1 {
 		t.Errorf("recommended_policy.hops.jittery.hedge = %+v", doc)
@@ -154,10 +154,10 @@ func TestRecommendHedges(t *testing.T) {
 	}
 
 	// No --hedge-load: no hedge, and no word of hedges.
-	rep0 := analyse(spans, Options{})
+	rep0, rep0Rec := analyse(spans, analyze.Options{})
 	for _, h := range rep0.Hops {
-		if rep0.Recommended().For(h.Hop).Hedge != (policy.Hedge{}) || strings.Contains(h.Recommendation.Basis, "hedge") {
-			t.Errorf("%s: hedge without --hedge-load: %+v %s", h.Hop, rep0.Recommended().For(h.Hop).Hedge, h.Recommendation.Basis)
+		if rep0Rec.For(h.Hop).Hedge != (policy.Hedge{}) || strings.Contains(h.Recommendation.Basis, "hedge") {
+			t.Errorf("%s: hedge without --hedge-load: %+v %s", h.Hop, rep0Rec.For(h.Hop).Hedge, h.Recommendation.Basis)
 		}
 	}
 }

@@ -1,10 +1,12 @@
-package analyze
+package recommend
 
 import (
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -15,16 +17,6 @@ import (
 // fitted to one window meeting the next, as a rollout does. The policy
 // recommended is still the one fitted on everything.
 
-// HeldOutMode says whether to hold part of the logs out.
-type HeldOutMode int
-
-const (
-	// HeldOutAuto holds out when the logs have enough requests.
-	HeldOutAuto HeldOutMode = iota
-	// HeldOutOff never holds out (a second fit costs a second analysis).
-	HeldOutOff
-)
-
 // HeldOutShare is the share of the requests, the latest by start, held out.
 const HeldOutShare = 1.0 / 3
 
@@ -34,36 +26,21 @@ const MinHeldOut = 30
 
 // holdOut fits on the earlier requests and replays the later ones; nil
 // and a note saying why when it did not run.
-func holdOut(reqs []*span.Request, opt Options) (*HeldOut, string) {
-	if opt.HeldOut == HeldOutOff {
+func holdOut(reqs []*span.Request, opt analyze.Options) (*analyze.HeldOut, string) {
+	if opt.HeldOut == analyze.HeldOutOff {
 		return nil, "held-out validation was turned off"
 	}
 	n := len(reqs)
 	cut := n - int(float64(n)*HeldOutShare)
 	if n-cut < MinHeldOut {
 		return nil, fmt.Sprintf("%s too few to hold any out: held-out validation replays the latest third and needs at least %d there (%d requests)",
-			nWord(n, "request is", "requests are"), MinHeldOut, int(math.Ceil(MinHeldOut/HeldOutShare)))
+			analyze.NWord(n, "request is", "requests are"), MinHeldOut, int(math.Ceil(MinHeldOut/HeldOutShare)))
 	}
 	// Requests are sorted by start (span.Assemble); requests that start
 	// at the same instant as the first held-out one stay on one side.
 	fit, test := reqs[:cut], reqs[cut:]
-	var spans []span.Span
-	for _, r := range fit {
-		if r.Root != nil {
-			spans = append(spans, *r.Root)
-		}
-		eachCall(r.Calls, func(c *span.Call) {
-			for _, a := range c.Attempts {
-				spans = append(spans, *a.Span)
-			}
-		})
-	}
-	inner := opt
-	inner.fitOnly = true
-	inner.PolicyInForce = opt.PolicyInForce
-	fitted := run(spans, fit, span.Problems{}, inner, nil, nil, nil)
-	res := replay.Run(test, fitted.recommended, replay.Options{})
-	h := &HeldOut{FittedRequests: len(fit), FittedUntil: time.Unix(0, test[0].Start).UTC().Format(time.RFC3339Nano)}
+	res := replay.Run(test, fitted(fit, opt), replay.Options{})
+	h := &analyze.HeldOut{FittedRequests: len(fit), FittedUntil: time.Unix(0, test[0].Start).UTC().Format(time.RFC3339Nano)}
 	for _, o := range res.Outcomes {
 		if !o.LoggedOK {
 			continue
@@ -77,4 +54,23 @@ func holdOut(reqs []*span.Request, opt Options) (*HeldOut, string) {
 		h.Share = round4(float64(h.Lost) / float64(h.Requests))
 	}
 	return h, ""
+}
+
+// fitted is the policy recommended on reqs alone, as the held-out
+// validation fits it: the statistics a recommendation reads, and the
+// recommendation, nothing else.
+func fitted(reqs []*span.Request, opt analyze.Options) *policy.Policy {
+	var spans []span.Span
+	for _, r := range reqs {
+		if r.Root != nil {
+			spans = append(spans, *r.Root)
+		}
+		analyze.EachCall(r.Calls, func(c *span.Call) {
+			for _, a := range c.Attempts {
+				spans = append(spans, *a.Span)
+			}
+		})
+	}
+	p, _, _ := recommendPolicy(analyze.MeasureFit(spans, reqs, opt), reqs, opt)
+	return p
 }
