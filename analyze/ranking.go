@@ -109,20 +109,49 @@ func rankTail(rep *Report, reqs []*span.Request) {
 	quantile.SortInt64(lats)
 	p99 := quantile.Int64(lats, 0.99)
 	inTail := func(r *reqPath) bool { return r.failed || float64(r.lat) >= p99 }
+	sums := sumPaths(p, p99, inTail)
+	rep.TailRequests = sums.tr
+	nOrd, nTail := n-sums.tr.Count, sums.tr.Count
+	if nTail == 0 {
+		rep.SortHops("rank")
+		return
+	}
+	usual := make([]float64, len(p.hops))
+	for h := range usual {
+		if nOrd > 0 {
+			usual[h] = sums.ordinary[h] / float64(nOrd)
+		}
+	}
+	rank := rankedEntries(rep, p, sums, usual, nTail)
+	slowed, inSet := slowedByRanked(p, inTail, rank, usual)
+	tailReasons(rep, reqs, inTail, func(i, j int) bool { return slowed[int64(i)*TailRankMax+int64(j)] }, inSet)
+	rep.SortHops("rank")
+}
 
+// pathSums is what the requests' critical paths hold per hop (indexed as
+// paths.hops): the ordinary requests' time, the tail requests' time, the
+// penalty of the failed tail requests whose failure came from the hop,
+// their count, and example traces; and the tail requests themselves.
+type pathSums struct {
+	ordinary, tail, penalty []float64
+	failures                []int
+	ex                      [][]example
+	tr                      *TailRequests
+}
+
+// sumPaths adds up the critical paths of the ordinary and the tail
+// requests (those inTail: failed, or at or above p99) by hop.
+func sumPaths(p *paths, p99 float64, inTail func(*reqPath) bool) pathSums {
 	H := len(p.hops)
-	ordSum := make([]float64, H)
-	tailSum := make([]float64, H)
-	penalty := make([]float64, H)
-	failures := make([]int, H)
-	ex := make([][]example, H)
-	tr := &TailRequests{AboveMs: fptr(p99 / 1e6), Examples: []string{}}
+	s := pathSums{ordinary: make([]float64, H), tail: make([]float64, H), penalty: make([]float64, H), failures: make([]int, H), ex: make([][]example, H),
+		tr: &TailRequests{AboveMs: fptr(p99 / 1e6), Examples: []string{}}}
+	tr := s.tr
 	var slowest []example
 	for i := range p.reqs {
 		r := &p.reqs[i]
 		if !inTail(r) {
 			for _, ph := range r.path {
-				ordSum[ph.hop] += float64(ph.ns)
+				s.ordinary[ph.hop] += float64(ph.ns)
 			}
 			continue
 		}
@@ -134,38 +163,36 @@ func rankTail(rep *Report, reqs []*span.Request) {
 		}
 		slowest = topExamples(slowest, example{r.trace, float64(r.lat)}, TailExamples)
 		for _, ph := range r.path {
-			tailSum[ph.hop] += float64(ph.ns)
-			ex[ph.hop] = topExamples(ex[ph.hop], example{r.trace, float64(ph.ns)}, TailExamples)
+			s.tail[ph.hop] += float64(ph.ns)
+			s.ex[ph.hop] = topExamples(s.ex[ph.hop], example{r.trace, float64(ph.ns)}, TailExamples)
 		}
 		if r.failed && r.origin >= 0 {
-			failures[r.origin]++
-			penalty[r.origin] += math.Max(0, p99-float64(r.lat))
-			if len(ex[r.origin]) == 0 {
-				ex[r.origin] = topExamples(ex[r.origin], example{r.trace, 0}, TailExamples)
+			s.failures[r.origin]++
+			s.penalty[r.origin] += math.Max(0, p99-float64(r.lat))
+			if len(s.ex[r.origin]) == 0 {
+				s.ex[r.origin] = topExamples(s.ex[r.origin], example{r.trace, 0}, TailExamples)
 			}
 		}
 	}
 	for _, e := range slowest {
 		tr.Examples = append(tr.Examples, e.trace)
 	}
-	rep.TailRequests = tr
-	nOrd, nTail := n-tr.Count, tr.Count
-	if nTail == 0 {
-		rep.SortHops("rank")
-		return
-	}
-	usual := make([]float64, H)
+	return s
+}
+
+// rankedEntries scores each hop (its tail time beyond its usual, plus its
+// failures' penalty), fills rep.TailRanking with the positive scores,
+// highest first (at most TailRankMax), and returns each ranked hop's
+// place in it.
+func rankedEntries(rep *Report, p *paths, s pathSums, usual []float64, nTail int) map[int32]int {
 	type cand struct {
 		h     int32
 		score float64
 	}
 	var cands []cand
 	var total float64
-	for h := range H {
-		if nOrd > 0 {
-			usual[h] = ordSum[h] / float64(nOrd)
-		}
-		if score := tailSum[h] - float64(nTail)*usual[h] + penalty[h]; score > 0 {
+	for h := range p.hops {
+		if score := s.tail[h] - float64(nTail)*usual[h] + s.penalty[h]; score > 0 {
 			cands = append(cands, cand{int32(h), score})
 			total += score
 		}
@@ -182,16 +209,22 @@ func rankTail(rep *Report, reqs []*span.Request) {
 		h := c.h
 		rank[h] = j
 		e := TailEntry{Hop: p.hops[h], Score: round3(c.score / 1e6), Share: round4(c.score / total),
-			TailPathMs: round3(tailSum[h] / float64(nTail) / 1e6), UsualPathMs: round3(usual[h] / 1e6), Failures: failures[h], Examples: []string{}}
-		for _, x := range ex[h] {
+			TailPathMs: round3(s.tail[h] / float64(nTail) / 1e6), UsualPathMs: round3(usual[h] / 1e6), Failures: s.failures[h], Examples: []string{}}
+		for _, x := range s.ex[h] {
 			e.Examples = append(e.Examples, x.trace)
 		}
 		rep.TailRanking = append(rep.TailRanking, e)
 	}
-	// The tail requests each ranked hop slowed: where it held at least
-	// twice its usual time (and 1ms more), or where they failed in it.
+	return rank
+}
+
+// slowedByRanked marks the tail requests each ranked hop slowed: where it
+// held at least twice its usual time (and 1ms more), or where they failed
+// in it. A mark is request × TailRankMax + place; inSet counts the
+// requests marked for each place.
+func slowedByRanked(p *paths, inTail func(*reqPath) bool, rank map[int32]int, usual []float64) (map[int64]bool, []int) {
 	slowed := map[int64]bool{}
-	inSet := make([]int, len(cands))
+	inSet := make([]int, len(rank))
 	mark := func(i, j int) {
 		if k := int64(i)*TailRankMax + int64(j); !slowed[k] {
 			slowed[k] = true
@@ -212,8 +245,7 @@ func rankTail(rep *Report, reqs []*span.Request) {
 			mark(i, j)
 		}
 	}
-	tailReasons(rep, reqs, inTail, func(i, j int) bool { return slowed[int64(i)*TailRankMax+int64(j)] }, inSet)
-	rep.SortHops("rank")
+	return slowed, inSet
 }
 
 // tailReasons writes each ranked hop's reason: its calls' p50 in the tail
