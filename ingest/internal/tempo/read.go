@@ -232,6 +232,11 @@ func sortAttrs(a []tattr) {
 	}
 }
 
+// rowGroup reads the spans of one row group in order. The anchor column
+// (a span column present in every slot) drives the walk: each of its
+// values is one slot of the nested lists, a span or an empty list above
+// one, and its repetition level says whether a trace or a resource starts
+// there.
 func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 	chunks := rg.ColumnChunks()
 	for _, c := range t.all {
@@ -254,100 +259,29 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 			}
 			break
 		}
+		var err error
 		rep := av.RepetitionLevel()
 		if rep == 0 && t.trID != nil {
-			v, err := t.trID.take()
-			if err != nil {
+			if traceID, err = t.traceID(); err != nil {
 				return err
-			}
-			switch {
-			case v.IsNull():
-				traceID = ""
-			case t.trText:
-				traceID = record.NormID(v.ByteArray(), 32)
-			case len(v.ByteArray()) == 0:
-				traceID = ""
-			default:
-				traceID = hexOf(v.ByteArray(), 32, &t.scratch)
 			}
 		}
 		if t.svc != nil && rep <= t.rr {
-			v, err := t.svc.take()
-			if err != nil {
-				return err
-			}
-			service = ""
-			if !v.IsNull() {
-				service = t.intern.Get(v.ByteArray())
-			}
-			if resHop, resHopSet, err = t.resource(); err != nil {
+			if service, resHop, resHopSet, err = t.resourceSlot(); err != nil {
 				return err
 			}
 		}
 		rec.Reset()
-		// Read every column's share of this slot, whether it holds a span
-		// or not, so that all columns stay in step.
-		for i, c := range t.cols {
-			switch {
-			case i == t.anchor:
-				vals[i] = av
-			case c == nil:
-				vals[i] = parquet.Value{}
-			default:
-				v, err := c.take()
-				if err != nil {
-					return err
-				}
-				vals[i] = v
-			}
-		}
-		var attrErr error
-		for _, a := range t.spanCol {
-			v, err := a.col.take()
-			if err != nil {
-				return err
-			}
-			if v.IsNull() || attrErr != nil {
-				continue
-			}
-			kind := tkString
-			if v.Kind() == parquet.Int32 || v.Kind() == parquet.Int64 {
-				kind = tkInt
-			}
-			text, str, _ := tkvText(kind, v, t.scratch)
-			attrErr = t.addAttr(&rec, a.key, text, str)
-		}
-		if t.spanKV != nil {
-			if err := t.spanKV.read(t.rs); err != nil {
-				return err
-			}
-		}
-		if t.evName != nil {
-			var err error
-			if t.evNameG, err = t.evName.group(t.rs); err != nil {
-				return err
-			}
-			if t.evKV != nil {
-				if err := t.evKV.read(t.rs); err != nil {
-					return err
-				}
-			}
+		attrErr, err := t.slot(&rec, av, &vals)
+		if err != nil {
+			return err
 		}
 		if av.DefinitionLevel() < t.spanDef {
 			continue // a trace or resource with no spans in this slot
 		}
 		*index++
-		if t.spanKV != nil && attrErr == nil {
-			attrErr = t.spanKV.each(t.spanKV.keyG, &t.spanKV.valG, t.rs, func(key []byte, kind int, v parquet.Value) error {
-				text, str, ok := tkvText(kind, v, t.scratch)
-				if !ok {
-					return nil
-				}
-				return t.addAttrBytes(&rec, key, text, str)
-			})
-		}
-		if t.evName != nil && attrErr == nil {
-			attrErr = t.events(&rec)
+		if attrErr == nil {
+			attrErr = t.slotAttrs(&rec)
 		}
 		if attrErr != nil {
 			// An attribute or event that cannot be read costs the
@@ -374,6 +308,112 @@ func (t *tempoReader) rowGroup(rg parquet.RowGroup, index *int64) error {
 		if !c.exhausted() {
 			return fmt.Errorf("column %s has more values than spans (corrupt block)", c.path)
 		}
+	}
+	return nil
+}
+
+// traceID reads the id of the trace starting at this slot: raw bytes
+// written as hex, or text normalized as the other formats' ids are.
+func (t *tempoReader) traceID() (string, error) {
+	v, err := t.trID.take()
+	switch {
+	case err != nil:
+		return "", err
+	case v.IsNull():
+		return "", nil
+	case t.trText:
+		return record.NormID(v.ByteArray(), 32), nil
+	case len(v.ByteArray()) == 0:
+		return "", nil
+	}
+	return hexOf(v.ByteArray(), 32, &t.scratch), nil
+}
+
+// resourceSlot reads the resource starting at this slot: its service and
+// what resource reads (its attributes and the hop they name).
+func (t *tempoReader) resourceSlot() (service, hop string, hopSet bool, err error) {
+	v, err := t.svc.take()
+	if err != nil {
+		return "", "", false, err
+	}
+	if !v.IsNull() {
+		service = t.intern.Get(v.ByteArray())
+	}
+	hop, hopSet, err = t.resource()
+	return service, hop, hopSet, err
+}
+
+// slot reads every column's share of this slot, whether it holds a span
+// or not, so that all columns stay in step: the span's own columns into
+// vals (av being the anchor's value), the span attribute columns into rec,
+// and the groups of the attribute and event lists for slotAttrs. attrErr
+// is the first span attribute that could not be read (the span goes on
+// without the rest); err ends the row group.
+func (t *tempoReader) slot(rec *record.TraceRecord, av parquet.Value, vals *[tcCount]parquet.Value) (attrErr, err error) {
+	for i, c := range t.cols {
+		switch {
+		case i == t.anchor:
+			vals[i] = av
+		case c == nil:
+			vals[i] = parquet.Value{}
+		default:
+			v, err := c.take()
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = v
+		}
+	}
+	for _, a := range t.spanCol {
+		v, err := a.col.take()
+		if err != nil {
+			return nil, err
+		}
+		if v.IsNull() || attrErr != nil {
+			continue
+		}
+		kind := tkString
+		if v.Kind() == parquet.Int32 || v.Kind() == parquet.Int64 {
+			kind = tkInt
+		}
+		text, str, _ := tkvText(kind, v, t.scratch)
+		attrErr = t.addAttr(rec, a.key, text, str)
+	}
+	if t.spanKV != nil {
+		if err := t.spanKV.read(t.rs); err != nil {
+			return nil, err
+		}
+	}
+	if t.evName != nil {
+		if t.evNameG, err = t.evName.group(t.rs); err != nil {
+			return nil, err
+		}
+		if t.evKV != nil {
+			if err := t.evKV.read(t.rs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return attrErr, nil
+}
+
+// slotAttrs applies the span's generic attribute list and its events, as
+// slot read them; it returns the first that could not be read.
+func (t *tempoReader) slotAttrs(rec *record.TraceRecord) error {
+	if t.spanKV != nil {
+		err := t.spanKV.each(t.spanKV.keyG, &t.spanKV.valG, t.rs, func(key []byte, kind int, v parquet.Value) error {
+			text, str, ok := tkvText(kind, v, t.scratch)
+			if !ok {
+				return nil
+			}
+			return t.addAttrBytes(rec, key, text, str)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if t.evName != nil {
+		return t.events(rec)
 	}
 	return nil
 }
