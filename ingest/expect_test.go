@@ -13,7 +13,7 @@ import (
 )
 
 // Readers announce an input's size in spans before its first span
-// (Options.Expect): a Parquet file its row count, exactly; a plain JSON
+// (an ExpectSink): a Parquet file its row count, exactly; a plain JSON
 // lines file an estimate from its size; an input whose size says nothing
 // (compressed) nothing; a Tempo block the values of a span column, a
 // close upper bound.
