@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -779,7 +780,7 @@ func (a *Accum) addUnsampledHops(rep *Report) []string {
 			continue
 		}
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
-			FailureClass: ClassTooFew, Evidence: NWord(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
+			FailureClass: ClassTooFew, Evidence: units.Count(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
 		a.fill(&h, rep, len(rep.Warnings))
 		attribute(&h, acc)
 		// No tree shows its place: a call, as flat logs' spans are.
@@ -909,12 +910,12 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	rep.Warnings = ws
 	if h.Attempts < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: h.Hop,
-			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", NWord(h.Attempts, "attempt", "attempts"), MinSamplesP99)})
+			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", units.Count(h.Attempts, "attempt", "attempts"), MinSamplesP99)})
 	}
 	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: h.Hop,
 			Message: fmt.Sprintf("%d of %d attempts (%.1f%%) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
-				cut, h.Attempts, 100*float64(cut)/float64(h.Attempts), fmtMs(h.Censored.TimeoutMs), joinNames(unknown), fmtMs(h.Censored.AtLeastMs))})
+				cut, h.Attempts, 100*float64(cut)/float64(h.Attempts), units.Millis(h.Censored.TimeoutMs), joinNames(unknown), units.Millis(h.Censored.AtLeastMs))})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/par"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
@@ -476,7 +477,7 @@ func measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt O
 		rep.Warnings = append(rep.Warnings, Warning{Code: WarnUnknownOutcomes, Message: fmt.Sprintf(
 			"no span says how it ended (no status, code, error or timeout field): the %s are counted as succeeded, "+
 				"which the logs do not say; success rates are upper bounds, failure classes none, and check's --min-success "+
-				"counts no request as a success unless --optimistic", NWord(rep.Requests.Count, "request", "requests"))})
+				"counts no request as a success unless --optimistic", units.Count(rep.Requests.Count, "request", "requests"))})
 	}
 	assignRoles(rep, reqs)
 	return rep
@@ -717,12 +718,12 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	h.FailureClass, h.Evidence = Classify(&h, ss, cs, opt)
 	if len(ss) < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: name,
-			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", NWord(len(ss), "attempt", "attempts"), MinSamplesP99)})
+			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", units.Count(len(ss), "attempt", "attempts"), MinSamplesP99)})
 	}
 	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: name,
 			Message: fmt.Sprintf("%d of %d attempts (%.1f%%) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
-				censored, len(ss), 100*float64(censored)/float64(len(ss)), fmtMs(h.Censored.TimeoutMs), joinNames(unknown), fmtMs(h.Censored.AtLeastMs))})
+				censored, len(ss), 100*float64(censored)/float64(len(ss)), units.Millis(h.Censored.TimeoutMs), joinNames(unknown), units.Millis(h.Censored.AtLeastMs))})
 	}
 	return h
 }
@@ -890,61 +891,6 @@ func addProblemWarnings(rep *Report, p span.Problems) {
 	add(p.TooDeep, "trace-too-deep", fmt.Sprintf("%%d spans lie more than %d levels below their trace's top and were left out of the call trees (their per-hop numbers still count)", span.MaxDepth))
 	add(p.Orphans, "orphan-span", "%d spans name a parent that is not in the logs; they were treated as top-level calls")
 	add(p.Cycles, "parent-cycle", "%d spans sit in a loop of parent links; the loop was broken and they were treated as top-level calls")
-}
-
-// fmtMs formats ms for sentences: 3s, 1.5s, 800ms.
-func fmtMs(v float64) string {
-	return FormatDuration(time.Duration(v * 1e6))
-}
-
-// FormatDuration prints a duration for humans, in ms below a second and
-// in seconds above, to the ms up to 100s: 812ms, 1.42s, 10.04s, 12s; below
-// a millisecond in µs, below a microsecond in ns. A value that would round
-// up to 1000 of its unit prints in the next unit (1ms, not 1000µs), so the
-// unit printed is always the one the value reads in.
-func FormatDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + FormatDuration(-max(d, -math.MaxInt64))
-	case d == 0:
-		return "0s"
-	case d < time.Microsecond:
-		return fmt.Sprintf("%dns", int64(d))
-	case d < 999_500*time.Nanosecond:
-		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
-	case d < 999_500*time.Microsecond:
-		return TrimZeros(fmt.Sprintf("%.3g", float64(d)/1e6)) + "ms"
-	case d < 100*time.Second:
-		return TrimZeros(fmt.Sprintf("%.2f", float64(d)/1e9)) + "s"
-	case d < 1000*time.Second:
-		return TrimZeros(fmt.Sprintf("%.1f", float64(d)/1e9)) + "s"
-	}
-	return fmt.Sprintf("%.0fs", float64(d)/1e9)
-}
-
-func TrimZeros(s string) string {
-	if !containsDot(s) {
-		return s
-	}
-	for len(s) > 0 && s[len(s)-1] == '0' {
-		s = s[:len(s)-1]
-	}
-	if len(s) > 0 && s[len(s)-1] == '.' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-func containsDot(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' {
-			return true
-		}
-		if s[i] == 'e' {
-			return false
-		}
-	}
-	return false
 }
 
 // commonKind is the kind all spans share, or "".

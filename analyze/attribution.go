@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
@@ -805,6 +806,6 @@ func (e *Eject) Sentence() string {
 	if e.From != "" {
 		from = " (its callee " + e.From + ")"
 	}
-	return fmt.Sprintf("eject %s=%s%s (outlier detection): it holds %.0f%% of the %s (lift %s×): neither retries nor a longer timeout will fix it",
-		e.Key, e.Value, from, 100*e.Share, what, TrimZeros(fmt.Sprintf("%.1f", e.Lift)))
+	return fmt.Sprintf("eject %s=%s%s (outlier detection): it holds %s of the %s (lift %s×): neither retries nor a longer timeout will fix it",
+		e.Key, e.Value, from, units.PercentWholeEven(e.Share), what, units.Decimal(e.Lift, 1))
 }

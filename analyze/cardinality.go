@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
@@ -186,7 +187,7 @@ func unboundedHops(hops []hopSeen) *Unbounded {
 func (u *Unbounded) Warning() Warning {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of the %d hops are names that differ only in ids (%d %s, e.g. %s); %d of them have fewer than %d attempts, too few for a p99",
-		u.IDHops, u.Hops, u.Templates, Plural(u.Templates, "pattern", "patterns"), quoteJoin(u.Examples), u.Few, MinSamplesP99)
+		u.IDHops, u.Hops, u.Templates, units.Plural(u.Templates, "pattern", "patterns"), quoteJoin(u.Examples), u.Few, MinSamplesP99)
 	if len(u.HopBy) > 0 {
 		fmt.Fprintf(&b, ": the hop names look unbounded; group the spans by a bounded name with --hop-by %s", strings.Join(u.HopBy, " or --hop-by "))
 	} else {
@@ -194,7 +195,7 @@ func (u *Unbounded) Warning() Warning {
 	}
 	fmt.Fprintf(&b, ". Text, Markdown and HTML show the first %d hops, JSON all of them", MaxShownHops)
 	if u.Unlisted > 0 {
-		fmt.Fprintf(&b, "; the recommended policy leaves %d id-laden %s measured too rarely for a timeout of their own to its default", u.Unlisted, Plural(u.Unlisted, "hop", "hops"))
+		fmt.Fprintf(&b, "; the recommended policy leaves %d id-laden %s measured too rarely for a timeout of their own to its default", u.Unlisted, units.Plural(u.Unlisted, "hop", "hops"))
 	}
 	return Warning{Code: WarnUnboundedHops, Message: b.String()}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -82,7 +83,7 @@ func Classify(h *Hop, ss []*span.Span, cs []*span.Call, opt Options) (class, evi
 	T := nsOf(h.TimeoutMs)
 	f := shapeOf(h.Hop, ss, T, opt)
 	if n < MinFailures {
-		s := NWord(n, "failed attempt", "failed attempts")
+		s := units.Count(n, "failed attempt", "failed attempts")
 		if f.cut > 0 {
 			s += fmt.Sprintf(" (%d cut by a timeout)", f.cut)
 		}
@@ -234,14 +235,14 @@ func nearAny(d int64, targets []int64) bool {
 func (f *shape) cutSentence(T int64) string {
 	var p []string
 	if f.atT > 0 {
-		p = append(p, fmt.Sprintf("%d of %d failures within %s of %s", f.atT, f.n, pct(f.maxDev), FormatDuration(time.Duration(T))))
+		p = append(p, fmt.Sprintf("%d of %d failures within %s of %s", f.atT, f.n, units.PercentUp(f.maxDev), units.Duration(time.Duration(T))))
 	} else if T > 0 {
-		p = append(p, fmt.Sprintf("0 of %d failures at the %s timeout", f.n, FormatDuration(time.Duration(T))))
+		p = append(p, fmt.Sprintf("0 of %d failures at the %s timeout", f.n, units.Duration(time.Duration(T))))
 	} else {
 		p = append(p, "no timeout known or inferred")
 	}
 	if f.echo > 0 {
-		p = append(p, fmt.Sprintf("%d at k×%s + backoff (whole calls)", f.echo, FormatDuration(time.Duration(T))))
+		p = append(p, fmt.Sprintf("%d at k×%s + backoff (whole calls)", f.echo, units.Duration(time.Duration(T))))
 	}
 	if f.elsewhere > 0 {
 		p = append(p, fmt.Sprintf("%d cut by a timeout elsewhere (%s)", f.elsewhere, span2(f.elsLo, f.elsHi)))
@@ -260,7 +261,7 @@ func (f *shape) otherSentence(T int64) string {
 		s = fmt.Sprintf("%d of %d failures ", other, f.n)
 	}
 	if f.fast > 0 {
-		s += fmt.Sprintf("%d fast (under %s), ", f.fast, FormatDuration(time.Duration(T/2)))
+		s += fmt.Sprintf("%d fast (under %s), ", f.fast, units.Duration(time.Duration(T/2)))
 	}
 	s += fmt.Sprintf("from %s", span2(f.lo, f.hi))
 	if f.band >= MinPile && float64(f.band) >= 0.2*float64(other) {
@@ -274,12 +275,12 @@ func (f *shape) otherSentence(T int64) string {
 	return s
 }
 
-// span2 formats a range of durations: "5ms–2.8s", or one value.
+// span2 formats a range of durations: "5ms to 2.8s", or one value.
 func span2(lo, hi int64) string {
 	if lo == hi {
-		return FormatDuration(time.Duration(lo))
+		return units.Duration(time.Duration(lo))
 	}
-	return FormatDuration(time.Duration(lo)) + " to " + FormatDuration(time.Duration(hi))
+	return units.Duration(time.Duration(lo)) + " to " + units.Duration(time.Duration(hi))
 }
 
 // codeList: "503×12 (transient), ECONNRESET×3 (transient), 500×2", most
@@ -392,19 +393,10 @@ func echoSentence(cs []*span.Call, T int64, tol float64) string {
 			bestK, bestN = k, n
 		}
 	}
-	s := fmt.Sprintf("%d of %d retried failed calls end within %.0f%% of k×%s + (k−1)×%s backoff", within, total, tol*100,
-		FormatDuration(time.Duration(T)), FormatDuration(time.Duration(b)))
+	s := fmt.Sprintf("%d of %d retried failed calls end within %s of k×%s + (k−1)×%s backoff", within, total, units.PercentWholeEven(tol),
+		units.Duration(time.Duration(T)), units.Duration(time.Duration(b)))
 	if bestN > 0 {
-		s += fmt.Sprintf(" (%s at k = %d)", FormatDuration(time.Duration(int64(bestK)*T+int64(bestK-1)*b)), bestK)
+		s += fmt.Sprintf(" (%s at k = %d)", units.Duration(time.Duration(int64(bestK)*T+int64(bestK-1)*b)), bestK)
 	}
 	return s
-}
-
-// pct formats a relative deviation rounded up to 0.1%: "0.3%".
-func pct(x float64) string {
-	v := math.Ceil(x*1000-1e-9) / 10
-	if v < 0.1 {
-		v = 0.1
-	}
-	return TrimZeros(fmt.Sprintf("%.1f", v)) + "%"
 }

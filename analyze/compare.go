@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -332,19 +333,19 @@ func changeReason(hc *HopChange) string {
 		return ""
 	case b == nil:
 		return fmt.Sprintf("new: not in the baseline; now p50 %s, p99 %s over %s, %s of a tail request's critical path",
-			latText(a.P50Ms, a.Censored), latText(a.P99Ms, a.Censored), NWord(a.Attempts, "attempt", "attempts"), fmtMs(a.TailPathMs))
+			latText(a.P50Ms, a.Censored), latText(a.P99Ms, a.Censored), units.Count(a.Attempts, "attempt", "attempts"), units.Millis(a.TailPathMs))
 	case a == nil:
-		return fmt.Sprintf("gone: not in the logs compared; it held %s of a tail request's critical path before", fmtMs(b.TailPathMs))
+		return fmt.Sprintf("gone: not in the logs compared; it held %s of a tail request's critical path before", units.Millis(b.TailPathMs))
 	}
 	var parts []string
 	if hc.ShiftMs > hc.Score && hc.ShiftMs > 0 {
-		parts = append(parts, fmt.Sprintf("its whole distribution moved: %s more per typical request", fmtMs(hc.ShiftMs)))
+		parts = append(parts, fmt.Sprintf("its whole distribution moved: %s more per typical request", units.Millis(hc.ShiftMs)))
 	}
-	parts = append(parts, fmt.Sprintf("it holds %s of a tail request's critical path against %s before", fmtMs(a.TailPathMs), fmtMs(b.TailPathMs)))
+	parts = append(parts, fmt.Sprintf("it holds %s of a tail request's critical path against %s before", units.Millis(a.TailPathMs), units.Millis(b.TailPathMs)))
 	parts = append(parts, fmt.Sprintf("p50 %s → %s, p99 %s → %s", latText(b.P50Ms, b.Censored), latText(a.P50Ms, a.Censored),
 		latText(b.P99Ms, b.Censored), latText(a.P99Ms, a.Censored)))
 	if a.FailureRate > 0 || b.FailureRate > 0 {
-		parts = append(parts, fmt.Sprintf("failed attempts %s → %s", pctWord(b.FailureRate), pctWord(a.FailureRate)))
+		parts = append(parts, fmt.Sprintf("failed attempts %s → %s", units.Percent(b.FailureRate, 2), units.Percent(a.FailureRate, 2)))
 	}
 	if a.FailedRequests > 0 || b.FailedRequests > 0 {
 		parts = append(parts, fmt.Sprintf("requests failed in it %d → %d", b.FailedRequests, a.FailedRequests))
@@ -357,16 +358,12 @@ func changeReason(hc *HopChange) string {
 
 func latText(v *float64, c *Censored) string {
 	if v != nil {
-		return fmtMs(*v)
+		return units.Millis(*v)
 	}
 	if c != nil {
-		return "≥ " + fmtMs(c.AtLeastMs)
+		return "≥ " + units.Millis(c.AtLeastMs)
 	}
 	return "–"
-}
-
-func pctWord(x float64) string {
-	return TrimZeros(fmt.Sprintf("%.2f", 100*x)) + "%"
 }
 
 // SplitByTime splits spans into two windows of length window: after holds

@@ -1,16 +1,5 @@
 package analyze
 
-import "fmt"
-
-// NWord is a count with its noun in the right number: "1 attempt",
-// "3 attempts".
-func NWord[N int | int64](n N, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // singularProblem is the message of a span-problem warning (see
 // addProblemWarnings) when it counts one span; a code not listed keeps its
 // plural message.
@@ -20,16 +9,4 @@ var singularProblem = map[string]string{
 	"parent-cycle":      "1 span sits in a loop of parent links; the loop was broken and it was treated as a top-level call",
 	"clock-skew":        "1 child span in another service than its parent starts before it or ends after it: the two hosts' clocks disagree",
 	"async-children":    "1 child span outlives its parent (in the same service, a consumer of a message, or started after the parent ended): work the parent did not wait for; replay does not let it stretch or fail the parent",
-}
-
-// PctText writes a share as a percentage with up to three decimals.
-func PctText(x float64) string {
-	return TrimZeros(fmt.Sprintf("%.3f", 100*x)) + "%"
-}
-
-func Plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

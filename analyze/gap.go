@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -99,7 +100,7 @@ func gaps(rep *Report, reqs []*span.Request) {
 			continue
 		}
 		x := h.Gap
-		d := func(p *float64) string { return fmtMs(*p) }
+		d := func(p *float64) string { return units.Millis(*p) }
 		eg := ""
 		if len(x.Examples) > 0 {
 			eg = "; e.g. trace " + strings.Join(x.Examples, ", ")

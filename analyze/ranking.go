@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -277,7 +278,7 @@ func tailReasons(rep *Report, reqs []*span.Request, inTail func(*reqPath) bool, 
 		EachCall(r.Calls, func(c *span.Call) { put(c.Hop, c.End()-c.Start()) })
 	}
 	which := tailWhich(tr)
-	d := func(ns float64) string { return FormatDuration(time.Duration(ns)) }
+	d := func(ns float64) string { return units.Duration(time.Duration(ns)) }
 	for j := range rep.TailRanking {
 		e := &rep.TailRanking[j]
 		var b strings.Builder
@@ -296,7 +297,7 @@ func tailReasons(rep *Report, reqs []*span.Request, inTail func(*reqPath) bool, 
 		if b.Len() > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "it holds %s of a tail request's critical path on average against %s of an ordinary one's", fmtMs(e.TailPathMs), fmtMs(e.UsualPathMs))
+		fmt.Fprintf(&b, "it holds %s of a tail request's critical path on average against %s of an ordinary one's", units.Millis(e.TailPathMs), units.Millis(e.UsualPathMs))
 		if e.Failures > 0 {
 			fmt.Fprintf(&b, "; %d of the %d failed requests failed in it", e.Failures, tr.Failed)
 		}
@@ -309,7 +310,7 @@ func tailReasons(rep *Report, reqs []*span.Request, inTail func(*reqPath) bool, 
 func tailWhich(tr *TailRequests) string {
 	above := ""
 	if tr.AboveMs != nil {
-		above = " (≥ p99 " + fmtMs(*tr.AboveMs) + ")"
+		above = " (≥ p99 " + units.Millis(*tr.AboveMs) + ")"
 	}
 	slow := fmt.Sprintf("the %d slowest requests%s", tr.Slow, above)
 	if tr.Slow == 1 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -40,7 +41,7 @@ func hiddenTail(reqs []*span.Request) *Warning {
 	}
 	quantile.SortInt64(all)
 	quantile.SortInt64(ok)
-	d := func(ns float64) string { return FormatDuration(time.Duration(ns)) }
+	d := func(ns float64) string { return units.Duration(time.Duration(ns)) }
 	p50, p95, p99 := quantile.Int64(all, 0.5), quantile.Int64(all, 0.95), quantile.Int64(all, 0.99)
 	if len(ok) < len(all) && len(ok) >= MinRequestsTailNote/2 {
 		s50, s95, s99 := quantile.Int64(ok, 0.5), quantile.Int64(ok, 0.95), quantile.Int64(ok, 0.99)

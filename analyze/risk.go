@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 )
@@ -58,7 +59,7 @@ const MinProvisional = 10
 func Provisional(rep *Report, chk *RecommendationCheck) string {
 	if chk.LoggedOK < MinProvisional {
 		return fmt.Sprintf("only %s succeeded as logged (fewer than %d): each timeout rests on a handful of calls or on none; collect more logs before rolling it out",
-			NWord(chk.LoggedOK, "request", "requests"), MinProvisional)
+			units.Count(chk.LoggedOK, "request", "requests"), MinProvisional)
 	}
 	var none []string
 	for _, h := range rep.Hops {
@@ -68,7 +69,7 @@ func Provisional(rep *Report, chk *RecommendationCheck) string {
 	}
 	if len(none) > 0 {
 		return fmt.Sprintf("%s no successful call to measure (%s): %s on the policy's default, not on its own times",
-			NWord(len(none), "hop has", "hops have"), strings.Join(firstN(none, 3), ", "), map[bool]string{true: "its timeout rests", false: "their timeouts rest"}[len(none) == 1])
+			units.Count(len(none), "hop has", "hops have"), strings.Join(firstN(none, 3), ", "), map[bool]string{true: "its timeout rests", false: "their timeouts rest"}[len(none) == 1])
 	}
 	return ""
 }
@@ -313,7 +314,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		pr.NeedSuccesses = NeedSuccesses(target / k)
 	}
 	pr.Basis = fmt.Sprintf("distribution-free: per call, the %s quantile of Beta(m+1, n−m) for a hop with n successes, m of them longer than its timeout; combined over the calls each of the %d successful requests makes (~%s per request, retries not credited)",
-		PctText(RiskLevel), ok, TrimZeros(fmt.Sprintf("%.1f", k)))
+		units.Percent(RiskLevel, 3), ok, units.Decimal(k, 1))
 	if !pr.Met && ok > 0 {
 		pr.Advice = adviceFor(pr, reqs, ok)
 	}
@@ -331,7 +332,7 @@ func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
 			continue
 		}
 		if h.Successes >= pr.NeedSuccesses {
-			short = append(short, fmt.Sprintf("%s (%d of its %d successes are longer than its %s timeout)", h.Hop, h.Above, h.Successes, FormatDuration(time.Duration(h.TimeoutMs*1e6))))
+			short = append(short, fmt.Sprintf("%s (%d of its %d successes are longer than its %s timeout)", h.Hop, h.Above, h.Successes, units.Duration(time.Duration(h.TimeoutMs*1e6))))
 			continue
 		}
 		short = append(short, fmt.Sprintf("%s (%d)", h.Hop, h.Successes))
@@ -341,18 +342,18 @@ func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s cannot certify the %s target on new traffic: a timeout above every success of a hop still leaves a chance of about 1 in n+1 that the next call is slower",
-		NWord(ok, "successful request", "successful requests"), PctText(pr.Target))
+		units.Count(ok, "successful request", "successful requests"), units.Percent(pr.Target, 3))
 	if len(short) > 0 {
 		fmt.Fprintf(&b, "; each hop needs about %d successful calls, and these have fewer: %s", pr.NeedSuccesses, strings.Join(firstN(short, 3), ", "))
 	}
 	if worst > 0 {
 		more := int(math.Ceil(worst * float64(len(reqs)) / float64(ok)))
-		fmt.Fprintf(&b, "; that is about %s", NWord(more, "more request", "more requests"))
+		fmt.Fprintf(&b, "; that is about %s", units.Count(more, "more request", "more requests"))
 		if first, last := reqs[0].Start, lastEnd(reqs); last > first {
 			minutes := float64(last-first) / 6e10
 			rate := float64(len(reqs)) / minutes
 			if rate > 0 {
-				fmt.Fprintf(&b, ", ~%s more of logs at the observed %s requests a minute", minutesText(float64(more)/rate), TrimZeros(fmt.Sprintf("%.1f", rate)))
+				fmt.Fprintf(&b, ", ~%s more of logs at the observed %s requests a minute", units.Minutes(float64(more)/rate), units.Decimal(rate, 1))
 			}
 		}
 	}
@@ -365,17 +366,6 @@ func lastEnd(reqs []*span.Request) int64 {
 		e = max(e, r.End)
 	}
 	return e
-}
-
-// minutesText writes a span of minutes as minutes, hours or days.
-func minutesText(m float64) string {
-	switch {
-	case m < 90:
-		return fmt.Sprintf("%.0f minutes", math.Max(1, math.Ceil(m)))
-	case m < 48*60:
-		return TrimZeros(fmt.Sprintf("%.1f", m/60)) + " hours"
-	}
-	return TrimZeros(fmt.Sprintf("%.1f", m/1440)) + " days"
 }
 
 func firstN(s []string, n int) []string {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -173,9 +174,9 @@ func applyWeights(rep *Report, spans []span.Span, byHop map[string][]*span.Span,
 	}
 	msg := fmt.Sprintf("spans carry sampling weights (%s to %s): per-hop latency percentiles are weighted by each span's weight, "+
 		"request latency and success rate by each request's root span's; counts, histograms, failure classes and the replay are per span as logged",
-		TrimZeros(fmt.Sprintf("%.3g", lo)), TrimZeros(fmt.Sprintf("%.3g", hi)))
+		units.Significant(lo, 3), units.Significant(hi, 3))
 	if kept > 0 {
-		msg += fmt.Sprintf("; %s cut by a timeout keep unweighted percentiles", NWord(kept, "hop", "hops"))
+		msg += fmt.Sprintf("; %s cut by a timeout keep unweighted percentiles", units.Count(kept, "hop", "hops"))
 	}
 	rep.Warnings = append(rep.Warnings, Warning{Code: WarnWeighted, Message: msg})
 }

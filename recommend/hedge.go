@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -62,12 +63,12 @@ func recommendHedges(rep *analyze.Report, reqs []*span.Request, p *policy.Policy
 		}
 		tts := h.TimeToSuccess()
 		if tts.At == nil || tts.N < analyze.MinSamplesRecommend || float64(tts.N)*load < 1 || !analyze.PercentileKnown(tts.N, tts.Known, q) {
-			note(fmt.Sprintf("no hedge: too few successes to measure %s", percentileName(q*100)))
+			note(fmt.Sprintf("no hedge: too few successes to measure %s", units.PercentileRounded(q*100)))
 			continue
 		}
 		delay := max(RoundUpNice(time.Duration(tts.At(q))), time.Millisecond)
 		if delay >= hp.Timeout {
-			note(fmt.Sprintf("no hedge: %s of time to success (%s) is not below the timeout", percentileName(q*100), analyze.FormatDuration(delay)))
+			note(fmt.Sprintf("no hedge: %s of time to success (%s) is not below the timeout", units.PercentileRounded(q*100), units.Duration(delay)))
 			continue
 		}
 		why, indep := independence(h, calls[h.Hop], int64(delay))
@@ -103,16 +104,16 @@ func recommendHedges(rep *analyze.Report, reqs []*span.Request, p *policy.Policy
 		switch {
 		case !cut:
 			note(fmt.Sprintf("no hedge: replayed on these logs, a hedge after %s (%s) does not cut the p99 of its calls (%s → %s)",
-				analyze.FormatDuration(delay), percentileName(q*100), fmtNs(base.P99), fmtNs(with.P99)))
+				units.Duration(delay), units.PercentileRounded(q*100), fmtNs(base.P99), fmtNs(with.P99)))
 			continue
 		case extra > load*hedgeLoadSlack:
 			note(fmt.Sprintf("no hedge: replayed on these logs, a hedge after %s would add %s attempts, above --hedge-load %s",
-				analyze.FormatDuration(delay), analyze.PctText(extra), analyze.PctText(load)))
+				units.Duration(delay), units.Percent(extra, 3), units.Percent(load, 3)))
 			continue
 		}
 		p.Hops[h.Hop] = hh
 		note(fmt.Sprintf("hedge after %s (%s of time to success, --hedge-load %s): %s; replayed on these logs (independent draws), p99 of its calls %s → %s for %s more attempts of this hop",
-			analyze.FormatDuration(delay), percentileName(q*100), analyze.PctText(load), why, fmtNs(base.P99), fmtNs(with.P99), analyze.PctText(round4(extra))))
+			units.Duration(delay), units.PercentileRounded(q*100), units.Percent(load, 3), why, fmtNs(base.P99), fmtNs(with.P99), units.Percent(round4(extra), 3)))
 	}
 }
 
@@ -159,5 +160,5 @@ func fmtNs(ns float64) string {
 	if math.IsNaN(ns) {
 		return "–"
 	}
-	return analyze.FormatDuration(time.Duration(ns))
+	return units.Duration(time.Duration(ns))
 }

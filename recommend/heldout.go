@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -34,7 +35,7 @@ func holdOut(reqs []*span.Request, opt analyze.Options) (*analyze.HeldOut, strin
 	cut := n - int(float64(n)*HeldOutShare)
 	if n-cut < MinHeldOut {
 		return nil, fmt.Sprintf("%s too few to hold any out: held-out validation replays the latest third and needs at least %d there (%d requests)",
-			analyze.NWord(n, "request is", "requests are"), MinHeldOut, int(math.Ceil(MinHeldOut/HeldOutShare)))
+			units.Count(n, "request is", "requests are"), MinHeldOut, int(math.Ceil(MinHeldOut/HeldOutShare)))
 	}
 	// Requests are sorted by start (span.Assemble); requests that start
 	// at the same instant as the first held-out one stay on one side.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/par"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -243,7 +244,7 @@ func (rs *raising) explain(chk *analyze.RecommendationCheck, k float64) {
 		h.Recommendation.TimeoutMs = ms(int64(now))
 		h.Recommendation.RaisedFromMs = fptr(ms(int64(r.from)))
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s: replayed on these logs, %s cut %d of the %d requests that succeeded (~%s calls per request: small cuts per hop compound)",
-			analyze.FormatDuration(r.from), analyze.FormatDuration(now), analyze.FormatDuration(r.from), r.requests, chk.LoggedOK, analyze.TrimZeros(fmt.Sprintf("%.1f", k)))
+			units.Duration(r.from), units.Duration(now), units.Duration(r.from), r.requests, chk.LoggedOK, units.Decimal(k, 1))
 	}
 }
 
@@ -311,7 +312,7 @@ func coverNestedRetries(rep *analyze.Report, reqs []*span.Request, p *policy.Pol
 			h.Recommendation.RaisedFromMs = fptr(ms(int64(was)))
 		}
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s %s × %.2f)",
-			analyze.FormatDuration(was), analyze.FormatDuration(now), because[hop], 1+opt.Margin)
+			units.Duration(was), units.Duration(now), because[hop], 1+opt.Margin)
 	}
 	if d := maxTimeout(p); d > p.Default.Timeout {
 		p.Default.Timeout = d
@@ -421,7 +422,7 @@ func (w *nestedWalk) visit(cs []*span.Call) (string, time.Duration, string) {
 			}
 		}
 		if hp.Timeout > 0 && belowT > hp.Timeout && int64(belowT) > w.need[c.Hop] {
-			w.need[c.Hop], w.inner[c.Hop] = int64(belowT), "so that "+belowHop+", always called under it, can use its own "+analyze.FormatDuration(belowT)+" (that"
+			w.need[c.Hop], w.inner[c.Hop] = int64(belowT), "so that "+belowHop+", always called under it, can use its own "+units.Duration(belowT)+" (that"
 		}
 		switch {
 		case hp.Retries > 0:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 )
@@ -48,22 +49,6 @@ func certifyingRank(n int, share, floorQ float64) (m int, ok bool) {
 		}
 	}
 	return lo, true
-}
-
-// ordinal writes 2 as "2nd", 11 as "11th".
-func ordinal(n int) string {
-	suf := "th"
-	if n%100 < 11 || n%100 > 13 {
-		switch n % 10 {
-		case 1:
-			suf = "st"
-		case 2:
-			suf = "nd"
-		case 3:
-			suf = "rd"
-		}
-	}
-	return fmt.Sprintf("%d%s", n, suf)
 }
 
 // RoundUpNice rounds a duration up to two significant digits, or to a half
@@ -184,7 +169,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 		p.Hops[h.Hop] = hp
 		h.Recommendation.TimeoutMs = ms(int64(hp.Timeout))
 		h.Recommendation.Retries = hp.Retries
-		h.Recommendation.Basis = strings.Replace(h.Recommendation.Basis, "the policy's default", "the policy's default, "+analyze.FormatDuration(hp.Timeout), 1)
+		h.Recommendation.Basis = strings.Replace(h.Recommendation.Basis, "the policy's default", "the policy's default, "+units.Duration(hp.Timeout), 1)
 	}
 	collapseIDHops(rep, p)
 	recommendHedges(rep, reqs, p, opt) // hedge.go: only with Options.HedgeLoad
@@ -211,7 +196,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 	}
 	if opt.MaxBudget > 0 && p.Budget > opt.MaxBudget {
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "budget-capped",
-			Message: fmt.Sprintf("the recommended timeouts need a budget of %s to cover every logged success and the critical path with its retries, but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", analyze.FormatDuration(p.Budget), analyze.FormatDuration(opt.MaxBudget))})
+			Message: fmt.Sprintf("the recommended timeouts need a budget of %s to cover every logged success and the critical path with its retries, but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", units.Duration(p.Budget), units.Duration(opt.MaxBudget))})
 		p.Budget = opt.MaxBudget
 	}
 	capDurations(rep, p)
@@ -224,11 +209,11 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 	if !pred.Met && chk.LoggedOK > 0 {
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: analyze.CodeOutOfSample,
 			Message: fmt.Sprintf("on new traffic the recommended policy may fail up to %s of requests that succeed (%s confidence, distribution-free), above the %s target: %s",
-				analyze.PctText(pred.Upper), analyze.PctText(pred.Level), analyze.PctText(target), pred.Advice)})
+				units.Percent(pred.Upper, 3), units.Percent(pred.Level, 3), units.Percent(target, 3), pred.Advice)})
 	}
 	if !chk.Met {
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "false-timeout-target-missed",
-			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, analyze.PctText(chk.Share), analyze.PctText(chk.Target))})
+			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, units.Percent(chk.Share, 3), units.Percent(chk.Target, 3))})
 	}
 	return p, safety, last
 }
@@ -253,7 +238,7 @@ func capDurations(rep *analyze.Report, p *policy.Policy) {
 	clamp(&p.Budget, "budget")
 	if len(capped) > 0 {
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "duration-capped",
-			Message: fmt.Sprintf("the logs call for durations beyond %s, the longest a policy holds; capped: %s", analyze.FormatDuration(policy.MaxDuration), strings.Join(capped, ", "))})
+			Message: fmt.Sprintf("the logs call for durations beyond %s, the longest a policy holds; capped: %s", units.Duration(policy.MaxDuration), strings.Join(capped, ", "))})
 	}
 }
 
@@ -262,7 +247,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 	var tailNeed float64
 	var tail *analyze.TailModel
 	margin := opt.Margin
-	pname := percentileName(q * 100)
+	pname := units.PercentileRounded(q * 100)
 	var current time.Duration
 	if h.TimeoutMs != nil {
 		current = time.Duration(*h.TimeoutMs * 1e6)
@@ -285,16 +270,16 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		canary := max(RoundUpNice(cut*4), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 		need := int(math.Ceil(10 / (1 - opt.Percentile/100)))
 		rec = analyze.Recommendation{Action: analyze.ActionObserveFirst, TimeoutMs: ms(int64(canary)),
-			Basis: fmt.Sprintf("%s unknown: %.0f%% of attempts were cut at %s; run a canary at %s to observe the tail (about %d attempts give p%s)",
-				percentileName(opt.Percentile), h.Censored.Fraction*100, analyze.FormatDuration(cut), analyze.FormatDuration(canary), need, analyze.TrimZeros(fmt.Sprintf("%.1f", opt.Percentile)))}
+			Basis: fmt.Sprintf("%s unknown: %s of attempts were cut at %s; run a canary at %s to observe the tail (about %d attempts give p%s)",
+				units.PercentileRounded(opt.Percentile), units.PercentWholeEven(h.Censored.Fraction), units.Duration(cut), units.Duration(canary), need, units.Decimal(opt.Percentile, 1))}
 		hp.Timeout = canary
 	case tts.N < analyze.MinSamplesRecommend || slowest <= 0:
 		t := current
-		basis := fmt.Sprintf("%d successful %s: too few to measure %s", tts.N, analyze.Plural(tts.N, "attempt", "attempts"), pname)
+		basis := fmt.Sprintf("%d successful %s: too few to measure %s", tts.N, units.Plural(tts.N, "attempt", "attempts"), pname)
 		if floor := max(RoundDownNice(time.Duration(MaxExtrapolation*float64(slowest))), RoundUpNice(time.Duration(float64(slowest)*(1+margin)))); slowest > 0 && t < floor {
 			t = floor
 			tailNeed = MaxExtrapolation * float64(slowest)
-			basis += fmt.Sprintf("; slowest success %s × %.0f → %s: too few to model the tail, so the furthest tailscope extrapolates (a timeout at the slowest success fails about 1 call in n+1 on new traffic)", analyze.FormatDuration(slowest), MaxExtrapolation, analyze.FormatDuration(t))
+			basis += fmt.Sprintf("; slowest success %s × %.0f → %s: too few to model the tail, so the furthest tailscope extrapolates (a timeout at the slowest success fails about 1 call in n+1 on new traffic)", units.Duration(slowest), MaxExtrapolation, units.Duration(t))
 		} else if t > 0 {
 			basis += "; keeping the timeout in force"
 		} else {
@@ -302,7 +287,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		}
 		if t > 0 && t < MinTimeout {
 			t = MinTimeout
-			basis += fmt.Sprintf(", raised to the %s floor", analyze.FormatDuration(MinTimeout))
+			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
 		rec = analyze.Recommendation{Action: analyze.ActionKeep, TimeoutMs: ms(int64(t)), Basis: basis}
 		hp.Timeout = t
@@ -312,16 +297,16 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		t := RoundUpNice(time.Duration(float64(v) * (1 + margin)))
 		rank := "the slowest"
 		if m > 0 {
-			rank = fmt.Sprintf("the %s slowest", ordinal(m+1))
+			rank = fmt.Sprintf("the %s slowest", units.Ordinal(m+1))
 		}
 		basis := fmt.Sprintf("%s of %d successes %s × %.2f → %s: with %d of %d longer, a new call exceeds it with probability ≤ %s (%s confidence), within its share %s of the request target",
-			rank, n, analyze.FormatDuration(v), 1+margin, analyze.FormatDuration(t), m, n, analyze.PctText(round6(analyze.BetaUpper(analyze.RiskLevel, m, n))), analyze.PctText(analyze.RiskLevel), analyze.PctText(round6(share)))
+			rank, n, units.Duration(v), 1+margin, units.Duration(t), m, n, units.Percent(round6(analyze.BetaUpper(analyze.RiskLevel, m, n)), 3), units.Percent(analyze.RiskLevel, 3), units.Percent(round6(share), 3))
 		if share < 1-opt.Percentile/100-1e-12 {
-			basis += fmt.Sprintf(" (~%s calls per request share the %s target)", analyze.TrimZeros(fmt.Sprintf("%.1f", k)), analyze.PctText(target))
+			basis += fmt.Sprintf(" (~%s calls per request share the %s target)", units.Decimal(k, 1), units.Percent(target, 3))
 		}
 		if t < MinTimeout {
 			t = MinTimeout
-			basis += fmt.Sprintf(", raised to the %s floor", analyze.FormatDuration(MinTimeout))
+			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
 		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - float64(m)/float64(n)))}
 		hp.Timeout = t
@@ -332,14 +317,14 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		// the slowest success, where a model of n successes says nothing.
 		t, basis, need, model := extrapolate(tts, share, margin)
 		tailNeed, tail = need, model
-		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", tts.N, analyze.PctText(round6(share)), analyze.NeedSuccesses(share))
+		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", tts.N, units.Percent(round6(share), 3), analyze.NeedSuccesses(share))
 		if share < 1-opt.Percentile/100-1e-12 {
-			basis += fmt.Sprintf("; ~%s calls per request share the %s request target", analyze.TrimZeros(fmt.Sprintf("%.1f", k)), analyze.PctText(target))
+			basis += fmt.Sprintf("; ~%s calls per request share the %s request target", units.Decimal(k, 1), units.Percent(target, 3))
 		}
 		basis += ")"
 		if t < MinTimeout {
 			t = MinTimeout
-			basis += fmt.Sprintf(", raised to the %s floor", analyze.FormatDuration(MinTimeout))
+			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
 		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - share)), Extrapolated: true}
 		hp.Timeout = t
@@ -351,7 +336,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 	if retries > 0 {
 		hp.Backoff = backoffFor(h)
 		rec.BackoffMs = ms(int64(hp.Backoff.Base))
-		why += fmt.Sprintf(", full-jitter backoff from %s (half the median success)", analyze.FormatDuration(hp.Backoff.Base))
+		why += fmt.Sprintf(", full-jitter backoff from %s (half the median success)", units.Duration(hp.Backoff.Base))
 	}
 	rec.Basis += "; " + why
 	return hp, rec
@@ -370,22 +355,22 @@ func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Durat
 	if tts.Known < MinTailFit {
 		t = max(RoundDownNice(capT), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 		basis = fmt.Sprintf("slowest of %d successes %s × %.0f → %s: too few to fit a tail (%d), so the furthest tailscope extrapolates",
-			tts.N, analyze.FormatDuration(slowest), MaxExtrapolation, analyze.FormatDuration(t), MinTailFit)
+			tts.N, units.Duration(slowest), MaxExtrapolation, units.Duration(t), MinTailFit)
 		return t, basis, float64(capT), nil
 	}
 	model := analyze.FitTail(analyze.TailPoints(tts.At, tts.Known))
 	v := time.Duration(model.Quantile(share))
 	floor := time.Duration(float64(slowest) * (1 + margin))
 	t = RoundUpNice(max(v, floor))
-	basis = fmt.Sprintf("extrapolated: %s puts %s at %s", analyze.DescribeModel(model, share), percentileName(100*(1-share)), analyze.FormatDuration(v))
+	basis = fmt.Sprintf("extrapolated: %s puts %s at %s", analyze.DescribeModel(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v))
 	switch {
 	case v < floor:
-		basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", analyze.FormatDuration(slowest), 1+margin, analyze.FormatDuration(t))
+		basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", units.Duration(slowest), 1+margin, units.Duration(t))
 	case t > capT:
 		t = max(RoundDownNice(capT), RoundUpNice(floor))
-		basis += fmt.Sprintf(", capped at %.0f× the slowest success (%s): the model is not trusted further from its data", MaxExtrapolation, analyze.FormatDuration(t))
+		basis += fmt.Sprintf(", capped at %.0f× the slowest success (%s): the model is not trusted further from its data", MaxExtrapolation, units.Duration(t))
 	default:
-		basis += " → " + analyze.FormatDuration(t)
+		basis += " → " + units.Duration(t)
 	}
 	return t, basis, float64(min(v, capT)), &model
 }
@@ -396,12 +381,6 @@ func backoffFor(h *analyze.Hop) policy.Backoff {
 	base := RoundUpNice(time.Duration(h.TimeToSuccess().P50 / 2))
 	base = min(max(base, 10*time.Millisecond), time.Second)
 	return policy.Backoff{Base: base, Max: base * 4, Jitter: policy.JitterFull}
-}
-
-// percentileName writes a percentile as "p99", "p99.98".
-func percentileName(p float64) string {
-	s := analyze.TrimZeros(fmt.Sprintf("%.3f", p))
-	return "p" + s
 }
 
 // retriesFor decides retries from the class and the measured yield.
