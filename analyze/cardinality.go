@@ -41,9 +41,12 @@ const (
 	idCollapseFactor = 4
 )
 
-// MaxShownHops bounds the rows of the per-hop tables that text, Markdown
-// and HTML print when the hop names look unbounded (JSON keeps every hop).
-const MaxShownHops = 50
+// shownHops is how many hops the text, Markdown and HTML reports show
+// when the hop names look unbounded: a display limit, which report owns
+// (report.MaxShownHops). The unbounded-hops warning states it, in JSON
+// too, and report sits above analyze and cannot be asked, so the number
+// is written here as well; report's tests hold the two equal.
+const shownHops = 50
 
 // hopSeen is what the cardinality rule reads of one hop: its name, its
 // attempts, and the fields of its first span that could name it instead.
@@ -193,7 +196,7 @@ func (u *Unbounded) Warning() Warning {
 	} else {
 		b.WriteString(": the hop names look unbounded; give the spans a route name without ids (OTel's http.route) and group by it with --hop-by attr:KEY")
 	}
-	fmt.Fprintf(&b, ". Text, Markdown and HTML show the first %d hops, JSON all of them", MaxShownHops)
+	fmt.Fprintf(&b, ". Text, Markdown and HTML show the first %d hops, JSON all of them", shownHops)
 	if u.Unlisted > 0 {
 		fmt.Fprintf(&b, "; the recommended policy leaves %d id-laden %s measured too rarely for a timeout of their own to its default", u.Unlisted, units.Plural(u.Unlisted, "hop", "hops"))
 	}

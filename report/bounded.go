@@ -13,17 +13,23 @@ import (
 
 // When the hop names look unbounded (analyze's unbounded-hops warning:
 // names that differ only in ids), the text, Markdown and HTML reports show
-// at most analyze.MaxShownHops hops — those that explain the tail first
+// at most MaxShownHops hops — those that explain the tail first
 // (the ranking), then the most attempted — and say how many are not shown,
 // instead of a table as long as the logs. Their warnings go with them,
 // counted in one line. JSON keeps every hop: it is the contract, and a
 // script that looks up its hop must find it.
 
+// MaxShownHops bounds the rows of the per-hop tables that text, Markdown
+// and HTML print when the hop names look unbounded: enough for the hops
+// that explain the tail and the most attempted, few enough to read. The
+// unbounded-hops warning, written by analyze, states the number.
+const MaxShownHops = 50
+
 // boundedHops returns rep itself when its hops are to be shown in full,
 // otherwise a shallow copy holding the shown hops (in report order) and
 // the warnings that concern them, and the number of hops left out.
 func boundedHops(rep *analyze.Report) (*analyze.Report, int) {
-	if rep.UnboundedHops() == nil || len(rep.Hops) <= analyze.MaxShownHops {
+	if rep.UnboundedHops() == nil || len(rep.Hops) <= MaxShownHops {
 		return rep, 0
 	}
 	ranked := make(map[string]bool, len(rep.TailRanking))
@@ -43,7 +49,7 @@ func boundedHops(rep *analyze.Report) (*analyze.Report, int) {
 		}
 		return ha.Attempts > hb.Attempts
 	})
-	idx = idx[:analyze.MaxShownHops]
+	idx = idx[:MaxShownHops]
 	slices.Sort(idx)
 	out := *rep
 	out.Hops = make([]analyze.Hop, len(idx))

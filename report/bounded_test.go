@@ -34,7 +34,7 @@ func idHopsLogs(traces, ids int) []byte {
 }
 
 // The human-readable reports of logs with id-laden hop names show at
-// most analyze.MaxShownHops hops and say how many they leave out; JSON
+// most MaxShownHops hops and say how many they leave out; JSON
 // keeps every hop.
 func TestUnboundedHopsBoundedOutput(t *testing.T) {
 	const ids = 600
@@ -54,10 +54,10 @@ func TestUnboundedHopsBoundedOutput(t *testing.T) {
 			names[m] = true
 		}
 		// The shown hops, and the warning's examples.
-		if len(names) > analyze.MaxShownHops+3 {
-			t.Errorf("%s: %d id-laden hop names printed, want at most %d", format, len(names), analyze.MaxShownHops+3)
+		if len(names) > MaxShownHops+3 {
+			t.Errorf("%s: %d id-laden hop names printed, want at most %d", format, len(names), MaxShownHops+3)
 		}
-		hidden := len(rep.Hops) - analyze.MaxShownHops
+		hidden := len(rep.Hops) - MaxShownHops
 		if want := fmt.Sprintf("%d more hops are not shown", hidden); !strings.Contains(out, want) {
 			t.Errorf("%s: no %q", format, want)
 		}
@@ -90,7 +90,15 @@ func TestUnboundedHopsBoundedOutput(t *testing.T) {
 	}
 	found := false
 	for _, w := range doc.Warnings {
-		found = found || w.Code == analyze.WarnUnboundedHops
+		if w.Code != analyze.WarnUnboundedHops || w.Hop != "" {
+			continue
+		}
+		found = true
+		// analyze writes the warning and cannot ask report for the limit:
+		// the number it states must be the one the reports apply.
+		if want := fmt.Sprintf("show the first %d hops, JSON all of them", MaxShownHops); !strings.Contains(w.Message, want) {
+			t.Errorf("the %s warning does not say %q: %s", w.Code, want, w.Message)
+		}
 	}
 	if !found {
 		t.Errorf("JSON warnings lack %s", analyze.WarnUnboundedHops)
