@@ -250,15 +250,7 @@ func (w *jsonWalker) zipkinTags(rec *record.TraceRecord, v []byte) error {
 		}
 		rec.KeepAttr(&w.attrIntern, tk, tv)
 		if tk == "error" {
-			// Presence is failure: Brave writes the exception
-			// message, or "" when there is none.
-			rec.ErrFlag = true
-			if rec.Message == "" {
-				rec.Message = string(tv)
-			}
-			if w.hopAttr == "error" {
-				rec.Hop, rec.HopSet = string(tv), true
-			}
+			w.zipkinErrorTag(rec, tv)
 			return nil
 		}
 		rec.AddAttr(tk, tv, k == jsonscan.KString, w.hopAttr)
@@ -268,6 +260,19 @@ func (w *jsonWalker) zipkinTags(rec *record.TraceRecord, v []byte) error {
 		err = bad
 	}
 	return err
+}
+
+// zipkinErrorTag applies Zipkin's error tag, which both paths leave out
+// of AddAttr: its presence is failure (Brave writes the exception
+// message, or "" when there is none), its text the span's message.
+func (w *jsonWalker) zipkinErrorTag(rec *record.TraceRecord, tv []byte) {
+	rec.ErrFlag = true
+	if rec.Message == "" {
+		rec.Message = string(tv)
+	}
+	if w.hopAttr == "error" {
+		rec.Hop, rec.HopSet = string(tv), true
+	}
 }
 
 // zipkinEndpointAttrs appends an endpoint's address as attributes: prefix

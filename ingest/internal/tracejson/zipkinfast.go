@@ -332,13 +332,7 @@ func (w *jsonWalker) zipkinFastTags(v []byte, rec *record.TraceRecord, borrow bo
 		}
 		w.fastKeepAttr(rec, tk, tv, borrow)
 		if bstr(tk) == "error" {
-			rec.ErrFlag = true
-			if rec.Message == "" {
-				rec.Message = string(tv)
-			}
-			if w.hopAttr == "error" {
-				rec.Hop, rec.HopSet = string(tv), true
-			}
+			w.zipkinErrorTag(rec, tv)
 			return true
 		}
 		// addAttr may keep the key (a value it could not read is recorded
