@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
@@ -114,24 +115,32 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 	if k > 0 {
 		q = max(q, 1-target/k)
 	}
-	for i := range rep.Hops {
+	// Each hop's recommendation reads only that hop, and a hop whose tail
+	// is extrapolated fits a model (tens of milliseconds): all of them
+	// run at once, then are taken in the report's order.
+	hps := make([]policy.Hop, len(rep.Hops))
+	par.Each(len(rep.Hops), func(i int) {
 		h := &rep.Hops[i]
 		switch h.Role {
 		case analyze.RoleCallee:
 			h.Recommendation = analyze.Recommendation{Action: analyze.ActionCallee,
 				Basis: "the callee's own record of a call: the caller's timeout bounds it, so set it on the calling hop"}
-			continue
 		case analyze.RoleInProcess:
 			h.Recommendation = analyze.Recommendation{Action: analyze.ActionInProcess,
 				Basis: "work inside one service, not a remote call: there is nothing to time out; the calls above it bound it"}
-			continue
 		case analyze.RoleRoot:
 			h.Recommendation = analyze.Recommendation{Action: analyze.ActionRequest,
 				Basis: "the trace root is the request itself: the budget bounds it"}
+		default:
+			hps[i], h.Recommendation = recommendHop(h, opt, q, k, target)
+		}
+	})
+	for i := range rep.Hops {
+		h, hp := &rep.Hops[i], hps[i]
+		switch h.Role {
+		case analyze.RoleCallee, analyze.RoleInProcess, analyze.RoleRoot:
 			continue
 		}
-		hp, rec := recommendHop(h, opt, q, k, target)
-		h.Recommendation = rec
 		if hp.Timeout == 0 {
 			// Nothing measured and nothing in force: it gets the
 			// default's timeout, once that is known.

@@ -53,12 +53,27 @@ func RunAccum(a *analyze.Accum, reqs []*span.Request, probs span.Problems, opt a
 // safety (held out and predicted), the predicted effect, where the tail
 // comes from, ejections and endpoints.
 func complete(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) *policy.Policy {
-	rec, safety, last := recommendPolicy(rep, reqs, opt)
+	// The held-out validation fits its own policy on the earlier requests
+	// and reads nothing the recommendation writes: it runs beside it, on
+	// the cores the recommendation's sequential steps (the replays that
+	// raise timeouts) leave idle.
+	var (
+		rec         *policy.Policy
+		safety      *analyze.Safety
+		last        *lastReplay
+		heldOut     *analyze.HeldOut
+		heldOutNote string
+	)
+	par.Do(func() {
+		heldOut, heldOutNote = holdOut(reqs, opt)
+	}, func() {
+		rec, safety, last = recommendPolicy(rep, reqs, opt)
+	})
 	if u := rep.UnboundedHops(); u != nil {
 		rep.Warnings = append(rep.Warnings, u.Warning())
 	}
 	rep.RecommendedPolicy = DocOf(rec)
-	safety.HeldOut, safety.HeldOutNote = holdOut(reqs, opt)
+	safety.HeldOut, safety.HeldOutNote = heldOut, heldOutNote
 	rep.RecommendedPolicy.Safety = safety
 	// The predicted effect only replays reqs under the recommendation, or
 	// reuses the engine's last replay (it reads the policy, writes nothing
