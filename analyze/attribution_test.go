@@ -12,62 +12,13 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/span/spantest"
 )
-
-// fleet generates calls to one hop served by five pods in two zones: every
-// attempt is lognormal around 120 ms, slowed by slow(pod, r) and failing
-// fast (503) when fail(pod, r); each span carries its pod, its zone, the
-// version (the same everywhere), a request id (one value per span: high
-// cardinality) and a 300-byte value (too long to count). A second hop,
-// "auth", is healthy and carries the same attributes.
-func fleet(seed uint64, calls int, slow func(pod int, r *rand.Rand) time.Duration, fail func(pod int, r *rand.Rand) bool) []span.Span {
-	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()
-	long := strings.Repeat("x", 300)
-	var out []span.Span
-	for i := range calls {
-		trace := fmt.Sprintf("%016x", seed*1_000_003+uint64(i))
-		for _, hop := range []string{"cart", "auth"} {
-			pod := r.IntN(5)
-			d := lognormal(r, 120*time.Millisecond, 0.3)
-			failed := false
-			if hop == "cart" {
-				d += slow(pod, r)
-				failed = fail(pod, r)
-			}
-			s := span.Span{TraceID: trace, SpanID: trace + hop, Service: "gw", Name: hop, Hop: hop, Kind: "client",
-				Start: t0 + int64(i)*int64(time.Second), Duration: int64(d), Status: span.OK, Weight: 1,
-				Attrs: []span.Attr{
-					{Key: "k8s.pod.name", Value: fmt.Sprintf("%s-%d", hop, pod)},
-					{Key: "cloud.availability_zone", Value: fmt.Sprintf("z%d", pod%2)},
-					{Key: "service.version", Value: "1.4.2"},
-					{Key: "request.id", Value: fmt.Sprintf("req-%d", i)},
-					{Key: "blob", Value: long},
-				}}
-			if failed {
-				s.Status, s.Code, s.Duration = span.Error, 503, int64(uniform(r, 2*time.Millisecond, 20*time.Millisecond))
-				s.Attrs = append(s.Attrs, span.Attr{Key: "http.response.status_code", Value: "503"})
-			}
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func never(int, *rand.Rand) bool { return false }
-
-// badPod: pod 3 is slow (+400–900 ms) on 20% of its attempts.
-func badPod(pod int, r *rand.Rand) time.Duration {
-	if pod == 3 && r.Float64() < 0.2 {
-		return uniform(r, 400*time.Millisecond, 900*time.Millisecond)
-	}
-	return 0
-}
 
 // evenSlow: every pod is slow the same way on 4% of its attempts.
 func evenSlow(pod int, r *rand.Rand) time.Duration {
 	if r.Float64() < 0.04 {
-		return uniform(r, 400*time.Millisecond, 900*time.Millisecond)
+		return spantest.Uniform(r, 400*time.Millisecond, 900*time.Millisecond)
 	}
 	return 0
 }
@@ -81,7 +32,7 @@ func noSlow(int, *rand.Rand) time.Duration { return 0 }
 // healthy hop names nothing; its eject advice names the pod and its lift
 // (recommend/eject_test.go checks the recommendation built on it).
 func TestAttributionBadInstance(t *testing.T) {
-	spans := fleet(1, 4000, badPod, never)
+	spans := spantest.Fleet(1, 4000, spantest.BadPod, spantest.Never)
 	rep := analyse(spans, Options{})
 	h := hopOf(rep, "cart")
 	if len(h.Attribution) == 0 {
@@ -139,7 +90,7 @@ func TestAttributionEvenTailNamesNothing(t *testing.T) {
 	named := 0
 	for seed := range uint64(seeds) {
 		for _, slow := range []func(int, *rand.Rand) time.Duration{evenSlow, noSlow} {
-			rep := analyse(fleet(100+seed, 1500, slow, func(_ int, r *rand.Rand) bool { return r.Float64() < 0.03 }), Options{})
+			rep := analyse(spantest.Fleet(100+seed, 1500, slow, func(_ int, r *rand.Rand) bool { return r.Float64() < 0.03 }), Options{})
 			for _, h := range rep.Hops {
 				if len(h.Attribution) > 0 {
 					named++
@@ -160,7 +111,7 @@ func TestAttributionEvenTailNamesNothing(t *testing.T) {
 // others 0.5%) name it, over the failures, with the eject advice; the
 // status code attribute that every failure carries is not reported.
 func TestAttributionFailures(t *testing.T) {
-	rep := analyse(fleet(7, 3000, noSlow, func(pod int, r *rand.Rand) bool {
+	rep := analyse(spantest.Fleet(7, 3000, noSlow, func(pod int, r *rand.Rand) bool {
 		if pod == 1 {
 			return r.Float64() < 0.15
 		}
@@ -194,7 +145,7 @@ func TestAttributionFailures(t *testing.T) {
 // and the same split over Parts merged in any order: attribution and
 // examples are over every span, not the sample, and deterministic.
 func TestAttributionStreamedAndMerged(t *testing.T) {
-	spans := fleet(3, 3000, badPod, func(pod int, r *rand.Rand) bool { return pod == 2 && r.Float64() < 0.1 })
+	spans := spantest.Fleet(3, 3000, spantest.BadPod, func(pod int, r *rand.Rand) bool { return pod == 2 && r.Float64() < 0.1 })
 	want := analyse(spans, Options{})
 	if len(hopOf(want, "cart").Attribution) < 2 {
 		t.Fatalf("the fixture should name the slow and the failing pod: %+v", hopOf(want, "cart").Attribution)
@@ -249,7 +200,7 @@ func TestAttributionBounded(t *testing.T) {
 	p1, p2 := acc.Part(), acc.Part()
 	solo := &hopAcc{name: "h"}
 	for i := range 200_000 {
-		s := span.Span{TraceID: fmt.Sprintf("t%d", i/4), Hop: "h", Duration: int64(lognormal(r, 50*time.Millisecond, 2)), Status: span.OK, Weight: 1,
+		s := span.Span{TraceID: fmt.Sprintf("t%d", i/4), Hop: "h", Duration: int64(spantest.Lognormal(r, 50*time.Millisecond, 2)), Status: span.OK, Weight: 1,
 			Attrs: []span.Attr{
 				{Key: "pod", Value: fmt.Sprintf("p%d", r.IntN(8))},
 				{Key: "a.request.id", Value: fmt.Sprintf("%d", i)},
@@ -334,24 +285,24 @@ func TestFisherUpper(t *testing.T) {
 // client/server pairs: recommend/eject_test.go).
 func TestAttributionEjectOnCallee(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
-	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 	pods := map[string]int{}
 	for i := range 2000 {
 		trace := fmt.Sprintf("t%05d", i)
 		pod := r.IntN(5)
-		c := callee{name: "cart", server: rms(r, 20, 60), gap: rms(r, 1, 3)}
+		c := spantest.Callee{Name: "cart", Server: spantest.RMS(r, 20, 60), Gap: spantest.RMS(r, 1, 3)}
 		if pod == 2 && r.IntN(5) == 0 {
-			c.server += rms(r, 400, 800)
+			c.Server += spantest.RMS(r, 400, 800)
 		}
 		pods[trace] = pod
-		g.add(trace, false, []callee{c})
+		g.Add(trace, false, []spantest.Callee{c})
 	}
-	for i := range g.spans {
-		if s := &g.spans[i]; s.Hop == "cart handle" {
+	for i := range g.Spans {
+		if s := &g.Spans[i]; s.Hop == "cart handle" {
 			s.Attrs = []span.Attr{{Key: "service.instance.id", Value: fmt.Sprintf("cart-%d", pods[s.TraceID])}}
 		}
 	}
-	rep := analyse(g.spans, Options{})
+	rep := analyse(g.Spans, Options{})
 	callee, caller := hopOf(rep, "cart handle"), hopOf(rep, "gw → cart")
 	if e := callee.Ejection(); e == nil || e.Value != "cart-2" || e.From != "" {
 		t.Fatalf("callee eject %+v (attribution %+v)", e, callee.Attribution)

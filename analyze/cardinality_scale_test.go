@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/span/spantest"
 )
 
 // The whole analysis — two Parts and their publishes, the sample, the
@@ -23,7 +24,7 @@ func TestAnalysisLinearInHops(t *testing.T) {
 		t.Skip("scaling test")
 	}
 	work := func(traces, hops, sample int) (allocs uint64, cpu time.Duration) {
-		spans := idSpans(3, traces, hops, []int{0, 1, 2, 3, 4})
+		spans := spantest.IDSpans(3, traces, hops, []int{0, 1, 2, 3, 4})
 		cpu = time.Duration(1<<63 - 1)
 		for range 3 {
 			var m0, m1 runtime.MemStats

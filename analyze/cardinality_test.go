@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/span/spantest"
 )
 
 func TestIDTemplate(t *testing.T) {
@@ -38,68 +39,6 @@ func TestIDTemplate(t *testing.T) {
 			t.Errorf("idTemplate(%q) = %q, %v; want %q, %v", c.name, got, id, c.want, c.id)
 		}
 	}
-}
-
-// idShapes are span-name shapes that carry an id, as instrumentation that
-// names spans by URL path (or by message key) writes them.
-var idShapes = []struct {
-	route string
-	name  func(r *rand.Rand, k int) string
-}{
-	{"/users/{id}", func(_ *rand.Rand, k int) string { return fmt.Sprintf("GET /users/%d", 100000+k) }},
-	{"/orders/{id}", func(r *rand.Rand, k int) string {
-		return fmt.Sprintf("GET /orders/%08x-%04x-4%03x-a%03x-%012x", r.Uint32(), k&0xffff, r.IntN(4096), r.IntN(4096), r.Uint64()>>16)
-	}},
-	{"/blobs/{id}/meta", func(r *rand.Rand, k int) string {
-		return fmt.Sprintf("GET /blobs/%012x%012x/meta", r.Uint64()>>16, uint64(k))
-	}},
-	{"/sessions/{id}", func(r *rand.Rand, k int) string {
-		// Base62: digits anywhere (two placed, so that it alternates).
-		const a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-		b := make([]byte, 22)
-		for i := range b {
-			b[i] = a[r.IntN(len(a))]
-		}
-		b[3], b[4], b[9], b[10] = byte('0'+k%10), 'x', byte('0'+r.IntN(10)), 'Q'
-		return "POST /sessions/" + string(b)
-	}},
-	{"/carts/{id}/items", func(_ *rand.Rand, k int) string { return fmt.Sprintf("PUT /carts/cart_%d/items", 7000+k) }},
-}
-
-// idSpans generates flat traces (a root and calls under it) whose call
-// hops carry ids of the given shapes: hops distinct names in all, each
-// call span with its route in http.route.
-func idSpans(seed uint64, traces, hops int, shapes []int) []span.Span {
-	r := rand.New(rand.NewPCG(seed, 18))
-	names := make([][]string, len(shapes))
-	for i, s := range shapes {
-		for k := range max(1, hops/len(shapes)) {
-			names[i] = append(names[i], idShapes[s].name(r, k))
-		}
-	}
-	var out []span.Span
-	t0 := int64(1_767_225_600) * 1e9
-	for tr := range traces {
-		id := fmt.Sprintf("t%07d", tr)
-		at := t0 + int64(tr)*1e6
-		root := span.Span{TraceID: id, SpanID: id + "r", Service: "gateway", Name: "gateway", Hop: "gateway", Kind: "server", Start: at, Weight: 1}
-		start := at
-		for i, s := range shapes {
-			n := names[i][r.IntN(len(names[i]))]
-			d := int64((5 + r.ExpFloat64()*20) * 1e6)
-			sp := span.Span{TraceID: id, SpanID: fmt.Sprintf("%s%d", id, i), ParentID: id + "r", Service: strings.Trim(idShapes[s].route[:strings.Index(idShapes[s].route[1:], "/")+1], "/"),
-				Name: n, Hop: n, Kind: "client", Start: start, Duration: d, Weight: 1,
-				Attrs: []span.Attr{{Key: "http.route", Value: idShapes[s].route}}}
-			if r.IntN(100) == 0 {
-				sp.Status = span.Error
-			}
-			out = append(out, sp)
-			start += d
-		}
-		root.Duration = start - at + 1e5
-		out = append(out, root)
-	}
-	return out
 }
 
 // accumReport runs spans through an Accum, as the command does.
@@ -137,7 +76,7 @@ func TestUnboundedHopsFires(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rep := accumReport(idSpans(7, c.traces, c.hops, c.shapes), c.sample)
+			rep := accumReport(spantest.IDSpans(7, c.traces, c.hops, c.shapes), c.sample)
 			u := rep.UnboundedHops()
 			if u == nil {
 				t.Fatalf("no %s over %d hops", WarnUnboundedHops, len(rep.Hops))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/span/spantest"
 )
 
 // TestClassify checks each generated hop against its known truth, and that
@@ -20,7 +21,7 @@ func TestClassify(t *testing.T) {
 	ms := time.Millisecond
 	cases := []struct {
 		name string
-		sc   scenario
+		sc   spantest.Scenario
 		want string
 		// evidence must match these patterns.
 		evidence []string
@@ -28,47 +29,47 @@ func TestClassify(t *testing.T) {
 		wantT time.Duration
 	}{
 		{name: "persistent slowness, no retries, marked",
-			sc:   scenario{timeout: 3 * s, attempt: persistent(0.1, 8*s, 11*s), mark: true},
+			sc:   spantest.Scenario{Timeout: 3 * s, Attempt: spantest.Persistent(0.1, 8*s, 11*s), Mark: true},
 			want: ClassRanToTimeout, evidence: []string{`^(\d+) of (\d+) failures within 0\.[1-3]% of 3s`, `no retries in the logs`}, wantT: 3 * s},
 		{name: "persistent slowness, 2 retries, 100ms backoff, marked",
-			sc:   scenario{timeout: 2 * s, retries: 2, backoff: 100 * ms, attempt: persistent(0.08, 5*s, 9*s), mark: true},
+			sc:   spantest.Scenario{Timeout: 2 * s, Retries: 2, Backoff: 100 * ms, Attempt: spantest.Persistent(0.08, 5*s, 9*s), Mark: true},
 			want: ClassRanToTimeout, evidence: []string{`failures within 0\.[1-3]% of 2s`, `retry yield after timeouts 0/\d+`, `end within 2% of k×2s \+ \(k−1\)×100ms backoff \(6\.2s at k = 3\)`}, wantT: 2 * s},
 		{name: "persistent slowness, 1 retry, unmarked, no attribute: inferred",
-			sc:   scenario{timeout: 1500 * ms, retries: 1, attempt: persistent(0.1, 4*s, 6*s), noise: 0.01},
+			sc:   spantest.Scenario{Timeout: 1500 * ms, Retries: 1, Attempt: spantest.Persistent(0.1, 4*s, 6*s), Noise: 0.01},
 			want: ClassRanToTimeout, evidence: []string{`failures within 1(\.\d)?% of 1\.5s`, `retry yield after timeouts 0/\d+`}, wantT: 1500 * ms},
 		{name: "persistent slowness, span attribute, odd timeout",
-			sc:   scenario{timeout: 2750 * ms, attempt: persistent(0.05, 4*s, 6*s), attr: true},
+			sc:   spantest.Scenario{Timeout: 2750 * ms, Attempt: spantest.Persistent(0.05, 4*s, 6*s), Attr: true},
 			want: ClassRanToTimeout, evidence: []string{`failures within 0\.[1-3]% of 2\.75s`}, wantT: 2750 * ms},
 		{name: "fast 503s that retries fix",
-			sc:   scenario{timeout: 2 * s, retries: 2, attempt: fastErrors(0.08, 503), mark: true, attr: true},
+			sc:   spantest.Scenario{Timeout: 2 * s, Retries: 2, Attempt: spantest.FastErrors(0.08, 503), Mark: true, Attr: true},
 			want: ClassTransient, evidence: []string{`^(\d+) of (\d+) failures ended away from the timeout: (\d+) fast \(under 1s\)`, `503×\d+ \(transient\)`, `retry yield after other errors (\d+)/(\d+)`}},
 		{name: "fast 429s, no timeout known, no retries",
-			sc:   scenario{attempt: fastErrors(0.1, 429)},
+			sc:   spantest.Scenario{Attempt: spantest.FastErrors(0.1, 429)},
 			want: ClassTransient, evidence: []string{`no timeout known or inferred`, `429×\d+ \(transient\)`}},
 		{name: "latency jitter cut at the timeout, retries recover",
-			sc:   scenario{timeout: time.Second, retries: 2, attempt: jitter(300*ms, 0.8), mark: true},
+			sc:   spantest.Scenario{Timeout: time.Second, Retries: 2, Attempt: spantest.Jitter(300*ms, 0.8), Mark: true},
 			want: ClassTransient, evidence: []string{`failures within 0\.[1-3]% of 1s`, `retries after a timeout recovered (\d+) of (\d+): the slowness is jitter`}, wantT: time.Second},
 		{name: "errors spread across many durations",
-			sc:   scenario{timeout: 3 * s, attempt: spreadErrors(0.1, 50*ms, 2900*ms, 0), mark: true, attr: true},
+			sc:   spantest.Scenario{Timeout: 3 * s, Attempt: spantest.SpreadErrors(0.1, 50*ms, 2900*ms, 0), Mark: true, Attr: true},
 			want: ClassTransient, evidence: []string{`^\d+ of \d+ failures ended away from the timeout`, `no pile-up \(densest 2% band holds \d\)`}},
 		{name: "healthy",
-			sc:   scenario{timeout: 3 * s, retries: 2, attempt: healthy, mark: true},
+			sc:   spantest.Scenario{Timeout: 3 * s, Retries: 2, Attempt: spantest.Healthy, Mark: true},
 			want: ClassNone, evidence: []string{`^no failed attempts$`}},
 		{name: "three failures",
-			sc:   scenario{timeout: 3 * s, retries: 1, attempt: failFirst(3), mark: true},
+			sc:   spantest.Scenario{Timeout: 3 * s, Retries: 1, Attempt: spantest.FailFirst(3), Mark: true},
 			want: ClassTooFew, evidence: []string{`^3 failed attempts: too few`}},
 		{name: "half persistent timeouts, half fast 503s",
-			sc:   scenario{timeout: 3 * s, attempt: both(persistent(0.1, 8*s, 11*s), fastErrors(0.1, 503), func(i int) bool { return i%2 == 0 }), mark: true},
+			sc:   spantest.Scenario{Timeout: 3 * s, Attempt: spantest.Both(spantest.Persistent(0.1, 8*s, 11*s), spantest.FastErrors(0.1, 503), func(i int) bool { return i%2 == 0 }), Mark: true},
 			want: ClassMixed, evidence: []string{`failures within 0\.[1-3]% of 3s`, `ended away from the timeout`}, wantT: 3 * s},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.sc.hop = fmt.Sprintf("hop-%d", i)
-			if c.sc.calls == 0 {
-				c.sc.calls = 400
+			c.sc.Hop = fmt.Sprintf("hop-%d", i)
+			if c.sc.Calls == 0 {
+				c.sc.Calls = 400
 			}
-			spans := build(uint64(100+i), c.sc)
-			h := hopOf(analyse(spans, Options{}), c.sc.hop)
+			spans := spantest.Build(uint64(100+i), c.sc)
+			h := hopOf(analyse(spans, Options{}), c.sc.Hop)
 			if h == nil {
 				t.Fatal("hop missing from the report")
 			}
@@ -114,9 +115,9 @@ func TestClassify(t *testing.T) {
 // TestClassifyRetryYieldNumbers: the yield in the evidence and in the
 // report is the count of retries after each kind of failure.
 func TestClassifyRetryYieldNumbers(t *testing.T) {
-	sc := scenario{hop: "h", calls: 300, timeout: 2 * time.Second, retries: 2, mark: true,
-		attempt: both(persistent(0.2, 5*time.Second, 6*time.Second), fastErrors(0.3, 503), func(i int) bool { return i%2 == 0 })}
-	spans := build(7, sc)
+	sc := spantest.Scenario{Hop: "h", Calls: 300, Timeout: 2 * time.Second, Retries: 2, Mark: true,
+		Attempt: spantest.Both(spantest.Persistent(0.2, 5*time.Second, 6*time.Second), spantest.FastErrors(0.3, 503), func(i int) bool { return i%2 == 0 })}
+	spans := spantest.Build(7, sc)
 	h := hopOf(analyse(spans, Options{}), "h")
 	// Recount from the spans: attempt k failed and attempt k+1 exists.
 	type key struct {
@@ -189,8 +190,8 @@ func TestClassifyRetryYieldNumbers(t *testing.T) {
 func TestClassifyWholeCallSpans(t *testing.T) {
 	// Under the policy: 3s, 2 retries, 100ms backoff → whole-call failures
 	// at 9.2s.
-	sc := scenario{hop: "h", calls: 300, timeout: 9200 * time.Millisecond, attempt: persistent(0.1, 12*time.Second, 14*time.Second)}
-	spans := build(11, sc)
+	sc := spantest.Scenario{Hop: "h", Calls: 300, Timeout: 9200 * time.Millisecond, Attempt: spantest.Persistent(0.1, 12*time.Second, 14*time.Second)}
+	spans := spantest.Build(11, sc)
 	p := &policy.Policy{Default: policy.Hop{Timeout: 3 * time.Second, Retries: 2, Backoff: policy.Backoff{Base: 100 * time.Millisecond, Max: 100 * time.Millisecond}}}
 	h := hopOf(analyse(spans, Options{PolicyInForce: p}), "h")
 	if h.FailureClass != ClassRanToTimeout {
@@ -214,14 +215,14 @@ func TestInferTimeout(t *testing.T) {
 	for i, T := range timeouts {
 		for _, noise := range []float64{0, 0.005, 0.015} {
 			// 12 of 200 calls slow enough to hit T; the rest below T/2.
-			sc := scenario{hop: "h", calls: 200, timeout: T, noise: noise + 1e-9,
-				attempt: func(r *rand.Rand, i, k int) (time.Duration, int) {
+			sc := spantest.Scenario{Hop: "h", Calls: 200, Timeout: T, Noise: noise + 1e-9,
+				Attempt: func(r *rand.Rand, i, k int) (time.Duration, int) {
 					if i%17 == 0 {
 						return 3 * T, 0
 					}
-					return uniform(r, T/10, T/2), 0
+					return spantest.Uniform(r, T/10, T/2), 0
 				}}
-			spans := build(uint64(i), sc)
+			spans := spantest.Build(uint64(i), sc)
 			h := hopOf(analyse(spans, Options{}), "h")
 			if h.TimeoutMs == nil {
 				t.Errorf("T=%s noise=%.3f: no timeout inferred", T, noise)

@@ -8,59 +8,8 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/span/spantest"
 )
-
-// traceGen writes traces of a gateway fanning out to services: a server
-// root "gw GET /", and under it, per callee, a client span "gw → NAME" in
-// the gateway with the callee's server span "NAME handle" inside it. The
-// client span lasts the server's time plus the gap between them.
-type traceGen struct {
-	spans []span.Span
-	t0    int64
-}
-
-// callee is one call a request makes: the server's time, the gap, and
-// whether it fails.
-type callee struct {
-	name        string
-	server, gap time.Duration
-	failed      bool
-}
-
-// add writes one request. parallel: the calls run side by side (fan-out);
-// otherwise one after the other.
-func (g *traceGen) add(trace string, parallel bool, calls []callee) {
-	root := span.Span{TraceID: trace, SpanID: trace + "-r", Service: "gw", Name: "GET /", Kind: "server", Hop: "gw GET /", Start: g.t0, Weight: 1}
-	at := g.t0 + int64(time.Millisecond)
-	end := at
-	failed := false
-	for i, c := range calls {
-		id := fmt.Sprintf("%s-%d", trace, i)
-		cd := int64(c.server + c.gap)
-		cl := span.Span{TraceID: trace, SpanID: id + "c", ParentID: root.SpanID, Service: "gw", Name: "→ " + c.name, Kind: "client",
-			Hop: "gw → " + c.name, Start: at, Duration: cd, Weight: 1}
-		sv := span.Span{TraceID: trace, SpanID: id + "s", ParentID: cl.SpanID, Service: c.name, Name: "handle", Kind: "server",
-			Hop: c.name + " handle", Start: at + int64(c.gap)/2, Duration: int64(c.server), Weight: 1}
-		if c.failed {
-			cl.Status, sv.Status, failed = span.Error, span.Error, true
-		}
-		g.spans = append(g.spans, cl, sv)
-		end = max(end, at+cd)
-		if !parallel {
-			at += cd
-		}
-	}
-	root.Duration = end - g.t0 + int64(time.Millisecond)
-	if failed {
-		root.Status = span.Error
-	}
-	g.spans = append(g.spans, root)
-	g.t0 += int64(2 * time.Second)
-}
-
-func rms(r *rand.Rand, lo, hi int) time.Duration {
-	return time.Duration(lo+r.IntN(hi-lo+1)) * time.Millisecond
-}
 
 // On a fan-out to 40 services, one of them slow in 3% of the requests:
 // worst first names it, with most of the share, a reason with numbers and
@@ -68,21 +17,21 @@ func rms(r *rand.Rand, lo, hi int) time.Duration {
 // restores the alphabetical order.
 func TestWorstFirstFanOut(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 	slow := map[string]bool{}
 	for i := range 600 {
-		var cs []callee
+		var cs []spantest.Callee
 		for k := range 40 {
-			c := callee{name: fmt.Sprintf("s%02d", k), server: rms(r, 10, 60), gap: rms(r, 1, 3)}
+			c := spantest.Callee{Name: fmt.Sprintf("s%02d", k), Server: spantest.RMS(r, 10, 60), Gap: spantest.RMS(r, 1, 3)}
 			if k == 17 && r.IntN(100) < 3 {
-				c.server += rms(r, 700, 900)
+				c.Server += spantest.RMS(r, 700, 900)
 				slow[fmt.Sprintf("t%04d", i)] = true
 			}
 			cs = append(cs, c)
 		}
-		g.add(fmt.Sprintf("t%04d", i), true, cs)
+		g.Add(fmt.Sprintf("t%04d", i), true, cs)
 	}
-	rep := analyse(g.spans, Options{})
+	rep := analyse(g.Spans, Options{})
 	if len(rep.TailRanking) == 0 {
 		t.Fatal("no tail ranking")
 	}
@@ -122,16 +71,16 @@ func TestWorstFirstFanOut(t *testing.T) {
 // counts as one at the p99, charged to the hop it failed in.
 func TestWorstFirstFastFailures(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 	for i := range 400 {
-		cs := []callee{{name: "auth", server: rms(r, 5, 15), gap: rms(r, 1, 2)}, {name: "cart", server: rms(r, 20, 80), gap: rms(r, 1, 2)}}
+		cs := []spantest.Callee{{Name: "auth", Server: spantest.RMS(r, 5, 15), Gap: spantest.RMS(r, 1, 2)}, {Name: "cart", Server: spantest.RMS(r, 20, 80), Gap: spantest.RMS(r, 1, 2)}}
 		if i%25 == 3 {
-			cs[0] = callee{name: "auth", server: 2 * time.Millisecond, gap: time.Millisecond, failed: true}
+			cs[0] = spantest.Callee{Name: "auth", Server: 2 * time.Millisecond, Gap: time.Millisecond, Failed: true}
 			cs = cs[:1]
 		}
-		g.add(fmt.Sprintf("t%04d", i), false, cs)
+		g.Add(fmt.Sprintf("t%04d", i), false, cs)
 	}
-	rep := analyse(g.spans, Options{})
+	rep := analyse(g.Spans, Options{})
 	if len(rep.TailRanking) == 0 || rep.TailRanking[0].Hop != "auth handle" {
 		t.Fatalf("ranking: %+v", rep.TailRanking)
 	}
@@ -146,19 +95,19 @@ func TestWorstFirstFastFailures(t *testing.T) {
 // callee that is itself slow does not.
 func TestGapBetweenCallerAndCallee(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 	for i := range 500 {
-		pay := callee{name: "pay", server: rms(r, 20, 40), gap: rms(r, 1, 2)}
+		pay := spantest.Callee{Name: "pay", Server: spantest.RMS(r, 20, 40), Gap: spantest.RMS(r, 1, 2)}
 		if r.IntN(100) < 5 {
-			pay.gap += rms(r, 400, 600) // the network between gw and pay
+			pay.Gap += spantest.RMS(r, 400, 600) // the network between gw and pay
 		}
-		stock := callee{name: "stock", server: rms(r, 20, 40), gap: rms(r, 1, 2)}
+		stock := spantest.Callee{Name: "stock", Server: spantest.RMS(r, 20, 40), Gap: spantest.RMS(r, 1, 2)}
 		if r.IntN(100) < 5 {
-			stock.server += rms(r, 400, 600) // stock itself is slow
+			stock.Server += spantest.RMS(r, 400, 600) // stock itself is slow
 		}
-		g.add(fmt.Sprintf("t%04d", i), false, []callee{pay, stock})
+		g.Add(fmt.Sprintf("t%04d", i), false, []spantest.Callee{pay, stock})
 	}
-	rep := analyse(g.spans, Options{})
+	rep := analyse(g.Spans, Options{})
 	pay, stock := hopOf(rep, "gw → pay"), hopOf(rep, "gw → stock")
 	if pay == nil || pay.Gap == nil || stock == nil || stock.Gap == nil {
 		t.Fatal("no gap on the client hops")
@@ -175,7 +124,7 @@ func TestGapBetweenCallerAndCallee(t *testing.T) {
 		t.Errorf("pay evidence repeats the gap: %q", pay.Evidence)
 	}
 	if stock.Gap.MakesTail || *stock.Gap.GapP99Ms > 3 {
-		t.Errorf("stock: the callee is slow, not the gap: %+v", *stock.Gap)
+		t.Errorf("stock: the callee is slow, not the Gap: %+v", *stock.Gap)
 	}
 	n := 0
 	for _, w := range rep.Warnings {
@@ -205,20 +154,20 @@ func TestGapBetweenCallerAndCallee(t *testing.T) {
 func TestCompareRanksWhatChanged(t *testing.T) {
 	window := func(seed uint64, payBad bool) *Report {
 		r := rand.New(rand.NewPCG(seed, 9))
-		g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+		g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 		for i := range 800 {
-			search := callee{name: "search", server: rms(r, 100, 300), gap: rms(r, 1, 2)}
+			search := spantest.Callee{Name: "search", Server: spantest.RMS(r, 100, 300), Gap: spantest.RMS(r, 1, 2)}
 			if r.IntN(100) < 5 {
-				search.server += rms(r, 1500, 2500)
+				search.Server += spantest.RMS(r, 1500, 2500)
 			}
-			pay := callee{name: "pay", server: rms(r, 20, 40), gap: rms(r, 1, 2)}
+			pay := spantest.Callee{Name: "pay", Server: spantest.RMS(r, 20, 40), Gap: spantest.RMS(r, 1, 2)}
 			if payBad && r.IntN(100) < 15 {
-				pay.server += rms(r, 600, 900)
+				pay.Server += spantest.RMS(r, 600, 900)
 			}
-			cart := callee{name: "cart", server: rms(r, 10, 30), gap: rms(r, 1, 2)}
-			g.add(fmt.Sprintf("w%d-%04d", seed, i), false, []callee{search, pay, cart})
+			cart := spantest.Callee{Name: "cart", Server: spantest.RMS(r, 10, 30), Gap: spantest.RMS(r, 1, 2)}
+			g.Add(fmt.Sprintf("w%d-%04d", seed, i), false, []spantest.Callee{search, pay, cart})
 		}
-		return analyse(g.spans, Options{})
+		return analyse(g.Spans, Options{})
 	}
 	before, after := window(1, false), window(2, true)
 	c := Compare(before, after, "last week", "today")
@@ -280,20 +229,20 @@ func TestSplitByTime(t *testing.T) {
 func TestCompareRanksNewFailures(t *testing.T) {
 	window := func(seed uint64, authFails bool) *Report {
 		r := rand.New(rand.NewPCG(seed, 11))
-		g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+		g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 		for i := range 600 {
-			search := callee{name: "search", server: rms(r, 100, 300), gap: rms(r, 1, 2)}
+			search := spantest.Callee{Name: "search", Server: spantest.RMS(r, 100, 300), Gap: spantest.RMS(r, 1, 2)}
 			if r.IntN(100) < 5 {
-				search.server += rms(r, 1500, 2500)
+				search.Server += spantest.RMS(r, 1500, 2500)
 			}
-			auth := callee{name: "auth", server: rms(r, 5, 10), gap: rms(r, 1, 2)}
-			cs := []callee{auth, search}
+			auth := spantest.Callee{Name: "auth", Server: spantest.RMS(r, 5, 10), Gap: spantest.RMS(r, 1, 2)}
+			cs := []spantest.Callee{auth, search}
 			if authFails && r.IntN(100) < 8 {
-				cs = []callee{{name: "auth", server: 3 * time.Millisecond, gap: time.Millisecond, failed: true}}
+				cs = []spantest.Callee{{Name: "auth", Server: 3 * time.Millisecond, Gap: time.Millisecond, Failed: true}}
 			}
-			g.add(fmt.Sprintf("w%d-%04d", seed, i), false, cs)
+			g.Add(fmt.Sprintf("w%d-%04d", seed, i), false, cs)
 		}
-		return analyse(g.spans, Options{})
+		return analyse(g.Spans, Options{})
 	}
 	c := Compare(window(1, false), window(2, true), "before", "after")
 	for _, h := range c.Ranking[:3] {
@@ -310,15 +259,15 @@ func TestCompareRanksNewFailures(t *testing.T) {
 // GapMinMs: it is measured (Hop.Gap) but neither listed nor warned about.
 func TestTrivialGapNotListed(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+	g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 	for i := range 500 {
-		c := callee{name: "currency", server: rms(r, 1, 3), gap: rms(r, 0, 1)}
+		c := spantest.Callee{Name: "currency", Server: spantest.RMS(r, 1, 3), Gap: spantest.RMS(r, 0, 1)}
 		if r.IntN(100) < 5 {
-			c.gap += rms(r, 9, 12)
+			c.Gap += spantest.RMS(r, 9, 12)
 		}
-		g.add(fmt.Sprintf("t%04d", i), false, []callee{c})
+		g.Add(fmt.Sprintf("t%04d", i), false, []spantest.Callee{c})
 	}
-	rep := analyse(g.spans, Options{})
+	rep := analyse(g.Spans, Options{})
 	h := hopOf(rep, "gw → currency")
 	if h == nil || h.Gap == nil {
 		t.Fatal("no gap on the client hop")
@@ -346,19 +295,19 @@ func TestTrivialGapNotListed(t *testing.T) {
 func TestCompareRanksAWholeDistributionShift(t *testing.T) {
 	window := func(seed uint64, curMs [2]int) *Report {
 		r := rand.New(rand.NewPCG(seed, 9))
-		g := &traceGen{t0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
+		g := &spantest.TraceGen{T0: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixNano()}
 		for i := range 400 {
-			slow := callee{name: "catalog", server: rms(r, 80, 120), gap: rms(r, 1, 2)}
+			slow := spantest.Callee{Name: "catalog", Server: spantest.RMS(r, 80, 120), Gap: spantest.RMS(r, 1, 2)}
 			if i%10 == 3 {
-				slow.server = rms(r, 2000, 3000)
+				slow.Server = spantest.RMS(r, 2000, 3000)
 			}
-			cs := []callee{slow, {name: "currency", server: rms(r, curMs[0], curMs[1]), gap: rms(r, 1, 2)}}
+			cs := []spantest.Callee{slow, {Name: "currency", Server: spantest.RMS(r, curMs[0], curMs[1]), Gap: spantest.RMS(r, 1, 2)}}
 			for k := range 20 { // other hops, unchanged
-				cs = append(cs, callee{name: fmt.Sprintf("s%02d", k), server: rms(r, 1, 5), gap: rms(r, 0, 1)})
+				cs = append(cs, spantest.Callee{Name: fmt.Sprintf("s%02d", k), Server: spantest.RMS(r, 1, 5), Gap: spantest.RMS(r, 0, 1)})
 			}
-			g.add(fmt.Sprintf("t%04d", i), true, cs)
+			g.Add(fmt.Sprintf("t%04d", i), true, cs)
 		}
-		return analyse(g.spans, Options{})
+		return analyse(g.Spans, Options{})
 	}
 	before, after := window(1, [2]int{6, 10}), window(2, [2]int{580, 620})
 	c := Compare(before, after, "before", "after")

@@ -8,6 +8,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/span/spantest"
 )
 
 // TestPredictedEffectReusesOnlyAnUnchangedReplay: the recommendation's
@@ -16,9 +17,9 @@ import (
 // --max-budget cap); either way it equals replaying the final policy.
 func TestPredictedEffectReusesOnlyAnUnchangedReplay(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
-	spans := build(3,
-		scenario{hop: "pay", calls: 600, timeout: 2 * s, retries: 1, backoff: 100 * ms, attempt: persistent(0.05, 3*s, 5*s), mark: true},
-		scenario{hop: "ship", calls: 600, timeout: 1 * s, attempt: persistent(0.02, 2*s, 3*s), mark: true})
+	spans := spantest.Build(3,
+		spantest.Scenario{Hop: "pay", Calls: 600, Timeout: 2 * s, Retries: 1, Backoff: 100 * ms, Attempt: spantest.Persistent(0.05, 3*s, 5*s), Mark: true},
+		spantest.Scenario{Hop: "ship", Calls: 600, Timeout: 1 * s, Attempt: spantest.Persistent(0.02, 2*s, 3*s), Mark: true})
 	for _, tc := range []struct {
 		name   string
 		opt    analyze.Options

@@ -16,6 +16,7 @@ import (
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/span/spantest"
 )
 
 func TestRoundUpNice(t *testing.T) {
@@ -158,28 +159,9 @@ func TestRecommendObserveFirst(t *testing.T) {
 	}
 }
 
-// chain writes requests over hops with given latency generators.
-func chain(seed uint64, n int, hops []string, draw func(rng *rand.Rand, hop int) (time.Duration, bool)) []byte {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var b bytes.Buffer
-	for i := 0; i < n; i++ {
-		t := int64(1e18) + int64(i)*int64(time.Second)
-		for h, name := range hops {
-			d, failed := draw(rng, h)
-			st := "ok"
-			if failed {
-				st = "error"
-			}
-			fmt.Fprintf(&b, `{"trace_id":"r%d","span_id":"r%d-%d","hop":%q,"start":%d,"duration_ns":%d,"status":%q}`+"\n", i, i, h, name, t, d, st)
-			t += int64(d)
-		}
-	}
-	return b.Bytes()
-}
-
 // A 300 ms forwarder next to a 10 s generator gets its own timeout.
 func TestRecommendPerHop(t *testing.T) {
-	data := chain(3, 2000, []string{"forward", "generate"}, func(rng *rand.Rand, h int) (time.Duration, bool) {
+	data := spantest.Chain(3, 2000, []string{"forward", "generate"}, func(rng *rand.Rand, h int) (time.Duration, bool) {
 		if h == 0 {
 			return time.Duration(100+rng.IntN(200)) * time.Millisecond, false
 		}
@@ -221,7 +203,7 @@ func TestRecommendAccuracy(t *testing.T) {
 	}
 	for i, sh := range shapes {
 		for _, margin := range []float64{0.10, 0.25} {
-			data := chain(uint64(10+i), 5000, []string{"hop"}, func(rng *rand.Rand, _ int) (time.Duration, bool) { return sh.draw(rng), false })
+			data := spantest.Chain(uint64(10+i), 5000, []string{"hop"}, func(rng *rand.Rand, _ int) (time.Duration, bool) { return sh.draw(rng), false })
 			spans, reqs, probs := loadBytes(t, data)
 			// One call per request and a 1% request-level target: the
 			// per-call percentile is p99 itself.
