@@ -88,11 +88,11 @@ func Unit(s string) string {
 	return s[i+1:]
 }
 
-// GoDuration writes d in Go's duration syntax, which the policy file
-// uses and time.ParseDuration reads back exactly, with the zero minutes
-// and seconds Go writes after a whole hour or minute left out: "1m" and
-// "1h" rather than "1m0s" and "1h0m0s"; "1.5s", "250ms", "1h10s".
-// Negative durations keep Go's "-".
+// GoDuration writes d in Go's duration syntax, which the policy file and
+// Linkerd's ServiceProfiles use and time.ParseDuration reads back
+// exactly, with the zero minutes and seconds Go writes after a whole hour
+// or minute left out: "1m" and "1h" rather than "1m0s" and "1h0m0s";
+// "1.5s", "250ms", "1h10s". Negative durations keep Go's "-".
 func GoDuration(d time.Duration) string {
 	s := d.String()
 	s = strings.Replace(s, "m0s", "m", 1)
@@ -102,8 +102,8 @@ func GoDuration(d time.Duration) string {
 
 // DecimalSeconds writes d as decimal seconds to the millisecond with the
 // trailing zeros dropped, "0.1s", "2.5s", "30s": the syntax of a
-// protobuf Duration in JSON and of Envoy's and Istio's YAML, which every
-// emitted config uses. Zero is "0s". The sub-millisecond part is rounded
+// protobuf Duration in JSON and of Envoy's and Istio's YAML, which the
+// gRPC, Envoy and Istio configs use. Zero is "0s". The sub-millisecond part is rounded
 // away (below half a millisecond is "0s", "-0s" below zero): the
 // recommended times are rounded to steps of at least a millisecond, and a
 // hand-written policy with a finer time is emitted to the millisecond.
