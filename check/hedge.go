@@ -41,5 +41,5 @@ func (l *linter) hedgeRules(name string, hp policy.Hop, src string, h *analyze.H
 	l.add(CodeHedgeOnPersistent, SevError, name,
 		"%s hedges after %s on a ran-to-timeout hop (%d of %d attempts failed, %d of them cut at %s): its slowness persists, so %s waits on the same wall and adds %s to a hop that is already slow; remove the hedge",
 		src, units.Duration(hp.Hedge.Delay), h.FailedAttempts, h.Attempts, h.TimeoutAttempts, at,
-		units.Count(hp.Hedge.Max, "the hedge", "each hedge"), fmt.Sprintf("up to %d %s per call", hp.Hedge.Max, units.Count(hp.Hedge.Max, "attempt", "attempts")))
+		units.Plural(hp.Hedge.Max, "the hedge", "each hedge"), fmt.Sprintf("up to %d %s per call", hp.Hedge.Max, units.Plural(hp.Hedge.Max, "attempt", "attempts")))
 }

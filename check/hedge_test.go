@@ -32,8 +32,9 @@ hops:
 `)
 	fs := Lint(l.rep, l.reqs, p)
 	f := one(t, fs, CodeHedgeOnPersistent, "forward", SevError)
-	contains(t, f, "hops.forward hedges after 800ms on a ran-to-timeout hop", "remove the hedge")
-	one(t, fs, CodeHedgeOnPersistent, "retrieve", SevError)
+	contains(t, f, "hops.forward hedges after 800ms on a ran-to-timeout hop", "so the hedge waits on the same wall", "up to 1 attempt per call", "remove the hedge")
+	r := one(t, fs, CodeHedgeOnPersistent, "retrieve", SevError)
+	contains(t, r, "so each hedge waits on the same wall", "up to 2 attempts per call")
 	w := one(t, fs, CodeHedgeNotBelowTimeout, "retrieve", SevWarning)
 	contains(t, w, "3s is not below its 3s timeout", "never fires")
 	if len(findings(fs, CodeHedgeOnPersistent, "generate")) != 0 {

@@ -121,8 +121,10 @@ func DecimalSeconds(d time.Duration) string {
 // analysis has always printed it.
 func Minutes(m float64) string {
 	switch {
+	case m <= 1:
+		return "1 minute"
 	case m < 90:
-		return fmt.Sprintf("%.0f minutes", math.Max(1, math.Ceil(m)))
+		return fmt.Sprintf("%.0f minutes", math.Ceil(m))
 	case m < 48*60:
 		return trimZeros(fmt.Sprintf("%.1f", m/60)) + " hours"
 	}

@@ -231,7 +231,7 @@ func TestMinutes(t *testing.T) {
 		m    float64
 		want string
 	}{
-		{0, "1 minutes"}, {0.2, "1 minutes"}, {1, "1 minutes"}, {1.01, "2 minutes"},
+		{0, "1 minute"}, {0.2, "1 minute"}, {1, "1 minute"}, {1.01, "2 minutes"},
 		{45, "45 minutes"}, {89.5, "90 minutes"}, {90, "1.5 hours"}, {120, "2 hours"},
 		{2879, "48 hours"}, {2880, "2 days"}, {4320, "3 days"}, {5000, "3.5 days"},
 	} {
