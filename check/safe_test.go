@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
@@ -35,7 +36,8 @@ var nezhaMap = map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "pa
 func realFiles(t *testing.T) []realFile {
 	t.Helper()
 	var out []realFile
-	for _, dir := range []string{"../samples/seed-chain", "../testdata/real", "../testdata/bad", "../ingest/testdata", "../../shared/data"} {
+	dirs := append(append([]string{"../samples/seed-chain"}, realdata.Roots(t)...), "../testdata/bad", "../ingest/testdata")
+	for _, dir := range dirs {
 		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return nil

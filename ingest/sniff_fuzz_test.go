@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/internal/realdata"
 )
 
 // FuzzSniff checks the format sniffer and then the whole auto-detecting
@@ -47,9 +48,10 @@ func FuzzSniff(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	// Real trace files, when the shared data is there: only their first
-	// kilobytes, which is what the sniffer reads.
-	if files, _ := filepath.Glob("../../shared/data/*/*.json"); len(files) > 0 {
+	// Real trace files (testdata/real's, and ../shared/data's when it is
+	// there): only their first kilobytes, which is what the sniffer reads.
+	for _, root := range realdata.Roots(f) {
+		files, _ := filepath.Glob(filepath.Join(root, "*", "*.json"))
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil {
 				f.Add(b[:min(len(b), 2048)])

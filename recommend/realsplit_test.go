@@ -3,13 +3,13 @@ package recommend_test
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
@@ -20,31 +20,22 @@ import (
 var nezhaColumns = map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
 	"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
 
-// readReal reads the first of files that is present, in the shared data
-// folder beside the repo or in the repo's testdata (a fresh clone has only
-// the latter); nil when none is.
-func readReal(t *testing.T, dir string, files ...string) []span.Span {
+// readReal reads a real Nezha export named by its path under
+// ../shared/data: the full file there when present, else its copy under
+// testdata/real (a fresh clone has only the latter).
+func readReal(t *testing.T, name string) []span.Span {
 	t.Helper()
-	var data []byte
-	var path string
-	for _, file := range files {
-		for _, root := range []string{filepath.Join("..", "..", "shared", "data"), filepath.Join("..", "testdata", "real")} {
-			path = filepath.Join(root, dir, file)
-			if b, err := os.ReadFile(path); err == nil && data == nil {
-				data = b
-			}
-		}
-		if data != nil {
-			break
-		}
-	}
-	if data == nil {
-		t.Logf("real export %s (%v) not present", dir, files)
-		return nil
+	path := realdata.Path(t, name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var spans []span.Span
 	if _, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaColumns}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) })); err != nil {
 		t.Fatal(err)
+	}
+	if len(spans) == 0 {
+		t.Fatalf("%s: no spans read", path)
 	}
 	return spans
 }
@@ -90,18 +81,15 @@ func splitByStart(spans []span.Span) (early, late []span.Span) {
 // must cover the loss; the loss itself is logged, not held.
 func TestRealWindowsOutOfSample(t *testing.T) {
 	for _, c := range []struct {
-		dir   string
-		files []string
-		hold  bool
+		dir  string
+		file string
+		hold bool
 	}{
 		// The whole minute where ../shared has it, else the repo's subset.
-		{"nezha-online-boutique", []string{"2022-08-23-12_02_trace.csv", "2022-08-23-12_02-subset_trace.csv"}, true},
-		{"nezha-trainticket", []string{"fault-12_06_trace.csv"}, false},
+		{"nezha-online-boutique", "2022-08-23-12_02_trace.csv", true},
+		{"nezha-trainticket", "fault-12_06_trace.csv", false},
 	} {
-		spans := readReal(t, c.dir, c.files...)
-		if spans == nil {
-			continue
-		}
+		spans := readReal(t, c.dir+"/"+c.file)
 		a, b := splitByStart(spans)
 		for _, w := range []struct {
 			name      string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -90,14 +90,14 @@ func TestCheckLine(t *testing.T) {
 var nezhaMap = map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
 	"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
 
-// trainTicketReport analyses the real TrainTicket export in
-// ../testdata/real: 237 hops, of which the policy times out 24.
+// trainTicketReport analyses the real TrainTicket fault minute (kept whole
+// in testdata/real): 237 hops, of which the policy times out 24.
 func trainTicketReport(t *testing.T) *analyze.Report {
 	t.Helper()
-	path := filepath.Join("..", "testdata", "real", "nezha-trainticket", "fault-12_06_trace.csv")
+	path := realdata.Path(t, trainTicketFault)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("real export not present: %v", err)
+		t.Fatal(err)
 	}
 	var spans []span.Span
 	st, err := ingest.ReadStream(path, bytes.NewReader(data), ingest.Options{Map: nezhaMap}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"html"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/logs"
 )
 
@@ -55,31 +55,32 @@ var (
 	reHTMLMark   = regexp.MustCompile(`<text[^>]*>(p50|p99) ([^<]*)</text>`)
 )
 
-// realReports reads the real exports the tests can reach: the TrainTicket
-// minute kept in testdata/real, and the Online Boutique and TrainTicket
-// minutes of ../shared/data when present.
+// realReports analyses the real Nezha exports, keyed by their names under
+// ../shared/data: the TrainTicket fault and baseline minutes and the
+// Online Boutique minute, the full files where ../shared/data has them,
+// else their copies (the fault minute whole, subsets of whole traces of
+// the others) under testdata/real.
 func realReports(t *testing.T) map[string]*analyze.Report {
 	t.Helper()
 	nezha := map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
 		"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
 	out := map[string]*analyze.Report{}
-	for _, p := range []string{"../testdata/real/nezha-trainticket/fault-12_06_trace.csv",
-		"../../shared/data/nezha-online-boutique/2022-08-23-12_02_trace.csv",
-		"../../shared/data/nezha-trainticket/baseline-11_39_trace.csv"} {
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
-		l, err := logs.Read([]string{p}, logs.Options{Ingest: ingest.Options{Map: nezha}})
+	for _, name := range []string{trainTicketFault, trainTicketBaseline, "nezha-online-boutique/2022-08-23-12_02_trace.csv"} {
+		l, err := logs.Read([]string{realdata.Path(t, name)}, logs.Options{Ingest: ingest.Options{Map: nezha}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[p] = l.Report(analyze.Options{})
-	}
-	if len(out) == 0 {
-		t.Fatal("no real export found")
+		out[name] = l.Report(analyze.Options{})
 	}
 	return out
 }
+
+// The TrainTicket pair: a minute with a fault injected and a fault-free
+// minute of the same deployment.
+const (
+	trainTicketFault    = "nezha-trainticket/fault-12_06_trace.csv"
+	trainTicketBaseline = "nezha-trainticket/baseline-11_39_trace.csv"
+)
 
 // On real millisecond-scale exports, the hop table's latency cells show
 // three significant digits (or the thousandth of their unit), two values
@@ -273,16 +274,13 @@ func TestChromiumMarkerLabelsApart(t *testing.T) {
 	}
 }
 
-// The real TrainTicket pair compared (the fault-free minute of the shared
-// data against the fault minute) fits 1400 px in Chromium, its comparison
-// table with both scores and the legend that says what they are.
+// The real TrainTicket pair compared (the fault-free minute against the
+// fault minute) fits 1400 px in Chromium, its comparison table with both
+// scores and the legend that says what they are.
 func TestChromiumCompareFits(t *testing.T) {
 	bin := chromiumPath(t)
 	reps := realReports(t)
-	before, after := reps["../../shared/data/nezha-trainticket/baseline-11_39_trace.csv"], reps["../testdata/real/nezha-trainticket/fault-12_06_trace.csv"]
-	if before == nil {
-		t.Skip("../shared/data is absent: no baseline minute")
-	}
+	before, after := reps[trainTicketBaseline], reps[trainTicketFault]
 	c := *after
 	c.Compare = analyze.Compare(before, after, "baseline", "fault")
 	var b bytes.Buffer

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailscope/tailscope/internal/realdata"
 )
 
 // nezhaMapFlag reads the Nezha CSV exports (TraceID, PodName, … columns).
@@ -20,7 +22,8 @@ const nezhaMapFlag = "trace_id=TraceID,span_id=SpanID,parent_id=ParentID,service
 func verbInputs(t *testing.T) [][]string {
 	t.Helper()
 	var out [][]string
-	for _, dir := range []string{seedDir, "../../testdata/real", badDir, "../../ingest/testdata", "../../../shared/data"} {
+	dirs := append(append([]string{seedDir}, realdata.Roots(t)...), badDir, "../../ingest/testdata")
+	for _, dir := range dirs {
 		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return nil
@@ -96,9 +99,8 @@ func TestNoFormatErrorInAnyOutput(t *testing.T) {
 	// Two windows of one deployment, and the seed sample against itself
 	// recorded under a policy.
 	pairs := [][]string{{filepath.Join(seedDir, "spans.jsonl"), filepath.Join(seedDir, "recorded-under-A.jsonl")}}
-	if _, err := os.Stat("../../../shared/data/nezha-trainticket"); err == nil {
-		pairs = append(pairs, []string{"--map", nezhaMapFlag, "../../../shared/data/nezha-trainticket/baseline-11_39_trace.csv", "../../../shared/data/nezha-trainticket/fault-12_06_trace.csv"})
-	}
+	pairs = append(pairs, []string{"--map", nezhaMapFlag,
+		realdata.Path(t, "nezha-trainticket/baseline-11_39_trace.csv"), realdata.Path(t, "nezha-trainticket/fault-12_06_trace.csv")})
 	for _, p := range pairs {
 		n := len(p)
 		for _, f := range formats {

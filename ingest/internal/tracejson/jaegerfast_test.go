@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/internal/realdata"
 )
 
 // jaegerGen writes Jaeger query JSON of varied shapes: the usual trace and
@@ -209,7 +210,13 @@ func TestJaegerFastSame(t *testing.T) {
 	}
 	// Traces across the read buffer's end and past its size.
 	traceSame(t, jaegerGen(7, 3000), record.Options{Format: "jaeger"})
-	for _, dir := range []string{"../../../testdata/real/jaeger", "../../../testdata/bad/jaeger", "../../../../shared/data/jaeger"} {
+	// The real files (testdata/real's, and ../shared/data's when present)
+	// and the broken-input fixtures.
+	dirs := []string{"../../../testdata/bad/jaeger"}
+	for _, root := range realdata.Roots(t) {
+		dirs = append(dirs, filepath.Join(root, "jaeger"))
+	}
+	for _, dir := range dirs {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 		for _, f := range m {
 			b, err := os.ReadFile(f)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -318,15 +319,24 @@ func TestOTLPFastSame(t *testing.T) {
 	// One big document, pretty-printed: the span-level fast path.
 	big := bytes.ReplaceAll(otlpGen(99, 1), []byte(`,"`), []byte(",\n  \""))
 	otlpSame(t, big, record.Options{})
-	for dir, format := range map[string]string{"otel-proto": "otlp", "jaeger": "jaeger"} {
-		m, _ := filepath.Glob(filepath.Join("..", "..", "..", "..", "shared", "data", dir, "*.json"))
-		for _, f := range m {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
+	// The real files of these folders: testdata/real's, and
+	// ../shared/data's when present.
+	read := 0
+	for _, root := range realdata.Roots(t) {
+		for dir, format := range map[string]string{"otel-proto": "otlp", "jaeger": "jaeger"} {
+			m, _ := filepath.Glob(filepath.Join(root, dir, "*.json"))
+			for _, f := range m {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				otlpSame(t, b, record.Options{Format: format})
+				read++
 			}
-			otlpSame(t, b, record.Options{Format: format})
 		}
+	}
+	if read == 0 {
+		t.Error("no real OTLP or Jaeger file read")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -281,7 +282,13 @@ func TestZipkinFastSame(t *testing.T) {
 	// Elements across the read buffer's end and past its size.
 	big := zipkinGen(7, 4000)
 	traceSame(t, big, record.Options{Format: "zipkin"})
-	for _, dir := range []string{"../../../testdata/real/zipkin", "../../../testdata/bad/zipkin", "../../../../shared/data/zipkin"} {
+	// The real files (testdata/real's, and ../shared/data's when present)
+	// and the broken-input fixtures.
+	dirs := []string{"../../../testdata/bad/zipkin"}
+	for _, root := range realdata.Roots(t) {
+		dirs = append(dirs, filepath.Join(root, "zipkin"))
+	}
+	for _, dir := range dirs {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 		for _, f := range m {
 			b, err := os.ReadFile(f)

@@ -1,0 +1,155 @@
+// Package realdata finds the real span exports the tests read: the full
+// files in ../shared/data beside the repository when they are there, else
+// their copies (whole, or a subset of whole traces) under testdata/real,
+// which every clone has. A test asks for a file by its name under
+// ../shared/data and so runs in a fresh clone too, on the copy, instead of
+// skipping; Whole says whether the file read is all of it, for the rare
+// assertion (a count) that holds only on the full file. Only tests import it.
+package realdata
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// kept is where testdata/real keeps a ../shared/data file.
+type kept struct {
+	name   string // under testdata/real
+	subset bool   // some of the file's whole traces, not all of it
+}
+
+// copies names the testdata/real copy of a ../shared/data file where the
+// two names differ: a subset, or a file kept in another folder. A file
+// missing here is looked up under the same name and is the whole file.
+var copies = map[string]kept{
+	"nezha-trainticket/baseline-11_39_trace.csv":       {"nezha-trainticket/baseline-11_39-subset_trace.csv", true},
+	"nezha-online-boutique/2022-08-23-12_02_trace.csv": {"nezha-online-boutique/2022-08-23-12_02-subset_trace.csv", true},
+	"jaeger-analytics-java/ui-trace.json":              {"jaeger/ui-trace.json", false},
+}
+
+var (
+	rootOnce sync.Once
+	root     string // the repository's folder (the one with go.mod); "" if not found
+)
+
+// repoRoot returns the folder holding go.mod, found upwards from the
+// working directory (a test runs in its package's folder).
+func repoRoot(t testing.TB) string {
+	rootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			return
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				root = dir
+				return
+			}
+			up := filepath.Dir(dir)
+			if up == dir {
+				return
+			}
+			dir = up
+		}
+	})
+	if root == "" {
+		t.Fatal("realdata: no go.mod above the working directory")
+	}
+	return root
+}
+
+// rel makes p relative to the working directory, so that logs and the
+// paths tests print stay short; p itself if it cannot.
+func rel(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.Rel(wd, p); err == nil {
+		return r
+	}
+	return p
+}
+
+// SharedDir returns ../shared/data beside the repository, relative to the
+// working directory, and whether it is there.
+func SharedDir(t testing.TB) (string, bool) {
+	t.Helper()
+	d := filepath.Join(repoRoot(t), "..", "shared", "data")
+	fi, err := os.Stat(d)
+	return rel(d), err == nil && fi.IsDir()
+}
+
+// TestdataDir returns the repository's testdata/real, relative to the
+// working directory.
+func TestdataDir(t testing.TB) string {
+	t.Helper()
+	return rel(filepath.Join(repoRoot(t), "testdata", "real"))
+}
+
+// Roots returns the folders holding real exports: testdata/real always,
+// and ../shared/data after it when present (for tests that read every file
+// of a kind).
+func Roots(t testing.TB) []string {
+	t.Helper()
+	out := []string{TestdataDir(t)}
+	if d, ok := SharedDir(t); ok {
+		out = append(out, d)
+	} else {
+		t.Logf("realdata: %s is absent; reading testdata/real only", d)
+	}
+	return out
+}
+
+// Shared returns the path of name (e.g. "nezha-trainticket/fault-12_06_trace.csv")
+// in ../shared/data and whether that file is there.
+func Shared(t testing.TB, name string) (string, bool) {
+	t.Helper()
+	d, ok := SharedDir(t)
+	p := filepath.Join(d, filepath.FromSlash(name))
+	if !ok {
+		return p, false
+	}
+	_, err := os.Stat(p)
+	return p, err == nil
+}
+
+// Copy returns the name under testdata/real of the copy of name, whether
+// or not it is there.
+func Copy(name string) string {
+	if c, ok := copies[name]; ok {
+		return c.name
+	}
+	return name
+}
+
+// Path returns the full file name in ../shared/data when it is there, else
+// its copy under testdata/real, and logs which it chose. A file with
+// neither fails the test: a test that asks for a file must read one.
+func Path(t testing.TB, name string) string {
+	t.Helper()
+	if p, ok := Shared(t, name); ok {
+		t.Logf("realdata: %s: the full file %s", name, p)
+		return p
+	}
+	p := filepath.Join(TestdataDir(t), filepath.FromSlash(Copy(name)))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("realdata: %s is neither in ../shared/data nor copied under testdata/real: %v", name, err)
+	}
+	t.Logf("realdata: %s: ../shared/data is absent, reading the copy %s", name, p)
+	return p
+}
+
+// Whole reports whether path, as Path returned it for name, holds all of
+// the file: the file in ../shared/data, or a copy that is not a subset.
+// Counts stated for the full file hold only there.
+func Whole(t testing.TB, name, path string) bool {
+	t.Helper()
+	if d, ok := SharedDir(t); ok && strings.HasPrefix(filepath.Clean(path), filepath.Clean(d)+string(filepath.Separator)) {
+		return true
+	}
+	return !copies[name].subset
+}
