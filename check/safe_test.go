@@ -50,7 +50,7 @@ func realFiles(t *testing.T) []realFile {
 			}
 			name := d.Name()
 			switch {
-			case name == "LICENSE" || name == "fault_list.json" || strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".yaml"):
+			case name == "LICENSE" || strings.HasSuffix(name, "fault_list.json") || strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".yaml"):
 				return nil
 			case strings.HasSuffix(name, ".csv"):
 				out = append(out, realFile{path, ingest.Options{Map: nezhaMap}})
