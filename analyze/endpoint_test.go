@@ -22,7 +22,7 @@ func realReport(t *testing.T, rel string) (*analyze.Report, *policy.Policy) {
 	t.Helper()
 	path := filepath.Join("..", "testdata", "real", rel)
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("real export not present: %v", err)
+		t.Fatalf("real export missing from testdata/real (every clone has it): %v", err)
 	}
 	l, err := logs.Read([]string{path}, logs.Options{Ingest: ingest.Options{Map: nezhaMap}})
 	if err != nil {

@@ -13,18 +13,14 @@ import (
 // parallel fan-out, spans without status): every finding is well formed and
 // names a hop of the logs or of the policy, and the rules that follow from
 // the policy alone fire whatever the logs. The files are ../shared/data's
-// when present, else their copies under testdata/real; the 600 KB Zipkin
-// trace has no copy and is read only where ../shared/data has it.
+// when present, else their copies under testdata/real (the large Zipkin
+// trace's a subtree of it).
 func TestRealTraces(t *testing.T) {
 	files := []string{
 		realdata.Path(t, "nezha-trainticket/fault-12_06_trace.csv"),
+		realdata.Path(t, "zipkin/smartthings-mobile-web-install.json"),
 		realdata.Path(t, "zipkin/smartthings-oauth-authorization.json"),
 		realdata.Path(t, "jaeger-analytics-java/ui-trace.json"),
-	}
-	if p, ok := realdata.Shared(t, "zipkin/smartthings-mobile-web-install.json"); ok {
-		files = append(files, p)
-	} else {
-		t.Log("../shared/data is absent: the large Zipkin trace is not read")
 	}
 	pols := map[string]string{
 		"tight":      "budget: 1ms\ndefault: {timeout: 1s, retries: 1}",

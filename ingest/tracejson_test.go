@@ -56,9 +56,10 @@ func tjReadFile(t *testing.T, path string) ([]span.Span, *ingest.Stats) {
 }
 
 // TestSharedTraceFiles reads every real trace JSON file, ../shared/data's
-// when present, else its byte-for-byte copy under testdata/real, and
-// checks the counts its README states (and the facts computed from the
-// files independently: spans with a duration, shared halves, errors).
+// when present, else its copy under testdata/real (byte for byte, or a
+// subset with counts of its own), and checks the counts its README states
+// (and the facts computed from the files independently: spans with a
+// duration, shared halves, errors).
 func TestSharedTraceFiles(t *testing.T) {
 	type want struct {
 		format          string
@@ -78,12 +79,14 @@ func TestSharedTraceFiles(t *testing.T) {
 		"jaeger/otlp2jaeger-out.json":                 {"jaeger", 2, 2, map[string]int64{}, 1, 1, 0, 0, 0, 1},
 		"jaeger-analytics-java/ui-trace.json":         {"jaeger", 2, 2, map[string]int64{}, 1, 2, 0, 0, 0, 0},
 	}
-	// The one file too large to keep a copy of: a single trace of 600 KB,
-	// one tree that no subset of whole traces can cut down. It is checked
-	// where ../shared/data has it; the other SmartThings trace of the same
-	// source, copied, has the same shapes (shared halves, spans without a
-	// duration, fast failures).
-	const sharedOnly = "zipkin/smartthings-mobile-web-install.json"
+	// The subsets kept under testdata/real, read where ../shared/data is
+	// absent, with their own counts, taken from the JSON without the reader
+	// (spans with a duration; among them distinct localEndpoint service
+	// names and (service, name, kind), error tags and shared:true), which
+	// counted the same way give the full file's row above.
+	subsets := map[string]want{
+		"zipkin/smartthings-mobile-web-install.json": {"zipkin", 421, 372, map[string]int64{"missing duration": 49}, 10, 46, 2, 0, 113, 0},
+	}
 	// Every JSON file of these folders must have a case: in testdata/real
 	// as the copy of one, in ../shared/data by its name.
 	copied := map[string]bool{}
@@ -110,11 +113,14 @@ func TestSharedTraceFiles(t *testing.T) {
 	}
 	for name, w := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, ok := realdata.Shared(t, name); !ok && name == sharedOnly {
-				t.Logf("%s: ../shared/data is absent and the file has no copy; its counts are checked where it is present", name)
-				return
-			}
 			path := realdata.Path(t, name)
+			if !realdata.Whole(t, name, path) {
+				sub, ok := subsets[name]
+				if !ok {
+					t.Fatalf("%s is a subset with no expectation in this test", path)
+				}
+				w = sub
+			}
 			spans, st := tjReadFile(t, path)
 			if got := st.Formats[path]; got != w.format {
 				t.Errorf("sniffed %q, want %q", got, w.format)
@@ -157,16 +163,13 @@ func TestSharedTraceFiles(t *testing.T) {
 // timeouts; the kafka file's error="" still fails; a shared server half
 // hangs under its client.
 func TestSharedZipkinFacts(t *testing.T) {
-	type fastFailures struct {
+	files := []struct {
 		path string
 		code int
-	}
-	files := []fastFailures{{realdata.Path(t, "zipkin/smartthings-oauth-authorization.json"), 401}}
-	// The 404s are in a file too large to copy under testdata/real.
-	if p, ok := realdata.Shared(t, "zipkin/smartthings-mobile-web-install.json"); ok {
-		files = append(files, fastFailures{p, 404})
-	} else {
-		t.Log("../shared/data is absent: the 401s only (the 404s are in a file kept there alone)")
+	}{
+		// The subset under testdata/real keeps both 404 halves.
+		{realdata.Path(t, "zipkin/smartthings-mobile-web-install.json"), 404},
+		{realdata.Path(t, "zipkin/smartthings-oauth-authorization.json"), 401},
 	}
 	for _, c := range files {
 		spans, _ := tjReadFile(t, c.path)

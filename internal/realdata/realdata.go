@@ -1,10 +1,10 @@
 // Package realdata finds the real span exports the tests read: the full
 // files in ../shared/data beside the repository when they are there, else
-// their copies (whole, or a subset of whole traces) under testdata/real,
-// which every clone has. A test asks for a file by its name under
-// ../shared/data and so runs in a fresh clone too, on the copy, instead of
-// skipping; Whole says whether the file read is all of it, for the rare
-// assertion (a count) that holds only on the full file. Only tests import it.
+// their copies (whole, or a subset) under testdata/real, which every clone
+// has. A test asks for a file by its name under ../shared/data and so runs
+// in a fresh clone too, on the copy, instead of skipping; Whole says
+// whether the file read is all of it, for the rare assertion (a count)
+// that holds only on the full file. Only tests import it.
 package realdata
 
 import (
@@ -18,7 +18,7 @@ import (
 // kept is where testdata/real keeps a ../shared/data file.
 type kept struct {
 	name   string // under testdata/real
-	subset bool   // some of the file's whole traces, not all of it
+	subset bool   // some of the file (whole traces; of a one-trace file, a subtree), not all of it
 }
 
 // copies names the testdata/real copy of a ../shared/data file where the
@@ -28,6 +28,7 @@ var copies = map[string]kept{
 	"nezha-trainticket/baseline-11_39_trace.csv":       {"nezha-trainticket/baseline-11_39-subset_trace.csv", true},
 	"nezha-online-boutique/2022-08-23-12_02_trace.csv": {"nezha-online-boutique/2022-08-23-12_02-subset_trace.csv", true},
 	"jaeger-analytics-java/ui-trace.json":              {"jaeger/ui-trace.json", false},
+	"zipkin/smartthings-mobile-web-install.json":       {"zipkin/smartthings-mobile-web-install-subset.json", true},
 }
 
 var (
