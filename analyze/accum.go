@@ -774,11 +774,18 @@ func (a *Accum) addUnsampledHops(rep *Report) []string {
 	// With unbounded hop names most hops are missing from the sample: grow
 	// once rather than by doubling a slice of large structs.
 	rep.Hops = slices.Grow(rep.Hops, len(a.hops)-len(seen))
-	var added []string
-	for name, acc := range a.hops {
-		if seen[name] {
-			continue
+	// By name, not in the map's order: each hop's warnings are appended
+	// as it is filled, and a report must not change from run to run.
+	var missing []string
+	for name := range a.hops {
+		if !seen[name] {
+			missing = append(missing, name)
 		}
+	}
+	slices.Sort(missing)
+	var added []string
+	for _, name := range missing {
+		acc := a.hops[name]
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
 			FailureClass: ClassTooFew, Evidence: units.Count(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
 		a.fill(&h, rep, len(rep.Warnings))

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -286,6 +288,54 @@ func TestAccumSampleOwnsIDs(t *testing.T) {
 	for i, s := range a.spans {
 		if got := (ids{s.TraceID, s.SpanID, s.ParentID}); got != want[i] {
 			t.Errorf("span %d: ids %q, want %q", i, got, want[i])
+		}
+	}
+}
+
+// Hops outside the trace sample are filled in name order: their warnings
+// (too few attempts for a percentile, one a hop) came out in the order a
+// map gave them, so the same logs made a different report at each run.
+func TestUnsampledHopsInNameOrder(t *testing.T) {
+	ss := chainSpans(2, 4000)
+	var rare []span.Span
+	for i := range 40 {
+		odd := span.Span{Hop: fmt.Sprintf("rare-%02d", i), Duration: 5e6, Weight: 1}
+		probe := NewAccum(2000)
+		for j := range ss {
+			probe.Add(&ss[j])
+		}
+		for x := 0; ; x++ { // a trace the sample does not keep
+			odd.TraceID = fmt.Sprintf("not-sampled-%d-%d", i, x)
+			if hashID(odd.TraceID)>>(64-probe.level) != 0 {
+				break
+			}
+		}
+		rare = append(rare, odd)
+	}
+	var first []byte
+	for run := range 5 {
+		acc := NewAccum(2000)
+		for j := range ss {
+			acc.Add(&ss[j])
+		}
+		for j := range rare {
+			acc.Add(&rare[j])
+		}
+		rep := measured(acc, Options{})
+		var names []string
+		for _, w := range rep.Warnings {
+			if strings.HasPrefix(w.Hop, "rare-") {
+				names = append(names, w.Hop)
+			}
+		}
+		if len(names) < len(rare) || !slices.IsSorted(names) {
+			t.Fatalf("run %d: the unsampled hops' warnings are not one a hop in name order: %v", run, names)
+		}
+		b := reportJSON(t, rep)
+		if run == 0 {
+			first = b
+		} else if !bytes.Equal(b, first) {
+			t.Fatalf("run %d: the report differs from the first run's", run)
 		}
 	}
 }
