@@ -269,23 +269,9 @@ func TestChromiumMarkerLabelsApart(t *testing.T) {
 			t.Errorf("%s: no marker label measured in %d charts", name, got.Charts)
 		}
 		for _, o := range got.Overlaps {
-			if why, ok := knownOverlaps[name+": "+o]; ok {
-				t.Logf("%s: marker labels overlap: %s (known: %s)", name, o, why)
-				continue
-			}
 			t.Errorf("%s: marker labels overlap: %s", name, o)
 		}
 	}
-}
-
-// knownOverlaps are the marker labels that overlap as Chromium draws them
-// today, each with why: they are a fault of the charts' label placement, to
-// fix there, and are logged rather than failed meanwhile so that every
-// other chart of the same export stays tested. Each is on a chart that only
-// the subset kept under testdata/real draws (the full minute recommends
-// other timeouts).
-var knownOverlaps = map[string]string{
-	"nezha-online-boutique/2022-08-23-12_02_trace.csv: frontend hipstershop.CartService/GetCart: p99 381ms / recommended 2s": "41 calls: the recommendation, four times the slowest at the axis' right end, is anchored there and reaches over the p99 label close to it",
 }
 
 // The real TrainTicket pair compared (the fault-free minute against the
