@@ -811,7 +811,7 @@ func wilson(k, n int) (float64, float64) {
 	d := 1 + z*z/nf
 	c := (p + z*z/(2*nf)) / d
 	w := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
-	return round4(math.Max(0, c-w)), round4(math.Min(1, c+w))
+	return units.Round(math.Max(0, c-w), 4), units.Round(math.Min(1, c+w), 4)
 }
 
 // fill replaces the per-hop numbers of h, computed by hopStats on the
@@ -874,7 +874,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 		for _, d := range []*quantile.Digest{&acc.flagged, &nearT} {
 			d.Each(func(v int64, c int) { cutCount[roundMs(v)] += c })
 		}
-		h.Censored = &Censored{TimeoutMs: ms(modeKey(cutCount)), Attempts: cut, Fraction: round4(float64(cut) / float64(all.N())),
+		h.Censored = &Censored{TimeoutMs: ms(modeKey(cutCount)), Attempts: cut, Fraction: units.Round(float64(cut)/float64(all.N()), 4),
 			AtLeastMs: ms(cutMin), Unknown: orEmpty(unknown)}
 	} else {
 		h.Censored = nil

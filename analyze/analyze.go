@@ -397,14 +397,6 @@ type Warning struct {
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
 
-func fptr(x float64) *float64 {
-	if math.IsNaN(x) {
-		return nil
-	}
-	v := math.Round(x*1000) / 1000 // µs precision: stable, readable JSON
-	return &v
-}
-
 // Measure analyses spans: the statistics of the report, without the
 // recommendation (package recommend runs after it and fills that in).
 // reqs and probs come from span.Assemble(spans).
@@ -626,7 +618,7 @@ func latencyOf(n, known int, at func(q float64) float64) (Latency, []string) {
 			unknown = append(unknown, name)
 			return
 		}
-		*dst = fptr(at(q) / 1e6)
+		*dst = units.RoundPtr(at(q)/1e6, 3)
 	}
 	set(&l.P50, "p50", 0.50)
 	set(&l.P90, "p90", 0.90)
@@ -686,7 +678,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 		h.Censored = &Censored{
 			TimeoutMs: ms(modeKey(cutCount)),
 			Attempts:  censored,
-			Fraction:  round4(float64(censored) / float64(len(all))),
+			Fraction:  units.Round(float64(censored)/float64(len(all)), 4),
 			AtLeastMs: ms(cutMin),
 			Unknown:   orEmpty(unknown),
 		}
@@ -741,8 +733,6 @@ func mergeAscending(a, b []int64) []int64 {
 	}
 	return append(append(out, a...), b...)
 }
-
-func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 func roundMs(ns int64) int64 { return (ns + 500_000) / 1_000_000 * 1_000_000 }
 
@@ -833,7 +823,7 @@ func requestStats(reqs []*span.Request) Requests {
 		}
 	}
 	if rs.Count > 0 {
-		rs.SuccessRate = round4(float64(rs.Succeeded) / float64(rs.Count))
+		rs.SuccessRate = units.Round(float64(rs.Succeeded)/float64(rs.Count), 4)
 	}
 	quantile.SortInt64(lat)
 	rs.LatencyMs, _ = percentiles(lat, len(lat))
@@ -844,7 +834,7 @@ func requestStats(reqs []*span.Request) Requests {
 		for _, f := range fails {
 			sum += float64(f)
 		}
-		rs.MeanTimeToFailureMs = fptr(sum / float64(len(fails)) / 1e6)
+		rs.MeanTimeToFailureMs = units.RoundPtr(sum/float64(len(fails))/1e6, 3)
 	}
 	return rs
 }

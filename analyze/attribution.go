@@ -596,7 +596,7 @@ func attribute(h *Hop, acc *hopAcc) {
 			xs = v.fail
 		}
 		a := Attribution{Key: key, Value: val, Of: of, Lift: round2(lift), Tail: v.atOrAbove(b), Failed: v.failed, Total: v.n,
-			HopCount: K, Share: round4(float64(k) / float64(K)), PValue: p}
+			HopCount: K, Share: units.Round(float64(k)/float64(K), 4), PValue: p}
 		for _, x := range xs {
 			a.Examples = append(a.Examples, x.trace)
 		}

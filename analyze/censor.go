@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/tailscope/tailscope/internal/units"
+
 	"math"
 
 	"github.com/tailscope/tailscope/quantile"
@@ -130,7 +132,7 @@ func kmLatency(sortedSucc, cut []int64) Latency {
 		surv *= 1 - float64(d)/atRisk
 		atRisk -= float64(d)
 		for k < len(qs) && 1-surv >= qs[k].q-1e-12 {
-			*qs[k].dst = fptr(ms(t))
+			*qs[k].dst = units.RoundPtr(ms(t), 3)
 			k++
 		}
 	}

@@ -194,14 +194,14 @@ func (v *windowView) summary(label string) WindowSummary {
 	if v.n == 0 {
 		return s
 	}
-	s.TailFromMs = fptr(v.from / 1e6)
+	s.TailFromMs = units.RoundPtr(v.from/1e6, 3)
 	var sum float64
 	for _, r := range v.rep.paths.reqs {
 		if float64(r.lat) >= v.from {
 			sum += float64(r.lat)
 		}
 	}
-	s.TailMeanMs = fptr(sum / float64(v.tail) / 1e6)
+	s.TailMeanMs = units.RoundPtr(sum/float64(v.tail)/1e6, 3)
 	if v.first > 0 {
 		s.From = time.Unix(0, v.first).UTC().Format(time.RFC3339Nano)
 		s.To = time.Unix(0, v.last).UTC().Format(time.RFC3339Nano)
@@ -320,7 +320,7 @@ func (v *windowView) window(h *Hop) *HopWindow {
 		P50Ms: h.LatencyMs.P50, P95Ms: h.LatencyMs.P95, P99Ms: h.LatencyMs.P99, Censored: h.Censored,
 		Class: h.FailureClass, TailPathMs: round3(v.tailPath[h.Hop] / 1e6), FailedRequests: v.failedIn[h.Hop]}
 	if h.Attempts > 0 {
-		w.FailureRate = round4(float64(h.FailedAttempts) / float64(h.Attempts))
+		w.FailureRate = units.Round(float64(h.FailedAttempts)/float64(h.Attempts), 4)
 	}
 	return w
 }

@@ -145,7 +145,7 @@ type pathSums struct {
 func sumPaths(p *paths, p99 float64, inTail func(*reqPath) bool) pathSums {
 	H := len(p.hops)
 	s := pathSums{ordinary: make([]float64, H), tail: make([]float64, H), penalty: make([]float64, H), failures: make([]int, H), ex: make([][]example, H),
-		tr: &TailRequests{AboveMs: fptr(p99 / 1e6), Examples: []string{}}}
+		tr: &TailRequests{AboveMs: units.RoundPtr(p99/1e6, 3), Examples: []string{}}}
 	tr := s.tr
 	var slowest []example
 	for i := range p.reqs {
@@ -209,7 +209,7 @@ func rankedEntries(rep *Report, p *paths, s pathSums, usual []float64, nTail int
 	for j, c := range cands {
 		h := c.h
 		rank[h] = j
-		e := TailEntry{Hop: p.hops[h], Score: round3(c.score / 1e6), Share: round4(c.score / total),
+		e := TailEntry{Hop: p.hops[h], Score: round3(c.score / 1e6), Share: units.Round(c.score/total, 4),
 			TailPathMs: round3(s.tail[h] / float64(nTail) / 1e6), UsualPathMs: round3(usual[h] / 1e6), Failures: s.failures[h], Examples: []string{}}
 		for _, x := range s.ex[h] {
 			e.Examples = append(e.Examples, x.trace)

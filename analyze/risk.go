@@ -252,10 +252,10 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		m := h.successesAbove(t)
 		r := &hr{upper: BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
 			risk: &HopRisk{Hop: hop, TimeoutMs: ms(int64(t)), Successes: h.ttsCount, Above: m}}
-		r.risk.Upper = round6(r.upper)
+		r.risk.Upper = units.Round(r.upper, 6)
 		if tm := h.Recommendation.Tail; tm != nil {
 			r.risk.Extrapolated = true
-			r.risk.ModelRisk = round6(tm.Exceed(float64(t)))
+			r.risk.ModelRisk = units.Round(tm.Exceed(float64(t)), 6)
 		}
 		risks[hop] = r
 		return r
@@ -291,14 +291,14 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 	}
 	pr := &Prediction{Level: RiskLevel, Target: target, Hops: []HopRisk{}}
 	if ok > 0 {
-		pr.Upper, pr.Expected = round6(sumU/float64(ok)), round6(sumE/float64(ok))
+		pr.Upper, pr.Expected = units.Round(sumU/float64(ok), 6), units.Round(sumE/float64(ok), 6)
 	}
 	k := 0.0
 	for hop, r := range risks {
 		if r == nil || calls[hop] == 0 {
 			continue
 		}
-		r.risk.CallsPerRequest = round4(float64(calls[hop]) / float64(max(ok, 1)))
+		r.risk.CallsPerRequest = units.Round(float64(calls[hop])/float64(max(ok, 1)), 4)
 		k += float64(calls[hop]) / float64(max(ok, 1))
 		pr.Hops = append(pr.Hops, *r.risk)
 	}
@@ -374,5 +374,3 @@ func firstN(s []string, n int) []string {
 	}
 	return append(s[:n:n], fmt.Sprintf("%d more", len(s)-n))
 }
-
-func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -170,7 +170,7 @@ func applyWeights(rep *Report, spans []span.Span, byHop map[string][]*span.Span,
 	}
 	if len(xs) > 0 && all > 0 {
 		rq.LatencyMs, rq.Weighted = weightedLatency(xs), true
-		rq.SuccessRate = round4(ok / all)
+		rq.SuccessRate = units.Round(ok/all, 4)
 	}
 	msg := fmt.Sprintf("spans carry sampling weights (%s to %s): per-hop latency percentiles are weighted by each span's weight, "+
 		"request latency and success rate by each request's root span's; counts, histograms, failure classes and the replay are per span as logged",

@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/tailscope/tailscope/internal/units"
+
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -82,7 +84,7 @@ func TestWeightedSlowSpansMakeTheMedian(t *testing.T) {
 		t.Errorf("request p50 %v (weighted %v), want 800ms", rq.LatencyMs.P50, rq.Weighted)
 	}
 	// The failed fast requests weigh 1 each in 1500.
-	want := round4(float64(1500-failed) / 1500)
+	want := units.Round(float64(1500-failed)/1500, 4)
 	if rq.SuccessRate != want || rq.Succeeded != 600-failed || h.Attempts != 600 {
 		t.Errorf("success rate %v (succeeded %d, attempts %d), want %v with the counts as logged", rq.SuccessRate, rq.Succeeded, h.Attempts, want)
 	}

@@ -1,6 +1,10 @@
 package analyze
 
-import "github.com/tailscope/tailscope/span"
+import (
+	"github.com/tailscope/tailscope/span"
+
+	"github.com/tailscope/tailscope/internal/units"
+)
 
 // retryYield measures what retries bought on a hop: of the calls that made
 // a second attempt, how many ended in success, and for every failed
@@ -39,6 +43,6 @@ func retryYield(cs []*span.Call, timedOut func(*span.Span) bool) *Yield {
 	if y.RetriedCalls == 0 {
 		return nil
 	}
-	y.Rate = round4(float64(y.Recovered) / float64(y.RetriedCalls))
+	y.Rate = units.Round(float64(y.Recovered)/float64(y.RetriedCalls), 4)
 	return y
 }

@@ -1,6 +1,8 @@
 package recommend
 
 import (
+	"github.com/tailscope/tailscope/internal/units"
+
 	"math"
 	"slices"
 
@@ -66,8 +68,8 @@ func recommendRetryBudgets(rep *analyze.Report, reqs []*span.Request, p *policy.
 		}
 		hp := p.Hops[h.Hop]
 		rb := policy.RetryBudget{
-			RetryRate:   round4(float64(o.attempts-o.calls) / float64(o.calls)),
-			FailureRate: round4(float64(o.failed) / float64(o.attempts)),
+			RetryRate:   units.Round(float64(o.attempts-o.calls)/float64(o.calls), 4),
+			FailureRate: units.Round(float64(o.failed)/float64(o.attempts), 4),
 		}
 		rb.InFlightMean, rb.InFlightPeak = inFlight(o.iv)
 		share := 2 * rb.RetryRate
@@ -95,7 +97,7 @@ func recommendRetryBudgets(rep *analyze.Report, reqs []*span.Request, p *policy.
 			last = max(last, x[1])
 		}
 		if secs := float64(last-first) / 1e9; secs > 0 {
-			rb.RetriesPerSecond = round4(float64(o.attempts-o.calls) / secs)
+			rb.RetriesPerSecond = units.Round(float64(o.attempts-o.calls)/secs, 4)
 		}
 		rb.MinRetriesPerSecond = max(1, int(math.Ceil(2*rb.RetriesPerSecond)))
 		if p.RetryBudgets == nil {
@@ -139,7 +141,7 @@ func inFlight(iv [][2]int64) (mean float64, peak int) {
 		peak = max(peak, n)
 	}
 	if hi > lo {
-		mean = round4(busy / float64(hi-lo))
+		mean = units.Round(busy/float64(hi-lo), 4)
 	} else {
 		mean = float64(peak)
 	}

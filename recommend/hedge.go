@@ -113,7 +113,7 @@ func recommendHedges(rep *analyze.Report, reqs []*span.Request, p *policy.Policy
 		}
 		p.Hops[h.Hop] = hh
 		note(fmt.Sprintf("hedge after %s (%s of time to success, --hedge-load %s): %s; replayed on these logs (independent draws), p99 of its calls %s → %s for %s more attempts of this hop",
-			units.Duration(delay), units.PercentileRounded(q*100), units.Percent(load, 3), why, fmtNs(base.P99), fmtNs(with.P99), units.Percent(round4(extra), 3)))
+			units.Duration(delay), units.PercentileRounded(q*100), units.Percent(load, 3), why, fmtNs(base.P99), fmtNs(with.P99), units.Percent(units.Round(extra, 4), 3)))
 	}
 }
 

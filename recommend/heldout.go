@@ -52,7 +52,7 @@ func holdOut(reqs []*span.Request, opt analyze.Options) (*analyze.HeldOut, strin
 		}
 	}
 	if h.Requests > 0 {
-		h.Share = round4(float64(h.Lost) / float64(h.Requests))
+		h.Share = units.Round(float64(h.Lost)/float64(h.Requests), 4)
 	}
 	return h, ""
 }

@@ -57,7 +57,7 @@ func raiseUntilSafe(rep *analyze.Report, reqs []*span.Request, p *policy.Policy,
 	}
 	chk.Met = chk.Failed <= allowed
 	if chk.LoggedOK > 0 {
-		chk.Share = round4(float64(chk.Failed) / float64(chk.LoggedOK))
+		chk.Share = units.Round(float64(chk.Failed)/float64(chk.LoggedOK), 4)
 	}
 	rs.explain(chk, callsPerRequest(reqs))
 	return chk
@@ -242,7 +242,7 @@ func (rs *raising) explain(chk *analyze.RecommendationCheck, k float64) {
 		}
 		now := p.Hops[n].Timeout
 		h.Recommendation.TimeoutMs = ms(int64(now))
-		h.Recommendation.RaisedFromMs = fptr(ms(int64(r.from)))
+		h.Recommendation.RaisedFromMs = units.RoundPtr(ms(int64(r.from)), 3)
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s: replayed on these logs, %s cut %d of the %d requests that succeeded (~%s calls per request: small cuts per hop compound)",
 			units.Duration(r.from), units.Duration(now), units.Duration(r.from), r.requests, chk.LoggedOK, units.Decimal(k, 1))
 	}
@@ -264,7 +264,7 @@ func recount(chk *analyze.RecommendationCheck, res *replay.Result) {
 	chk.Met = chk.Failed <= allowed
 	chk.Share = 0
 	if chk.LoggedOK > 0 {
-		chk.Share = round4(float64(chk.Failed) / float64(chk.LoggedOK))
+		chk.Share = units.Round(float64(chk.Failed)/float64(chk.LoggedOK), 4)
 	}
 }
 
@@ -309,7 +309,7 @@ func coverNestedRetries(rep *analyze.Report, reqs []*span.Request, p *policy.Pol
 		now := p.Hops[hop].Timeout
 		h.Recommendation.TimeoutMs = ms(int64(now))
 		if h.Recommendation.RaisedFromMs == nil {
-			h.Recommendation.RaisedFromMs = fptr(ms(int64(was)))
+			h.Recommendation.RaisedFromMs = units.RoundPtr(ms(int64(was)), 3)
 		}
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s %s × %.2f)",
 			units.Duration(was), units.Duration(now), because[hop], 1+opt.Margin)

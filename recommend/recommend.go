@@ -194,7 +194,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 		}
 		sort.Strings(chk.RaisedHops)
 	}
-	chk.CallsPerRequest, chk.Percentile = round4(k), round4(q*100)
+	chk.CallsPerRequest, chk.Percentile = units.Round(k, 4), units.Round(q*100, 4)
 	rep.RecommendationCheck = chk
 	recommendRetryBudgets(rep, reqs, p, opt) // budget.go: hops that retry or hedge
 	for i := range rep.Hops {
@@ -309,7 +309,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 			rank = fmt.Sprintf("the %s slowest", units.Ordinal(m+1))
 		}
 		basis := fmt.Sprintf("%s of %d successes %s × %.2f → %s: with %d of %d longer, a new call exceeds it with probability ≤ %s (%s confidence), within its share %s of the request target",
-			rank, n, units.Duration(v), 1+margin, units.Duration(t), m, n, units.Percent(round6(analyze.BetaUpper(analyze.RiskLevel, m, n)), 3), units.Percent(analyze.RiskLevel, 3), units.Percent(round6(share), 3))
+			rank, n, units.Duration(v), 1+margin, units.Duration(t), m, n, units.Percent(units.Round(analyze.BetaUpper(analyze.RiskLevel, m, n), 6), 3), units.Percent(analyze.RiskLevel, 3), units.Percent(units.Round(share, 6), 3))
 		if share < 1-opt.Percentile/100-1e-12 {
 			basis += fmt.Sprintf(" (~%s calls per request share the %s target)", units.Decimal(k, 1), units.Percent(target, 3))
 		}
@@ -317,7 +317,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
-		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - float64(m)/float64(n)))}
+		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: units.Round(100*(1-float64(m)/float64(n)), 4)}
 		hp.Timeout = t
 	default:
 		// Too few successes to certify the share with an order statistic:
@@ -326,7 +326,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		// the slowest success, where a model of n successes says nothing.
 		t, basis, need, model := extrapolate(tts, share, margin)
 		tailNeed, tail = need, model
-		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", tts.N, units.Percent(round6(share), 3), analyze.NeedSuccesses(share))
+		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", tts.N, units.Percent(units.Round(share, 6), 3), analyze.NeedSuccesses(share))
 		if share < 1-opt.Percentile/100-1e-12 {
 			basis += fmt.Sprintf("; ~%s calls per request share the %s request target", units.Decimal(k, 1), units.Percent(target, 3))
 		}
@@ -335,7 +335,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
-		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: round4(100 * (1 - share)), Extrapolated: true}
+		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: units.Round(100*(1-share), 4), Extrapolated: true}
 		hp.Timeout = t
 	}
 	rec.Tail, rec.TailNeed = tail, time.Duration(tailNeed)
