@@ -55,6 +55,9 @@ type Options struct {
 	// HeldOutAuto (the zero value) runs it when the logs have enough
 	// requests.
 	HeldOut HeldOutMode
+	// Block is the length of the time blocks drift and incidents are
+	// measured over (timeline.go); 0 picks one from the logs' span.
+	Block time.Duration
 }
 
 // WithDefaults is opt with the zero values that have a default set to it:
@@ -132,6 +135,10 @@ type Report struct {
 	// them as logged) and under the recommendation, side by side.
 	PredictedEffect []Effect  `json:"predicted_effect"`
 	Warnings        []Warning `json:"warnings"`
+	// Timeline is the logs cut into time blocks, and Incidents the blocks
+	// in which a hop's latency departed from the rest (timeline.go).
+	Timeline  *Timeline  `json:"timeline,omitempty"`
+	Incidents []Incident `json:"incidents"`
 
 	// SkipExamples are the first positioned errors, for the text report.
 	SkipExamples []string `json:"skip_examples,omitempty"`
@@ -221,6 +228,9 @@ type Recommendation struct {
 	// (tailfit.go): it had too few successes for an order statistic to
 	// certify its share of the request target.
 	Extrapolated bool `json:"extrapolated,omitempty"`
+	// Headroom is the drift headroom the timeout carries (timeline.go):
+	// the factor it was multiplied by, before any cap; 0 when none.
+	Headroom float64 `json:"headroom,omitempty"`
 	// Eject is set when the hop's tail or failures concentrate on one
 	// instance (see attribution.go): outlier detection, not retries or a
 	// longer timeout, is the fix.
@@ -289,6 +299,11 @@ type Hop struct {
 	// service, gRPC method or HTTP route, or why they cannot be mapped
 	// (see endpoint.go). Emitted configs route by them.
 	Endpoints []policy.Endpoint `json:"endpoints,omitempty"`
+	// Blocks are the hop's calls per time block, aligned with the
+	// report's timeline.blocks; Drift how far its tail moved between
+	// quiet blocks (timeline.go). Both rest on the trace sample.
+	Blocks []HopBlock `json:"blocks,omitempty"`
+	Drift  *Drift     `json:"drift,omitempty"`
 
 	// target is the time-to-success at the recommendation's percentile,
 	// ns; targetKnown is false when it is censored or there are no samples.
@@ -472,6 +487,8 @@ func measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt O
 				"counts no request as a success unless --optimistic", units.Count(rep.Requests.Count, "request", "requests"))})
 	}
 	assignRoles(rep, reqs)
+	rep.Incidents = []Incident{}
+	measureTimeline(rep, reqs, opt)
 	return rep
 }
 

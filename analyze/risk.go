@@ -96,14 +96,36 @@ type HeldOut struct {
 	FittedRequests int `json:"fitted_requests"`
 	// Share is Lost / Requests.
 	Share float64 `json:"share"`
+	// IncidentLost is how many of Lost the hop that cut them had an
+	// incident named in the logs at the time (a fit cannot carry an
+	// incident it never saw); DriftLost the rest. Met says whether
+	// DriftLost is within the false-timeout target.
+	IncidentLost int  `json:"incident_lost"`
+	DriftLost    int  `json:"drift_lost"`
+	Met          bool `json:"met"`
+	// Scale is what the fitted policy's timeouts had to be multiplied by
+	// for drift to stay within the target on the held-out part (1 when
+	// they did not); Lost, IncidentLost and DriftLost are under the scaled
+	// policy, UnscaledLost what the fit lost as it came. The recommended
+	// policy carries the same scale.
+	Scale        float64 `json:"scale"`
+	UnscaledLost int     `json:"unscaled_lost"`
 }
 
 // Prediction is a distribution-free upper bound on the share of requests
 // that succeed on new traffic which the policy would fail by a timeout.
 type Prediction struct {
-	// Upper is the bound, a fraction of successful requests, at Level.
+	// Upper is the bound, a fraction of successful requests, at Level:
+	// the exchangeable bound (ExchangeableUpper) combined with what
+	// today's incidents would cost on hops the policy was not fitted for
+	// (Incidents.Upper), as independent risks.
 	Upper float64 `json:"upper"`
-	Level float64 `json:"level"`
+	// ExchangeableUpper is the bound for traffic exchangeable with the
+	// logs' (the per-call order statistics alone).
+	ExchangeableUpper float64 `json:"exchangeable_upper"`
+	// Incidents is the incident part (nil when the logs name none).
+	Incidents *IncidentRisk `json:"incidents,omitempty"`
+	Level     float64       `json:"level"`
 	// Expected is the same combination of the per-call conformal means
 	// (m+1)/(n+1): what to expect rather than what to allow.
 	Expected float64 `json:"expected"`
@@ -309,6 +331,11 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		}
 		return a.Hop < b.Hop
 	})
+	pr.ExchangeableUpper = pr.Upper
+	if ir := incidentRisk(rep, reqs); ir != nil {
+		pr.Incidents = ir
+		pr.Upper = units.Round(1-(1-pr.Upper)*(1-ir.Upper), 6)
+	}
 	pr.Met = pr.Upper <= target
 	if k > 0 {
 		pr.NeedSuccesses = NeedSuccesses(target / k)

@@ -31,7 +31,7 @@ func TestPredictedEffectReusesOnlyAnUnchangedReplay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := append([]span.Span(nil), spans...)
 			reqs, probs := span.Assemble(sp)
-			rec, _, last := recommendPolicy(analyze.Measure(sp, reqs, probs, tc.opt), reqs, tc.opt)
+			rec, _, last, _ := recommendPolicy(analyze.Measure(sp, reqs, probs, tc.opt), reqs, tc.opt)
 			if got := last.of(rec) != nil; got != tc.reused {
 				t.Errorf("the engine's last replay reusable: %v, want %v", got, tc.reused)
 			}

@@ -2,6 +2,7 @@ package recommend
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -26,8 +27,14 @@ const HeldOutShare = 1.0 / 3
 const MinHeldOut = 30
 
 // holdOut fits on the earlier requests and replays the later ones; nil
-// and a note saying why when it did not run.
-func holdOut(reqs []*span.Request, opt analyze.Options) (*analyze.HeldOut, string) {
+// and a note saying why when it did not run. A loss is the incident's
+// when the hop that cut it has an incident named in the logs (incidents,
+// from the whole logs) at the request's start; the rest is drift. When
+// drift alone loses more than target, the fitted policy's timeouts (and
+// budget) are scaled up by the least factor, up to MaxHeadroom, under
+// which it does not (bisection over replays of the held-out part): that
+// scale is what the policy fitted on everything must carry too.
+func holdOut(reqs []*span.Request, opt analyze.Options, incidents []analyze.Incident, target float64) (*analyze.HeldOut, string) {
 	if opt.HeldOut == analyze.HeldOutOff {
 		return nil, "held-out validation was turned off"
 	}
@@ -40,17 +47,74 @@ func holdOut(reqs []*span.Request, opt analyze.Options) (*analyze.HeldOut, strin
 	// Requests are sorted by start (span.Assemble); requests that start
 	// at the same instant as the first held-out one stay on one side.
 	fit, test := reqs[:cut], reqs[cut:]
-	res := replay.Run(test, fitted(fit, opt), replay.Options{})
-	h := &analyze.HeldOut{FittedRequests: len(fit), FittedUntil: time.Unix(0, test[0].Start).UTC().Format(time.RFC3339Nano)}
-	for _, o := range res.Outcomes {
-		if !o.LoggedOK {
-			continue
+	fp, frep, br := fitted(fit, opt)
+	h := &analyze.HeldOut{FittedRequests: len(fit), FittedUntil: time.Unix(0, test[0].Start).UTC().Format(time.RFC3339), Scale: 1}
+	byHop := map[string][]*analyze.Incident{}
+	for i := range incidents {
+		byHop[incidents[i].Hop] = append(byHop[incidents[i].Hop], &incidents[i])
+	}
+	count := func(p *policy.Policy) (ok, lost, inc int) {
+		starts := make(map[string]int64, len(test))
+		for _, r := range test {
+			starts[r.TraceID] = r.Start
 		}
-		h.Requests++
-		if !o.OK && !o.Undetermined {
-			h.Lost++
+		for _, o := range replay.Run(test, p, replay.Options{}).Outcomes {
+			if !o.LoggedOK {
+				continue
+			}
+			ok++
+			if o.OK || o.Undetermined {
+				continue
+			}
+			lost++
+			for _, in := range byHop[o.FailedHop] {
+				if in.Covers(starts[o.TraceID]) {
+					inc++
+					break
+				}
+			}
+		}
+		return ok, lost, inc
+	}
+	ok, lost, inc := count(fp)
+	h.Requests, h.Lost, h.IncidentLost = ok, lost, inc
+	h.UnscaledLost = lost
+	allowed := int(math.Floor(target*float64(ok) + 1e-9))
+	if lost-inc > allowed {
+		// The least scale in [1, MaxHeadroom] under which drift stays
+		// within the target, to 1% (timeouts round up nicely anyway).
+		scaled := func(g float64) (*policy.Policy, int, int) {
+			p := clonePolicy(fp)
+			scaleTimeouts(frep, p, g)
+			b := *br
+			b.scale = g
+			p.Budget = b.budgetFor(p, opt.Margin)
+			_, l, i := count(p)
+			return p, l, i
+		}
+		// Scale only as far as it helps: when even MaxHeadroom leaves
+		// drift above the target, the least scale that reaches what the
+		// cap reaches, and none when that is no better than unscaled.
+		floor := allowed
+		if _, l, i := scaled(analyze.MaxHeadroom); l-i > allowed {
+			floor = l - i
+		}
+		if floor < lost-inc {
+			lo, hi := 1.0, analyze.MaxHeadroom
+			for hi-lo > 0.01*lo {
+				mid := math.Sqrt(lo * hi)
+				if _, l, i := scaled(mid); l-i <= floor {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			_, l, i := scaled(hi)
+			h.Scale, h.Lost, h.IncidentLost = units.Round(hi, 3), l, i
 		}
 	}
+	h.DriftLost = h.Lost - h.IncidentLost
+	h.Met = h.DriftLost <= allowed
 	if h.Requests > 0 {
 		h.Share = units.Round(float64(h.Lost)/float64(h.Requests), 4)
 	}
@@ -60,7 +124,7 @@ func holdOut(reqs []*span.Request, opt analyze.Options) (*analyze.HeldOut, strin
 // fitted is the policy recommended on reqs alone, as the held-out
 // validation fits it: the statistics a recommendation reads, and the
 // recommendation, nothing else.
-func fitted(reqs []*span.Request, opt analyze.Options) *policy.Policy {
+func fitted(reqs []*span.Request, opt analyze.Options) (*policy.Policy, *analyze.Report, *budgetRule) {
 	var spans []span.Span
 	for _, r := range reqs {
 		if r.Root != nil {
@@ -72,6 +136,15 @@ func fitted(reqs []*span.Request, opt analyze.Options) *policy.Policy {
 			}
 		})
 	}
-	p, _, _ := recommendPolicy(analyze.MeasureFit(spans, reqs, opt), reqs, opt)
-	return p
+	rep := analyze.MeasureFit(spans, reqs, opt)
+	p, _, _, br := recommendPolicy(rep, reqs, opt)
+	return p, rep, br
+}
+
+// clonePolicy copies p with its own hop map, so that scaling the copy
+// leaves p as it was.
+func clonePolicy(p *policy.Policy) *policy.Policy {
+	c := *p
+	c.Hops = maps.Clone(p.Hops)
+	return &c
 }

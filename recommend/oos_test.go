@@ -156,6 +156,12 @@ func TestRecommendationHoldsOutOfSample(t *testing.T) {
 			}
 		}
 		loss = float64(lost) / float64(ok)
+		if os.Getenv("OOS_DEBUG") != "" {
+			t.Logf("timeline %+v", rep.Timeline.Headroom)
+			for _, h := range rep.Hops {
+				t.Logf("  %s headroom %g drift %+v basis %s", h.Hop, h.Recommendation.Headroom, h.Drift, h.Recommendation.Basis)
+			}
+		}
 		pred := rep.RecommendedPolicy.Safety.Predicted
 		t.Logf("fit on %d (seed %d): lost %d of %d fresh requests (%.3f%%), predicted ≤ %.3f%% (expected %.3f%%)", n, seed, lost, ok, 100*loss, 100*pred.Upper, 100*pred.Expected)
 		if pred.Upper < loss {

@@ -25,7 +25,7 @@ const maxRaiseRounds = 50
 // requests which succeeded as logged until at most target of them fail,
 // and sets p's budget. It records in each raised hop's recommendation what
 // raised it. last keeps the final replay.
-func raiseUntilSafe(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options, target float64, last *lastReplay) *analyze.RecommendationCheck {
+func raiseUntilSafe(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options, target float64, last *lastReplay, br *budgetRule) *analyze.RecommendationCheck {
 	chk := &analyze.RecommendationCheck{Target: target, RaisedHops: []string{}}
 	for _, r := range reqs {
 		if !r.Failed {
@@ -35,7 +35,7 @@ func raiseUntilSafe(rep *analyze.Report, reqs []*span.Request, p *policy.Policy,
 	allowed := int(math.Floor(target*float64(chk.LoggedOK) + 1e-9))
 	rs := &raising{p: p, byHop: hopsByName(rep), raised: map[string]*raise{}, moreRetries: map[string]int{}}
 	for round := 1; ; round++ {
-		p.Budget = budgetFor(reqs, p, opt.Margin)
+		p.Budget = br.budgetFor(p, opt.Margin)
 		res := replayAll(last, reqs, p)
 		broken := brokenSuccesses(chk, res)
 		chk.Failed, chk.Rounds = len(broken), round
@@ -275,7 +275,7 @@ func recount(chk *analyze.RecommendationCheck, res *replay.Result) {
 // Raising a caller can make its own callers short, so it repeats until
 // nothing changes (at most the tree's depth, which span caps). It returns
 // the hops it raised.
-func coverNestedRetries(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options) []string {
+func coverNestedRetries(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, opt analyze.Options, br *budgetRule) []string {
 	calls, nested := timedCalls(reqs, p)
 	from := map[string]time.Duration{}
 	because := map[string]string{}
@@ -317,7 +317,7 @@ func coverNestedRetries(rep *analyze.Report, reqs []*span.Request, p *policy.Pol
 	if d := maxTimeout(p); d > p.Default.Timeout {
 		p.Default.Timeout = d
 	}
-	p.Budget = budgetFor(reqs, p, opt.Margin)
+	p.Budget = br.budgetFor(p, opt.Margin)
 	raised := make([]string, 0, len(from))
 	for hop := range from {
 		raised = append(raised, hop)

@@ -106,7 +106,7 @@ func niceStep(x float64) float64 {
 // then replayed on the logged requests; while more than F of the requests
 // that succeeded as logged fail, the timeouts that cut them are raised to
 // what their cut attempts needed (× margin), and the basis says so.
-func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) (*policy.Policy, *analyze.Safety, *lastReplay) {
+func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) (*policy.Policy, *analyze.Safety, *lastReplay, *budgetRule) {
 	p := &policy.Policy{Name: "recommended", Hops: map[string]policy.Hop{}, Comments: map[string]string{}, Lines: map[string]int{}}
 	target := analyze.FalseTimeoutTarget(opt)
 	k := callsPerRequest(reqs)
@@ -133,6 +133,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 				Basis: "the trace root is the request itself: the budget bounds it"}
 		default:
 			hps[i], h.Recommendation = recommendHop(h, opt, q, k, target)
+			applyHeadroom(rep, h, &hps[i], &h.Recommendation, opt.Margin) // drift.go
 		}
 	})
 	for i := range rep.Hops {
@@ -183,8 +184,9 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 	collapseIDHops(rep, p)
 	recommendHedges(rep, reqs, p, opt) // hedge.go: only with Options.HedgeLoad
 	last := &lastReplay{}
-	chk := raiseUntilSafe(rep, reqs, p, opt, target, last)
-	if nested := coverNestedRetries(rep, reqs, p, opt); len(nested) > 0 {
+	br := requestBudget(rep, reqs, opt, target)
+	chk := raiseUntilSafe(rep, reqs, p, opt, target, last, br)
+	if nested := coverNestedRetries(rep, reqs, p, opt, br); len(nested) > 0 {
 		// Timeouts only grew: replay once more for the final numbers.
 		recount(chk, replayAll(last, reqs, p))
 		for _, h := range nested {
@@ -205,7 +207,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 	}
 	if opt.MaxBudget > 0 && p.Budget > opt.MaxBudget {
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "budget-capped",
-			Message: fmt.Sprintf("the recommended timeouts need a budget of %s to cover every logged success and the critical path with its retries, but --max-budget is %s: requests on the longest paths will fail at the budget, and budget-aware retries will be skipped there", units.Duration(p.Budget), units.Duration(opt.MaxBudget))})
+			Message: fmt.Sprintf("the requests' tail and the recommended timeouts need a budget of %s (above every logged success and every hop timeout, with room for the retries), but --max-budget is %s: the slowest requests will fail at the budget, and budget-aware retries will be skipped there", units.Duration(p.Budget), units.Duration(opt.MaxBudget))})
 		p.Budget = opt.MaxBudget
 	}
 	capDurations(rep, p)
@@ -216,15 +218,13 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "provisional-policy", Message: "the recommended policy is provisional: " + why})
 	}
 	if !pred.Met && chk.LoggedOK > 0 {
-		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: analyze.CodeOutOfSample,
-			Message: fmt.Sprintf("on new traffic the recommended policy may fail up to %s of requests that succeed (%s confidence, distribution-free), above the %s target: %s",
-				units.Percent(pred.Upper, 3), units.Percent(pred.Level, 3), units.Percent(target, 3), pred.Advice)})
+		rep.Warnings = append(rep.Warnings, outOfSampleWarning(pred, target))
 	}
 	if !chk.Met {
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "false-timeout-target-missed",
 			Message: fmt.Sprintf("replayed on these logs, the recommended policy fails %d of %d requests that succeeded as logged (%s), above the %s target", chk.Failed, chk.LoggedOK, units.Percent(chk.Share, 3), units.Percent(chk.Target, 3))})
 	}
-	return p, safety, last
+	return p, safety, last, br
 }
 
 // capDurations keeps every duration of p within what a policy file may
@@ -444,4 +444,26 @@ func callsPerRequest(reqs []*span.Request) float64 {
 		})
 	}
 	return float64(n) / float64(len(reqs))
+}
+
+// outOfSampleWarning says that the recommended policy's out-of-sample
+// bound is above the target, and why: the exchangeable part's advice, and
+// the incidents' part when the logs name incidents.
+func outOfSampleWarning(pred *analyze.Prediction, target float64) analyze.Warning {
+	ir := pred.Incidents
+	if ir == nil {
+		return analyze.Warning{Code: analyze.CodeOutOfSample,
+			Message: fmt.Sprintf("on new traffic the recommended policy may fail up to %s of requests that succeed (%s confidence, distribution-free), above the %s target: %s",
+				units.Percent(pred.Upper, 3), units.Percent(pred.Level, 3), units.Percent(target, 3), pred.Advice)}
+	}
+	msg := fmt.Sprintf("on new traffic the recommended policy may fail up to %s of requests that succeed (%s confidence), above the %s target",
+		units.Percent(pred.Upper, 3), units.Percent(pred.Level, 3), units.Percent(target, 3))
+	{
+		msg += fmt.Sprintf(": if tomorrow brings incidents like today's (%s on %s, in %d of %d blocks, %s× slower at the median) on hops the policy was not fitted for, up to %s of requests fail; traffic like today's, up to %s (distribution-free)",
+			units.Count(ir.Incidents, "incident", "incidents"), units.Count(ir.Hops, "hop", "hops"), ir.Blocks, ir.OfBlocks, units.Decimal(ir.Slowdown, 1), units.Percent(ir.Upper, 3), units.Percent(pred.ExchangeableUpper, 3))
+		if pred.Advice != "" {
+			msg += "; " + pred.Advice
+		}
+	}
+	return analyze.Warning{Code: analyze.CodeOutOfSample, Message: msg}
 }

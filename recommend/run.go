@@ -67,12 +67,16 @@ func complete(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) *p
 		last        *lastReplay
 		heldOut     *analyze.HeldOut
 		heldOutNote string
+		br          *budgetRule
 	)
 	par.Do(func() {
-		heldOut, heldOutNote = holdOut(reqs, opt)
+		heldOut, heldOutNote = holdOut(reqs, opt, rep.Incidents, analyze.FalseTimeoutTarget(opt))
 	}, func() {
-		rec, safety, last = recommendPolicy(rep, reqs, opt)
+		rec, safety, last, br = recommendPolicy(rep, reqs, opt)
 	})
+	if heldOut != nil && heldOut.Scale > 1 {
+		safety = carryScale(rep, reqs, rec, br, heldOut.Scale, opt, last, safety) // drift.go
+	}
 	if u := rep.UnboundedHops(); u != nil {
 		rep.Warnings = append(rep.Warnings, u.Warning())
 	}

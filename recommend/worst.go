@@ -2,11 +2,9 @@ package recommend
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
-	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 )
@@ -35,33 +33,6 @@ func NestedNeeds(reqs []*span.Request, p *policy.Policy) map[string]time.Duratio
 		})
 	}
 	return out
-}
-
-// budgetFor is a budget under which no logged request is cut: the longest
-// request as logged (root span included) or along its critical path with
-// every attempt running to its timeout and every configured retry taken
-// (so no retry is dead: the article's config D), whichever is longer, ×
-// (1 + margin), and always above the longest hop timeout so that every
-// per-attempt timeout can fire before the budget.
-func budgetFor(reqs []*span.Request, p *policy.Policy, margin float64) time.Duration {
-	// Each request's worst case reads only its tree and p: the requests
-	// are split over the cores (package par), and the largest of the
-	// workers' maxima is the same whatever the split.
-	most := make([]int64, par.Workers(len(reqs), minReqsPerWorker))
-	par.Ranges(len(reqs), minReqsPerWorker, func(w, lo, hi int) {
-		for _, r := range reqs[lo:hi] {
-			most[w] = max(most[w], r.Latency(), worstRequest(r, p))
-		}
-	})
-	worst := slices.Max(most)
-	if worst == 0 {
-		return 0
-	}
-	b := RoundUpNice(time.Duration(float64(worst) * (1 + margin)))
-	if t := max(maxTimeout(p), p.Default.Timeout); b <= t {
-		b = RoundUpNice(time.Duration(float64(t) * (1 + margin)))
-	}
-	return b
 }
 
 // worstRequest is how long the request can run when every call with a

@@ -127,9 +127,24 @@ func safetyLinesAdvice(s *analyze.Safety, advice bool) (lines []string, bad bool
 	}
 	switch h := s.HeldOut; {
 	case h != nil && h.Requests > 0:
-		lines = append(lines, fmt.Sprintf("held out: fitted on the %s before %s, replayed on the %d later that succeeded: %d %s (%s)",
-			units.Count(h.FittedRequests, "request", "requests"), h.FittedUntil, h.Requests, h.Lost, units.Plural(h.Lost, "fails", "fail"), units.Percent(h.Share, 3)))
-		if p := s.Predicted; p != nil && h.Share > p.Target && h.Lost > 1 {
+		line := fmt.Sprintf("held out: fitted on the %s before %s, replayed on the %d later that succeeded: %d %s (%s)",
+			units.Count(h.FittedRequests, "request", "requests"), h.FittedUntil, h.Requests, h.Lost, units.Plural(h.Lost, "fails", "fail"), units.Percent(h.Share, 3))
+		if h.Scale > 1 {
+			line = fmt.Sprintf("held out: fitted on the %s before %s, replayed on the %d later that succeeded: %d %s as fitted; with every timeout ×%s (which this policy carries too), %d (%s)",
+				units.Count(h.FittedRequests, "request", "requests"), h.FittedUntil, h.Requests, h.UnscaledLost, units.Plural(h.UnscaledLost, "fails", "fail"), units.Decimal(h.Scale, 2), h.Lost, units.Percent(h.Share, 3))
+		}
+		if h.IncidentLost > 0 {
+			line += fmt.Sprintf(": %d in incidents the logs name, %d to drift", h.IncidentLost, h.DriftLost)
+		}
+		if p := s.Predicted; p != nil {
+			if h.Met {
+				line += "; drift within the " + units.Percent(p.Target, 3) + " target"
+			} else {
+				line += "; drift above the " + units.Percent(p.Target, 3) + " target: NOT met"
+			}
+		}
+		lines = append(lines, line)
+		if !h.Met && h.DriftLost > 1 {
 			bad = true
 		}
 	case h != nil:
@@ -146,8 +161,14 @@ func safetyLinesAdvice(s *analyze.Safety, advice bool) (lines []string, bad bool
 		if advice && !p.Met {
 			verdict = "the " + units.Percent(p.Target, 3) + " target is not certified by these logs"
 		}
-		lines = append(lines, fmt.Sprintf("on new traffic: up to %s of requests that succeed may fail by a timeout (%s confidence, distribution-free; expected %s): %s",
-			units.Percent(p.Upper, 3), units.Percent(p.Level, 3), units.Percent(p.Expected, 3), verdict))
+		if ir := p.Incidents; ir != nil {
+			lines = append(lines, fmt.Sprintf("on new traffic: up to %s of requests that succeed may fail by a timeout (%s confidence): traffic like today's up to %s (distribution-free; expected %s); if tomorrow brings incidents like today's (%s on %s, %d of %d blocks, %s× slower at the median) on hops the policy was not fitted for, up to %s more: %s",
+				units.Percent(p.Upper, 3), units.Percent(p.Level, 3), units.Percent(p.ExchangeableUpper, 3), units.Percent(p.Expected, 3),
+				units.Count(ir.Incidents, "incident", "incidents"), units.Count(ir.Hops, "hop", "hops"), ir.Blocks, ir.OfBlocks, units.Decimal(ir.Slowdown, 1), units.Percent(ir.Upper, 3), verdict))
+		} else {
+			lines = append(lines, fmt.Sprintf("on new traffic: up to %s of requests that succeed may fail by a timeout (%s confidence, distribution-free; expected %s): %s",
+				units.Percent(p.Upper, 3), units.Percent(p.Level, 3), units.Percent(p.Expected, 3), verdict))
+		}
 		if advice && !p.Met && p.Advice != "" {
 			lines = append(lines, p.Advice)
 		}

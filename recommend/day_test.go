@@ -1,0 +1,193 @@
+package recommend_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/replay"
+	"github.com/tailscope/tailscope/span"
+)
+
+// fault is one injected fault of a Nezha day: the pod's service and when.
+type fault struct {
+	service string
+	at      int64 // ns
+}
+
+// readFaults reads a Nezha fault list ({"HH": [{inject_timestamp, inject_pod}]}).
+func readFaults(t *testing.T, path string) []fault {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byHour map[string][]struct {
+		TS  string `json:"inject_timestamp"`
+		Pod string `json:"inject_pod"`
+	}
+	if err := json.Unmarshal(data, &byHour); err != nil {
+		t.Fatal(err)
+	}
+	var fs []fault
+	for _, list := range byHour {
+		for _, e := range list {
+			sec, err := strconv.ParseInt(e.TS, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs = append(fs, fault{podService(e.Pod), sec * 1e9})
+		}
+	}
+	sort.Slice(fs, func(i, j int) bool { return fs[i].at < fs[j].at })
+	return fs
+}
+
+// podService is a Kubernetes pod name without its two trailing hash
+// segments (cartservice-579f59597d-wc2lz → cartservice).
+func podService(pod string) string {
+	parts := strings.Split(pod, "-")
+	if len(parts) > 2 {
+		parts = parts[:len(parts)-2]
+	}
+	return strings.Join(parts, "-")
+}
+
+// readDay reads every window of a Nezha day folder, in time order, each
+// window's spans apart.
+func readDay(t *testing.T, dir string) [][]span.Span {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*_trace.csv.zst"))
+	sort.Strings(files)
+	var windows [][]span.Span
+	for _, f := range files {
+		var spans []span.Span
+		if _, err := ingest.Read([]string{f}, ingest.Options{Map: nezhaColumns}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) })); err != nil {
+			t.Fatal(err)
+		}
+		windows = append(windows, spans)
+	}
+	return windows
+}
+
+// incidentCut says whether a replayed request's cut belongs to the fault
+// injected around its start: the cut hop's calling or called service is
+// the injected one, and the request started within 3 minutes after it.
+func incidentCut(hop string, r *span.Request, faults []fault) bool {
+	low := strings.ToLower(hop)
+	start := r.Start
+	// The services the cut hop's calls reached, callee and below.
+	below := map[string]bool{}
+	var walk func(cs []*span.Call, in bool)
+	walk = func(cs []*span.Call, in bool) {
+		for _, c := range cs {
+			here := in || c.Hop == hop
+			for _, a := range c.Attempts {
+				if in {
+					below[podService(a.Span.Service)] = true
+					below[a.Span.Service] = true
+				}
+				walk(a.Calls, here)
+			}
+		}
+	}
+	walk(r.Calls, false)
+	for _, f := range faults {
+		if start < f.at-30e9 || start > f.at+180e9 {
+			continue
+		}
+		if below[f.service] {
+			return true
+		}
+		svc := strings.ReplaceAll(f.service, "ts-", "")
+		svc = strings.ReplaceAll(svc, "-", "")
+		if strings.HasPrefix(low, f.service+" ") || strings.Contains(strings.ReplaceAll(low, "-", ""), svc) {
+			return true
+		}
+	}
+	return false
+}
+
+func flatten(ws [][]span.Span) []span.Span {
+	var out []span.Span
+	for _, w := range ws {
+		out = append(out, w...)
+	}
+	return out
+}
+
+// TestRealDaySplit fits on one half of a real day and replays the other,
+// both ways, on both systems, and holds the rules of a policy that
+// survives a day of traffic.
+func TestRealDaySplit(t *testing.T) {
+	for _, c := range []struct{ dir, faults string }{
+		{"../../shared/data/nezha-online-boutique/2022-08-23", "../../shared/data/nezha-online-boutique/2022-08-23-fault_list.json"},
+		{"../../shared/data/nezha-trainticket/2023-01-30", "../../shared/data/nezha-trainticket/fault_list.json"},
+	} {
+		if _, err := os.Stat(c.dir); err != nil {
+			t.Skipf("%s: not here", c.dir)
+		}
+		faults := readFaults(t, c.faults)
+		ws := readDay(t, c.dir)
+		h := len(ws) / 2
+		for _, w := range []struct {
+			name      string
+			fit, test []span.Span
+		}{{"first → second", flatten(ws[:h]), flatten(ws[h:])}, {"second → first", flatten(ws[h:]), flatten(ws[:h])}} {
+			t0 := time.Now()
+			rep, pol := logs.FromSpans(w.fit, &ingest.Stats{}).Recommend(analyze.Options{})
+			took := time.Since(t0)
+			reqs, _ := span.Assemble(w.test)
+			byID := map[string]*span.Request{}
+			for _, r := range reqs {
+				byID[r.TraceID] = r
+			}
+			ok, lost, inc := 0, 0, 0
+			byHop := map[string]int{}
+			for _, o := range replay.Run(reqs, pol, replay.Options{}).Outcomes {
+				if !o.LoggedOK {
+					continue
+				}
+				ok++
+				if o.OK || o.Undetermined {
+					continue
+				}
+				lost++
+				if incidentCut(o.FailedHop, byID[o.TraceID], faults) {
+					inc++
+				} else {
+					byHop[o.FailedHop]++
+				}
+			}
+			var slowest float64
+			for _, r := range rep.Hops {
+				if r.Role == analyze.RoleRoot && r.SuccessLatencyMs.Max != nil {
+					slowest = max(slowest, *r.SuccessLatencyMs.Max)
+				}
+			}
+			if testing.Verbose() && os.Getenv("DAY_DETAIL") != "" {
+				t.Logf("timeline: block %s, %d blocks, measured %v %s", rep.Timeline.Block, len(rep.Timeline.Blocks), rep.Timeline.Measured, rep.Timeline.Note)
+				for _, in := range rep.Incidents {
+					t.Logf("  incident %s %s–%s p99 %.1fms vs %.1fms (%d/%d above)", in.Hop, in.From[11:16], in.Until[11:16], in.P99Ms, in.BaselineP99Ms, in.Above, in.Calls)
+				}
+				for _, hh := range rep.Hops {
+					if hh.Drift != nil && hh.Role == analyze.RoleCall {
+						t.Logf("  drift %-60s %.2f× at p%.1f (%s, %d blocks)", hh.Hop, hh.Drift.Ratio, hh.Drift.Level, hh.Drift.From[11:16], hh.Drift.Blocks)
+					}
+				}
+			}
+			s := rep.RecommendedPolicy.Safety
+			t.Logf("%s %s (fit %s): lost %d of %d (%.2f%%), %d incident, %d drift %v; bound %.2f%%; budget %s (slowest request %.0fms); held out %+v",
+				filepath.Base(filepath.Dir(c.dir)), w.name, took.Round(time.Millisecond), lost, ok, 100*float64(lost)/float64(ok), inc, lost-inc, byHop,
+				100*s.Predicted.Upper, pol.Budget, slowest, s.HeldOut)
+		}
+	}
+}
