@@ -104,7 +104,7 @@ func requestBudget(rep *analyze.Report, reqs []*span.Request, opt analyze.Option
 	slices.Sort(ok)
 	n := len(ok)
 	br.slowest = time.Duration(ok[n-1])
-	br.cap = RoundUpNice(time.Duration(MaxBudgetExtrapolation * float64(br.slowest)))
+	br.cap = max(RoundDownNice(time.Duration(MaxBudgetExtrapolation*float64(br.slowest))), RoundUpNice(time.Duration(float64(br.slowest)*(1+opt.Margin))))
 	share := max(target, 1e-12)
 	var v time.Duration
 	if m, certified := certifyingRank(n, share, opt.Percentile/100); certified {
@@ -169,7 +169,8 @@ func (br *budgetRule) budgetFor(p *policy.Policy, margin float64) time.Duration 
 			}
 		}
 	}
-	return RoundUpNice(max(b, time.Duration(float64(need)*(1+margin))))
+	// Rounded up, but not past the cap when nothing above needs more.
+	return min(RoundUpNice(max(b, time.Duration(float64(need)*(1+margin)))), max(br.cap, RoundUpNice(time.Duration(float64(need)*(1+margin)))))
 }
 
 // quantileOf is the type-7 q-quantile of ascending ns values.
@@ -224,6 +225,7 @@ func carryScale(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, br 
 		before[n] = hp.Timeout
 	}
 	changed := scaleTimeouts(rep, p, g)
+	clampToBudget(rep, p, br, opt.Margin)
 	br.scale = g
 	p.Budget = br.budgetFor(p, opt.Margin)
 	if opt.MaxBudget > 0 && p.Budget > opt.MaxBudget {
@@ -266,4 +268,58 @@ func touches(r *span.Request, hops map[string]bool) bool {
 	hit := false
 	analyze.EachCall(r.Calls, func(c *span.Call) { hit = hit || hops[c.Hop] })
 	return hit
+}
+
+// clampToBudget keeps every hop timeout (and the default) within what the
+// budget can ever allow, its cap (MaxBudgetExtrapolation × the slowest
+// successful request) less the margin: above that the budget always cuts
+// first, and a caller raised so that its callees fit, or a tail
+// extrapolated past every request, would only drag the budget with it.
+// Never below a hop's slowest success × (1 + margin), so no logged
+// success is cut. It returns the hops it lowered.
+//
+// A caller raised so that the retries of the calls below it can run keeps
+// its timeout (lowering it would make those retries dead): where the
+// policy retries, the budget goes above its cap instead.
+func clampToBudget(rep *analyze.Report, p *policy.Policy, br *budgetRule, margin float64) []string {
+	if br == nil || br.cap == 0 {
+		return nil
+	}
+	retries := p.Default.Retries > 0
+	for _, hp := range p.Hops {
+		retries = retries || hp.Retries > 0
+	}
+	byHop := hopsByName(rep)
+	limit := RoundDownNice(time.Duration(float64(br.cap) / (1 + margin)))
+	var lowered []string
+	for _, name := range p.HopNames() {
+		hp := p.Hops[name]
+		if hp.Timeout <= limit {
+			continue
+		}
+		if h := byHop[name]; retries && h != nil && h.Recommendation.RaisedFromMs != nil {
+			continue
+		}
+		floor := time.Duration(0)
+		if h := byHop[name]; h != nil {
+			floor = RoundUpNice(time.Duration(float64(h.TimeToSuccess().Max) * (1 + margin)))
+		}
+		t := max(limit, floor)
+		if t >= hp.Timeout {
+			continue
+		}
+		if h := byHop[name]; h != nil {
+			h.Recommendation.Basis += fmt.Sprintf("; lowered %s → %s: the budget, at most %.0f× the slowest successful request (%s), cuts first above that",
+				units.Duration(hp.Timeout), units.Duration(t), MaxBudgetExtrapolation, units.Duration(br.slowest))
+			h.Recommendation.TimeoutMs = ms(int64(t))
+		}
+		hp.Timeout = t
+		p.Hops[name] = hp
+		lowered = append(lowered, name)
+	}
+	p.Default.Timeout = min(p.Default.Timeout, max(limit, maxTimeout(p)))
+	if p.Default.Timeout < maxTimeout(p) {
+		p.Default.Timeout = maxTimeout(p)
+	}
+	return lowered
 }

@@ -86,6 +86,7 @@ func holdOut(reqs []*span.Request, opt analyze.Options, incidents []analyze.Inci
 		scaled := func(g float64) (*policy.Policy, int, int) {
 			p := clonePolicy(fp)
 			scaleTimeouts(frep, p, g)
+			clampToBudget(frep, p, br, opt.Margin)
 			b := *br
 			b.scale = g
 			p.Budget = b.budgetFor(p, opt.Margin)

@@ -196,6 +196,10 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 		}
 		sort.Strings(chk.RaisedHops)
 	}
+	if lowered := clampToBudget(rep, p, br, opt.Margin); len(lowered) > 0 { // drift.go
+		p.Budget = br.budgetFor(p, opt.Margin)
+		recount(chk, replayAll(last, reqs, p))
+	}
 	chk.CallsPerRequest, chk.Percentile = units.Round(k, 4), units.Round(q*100, 4)
 	rep.RecommendationCheck = chk
 	recommendRetryBudgets(rep, reqs, p, opt) // budget.go: hops that retry or hedge
