@@ -198,7 +198,7 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 		tl.Note = fmt.Sprintf("the requests start within %s: too short to cut into blocks", units.Duration(time.Duration(last-first)))
 		return
 	}
-	tl.Block, tl.BlockMs, tl.size = units.Duration(size), units.Round(float64(size)/1e6, 4), int64(size)
+	tl.Block, tl.BlockMs, tl.size = blockText(size), units.Round(float64(size)/1e6, 4), int64(size)
 	// Blocks start at whole multiples of the block length (UTC), so that
 	// two runs over overlapping logs cut them alike.
 	tl.origin = first - first%int64(size)
@@ -745,4 +745,18 @@ func incidentRisk(rep *Report, reqs []*span.Request) *IncidentRisk {
 	ir.Share = units.Round(float64(ir.Requests)/float64(ok), 6)
 	ir.Upper = units.Round(BetaUpper(RiskLevel, count, ok), 6)
 	return ir
+}
+
+// blockText is a block length as a person writes it: "10m", "1h30m",
+// "45s".
+func blockText(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0 && d > time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, d%time.Hour/time.Minute)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return units.Duration(d)
 }

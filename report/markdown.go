@@ -133,6 +133,14 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 		e.printf("\n%s.\n", md(notShownLine(len(rep.Hops), hidden)))
 	}
 
+	if lines := timelineLines(rep); len(lines) > 0 {
+		// Each line escaped (hop names are the logs' text), kept as its
+		// own line by a Markdown line break.
+		e.printf("\n#### Over time\n\n")
+		for _, l := range lines {
+			e.printf("%s  \n", md(strings.TrimSpace(l)))
+		}
+	}
 	if rp := rep.RecommendedPolicy; rp != nil {
 		e.printf("\n#### Recommendation (budget %s)\n\n", units.Millis(rp.BudgetMs))
 	} else {

@@ -327,6 +327,12 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	writeHopTableText(e, rep.Hops, rep.Warnings, hidden)
 	writeFailureEvidenceText(e, rep.Hops)
 	writeRequestsText(e, rep.Requests)
+	if lines := timelineLines(rep); len(lines) > 0 {
+		e.printf("\n")
+		for _, l := range lines {
+			e.printf("%s\n", l)
+		}
+	}
 	writeRecommendationText(e, rep)
 	writePredictedEffectText(e, rep.PredictedEffect)
 	writeWarnings(e, rep.Warnings)
