@@ -238,8 +238,8 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 	tl.Measured = measured >= minMeasuredBlocks
 	tl.Headroom = Headroom{Pooled: DefaultHeadroom, Source: "default"}
 	if !tl.Measured {
-		tl.Note = fmt.Sprintf("%s of %s hold at least %d requests: too few to measure drift between blocks (needs %d)",
-			units.Count(measured, "block", "blocks"), units.Duration(size), minBlockRequests, minMeasuredBlocks)
+		tl.Note = fmt.Sprintf("%s of %s %s at least %d requests: too few to measure drift between blocks (needs %d)",
+			units.Count(measured, "block", "blocks"), tl.Block, units.Plural(measured, "holds", "hold"), minBlockRequests, minMeasuredBlocks)
 	}
 	byHop := map[string][]HopBlock{}
 	for i, r := range reqs {

@@ -36,7 +36,7 @@ func timelineLines(rep *analyze.Report) []string {
 		return nil
 	}
 	first, last := tl.Blocks[0].From, tl.Blocks[len(tl.Blocks)-1].Until
-	head := fmt.Sprintf("over time: %d blocks of %s with requests, %s to %s (UTC)", len(tl.Blocks), tl.Block, first, last)
+	head := fmt.Sprintf("over time: %s of %s with requests, %s to %s (UTC)", units.Count(len(tl.Blocks), "block", "blocks"), tl.Block, first, last)
 	lines := []string{head}
 	if !tl.Measured {
 		lines = append(lines, "  "+tl.Note+fmt.Sprintf("; the timeouts carry the default ×%s headroom for drift", units.Decimal(tl.Headroom.Pooled, 2)))

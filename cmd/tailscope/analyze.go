@@ -47,6 +47,7 @@ type analysisFlags struct {
 	maxBudget     string
 	falseTimeouts string
 	hedgeLoad     string
+	block         string
 }
 
 func (a *analysisFlags) register(fs interface {
@@ -58,6 +59,7 @@ func (a *analysisFlags) register(fs interface {
 	fs.Float64Var(&a.margin, "margin", 0.10, "margin added on top of the target percentile")
 	fs.StringVar(&a.maxBudget, "max-budget", "", "cap on the recommended end-to-end budget (e.g. 20s)")
 	fs.StringVar(&a.falseTimeouts, "false-timeouts", "0.1%", "request-level false-timeout target: the share of the requests that succeeded\nas logged that the recommended policy may fail when replayed on them\n(0.1% or 0.001; 0 for none); per-hop percentiles are raised to meet it")
+	fs.StringVar(&a.block, "block", "", "length of the time blocks drift and incidents are measured over (e.g. 10m;\ndefault: 10m when the logs span an hour or more, else a sixth of their span)")
 	fs.StringVar(&a.hedgeLoad, "hedge-load", "0", "extra attempts the recommendation may spend on hedges (2% hedges at about p98\nof time to success, where a hop's slow attempts are independent draws); 0: no hedges")
 }
 
@@ -106,6 +108,13 @@ func (a *analysisFlags) options() (analyze.Options, error) {
 	}
 	if a.margin < 0 || a.margin > 10 {
 		return o, usagef("--margin %g: want a fraction like 0.10", a.margin)
+	}
+	if a.block != "" {
+		d, err := parseDur(a.block)
+		if err != nil || d < analyze.MinBlock {
+			return o, usagef("--block %q: want a duration of at least %s, e.g. 10m", a.block, analyze.MinBlock)
+		}
+		o.Block = d
 	}
 	if a.maxBudget != "" {
 		d, err := parseDur(a.maxBudget)
