@@ -13,6 +13,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -125,8 +126,12 @@ func flatten(ws [][]span.Span) []span.Span {
 }
 
 // TestRealDaySplit fits on one half of a real day and replays the other,
-// both ways, on both systems, and holds the rules of a policy that
-// survives a day of traffic.
+// both ways, on both systems (the whole days of ../shared/data; skipped
+// without them: a clone holds no day), and holds the rules of a policy
+// that survives a day of traffic: the printed bound covers the other
+// half's loss and says something, the budget is within 3× the slowest
+// successful request, and the loss outside the injected faults is small
+// (held at its measured 0–4 requests; the target is max(1, 0.1%)).
 func TestRealDaySplit(t *testing.T) {
 	for _, c := range []struct{ dir, faults string }{
 		{"../../shared/data/nezha-online-boutique/2022-08-23", "../../shared/data/nezha-online-boutique/2022-08-23-fault_list.json"},
@@ -185,6 +190,31 @@ func TestRealDaySplit(t *testing.T) {
 				}
 			}
 			s := rep.RecommendedPolicy.Safety
+			share := float64(lost) / float64(ok)
+			// The printed bound covers what the other half loses, and
+			// says something: at most max(10× the loss, 5%).
+			if s.Predicted.Upper < share {
+				t.Errorf("%s %s: the printed bound %.2f%% does not cover the loss %.2f%%", c.dir, w.name, 100*s.Predicted.Upper, 100*share)
+			}
+			if s.Predicted.Upper > max(10*share, 0.05) {
+				t.Errorf("%s %s: the printed bound %.2f%% says nothing of a %.2f%% loss", c.dir, w.name, 100*s.Predicted.Upper, 100*share)
+			}
+			// The budget stops what can no longer succeed: at most 3× the
+			// fitted half's slowest successful request (a nice value up).
+			var slowReq int64
+			for _, r := range logs.FromSpans(w.fit, &ingest.Stats{}).Requests {
+				if !r.Failed {
+					slowReq = max(slowReq, r.Latency())
+				}
+			}
+			if lim := recommend.RoundUpNice(time.Duration(3 * slowReq)); pol.Budget > lim {
+				t.Errorf("%s %s: budget %s above 3× the slowest successful request %s", c.dir, w.name, pol.Budget, time.Duration(slowReq))
+			}
+			// Drift (cuts outside the injected faults) is logged: on
+			// these days it is 0–4 requests, against max(1, 0.1%).
+			if drift := lost - inc; drift > max(1, ok/1000)+4 {
+				t.Errorf("%s %s: %d requests lost outside the injected faults", c.dir, w.name, drift)
+			}
 			t.Logf("%s %s (fit %s): lost %d of %d (%.2f%%), %d incident, %d drift %v; bound %.2f%%; budget %s (slowest request %.0fms); held out %+v",
 				filepath.Base(filepath.Dir(c.dir)), w.name, took.Round(time.Millisecond), lost, ok, 100*float64(lost)/float64(ok), inc, lost-inc, byHop,
 				100*s.Predicted.Upper, pol.Budget, slowest, s.HeldOut)
