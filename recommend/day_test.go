@@ -170,6 +170,16 @@ func TestRealDaySplit(t *testing.T) {
 					inc++
 				} else {
 					byHop[o.FailedHop]++
+					if os.Getenv("DAY_DETAIL") != "" {
+						for _, cut := range o.Cuts {
+							for _, h := range rep.Hops {
+								if h.Hop == cut.Hop && h.SuccessLatencyMs.Max != nil {
+									t.Logf("  drift cut %s at %s: needed %s, timeout %s; fitted on %d successes, slowest %.1fms, headroom %g, basis %.300s",
+										cut.Hop, time.Unix(0, byID[o.TraceID].Start).UTC().Format("15:04"), time.Duration(cut.Need), pol.Hops[cut.Hop].Timeout, h.TimeToSuccess().N, *h.SuccessLatencyMs.Max, h.Recommendation.Headroom, h.Recommendation.Basis)
+								}
+							}
+						}
+					}
 				}
 			}
 			var slowest float64
@@ -220,4 +230,81 @@ func TestRealDaySplit(t *testing.T) {
 				100*s.Predicted.Upper, pol.Budget, slowest, s.HeldOut)
 		}
 	}
+}
+
+// TestRealDayIncidentsNamed: the network delays injected into a real day
+// are named in the report's incidents near their time, on a hop of the
+// injected service (its calls, or calls into it).
+func TestRealDayIncidentsNamed(t *testing.T) {
+	for _, c := range []struct{ dir, faults string }{
+		{"../../shared/data/nezha-online-boutique/2022-08-23", "../../shared/data/nezha-online-boutique/2022-08-23-fault_list.json"},
+		{"../../shared/data/nezha-trainticket/2023-01-30", "../../shared/data/nezha-trainticket/fault_list.json"},
+	} {
+		if _, err := os.Stat(c.dir); err != nil {
+			t.Skipf("%s: not here", c.dir)
+		}
+		faults := readFaultsTyped(t, c.faults)
+		rep := logs.FromSpans(flatten(readDay(t, c.dir)), &ingest.Stats{}).Report(analyze.Options{})
+		// The services each hop's calls reach (its endpoints): a client
+		// span's hop names its caller only ("ts-travel-service HTTP GET").
+		callees := map[string]string{}
+		for _, h := range rep.Hops {
+			for _, e := range h.Endpoints {
+				callees[h.Hop] += " " + e.Service
+			}
+		}
+		named, delays := 0, 0
+		for _, f := range faults {
+			if f.kind != "network_delay" {
+				continue
+			}
+			delays++
+			svc := strings.ReplaceAll(strings.TrimPrefix(f.service, "ts-"), "-", "")
+			for _, in := range rep.Incidents {
+				low := strings.ReplaceAll(strings.ToLower(in.Hop+callees[in.Hop]), "-", "")
+				if in.Start <= f.at+5*60e9 && in.End >= f.at && strings.Contains(low, svc) {
+					named++
+					t.Logf("%s delay on %s at %s: named on %s %s–%s (%.1f×)", filepath.Base(c.dir), f.service, time.Unix(0, f.at).UTC().Format("15:04"), in.Hop, in.From[11:16], in.Until[11:16], in.Slowdown)
+					break
+				}
+			}
+		}
+		t.Logf("%s: %d of %d injected network delays named", filepath.Base(c.dir), named, delays)
+		if delays > 0 && named*3 < delays*2 {
+			t.Errorf("%s: %d of %d injected network delays named in incidents (want 2 in 3)", c.dir, named, delays)
+		}
+	}
+}
+
+// typedFault is a fault with its kind.
+type typedFault struct {
+	fault
+	kind string
+}
+
+func readFaultsTyped(t *testing.T, path string) []typedFault {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byHour map[string][]struct {
+		TS   string `json:"inject_timestamp"`
+		Pod  string `json:"inject_pod"`
+		Kind string `json:"inject_type"`
+	}
+	if err := json.Unmarshal(data, &byHour); err != nil {
+		t.Fatal(err)
+	}
+	var fs []typedFault
+	for _, list := range byHour {
+		for _, e := range list {
+			sec, err := strconv.ParseInt(e.TS, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs = append(fs, typedFault{fault{podService(e.Pod), sec * 1e9}, e.Kind})
+		}
+	}
+	return fs
 }
