@@ -90,6 +90,10 @@ type warnRow struct {
 }
 
 type analysisView struct {
+	// Timeline is the "over time" section: its lines (headroom,
+	// incidents) and a chart per drawn hop (timeline.go).
+	TimelineLines  []string
+	TimelineCharts []*timelineChart
 	// Effect is the predicted-effect table: a header row, then one row
 	// per policy (see effectRows).
 	EffectHead []string
@@ -323,6 +327,12 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if len(rq.FailureLanding) > 0 {
 		av.Landing = histChart("requests-landing", "landing", "", "When failed requests gave up",
 			rq.FailureLanding, lm, false, 1080, 200, 0, "fail")
+	}
+	if head, _, incidents := timelineParts(rep); len(head) > 0 {
+		for _, l := range append(head, incidents...) {
+			av.TimelineLines = append(av.TimelineLines, strings.TrimSpace(l))
+		}
+		av.TimelineCharts = timelineCharts(rep)
 	}
 	p.Analysis = av
 	return htmlTemplate.Execute(w, p)

@@ -25,19 +25,27 @@ const maxIncidentLines = 20
 // incidents, and the headroom the recommendation carries for drift. nil
 // when the logs have no timeline.
 func timelineLines(rep *analyze.Report) []string {
+	head, rows, incidents := timelineParts(rep)
+	return append(append(head, rows...), incidents...)
+}
+
+// timelineParts are timelineLines' head (the blocks and the headroom),
+// sparkline rows and incident lines; the HTML report draws charts in
+// place of the rows.
+func timelineParts(rep *analyze.Report) (lines, rows, incidents []string) {
 	tl := rep.Timeline
 	if tl == nil {
-		return nil
+		return nil, nil, nil
 	}
 	if len(tl.Blocks) == 0 || tl.Block == "" {
 		if tl.Note != "" {
-			return []string{"over time: " + tl.Note}
+			return []string{"over time: " + tl.Note}, nil, nil
 		}
-		return nil
+		return nil, nil, nil
 	}
 	first, last := tl.Blocks[0].From, tl.Blocks[len(tl.Blocks)-1].Until
 	head := fmt.Sprintf("over time: %s of %s with requests, %s to %s (UTC)", units.Count(len(tl.Blocks), "block", "blocks"), tl.Block, first, last)
-	lines := []string{head}
+	lines = []string{head}
 	if !tl.Measured {
 		lines = append(lines, "  "+tl.Note+fmt.Sprintf("; the timeouts carry the default ×%s headroom for drift", units.Decimal(tl.Headroom.Pooled, 2)))
 	} else if tl.Headroom.Source == "measured" {
@@ -51,29 +59,29 @@ func timelineLines(rep *analyze.Report) []string {
 			w = max(w, len([]rune(glyph.Escape(h.Hop))))
 		}
 		w = min(w, 60)
-		lines = append(lines, fmt.Sprintf("  %-*s  %s  %s", w, "HOP (p99 per block)", strings.Repeat(" ", max(0, len(tl.Blocks)-1)), "LOW–HIGH"))
+		rows = append(rows, fmt.Sprintf("  %-*s  %s  %s", w, "HOP (p99 per block)", strings.Repeat(" ", max(0, len(tl.Blocks)-1)), "LOW–HIGH"))
 		for _, h := range hops {
 			spark, lo, hi := blockSpark(h.Blocks)
 			name := []rune(glyph.Escape(h.Hop))
 			if len(name) > w {
 				name = append(name[:w-1], '…')
 			}
-			lines = append(lines, fmt.Sprintf("  %-*s  %s  %s", w, string(name), spark, units.MillisRange(lo, hi)))
+			rows = append(rows, fmt.Sprintf("  %-*s  %s  %s", w, string(name), spark, units.MillisRange(lo, hi)))
 		}
 	}
 	if n := len(rep.Incidents); n > 0 {
-		lines = append(lines, fmt.Sprintf("  %s: a block whose calls on a hop departed from its other blocks (p99 at least %s× the rest's, significantly more calls above it)",
+		incidents = append(incidents, fmt.Sprintf("  %s: a block whose calls on a hop departed from its other blocks (p99 at least %s× the rest's, significantly more calls above it)",
 			units.Count(n, "incident", "incidents"), units.Decimal(analyze.IncidentSlowdown, 1)))
 		for i, in := range rep.Incidents {
 			if i == maxIncidentLines {
-				lines = append(lines, fmt.Sprintf("    … %d more (JSON incidents)", n-i))
+				incidents = append(incidents, fmt.Sprintf("    … %d more (JSON incidents)", n-i))
 				break
 			}
-			lines = append(lines, fmt.Sprintf("    %s–%s %s: p99 %s against %s (%s×); %d of %d calls above the baseline p99",
+			incidents = append(incidents, fmt.Sprintf("    %s–%s %s: p99 %s against %s (%s×); %d of %d calls above the baseline p99",
 				clockOf(in.From), clockOf(in.Until), glyph.Escape(in.Hop), units.Millis(in.P99Ms), units.Millis(in.BaselineP99Ms), units.Decimal(in.Slowdown, 1), in.Above, in.Calls))
 		}
 	}
-	return lines
+	return lines, rows, incidents
 }
 
 // timelineHops picks the hops a timeline draws: those with incidents, then
@@ -140,4 +148,83 @@ func clockOf(rfc string) string {
 		return rfc[11:16]
 	}
 	return rfc
+}
+
+// timelineChart is one hop's p99 per block drawn for the HTML report: a
+// bar per block on a log scale, a band behind each block that is an
+// incident on the hop.
+type timelineChart struct {
+	ID, Hop, Title string
+	W, H           int
+	X0, X1, Y0, Y1 string
+	Bars           []timelineBar
+	Bands          []timelineBar
+	YTicks, XTicks []tick
+}
+
+// timelineBar is a block's bar (or band): its box and tooltip.
+type timelineBar struct {
+	X, Y, W, H, Tip, Class string
+	From                   string
+	P99Ms                  string
+}
+
+// timelineCharts draws the timeline's hops (timelineHops) as charts.
+func timelineCharts(rep *analyze.Report) []*timelineChart {
+	tl := rep.Timeline
+	if tl == nil || len(tl.Blocks) == 0 {
+		return nil
+	}
+	var out []*timelineChart
+	for i, h := range timelineHops(rep) {
+		out = append(out, timelineChartOf(fmt.Sprintf("timeline-%d", i+1), h, tl))
+	}
+	return out
+}
+
+func timelineChartOf(id string, h *analyze.Hop, tl *analyze.Timeline) *timelineChart {
+	const w, ht = 1080, 120
+	x0, x1, y0, y1 := 56.0, float64(w-12), 8.0, float64(ht-22)
+	c := &timelineChart{ID: id, Hop: h.Hop, Title: "p99 per " + tl.Block + " block of " + h.Hop, W: w, H: ht,
+		X0: f1(x0), X1: f1(x1), Y0: f1(y0), Y1: f1(y1)}
+	_, lo, hi := blockSpark(h.Blocks)
+	if hi <= 0 {
+		return c
+	}
+	lo = lo / 1.5 // bars of the fastest block still show
+	ly := func(ms float64) float64 {
+		if hi <= lo {
+			return y0
+		}
+		f := math.Log(ms/lo) / math.Log(hi/lo)
+		return y1 - f*(y1-y0)
+	}
+	n := len(tl.Blocks)
+	step := (x1 - x0) / float64(n)
+	for j, b := range h.Blocks {
+		x := x0 + float64(j)*step
+		tb := tl.Blocks[j]
+		if b.Incident {
+			c.Bands = append(c.Bands, timelineBar{X: f1(x), Y: f1(y0), W: f1(step), H: f1(y1 - y0), Class: "band",
+				From: tb.From, Tip: fmt.Sprintf("incident %s–%s", clockOf(tb.From), clockOf(tb.Until))})
+		}
+		if b.P99Ms == nil || *b.P99Ms <= 0 {
+			continue
+		}
+		y := ly(*b.P99Ms)
+		class := "lat"
+		if b.Incident {
+			class = "fail"
+		}
+		c.Bars = append(c.Bars, timelineBar{X: f1(x + step*0.1), Y: f1(y), W: f1(step * 0.8), H: f1(y1 - y), Class: class,
+			From: tb.From, P99Ms: fmt.Sprintf("%g", *b.P99Ms),
+			Tip: fmt.Sprintf("%s–%s: p99 %s over %d successful calls (%d attempts)", clockOf(tb.From), clockOf(tb.Until), units.Millis(*b.P99Ms), b.Successes, b.Attempts)})
+	}
+	c.YTicks = []tick{{Pos: f1(ly(hi)), Label: units.Millis(hi)}, {Pos: f1(y1), Label: units.Millis(lo)}}
+	// A time label every few blocks, at most ten.
+	every := max(1, (n+9)/10)
+	for j := 0; j < n; j += every {
+		c.XTicks = append(c.XTicks, tick{Pos: f1(x0 + (float64(j)+0.5)*step), Label: clockOf(tl.Blocks[j].From)})
+	}
+	return c
 }
