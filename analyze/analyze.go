@@ -300,8 +300,9 @@ type Hop struct {
 	// (see endpoint.go). Emitted configs route by them.
 	Endpoints []policy.Endpoint `json:"endpoints,omitempty"`
 	// Blocks are the hop's calls per time block, aligned with the
-	// report's timeline.blocks; Drift how far its tail moved between
-	// quiet blocks (timeline.go). Both rest on the trace sample.
+	// report's timeline.blocks (hops with at least 10 attempts in the
+	// requests); Drift how far its tail moved between quiet blocks
+	// (timeline.go). Both rest on the trace sample.
 	Blocks []HopBlock `json:"blocks,omitempty"`
 	Drift  *Drift     `json:"drift,omitempty"`
 

@@ -241,10 +241,21 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 		tl.Note = fmt.Sprintf("%s of %s %s at least %d requests: too few to measure drift between blocks (needs %d)",
 			units.Count(measured, "block", "blocks"), tl.Block, units.Plural(measured, "holds", "hold"), minBlockRequests, minMeasuredBlocks)
 	}
+	// Only hops with minBlockCalls attempts in the requests get blocks: a
+	// hop seen a handful of times has no tail per block to show, and logs
+	// whose hop names carry ids hold 100k such hops (48 blocks each would
+	// be gigabytes of state and of JSON).
+	attempts := map[string]int{}
+	for _, r := range reqs {
+		EachCall(r.Calls, func(c *span.Call) { attempts[c.Hop] += len(c.Attempts) })
+	}
 	byHop := map[string][]HopBlock{}
 	for i, r := range reqs {
 		b := reqBlock[i]
 		EachCall(r.Calls, func(c *span.Call) {
+			if attempts[c.Hop] < minBlockCalls {
+				return
+			}
 			bl := byHop[c.Hop]
 			if bl == nil {
 				bl = make([]HopBlock, len(tl.Blocks))
@@ -380,17 +391,20 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 func measureDrift(bl []HopBlock, tl *Timeline) *Drift {
 	var d *Drift
 	n := 0
+	// Every quiet block pooled once; each block's "rest" is that less the
+	// block itself (restQuantile), so a hop costs one sort, not one per
+	// block.
+	all := pooled(bl, func(j int) bool { return !bl[j].Incident })
 	for b := range bl {
 		hb := &bl[b]
 		if hb.Incident || hb.Successes < minBlockCalls {
 			continue
 		}
-		rest := pooled(bl, func(j int) bool { return j != b && !bl[j].Incident })
-		if len(rest) < minRestCalls {
+		if len(all)-len(hb.ok) < minRestCalls {
 			continue
 		}
 		q := min(0.99, max(0.5, 1-10/float64(hb.Successes)))
-		r := quantile.Int64(rest, q)
+		r := restQuantile(all, hb.ok, q)
 		if r <= 0 {
 			continue
 		}
@@ -439,6 +453,36 @@ func quietHalf(bl []HopBlock) []bool {
 		q[j] = hb.Successes >= minBlockCalls && quantile.Int64(hb.ok, 0.9) <= med
 	}
 	return q
+}
+
+// restQuantile is the type-7 q-quantile of the multiset all − part (both
+// ascending, part contained in all), without building it: the value of
+// rank k of the difference is the smallest v in all with
+// count_all(≤ v) − count_part(≤ v) > k.
+func restQuantile(all, part []int64, q float64) float64 {
+	n := len(all) - len(part)
+	if n <= 0 {
+		return math.NaN()
+	}
+	at := func(k int) float64 { // the k-th smallest (0-based) of the rest
+		i := sort.Search(len(all), func(i int) bool {
+			v := all[i]
+			// The values of the rest at or below v: all's less part's
+			// (monotone in v, so the search holds with ties).
+			below := sort.Search(len(all), func(j int) bool { return all[j] > v }) -
+				sort.Search(len(part), func(j int) bool { return part[j] > v })
+			return below > k
+		})
+		return float64(all[min(i, len(all)-1)])
+	}
+	h := float64(n-1) * q
+	lo := math.Floor(h)
+	k := int(lo)
+	v := at(k)
+	if k+1 >= n || h == lo {
+		return v
+	}
+	return v + (h-lo)*(at(k+1)-v)
 }
 
 // pooled is the ascending successful durations of the blocks keep

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -129,5 +131,32 @@ func TestShortLogsStateDefaultHeadroom(t *testing.T) {
 	f, why := rep.HeadroomOf(hopOf(rep, "db"))
 	if f != DefaultHeadroom || why == "" {
 		t.Errorf("headroom %g (%q), want the stated default %g", f, why, DefaultHeadroom)
+	}
+}
+
+// restQuantile equals the quantile of the difference built by hand, ties
+// included.
+func TestRestQuantile(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	for trial := 0; trial < 300; trial++ {
+		n := 2 + r.IntN(60)
+		all := make([]int64, n)
+		for i := range all {
+			all[i] = int64(r.IntN(8)) // many ties
+		}
+		slices.Sort(all)
+		var part, rest []int64
+		for _, v := range all {
+			if r.IntN(3) == 0 && len(part) < n-1 {
+				part = append(part, v)
+			} else {
+				rest = append(rest, v)
+			}
+		}
+		for _, q := range []float64{0, 0.3, 0.5, 0.9, 0.99, 1} {
+			if got, want := restQuantile(all, part, q), quantile.Int64(rest, q); math.Abs(got-want) > 1e-9 {
+				t.Fatalf("all %v part %v q %g: %g, want %g", all, part, q, got, want)
+			}
+		}
 	}
 }
