@@ -11,6 +11,8 @@ import (
 type (
 	// Options say how to read and which spans to keep.
 	Options = record.Options
+	// Window is a time window of Options.Exclude.
+	Window = record.Window
 	// Stats are the counts of a read.
 	Stats = record.Stats
 	// RecordError is one skipped record, positioned.
@@ -50,6 +52,7 @@ const (
 
 	// Reasons for skipping that do not come from a decoder.
 	ReasonOutsideWindow = record.ReasonOutsideWindow
+	ReasonExcluded      = record.ReasonExcluded
 	ReasonHopFiltered   = record.ReasonHopFiltered
 	ReasonNoHop         = record.ReasonNoHop
 )

@@ -161,6 +161,9 @@ func filterFlags(o ingest.Options) []string {
 	if o.Until != 0 {
 		out = append(out, "--until")
 	}
+	if len(o.Exclude) > 0 {
+		out = append(out, "--exclude-window")
+	}
 	if o.Hops != nil {
 		out = append(out, "--hops")
 	}

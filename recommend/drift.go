@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -322,4 +323,45 @@ func clampToBudget(rep *analyze.Report, p *policy.Policy, br *budgetRule, margin
 		p.Default.Timeout = maxTimeout(p)
 	}
 	return lowered
+}
+
+// incidentBasis says, in a timed hop's basis, whether its timeout covers
+// the incidents named on it or leaves them out (a call as slow as an
+// incident's p99 is then cut), and how to fit without them.
+func incidentBasis(rep *analyze.Report, p *policy.Policy) {
+	byHop := map[string][]*analyze.Incident{}
+	for i := range rep.Incidents {
+		byHop[rep.Incidents[i].Hop] = append(byHop[rep.Incidents[i].Hop], &rep.Incidents[i])
+	}
+	for i := range rep.Hops {
+		h := &rep.Hops[i]
+		hp, ok := p.Hops[h.Hop]
+		if !ok || len(byHop[h.Hop]) == 0 || hp.Timeout <= 0 {
+			continue
+		}
+		var covered, left []string
+		for _, in := range byHop[h.Hop] {
+			w := fmt.Sprintf("%s–%s (p99 %s)", clockOf(in.From), clockOf(in.Until), units.Millis(in.P99Ms))
+			if float64(hp.Timeout) >= in.P99Ms*1e6 {
+				covered = append(covered, w)
+			} else {
+				left = append(left, w)
+			}
+		}
+		if len(covered) > 0 {
+			h.Recommendation.Basis += fmt.Sprintf("; covers its %s %s", units.Plural(len(covered), "incident", "incidents"), strings.Join(covered, ", "))
+		}
+		if len(left) > 0 {
+			h.Recommendation.Basis += fmt.Sprintf("; leaves its %s %s out: calls as slow as then are cut", units.Plural(len(left), "incident", "incidents"), strings.Join(left, ", "))
+		}
+		p.Comments[h.Hop] = h.Recommendation.Basis
+	}
+}
+
+// clockOf is an RFC 3339 time's hh:mm.
+func clockOf(rfc string) string {
+	if len(rfc) >= 16 {
+		return rfc[11:16]
+	}
+	return rfc
 }

@@ -80,6 +80,7 @@ func complete(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) *p
 	if u := rep.UnboundedHops(); u != nil {
 		rep.Warnings = append(rep.Warnings, u.Warning())
 	}
+	incidentBasis(rep, rec) // drift.go
 	rep.RecommendedPolicy = DocOf(rec)
 	safety.HeldOut, safety.HeldOutNote = heldOut, heldOutNote
 	rep.RecommendedPolicy.Safety = safety

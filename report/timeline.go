@@ -81,7 +81,45 @@ func timelineParts(rep *analyze.Report) (lines, rows, incidents []string) {
 				clockOf(in.From), clockOf(in.Until), glyph.Escape(in.Hop), units.Millis(in.P99Ms), units.Millis(in.BaselineP99Ms), units.Decimal(in.Slowdown, 1), in.Above, in.Calls))
 		}
 	}
+	if ws := excludeWindows(rep.Incidents); len(ws) > 0 {
+		if len(ws) <= maxExcludeFlags {
+			incidents = append(incidents, "  to fit without them: "+strings.Join(ws, " "))
+		} else {
+			incidents = append(incidents, fmt.Sprintf("  to fit without them: %d --exclude-window flags (their times are in JSON incidents)", len(ws)))
+		}
+	}
 	return lines, rows, incidents
+}
+
+// maxExcludeFlags is how many --exclude-window flags the reports spell
+// out; past it they say how many.
+const maxExcludeFlags = 8
+
+// excludeWindows are the --exclude-window flags that leave every incident
+// out of a fit: their windows, overlapping ones merged.
+func excludeWindows(ins []analyze.Incident) []string {
+	type w struct {
+		a, b        int64
+		from, until string
+	}
+	var ws []w
+	for _, in := range ins {
+		ws = append(ws, w{in.Start, in.End, in.From, in.Until})
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].a < ws[j].a })
+	var out []string
+	for i := 0; i < len(ws); {
+		cur := ws[i]
+		j := i + 1
+		for ; j < len(ws) && ws[j].a <= cur.b; j++ {
+			if ws[j].b > cur.b {
+				cur.b, cur.until = ws[j].b, ws[j].until
+			}
+		}
+		out = append(out, "--exclude-window "+cur.from+"/"+cur.until)
+		i = j
+	}
+	return out
 }
 
 // timelineHops picks the hops a timeline draws: those with incidents, then

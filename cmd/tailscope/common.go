@@ -62,6 +62,7 @@ type inputFlags struct {
 	quiet       bool
 	since       string
 	until       string
+	exclude     []string
 	hops        string
 	excludeHops string
 	maxRecord   int
@@ -79,6 +80,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress or notes on stderr")
 	fs.StringVar(&f.since, "since", "", "keep spans starting at or after this time (RFC 3339, or relative like -2h)")
 	fs.StringVar(&f.until, "until", "", "keep spans starting before this time (RFC 3339, or relative like -1h)")
+	fs.StringArrayVar(&f.exclude, "exclude-window", nil, "FROM/UNTIL: leave out spans starting in this window (RFC 3339 or relative times),\ne.g. an incident the report names; repeatable")
 	fs.StringVar(&f.hops, "hops", "", "keep only hops matching this regular expression")
 	fs.StringVar(&f.excludeHops, "exclude-hops", "", "drop hops matching this regular expression")
 	fs.IntVar(&f.maxRecord, "max-record", ingest.DefaultMaxRecord, "largest line or JSON document accepted, bytes (protects memory)")
@@ -157,6 +159,24 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	}
 	if f.since != "" && f.until != "" && o.Since >= o.Until {
 		return o, usagef("--since %s is not before --until %s: no span could be kept", f.since, f.until)
+	}
+	for _, w := range f.exclude {
+		from, until, ok := strings.Cut(w, "/")
+		if !ok {
+			return o, usagef("--exclude-window %q: want FROM/UNTIL, e.g. 2026-01-02T15:00:00Z/2026-01-02T15:10:00Z", w)
+		}
+		a, err := parseWhen("exclude-window", from, now)
+		if err != nil {
+			return o, err
+		}
+		b, err := parseWhen("exclude-window", until, now)
+		if err != nil {
+			return o, err
+		}
+		if a >= b {
+			return o, usagef("--exclude-window %q: %s is not before %s", w, from, until)
+		}
+		o.Exclude = append(o.Exclude, ingest.Window{From: a, Until: b})
 	}
 	for _, x := range []struct {
 		flag, re string

@@ -356,7 +356,7 @@ func TestSummaryOptionsRecorded(t *testing.T) {
 			t.Errorf("%v: exit %d: %s", args, r.code, r.stderr)
 		}
 	}
-	for _, f := range [][]string{{"--since", "2020-01-01T00:00:00Z"}, {"--until", "2100-01-01T00:00:00Z"}, {"--hops", "forward"}, {"--exclude-hops", "x"}} {
+	for _, f := range [][]string{{"--since", "2020-01-01T00:00:00Z"}, {"--until", "2100-01-01T00:00:00Z"}, {"--hops", "forward"}, {"--exclude-hops", "x"}, {"--exclude-window", "2020-01-01T00:00:00Z/2020-01-02T00:00:00Z"}} {
 		r := runIn(t, dir, "", append([]string{"analyze", "--format", "json"}, append(f, "hop.tss")...)...)
 		if r.code != 0 || !strings.Contains(r.stderr, f[0]) || !strings.Contains(r.stderr, "not to the summaries") || !strings.Contains(r.stdout, "not to the summaries") {
 			t.Errorf("%v with a summary: exit %d, stderr %q; want a note in stderr and the report", f, r.code, r.stderr)

@@ -19,7 +19,7 @@ const maxFilteredIDs = 1 << 22
 
 // IsFilter reports whether a reason accept gives is a filter's.
 func IsFilter(reason string) bool {
-	return reason == ReasonOutsideWindow || reason == ReasonHopFiltered
+	return reason == ReasonOutsideWindow || reason == ReasonHopFiltered || reason == ReasonExcluded
 }
 
 // idSet is a set of span keys: appended, sorted when first asked.

@@ -42,6 +42,9 @@ type Options struct {
 	// Since and Until keep spans whose start lies in [Since, Until) (unix
 	// ns; 0 means unbounded).
 	Since, Until int64
+	// Exclude drops spans whose start lies in any of these windows: an
+	// incident the fit should leave out (the report names them).
+	Exclude []Window
 	// Hops and ExcludeHops filter by hop name after derivation.
 	Hops, ExcludeHops *regexp.Regexp
 	// Stdin is read for the path "-".
@@ -256,6 +259,7 @@ func (st *Stats) FilteredParents(spans []span.Span) (n int, known bool) {
 // Reasons for skipping that do not come from a decoder.
 const (
 	ReasonOutsideWindow = "outside --since/--until"
+	ReasonExcluded      = "in an --exclude-window"
 	ReasonHopFiltered   = "hop filtered out"
 	ReasonNoHop         = "missing hop"
 )
@@ -289,3 +293,9 @@ func (st *Stats) ReadNotes() []string {
 	}
 	return st.Notes
 }
+
+// Window is [From, Until) in unix ns.
+type Window struct{ From, Until int64 }
+
+// Holds says whether t lies in the window.
+func (w Window) Holds(t int64) bool { return t >= w.From && t < w.Until }

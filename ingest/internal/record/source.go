@@ -107,6 +107,11 @@ func (s *Source) Accept(sp *span.Span) (reason, detail string) {
 	if (s.opt.Since != 0 && sp.Start < s.opt.Since) || (s.opt.Until != 0 && sp.Start >= s.opt.Until) {
 		return ReasonOutsideWindow, ""
 	}
+	for _, w := range s.opt.Exclude {
+		if w.Holds(sp.Start) {
+			return ReasonExcluded, ""
+		}
+	}
 	if (s.opt.Hops != nil && !s.opt.Hops.MatchString(sp.Hop)) || (s.opt.ExcludeHops != nil && s.opt.ExcludeHops.MatchString(sp.Hop)) {
 		return ReasonHopFiltered, ""
 	}
