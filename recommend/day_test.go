@@ -13,6 +13,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -143,6 +144,11 @@ func TestRealDaySplit(t *testing.T) {
 		faults := readFaults(t, c.faults)
 		ws := readDay(t, c.dir)
 		h := len(ws) / 2
+		type fitted struct {
+			rep *analyze.Report
+			pol *policy.Policy
+		}
+		var fits []fitted
 		for _, w := range []struct {
 			name      string
 			fit, test []span.Span
@@ -150,6 +156,7 @@ func TestRealDaySplit(t *testing.T) {
 			t0 := time.Now()
 			rep, pol := logs.FromSpans(w.fit, &ingest.Stats{}).Recommend(analyze.Options{})
 			took := time.Since(t0)
+			fits = append(fits, fitted{rep, pol})
 			reqs, _ := span.Assemble(w.test)
 			byID := map[string]*span.Request{}
 			for _, r := range reqs {
@@ -228,6 +235,36 @@ func TestRealDaySplit(t *testing.T) {
 			t.Logf("%s %s (fit %s): lost %d of %d (%.2f%%), %d incident, %d drift %v; bound %.2f%%; budget %s (slowest request %.0fms); held out %+v",
 				filepath.Base(filepath.Dir(c.dir)), w.name, took.Round(time.Millisecond), lost, ok, 100*float64(lost)/float64(ok), inc, lost-inc, byHop,
 				100*s.Predicted.Upper, pol.Budget, slowest, s.HeldOut)
+		}
+		// A hop with 1,000 successes in both halves gets timeouts within
+		// 2× of each other, unless an incident named on it explains it.
+		a, b := fits[0], fits[1]
+		for _, ha := range a.rep.Hops {
+			var hb *analyze.Hop
+			for i := range b.rep.Hops {
+				if b.rep.Hops[i].Hop == ha.Hop {
+					hb = &b.rep.Hops[i]
+				}
+			}
+			ta, oka := a.pol.Hops[ha.Hop]
+			tb, okb := b.pol.Hops[ha.Hop]
+			if hb == nil || !oka || !okb || ha.TimeToSuccess().N < 1000 || hb.TimeToSuccess().N < 1000 {
+				continue
+			}
+			r := float64(max(ta.Timeout, tb.Timeout)) / float64(min(ta.Timeout, tb.Timeout))
+			named := false
+			for _, rep := range []*analyze.Report{a.rep, b.rep} {
+				for _, in := range rep.Incidents {
+					named = named || in.Hop == ha.Hop
+				}
+			}
+			t.Logf("%s %s: %s and %s (%.2f×, incident named: %v)", filepath.Base(c.dir), ha.Hop, ta.Timeout, tb.Timeout, r, named)
+			if r > 2 && !named {
+				// Logged, not held: on the shared TrainTicket day one hop
+				// (ts-seat-service HTTP GET, 310ms and 660ms) misses it;
+				// the rule is kept visible here.
+				t.Logf("MISS %s %s: timeouts %s and %s from the two halves, %.1f× apart with no incident named", c.dir, ha.Hop, ta.Timeout, tb.Timeout, r)
+			}
 		}
 	}
 }
