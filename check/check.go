@@ -263,6 +263,11 @@ func OutOfSample(pr *analyze.Prediction, gate float64) *Finding {
 	}
 	msg := fmt.Sprintf("on new traffic this policy may fail up to %s of requests that succeed (%s confidence, distribution-free; expected %s), above the %s %s",
 		units.Percent(pr.Upper, 3), units.Percent(pr.Level, 3), units.Percent(pr.Expected, 3), units.Percent(limit, 3), what)
+	if ir := pr.Incidents; ir != nil {
+		msg = fmt.Sprintf("on new traffic this policy may fail up to %s of requests that succeed (%s confidence), above the %s %s: traffic like the logs' up to %s (distribution-free; expected %s); incidents like the logs' (%s on %s, %d of %d blocks, %s× slower at the median) on hops it was not fitted for, up to %s more",
+			units.Percent(pr.Upper, 3), units.Percent(pr.Level, 3), units.Percent(limit, 3), what, units.Percent(pr.ExchangeableUpper, 3), units.Percent(pr.Expected, 3),
+			units.Count(ir.Incidents, "incident", "incidents"), units.Count(ir.Hops, "hop", "hops"), ir.Blocks, ir.OfBlocks, units.Decimal(ir.Slowdown, 1), units.Percent(ir.Upper, 3))
+	}
 	if pr.Advice != "" {
 		msg += ": " + pr.Advice
 	}
