@@ -14,8 +14,11 @@
 package recommend
 
 import (
+	"fmt"
+
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/par"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 )
@@ -74,6 +77,15 @@ func complete(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) *p
 	}, func() {
 		rec, safety, last, br = recommendPolicy(rep, reqs, opt)
 	})
+	if heldOut != nil && heldOut.Requests > 0 && !heldOut.Met {
+		how := "and no scale of its timeouts up to ×4 lost fewer"
+		if heldOut.Scale > 1 {
+			how = "even with every timeout ×" + units.Decimal(heldOut.Scale, 2) + ", which this policy carries"
+		}
+		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "held-out-target-missed",
+			Message: fmt.Sprintf("fitted on the requests before %s and replayed on the %d later that succeeded, the policy lost %d to drift (outside the incidents the logs name), more than the %s target allows, %s: the recommended policy is not certified for the next window",
+				heldOut.FittedUntil, heldOut.Requests, heldOut.DriftLost, units.Percent(analyze.FalseTimeoutTarget(opt), 3), how)})
+	}
 	if heldOut != nil && heldOut.Scale > 1 {
 		safety = carryScale(rep, reqs, rec, br, heldOut.Scale, opt, last, safety) // drift.go
 	}
