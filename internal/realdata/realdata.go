@@ -29,6 +29,9 @@ var copies = map[string]kept{
 	"nezha-online-boutique/2022-08-23-12_02_trace.csv": {"nezha-online-boutique/2022-08-23-12_02-subset_trace.csv", true},
 	"jaeger-analytics-java/ui-trace.json":              {"jaeger/ui-trace.json", false},
 	"zipkin/smartthings-mobile-web-install.json":       {"zipkin/smartthings-mobile-web-install-subset.json", true},
+	// Whole days, one file a minute: every window, a share of its traces.
+	"nezha-online-boutique/2022-08-23": {"nezha-online-boutique/2022-08-23-subset", true},
+	"nezha-trainticket/2023-01-30":     {"nezha-trainticket/2023-01-30-subset", true},
 }
 
 var (
@@ -77,9 +80,15 @@ func rel(p string) string {
 
 // SharedDir returns ../shared/data beside the repository, relative to the
 // working directory, and whether it is there.
+//
+// TAILSCOPE_REALDATA=copies makes it absent, so that the tests read what a
+// fresh clone reads.
 func SharedDir(t testing.TB) (string, bool) {
 	t.Helper()
 	d := filepath.Join(repoRoot(t), "..", "shared", "data")
+	if os.Getenv("TAILSCOPE_REALDATA") == "copies" {
+		return rel(d), false
+	}
 	fi, err := os.Stat(d)
 	return rel(d), err == nil && fi.IsDir()
 }
