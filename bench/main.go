@@ -4,7 +4,8 @@
 //
 //	go run ./bench                                  # every case, the full sizes
 //	go run ./bench -cases flat                      # the flat files only
-//	go run ./bench -cases otlp,tempo,cardinality    # the rest
+//	go run ./bench -cases otlp,tempo,cardinality    # the nested formats, hop cardinality
+//	go run ./bench -hops-only                       # 1M spans over 1k and 10k hops vs DuckDB
 //	go run ./bench -sizes 100000,1000000 -n 1000000 # smaller, quicker
 //
 // It generates spans of a realistic shape (a gateway calling eleven hops,
@@ -29,7 +30,14 @@
 //     analyze to JSON and to text and recommend, and the ratios between
 //     the largest and the smallest hop count; -nested-runs rounds.
 //     -cardinality=false leaves it out, -cardinality-only runs it alone
-//     (no DuckDB, no npm).
+//     (no DuckDB, no npm);
+//   - hops: -hops-n spans (1M) as flat JSON lines over each of
+//     -hops-counts (1k and 10k) ordinary hop names ("orders-3.List"; a
+//     third lognormal, a third bimodal, a third Pareto-tailed, so that
+//     most hops' timeouts come from a fitted tail), against DuckDB's
+//     per-hop quantile query; -hops-runs rounds (5), alternating as the
+//     flat case's; the target: analyze no slower than DuckDB at 1k hops
+//     (hops.go). -hops-case=false leaves it out, -hops-only runs it alone.
 //
 // In each round tailscope and DuckDB run back to back on each file,
 // tailscope first in one round and last in the next (see group.order);
@@ -94,13 +102,14 @@ type config struct {
 	keep       bool
 	results    string
 	card       *cardinalityCase
+	hops       *hopsCase
 }
 
 // cases are the cases a run measures (-cases).
-type cases struct{ flat, otlp, tempo, card bool }
+type cases struct{ flat, otlp, tempo, card, hops bool }
 
 // duckDB says whether any case runs DuckDB (all but cardinality do).
-func (c cases) duckDB() bool { return c.flat || c.otlp || c.tempo }
+func (c cases) duckDB() bool { return c.flat || c.otlp || c.tempo || c.hops }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -110,7 +119,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.n, "n", 10_000_000, "spans of the OTLP and Tempo cases")
 	fs.IntVar(&c.runs, "runs", minFlatRounds, fmt.Sprintf("rounds of the flat case (fewer than %d give no verdict)", minFlatRounds))
 	fs.IntVar(&c.nestedRuns, "nested-runs", minNestedRounds, fmt.Sprintf("rounds of the OTLP, Tempo and cardinality cases (fewer than %d give no verdict)", minNestedRounds))
-	fs.StringVar(&names, "cases", "flat,otlp,tempo,cardinality", "cases to run, comma-separated")
+	fs.StringVar(&names, "cases", "flat,otlp,tempo,cardinality,hops", "cases to run, comma-separated")
 	fs.BoolVar(&c.fullSQL, "full-sql", true, "also time DuckDB's full-analysis SQL on the flat files (informational: no target)")
 	fs.BoolVar(&c.ratio, "ratio", true, "also run tailscope on a tenth of the largest flat size, when -sizes lacks it, to compare peak RSS")
 	fs.StringVar(&c.dir, "dir", "", "work folder for data and binaries (default: a temporary folder, removed after)")
@@ -119,7 +128,11 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the work folder")
 	fs.StringVar(&c.results, "results", "", "write the summary to this file")
 	c.card = registerCardinality(fs)
+	c.hops = registerHops(fs)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := c.hops.parse(); err != nil {
 		return c, err
 	}
 	var err error
@@ -129,10 +142,11 @@ func parseFlags(args []string) (config, error) {
 	if c.cases, err = parseCases(names); err != nil {
 		return c, err
 	}
-	if c.card.only {
-		c.cases = cases{card: true}
+	if c.card.only || c.hops.only {
+		c.cases = cases{card: c.card.only, hops: c.hops.only}
 	}
 	c.cases.card = c.cases.card && c.card.on
+	c.cases.hops = c.cases.hops && c.hops.on
 	if c.n < 1000 || c.runs < 1 || c.nestedRuns < 1 {
 		return c, errors.New("want -n ≥ 1000, -runs ≥ 1 and -nested-runs ≥ 1")
 	}
@@ -167,8 +181,10 @@ func parseCases(s string) (cases, error) {
 			c.tempo = true
 		case "cardinality":
 			c.card = true
+		case "hops":
+			c.hops = true
 		default:
-			return c, fmt.Errorf("-cases %q: want some of flat,otlp,tempo,cardinality", s)
+			return c, fmt.Errorf("-cases %q: want some of flat,otlp,tempo,cardinality,hops", s)
 		}
 	}
 	return c, nil
@@ -220,7 +236,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 // prepare installs DuckDB when a case needs it and generates every
 // case's files (all before the timed runs, which then run back to back).
 func prepare(c config, t *tools, logf func(string, ...any)) (*results, error) {
-	res := &results{cases: c.cases, flatRounds: c.runs, nestedRounds: c.nestedRuns}
+	res := &results{cases: c.cases, flatRounds: c.runs, nestedRounds: c.nestedRuns, hopsRounds: c.hops.runs}
 	if !c.cases.duckDB() {
 		return res, nil
 	}
@@ -253,11 +269,16 @@ func prepare(c config, t *tools, logf func(string, ...any)) (*results, error) {
 		}
 		res.nested = append(res.nested, g)
 	}
+	if c.cases.hops {
+		if res.hops, err = c.hops.groups(c.dir, *t, true, logf); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
 // measureAll runs the timed rounds: the flat case's, then the nested
-// cases', then the cardinality case.
+// cases', then the cardinality case, then the hops case's.
 func measureAll(c config, t tools, res *results, logf func(string, ...any)) error {
 	if err := runRounds("flat", res.flat, c.runs, logf); err != nil {
 		return err
@@ -272,7 +293,7 @@ func measureAll(c config, t tools, res *results, logf func(string, ...any)) erro
 		}
 		res.card = cr
 	}
-	return nil
+	return runRounds("hops", res.hops, c.hops.runs, logf)
 }
 
 func writeResults(path, res string) error {
@@ -324,7 +345,8 @@ func cachedGen(path string, n int, kind string) (int, error) {
 const genEnv = "TAILSCOPE_BENCH_GEN"
 
 // generator is the writer of a kind of file: jsonl, parquet, otlp, tempo,
-// or ids:HOPS (the cardinality case's logs over about HOPS hops).
+// ids:HOPS (the cardinality case's logs over about HOPS hops) or
+// hops:HOPS (the hops case's, over HOPS ordinary hop names).
 func generator(kind string) (func(path string, n int) (int, error), error) {
 	switch kind {
 	case "jsonl":
@@ -339,6 +361,11 @@ func generator(kind string) (func(path string, n int) (int, error), error) {
 	if h, ok := strings.CutPrefix(kind, "ids:"); ok {
 		if hops, err := strconv.Atoi(h); err == nil && hops > 0 {
 			return func(path string, n int) (int, error) { return writeCardinalityJSONL(path, n, hops) }, nil
+		}
+	}
+	if h, ok := strings.CutPrefix(kind, "hops:"); ok {
+		if hops, err := strconv.Atoi(h); err == nil && hops > 0 {
+			return func(path string, n int) (int, error) { return writeHopsJSONL(path, n, hops) }, nil
 		}
 	}
 	return nil, fmt.Errorf("no generator for %q", kind)

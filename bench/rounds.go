@@ -15,6 +15,7 @@ type group struct {
 	format    string // fmtJSONL, fmtParquet, fmtOTLP or fmtTempo
 	size      int    // the spans asked for (-sizes or -n)
 	spans     int    // the spans generated: a little more, to finish the last trace
+	hops      int    // the distinct hops generated (the hops case), or 0
 	minRounds int    // fewer rounds than this give numbers but no verdict
 	ts        contender
 	duck      []contender
@@ -38,7 +39,12 @@ const (
 	minNestedRounds = 3
 )
 
-func (g *group) label() string { return fmt.Sprintf("%s, %d spans", g.format, g.size) }
+func (g *group) label() string {
+	if g.hops > 0 {
+		return fmt.Sprintf("%s, %d spans, %d hops", g.format, g.size, g.hops)
+	}
+	return fmt.Sprintf("%s, %d spans", g.format, g.size)
+}
 
 // order is the group's contenders in the order round r runs them:
 // tailscope first in even rounds and last in odd ones, the DuckDB queries
@@ -86,11 +92,17 @@ type spread struct {
 // back on the same state of the machine, so that a slow moment slows both
 // sides of one ratio instead of one side of the median.
 func ratioOf(duck, ts *contender) (spread, bool) {
+	return ratioBy(duck, ts, func(m measurement) float64 { return m.wall.Seconds() })
+}
+
+// ratioBy is ratioOf of another measure of a run (CPU time, peak RSS):
+// DuckDB's over tailscope's, round by round.
+func ratioBy(duck, ts *contender, of func(measurement) float64) (spread, bool) {
 	n := min(len(duck.m), len(ts.m))
 	var rs []float64
 	for r := 0; r < n; r++ {
-		if t := ts.m[r].wall.Seconds(); t > 0 {
-			rs = append(rs, duck.m[r].wall.Seconds()/t)
+		if t := of(ts.m[r]); t > 0 {
+			rs = append(rs, of(duck.m[r])/t)
 		}
 	}
 	if len(rs) == 0 {

@@ -8,17 +8,18 @@ import (
 
 // results is everything a run measured, for the summary.
 type results struct {
-	cases                    cases
-	flatRounds, nestedRounds int
-	flat                     []*group // sizes ascending, JSON lines before Parquet; the peak-RSS-growth run last
-	nested                   []*group // OTLP, Tempo
-	card                     *cardResult
+	cases                                cases
+	flatRounds, nestedRounds, hopsRounds int
+	flat                                 []*group // sizes ascending, JSON lines before Parquet; the peak-RSS-growth run last
+	nested                               []*group // OTLP, Tempo
+	card                                 *cardResult
+	hops                                 []*group // the hops case, hop counts ascending
 }
 
 // cpu is the CPU time of every timed run.
 func (r *results) cpu() time.Duration {
 	var t time.Duration
-	for _, g := range append(append([]*group(nil), r.flat...), r.nested...) {
+	for _, g := range append(append(append([]*group(nil), r.flat...), r.nested...), r.hops...) {
 		for _, k := range g.order(0) {
 			t += k.cpu()
 		}
@@ -73,6 +74,9 @@ func summarize(r *results) string {
 	if r.card != nil {
 		b.WriteString(r.card.String())
 	}
+	if len(r.hops) > 0 {
+		b.WriteString(hopsTable(r.hops, r.hopsRounds))
+	}
 	if all := append(append([]*group(nil), r.flat...), r.nested...); len(all) > 0 {
 		fmt.Fprintf(&b, "\nRatios (DuckDB wall time / tailscope wall time in the same round: the median over the rounds, with the lowest and the highest; above 1 means tailscope is faster):\n\n")
 		for _, g := range all {
@@ -124,7 +128,8 @@ func ratioLine(g *group) string {
 
 // targetLines is the targets, in order: the flat files' ratios at every
 // size, OTLP's, tailscope's peak RSS against DuckDB's, its growth with
-// the input, the cost of hop cardinality, and Tempo's ratio (reported).
+// the input, the cost of hop cardinality, Tempo's ratio (reported), and
+// the hops case's.
 func targetLines(r *results) string {
 	var b strings.Builder
 	if r.cases.flat {
@@ -149,6 +154,7 @@ func targetLines(r *results) string {
 	if g := find(r.nested, fmtTempo); g != nil {
 		b.WriteString(speedLine(g))
 	}
+	b.WriteString(hopsTargetLine(r.hops, r.cases.hops))
 	return b.String()
 }
 
