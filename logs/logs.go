@@ -155,10 +155,10 @@ func read(paths []string, opt Options) (*Logs, error) {
 // filterFlags names the filters o asks for.
 func filterFlags(o ingest.Options) []string {
 	var out []string
-	if o.Since != 0 {
+	if o.SinceOn() {
 		out = append(out, "--since")
 	}
-	if o.Until != 0 {
+	if o.UntilOn() {
 		out = append(out, "--until")
 	}
 	if len(o.Exclude) > 0 {

@@ -157,6 +157,8 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	if o.Until, err = parseWhen("until", f.until, now); err != nil {
 		return o, err
 	}
+	// Given is set, whatever the time: the epoch is not "no bound".
+	o.HasSince, o.HasUntil = f.since != "", f.until != ""
 	if f.since != "" && f.until != "" && o.Since >= o.Until {
 		return o, usagef("--since %s is not before --until %s: no span could be kept", f.since, f.until)
 	}

@@ -49,7 +49,7 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 // options are the fetch options from the flags, for the window
 // [since, until) in Unix ns (0: unbounded, which the source turns into the
 // last hour).
-func (f *sourceFlags) options(e *env, since, until int64, quiet bool) (source.Options, error) {
+func (f *sourceFlags) options(e *env, since, until int64, sinceSet, untilSet, quiet bool) (source.Options, error) {
 	o := source.Options{Limit: f.limit, Concurrency: f.concurrency, Timeout: f.timeout, Slice: f.slice, MinSlice: f.minSlice, Retries: f.retries}
 	for _, x := range []struct {
 		name string
@@ -72,10 +72,12 @@ func (f *sourceFlags) options(e *env, since, until int64, quiet bool) (source.Op
 	} else if f.retries == 0 {
 		o.Retries = -1 // none, not the default
 	}
-	if since != 0 {
+	// A window end given is used as given, the epoch included (0 was
+	// taken for "unset": --until 1970-01-01T00:00:00Z fetched 56 years).
+	if sinceSet {
 		o.Since = time.Unix(0, since)
 	}
-	if until != 0 {
+	if untilSet {
 		o.Until = time.Unix(0, until)
 	}
 	o.Header = http.Header{}
@@ -153,7 +155,7 @@ func fetchLine(p source.Progress) string {
 
 // remote is what the readers are given to fetch source URLs.
 func (f *sourceFlags) remote(e *env, o ingest.Options, quiet bool) (ingest.Remote, error) {
-	so, err := f.options(e, o.Since, o.Until, quiet)
+	so, err := f.options(e, o.Since, o.Until, o.SinceOn(), o.UntilOn(), quiet)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +227,7 @@ func runPull(e *env, args []string) error {
 	if since != "" && until != "" && s >= u {
 		return usagef("--since %s is not before --until %s: the window is empty", since, until)
 	}
-	opt, err := src.options(e, s, u, quiet)
+	opt, err := src.options(e, s, u, since != "", until != "", quiet)
 	if err != nil {
 		return err
 	}

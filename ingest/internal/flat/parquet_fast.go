@@ -114,7 +114,7 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 	if hopBy == "" {
 		hopBy = src.DefaultHopBy()
 	}
-	if hopBy != "hop" || o.Since != 0 || o.Until != 0 || o.Hops != nil || o.ExcludeHops != nil {
+	if hopBy != "hop" || o.SinceOn() || o.UntilOn() || len(o.Exclude) > 0 || o.Hops != nil || o.ExcludeHops != nil {
 		return
 	}
 	roles := make([]pqRole, len(w.curs))

@@ -40,8 +40,11 @@ type Options struct {
 	// (it needs random access), in bytes; 0 means DefaultMaxSpill.
 	MaxSpill int64
 	// Since and Until keep spans whose start lies in [Since, Until) (unix
-	// ns; 0 means unbounded).
-	Since, Until int64
+	// ns) when HasSince and HasUntil say they are set: 0 is the Unix
+	// epoch, a time like any other, not "unbounded". A nonzero value
+	// counts as set too, for options built by hand.
+	Since, Until       int64
+	HasSince, HasUntil bool
 	// Exclude drops spans whose start lies in any of these windows: an
 	// incident the fit should leave out (the report names them).
 	Exclude []Window
@@ -299,3 +302,9 @@ type Window struct{ From, Until int64 }
 
 // Holds says whether t lies in the window.
 func (w Window) Holds(t int64) bool { return t >= w.From && t < w.Until }
+
+// SinceOn and UntilOn say whether the window's ends apply.
+func (o Options) SinceOn() bool { return o.HasSince || o.Since != 0 }
+
+// UntilOn: see SinceOn.
+func (o Options) UntilOn() bool { return o.HasUntil || o.Until != 0 }

@@ -104,7 +104,7 @@ func (s *Source) Accept(sp *span.Span) (reason, detail string) {
 	if sp.Hop == "" {
 		return ReasonNoHop, "no " + hopBy + " to name the hop by (see --hop-by)"
 	}
-	if (s.opt.Since != 0 && sp.Start < s.opt.Since) || (s.opt.Until != 0 && sp.Start >= s.opt.Until) {
+	if (s.opt.SinceOn() && sp.Start < s.opt.Since) || (s.opt.UntilOn() && sp.Start >= s.opt.Until) {
 		return ReasonOutsideWindow, ""
 	}
 	for _, w := range s.opt.Exclude {
