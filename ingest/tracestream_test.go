@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"fmt"
+	"github.com/tailscope/tailscope/internal/cputime"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -57,10 +58,10 @@ func TestPaddedDocumentsLinear(t *testing.T) {
 				in := padded(format, 3, pad)
 				var best time.Duration
 				for run := range 3 {
-					start := time.Now()
+					start := cputime.Now()
 					var n int
 					st, err := ReadStream("p.json", strings.NewReader(in), record.Options{Format: format}, SinkFunc(func(*span.Span) { n++ }))
-					d := time.Since(start)
+					d := cputime.Since(start)
 					if err != nil || n != 3 || st.Skipped != 0 {
 						t.Fatalf("%d MB: %d spans, skipped %v %v, err %v", mb, n, st.SkippedByReason, st.Errors, err)
 					}
@@ -120,10 +121,10 @@ func TestTraceShapesRandom(t *testing.T) {
 		in := b.String()
 		var best time.Duration
 		for run := range 5 {
-			start := time.Now()
+			start := cputime.Now()
 			var got int
 			st, err := ReadStream("r.json", strings.NewReader(in), record.Options{}, SinkFunc(func(*span.Span) { got++ }))
-			d := time.Since(start)
+			d := cputime.Since(start)
 			if err != nil || got != n || st.Skipped != 0 {
 				t.Fatalf("scale %d: %d of %d spans, skipped %v %v, err %v", scale, got, n, st.SkippedByReason, st.Errors, err)
 			}

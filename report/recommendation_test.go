@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/tailscope/tailscope/internal/cputime"
 	"os"
 	"regexp"
 	"runtime"
@@ -450,11 +451,11 @@ func renderTime(t testing.TB, rep *analyze.Report, format string) (time.Duration
 	for i := 0; i < 5; i++ {
 		var c counter
 		runtime.GC()
-		start := time.Now()
+		start := cputime.Now()
 		if err := Analysis(&c, format, rep, Options{}); err != nil {
 			t.Fatal(err)
 		}
-		best, size = min(best, time.Since(start)), int(c)
+		best, size = min(best, cputime.Since(start)), int(c)
 	}
 	return best, size
 }

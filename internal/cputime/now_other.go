@@ -1,0 +1,7 @@
+//go:build !unix
+
+package cputime
+
+import "time"
+
+func now() time.Duration { return time.Duration(time.Now().UnixNano()) }
