@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -150,6 +151,16 @@ type owner struct {
 	service string
 }
 
+// better says whether a span (service, start, span id) owns its trace
+// rather than o: one with a service before one without, then the earlier,
+// then the smaller span id.
+func better(svc string, start int64, spanID string, o *owner) bool {
+	if (svc != "") != (o.service != "") {
+		return svc != ""
+	}
+	return start < o.start || start == o.start && spanID < o.spanID
+}
+
 // jaegerOwned decides, for each trace in d, whether piece p owns it: its
 // earliest span (ties broken by span id) is of p's service and starts in
 // the piece. n is how many traces d holds.
@@ -163,16 +174,20 @@ func (f *fetcher) jaegerOwned(d *otlpData, p *piece) (keep map[string]bool, n in
 				if err := json.Unmarshal(raw, &k); err != nil {
 					return nil, 0, fmt.Errorf("a span that is not OTLP JSON: %v", err)
 				}
-				start, err := k.Start.Int64()
-				if err != nil {
-					start = 0 // the reader will say what is wrong with it
+				start, ok := number(k.Start)
+				if !ok {
+					start = math.MaxInt64 // the reader will say what is wrong with it
 				}
 				o := owners[k.TraceID]
 				if o == nil {
 					owners[k.TraceID] = &owner{start: start, spanID: k.SpanID, service: svc}
 					continue
 				}
-				if start < o.start || start == o.start && k.SpanID < o.spanID {
+				// The owner is the earliest span with a service (a piece is
+				// a service's query), then the earliest of all: a root
+				// whose resource lacks service.name, or a start the reader
+				// will reject, does not leave its trace to no piece.
+				if better(svc, start, k.SpanID, o) {
 					*o = owner{start: start, spanID: k.SpanID, service: svc}
 				}
 			}

@@ -2,8 +2,10 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -95,9 +97,10 @@ type fetcher struct {
 	running int
 	err     error
 	sampled []sampledSlice
-	partial int    // Tempo traces returned PARTIAL
-	partMsg string // the first PARTIAL message
-	gone    int    // Tempo traces found by search, then not found
+	partial int             // Tempo traces returned PARTIAL
+	partMsg string          // the first PARTIAL message
+	gone    int             // Tempo traces found by search, then not found
+	noTime  map[string]bool // traces no span of which says when (no slice owns them)
 }
 
 // piece is a slice of the window (for Jaeger, of one service's spans).
@@ -306,6 +309,17 @@ func (f *fetcher) fetch(ctx context.Context, p *piece, canSplit bool) (out []byt
 // kept counts traces kept.
 func (f *fetcher) kept(n int) { f.count(func(p *Progress) { p.Traces += n }) }
 
+// unplaced counts a trace no slice can own, once however many searches
+// return it.
+func (f *fetcher) unplaced(id string) {
+	f.mu.Lock()
+	if f.noTime == nil {
+		f.noTime = map[string]bool{}
+	}
+	f.noTime[id] = true
+	f.mu.Unlock()
+}
+
 // maxListed bounds the sampled slices a note lists one by one.
 const maxListed = 5
 
@@ -338,6 +352,9 @@ func (f *fetcher) notesList() []string {
 			msg = " (" + f.partMsg + ")"
 		}
 		notes = append(notes, fmt.Sprintf("%s: %d traces came back PARTIAL%s: the spans Tempo left out are not in the numbers", f.prog.Source, f.partial, msg))
+	}
+	if n := len(f.noTime); n > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d traces have no span with a timestamp: no time slice can place them, so they are not read", f.prog.Source, n))
 	}
 	if f.gone > 0 {
 		notes = append(notes, fmt.Sprintf("%s: %d traces the search listed were not found when fetched (retention or a compaction in between)", f.prog.Source, f.gone))
@@ -380,4 +397,29 @@ func (Remote) Claims(path string) bool { return IsURL(path) }
 // Open starts fetching path.
 func (r Remote) Open(path string) (io.ReadCloser, error) {
 	return Open(context.Background(), path, r.Options)
+}
+
+// number reads a JSON number as integer units (ns, µs): an integer, or a
+// fraction or exponent form truncated, as the file readers take them;
+// false when it is not a number.
+func number(n json.Number) (int64, bool) {
+	if v, err := n.Int64(); err == nil {
+		return v, true
+	}
+	f, err := n.Float64()
+	if err != nil || f != f || f > math.MaxInt64 || f < math.MinInt64 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// normID is a trace id as the search may spell it: hex, any case, leading
+// zeros or not.
+func normID(id string) string {
+	id = strings.ToLower(strings.TrimSpace(id))
+	t := strings.TrimLeft(id, "0")
+	if t == "" && id != "" {
+		return "0"
+	}
+	return t
 }

@@ -63,12 +63,15 @@ func (f *fetcher) tempo(ctx context.Context, p *piece, canSplit bool) (out []byt
 	}
 	from, to := p.from.UnixNano(), p.to.UnixNano()
 	var ids []string
+	listed := map[string]bool{}
 	for _, t := range r.Traces {
-		start, err := t.Start.Int64()
-		if err != nil || t.TraceID == "" {
+		start, ok := number(t.Start)
+		if !ok || t.TraceID == "" {
 			return nil, 0, false, fmt.Errorf("GET %s: a trace without a traceID or a startTimeUnixNano", u.Redacted())
 		}
-		if start >= from && start < to {
+		// A search may list a trace twice: it is fetched and counted once.
+		if id := normID(t.TraceID); start >= from && start < to && !listed[id] {
+			listed[id] = true
 			ids = append(ids, t.TraceID)
 		}
 	}

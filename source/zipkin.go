@@ -16,6 +16,7 @@ import (
 	"math"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // zipkin fetches one slice: the traces it owns as one line, a Zipkin v2
@@ -42,19 +43,40 @@ func (f *fetcher) zipkin(ctx context.Context, p *piece, canSplit bool) (out []by
 	}
 	from, to := p.from.UnixMicro(), p.to.UnixMicro()
 	var keep [][]json.RawMessage
+	seen := map[string]bool{}
 	for _, tr := range traces {
 		first := int64(math.MaxInt64)
+		id := ""
 		for _, raw := range tr {
+			// Timestamps as the file reader takes them: a number, a
+			// fraction or a string of one.
 			var k struct {
-				Timestamp *int64 `json:"timestamp"`
+				TraceID   string          `json:"traceId"`
+				Timestamp json.RawMessage `json:"timestamp"`
 			}
-			if json.Unmarshal(raw, &k) == nil && k.Timestamp != nil && *k.Timestamp < first {
-				first = *k.Timestamp
+			if json.Unmarshal(raw, &k) != nil {
+				continue
+			}
+			if id == "" {
+				id = normID(k.TraceID)
+			}
+			if ts, ok := number(json.Number(strings.Trim(string(k.Timestamp), `"`))); ok && ts < first {
+				first = ts
 			}
 		}
-		// A trace without any timestamp cannot be placed in time: the
-		// store found it through none, and no slice owns it.
+		// A search may list a trace twice: it is kept once.
+		if id != "" && seen[id] {
+			continue
+		}
+		if first == math.MaxInt64 {
+			// No span says when: no slice can own the trace. Counted,
+			// said in a note, not silently lost.
+			f.unplaced(id)
+			seen[id] = true
+			continue
+		}
 		if first >= from && first < to {
+			seen[id] = true
 			keep = append(keep, tr)
 		}
 	}
