@@ -41,7 +41,9 @@ func TestZipkinLiveReadsWhatFilesRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pad := func(trace, id string) string { return strings.Repeat("0", 32-len(trace)) + trace + "/" + strings.Repeat("0", 16-len(id)) + id }
+	pad := func(trace, id string) string {
+		return strings.Repeat("0", 32-len(trace)) + trace + "/" + strings.Repeat("0", 16-len(id)) + id
+	}
 	for _, k := range []string{pad("a1", "1"), pad("b2", "2"), pad("c3", "3")} {
 		if got[k] != 1 {
 			t.Errorf("span %s read %d times, want once (read %v)", k, got[k], got)
