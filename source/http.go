@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tailscope/tailscope/secret"
 	"io"
 	"net/http"
 	"net/url"
@@ -91,7 +92,7 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) ([]byte, error) {
 		if err != nil {
 			herr = fmt.Errorf("GET %s: %w", u.Redacted(), unwrapURL(err))
 		} else {
-			herr = &HTTPError{URL: u.Redacted(), Status: status, Body: f.hideSecrets(quote(body))}
+			herr = &HTTPError{URL: u.Redacted(), Status: status, Body: quote([]byte(secret.Scrub(f.hideSecrets(string(body)))))}
 			if !retryable(status) {
 				return nil, herr
 			}

@@ -22,7 +22,9 @@
 package source
 
 import (
+	"errors"
 	"fmt"
+	"github.com/tailscope/tailscope/secret"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -65,37 +67,41 @@ var defaultPorts = map[string]string{Jaeger: "16686", Tempo: "3200", Zipkin: "94
 // refused: the URL is printed in messages and reports, so they belong in
 // --header or --token.
 func Parse(raw string) (*Target, error) {
+	// Messages show the URL with its credentials hidden (a password in
+	// its user info, a token in its query): whatever the mistake, the
+	// secret is not printed.
+	shown := secret.Scrub(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("source %q: %v", raw, err)
+		return nil, fmt.Errorf("source %q: %v", shown, secret.Scrub(err.Error()))
 	}
 	api, transport, _ := strings.Cut(strings.ToLower(u.Scheme), "+")
 	if _, ok := defaultPorts[api]; !ok {
-		return nil, fmt.Errorf("source %q: unknown scheme %q (want jaeger://, tempo:// or zipkin://, optionally +http or +https)", raw, u.Scheme)
+		return nil, fmt.Errorf("source %q: unknown scheme %q (want jaeger://, tempo:// or zipkin://, optionally +http or +https)", shown, u.Scheme)
 	}
 	switch transport {
 	case "":
 		transport = "http"
 	case "http", "https":
 	default:
-		return nil, fmt.Errorf("source %q: unknown transport %q in %q (want %s+http or %s+https)", raw, transport, u.Scheme, api, api)
+		return nil, fmt.Errorf("source %q: unknown transport %q in %q (want %s+http or %s+https)", shown, transport, u.Scheme, api, api)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("source %s: credentials in the URL would be printed in messages and reports; give them with --header or --token", redact(u))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("source %q: no host", raw)
+		return nil, fmt.Errorf("source %q: no host", shown)
 	}
 	if u.Fragment != "" {
-		return nil, fmt.Errorf("source %q: a fragment (#…) means nothing here", raw)
+		return nil, fmt.Errorf("source %q: a fragment (#…) means nothing here", shown)
 	}
-	t := &Target{API: api, Raw: raw}
+	t := &Target{API: api, Raw: shown}
 	q := u.Query()
 	for k := range q {
 		if api == Tempo && k == "q" {
 			continue
 		}
-		return nil, fmt.Errorf("source %q: unknown parameter %q (%s takes none but %s)", raw, k, api, map[bool]string{true: "q=TRACEQL", false: "--since/--until and the --fetch-… flags"}[api == Tempo])
+		return nil, fmt.Errorf("source %q: unknown parameter %q (%s takes none but %s)", shown, k, api, map[bool]string{true: "q=TRACEQL", false: "--since/--until and the --fetch-… flags"}[api == Tempo])
 	}
 	if api == Tempo {
 		t.Query = strings.TrimSpace(q.Get("q"))
@@ -228,7 +234,28 @@ func (o Options) withDefaults(t *Target, now time.Time) Options {
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
+	if o.Client.CheckRedirect == nil {
+		c := *o.Client
+		c.CheckRedirect = sameOrigin
+		o.Client = &c
+	}
 	return o
+}
+
+// sameOrigin follows a redirect only within the origin (scheme, host and
+// port) of the first request: the user's credentials (--header, --token)
+// go with every request, and a redirect to another port or another name
+// of the same machine would hand them to a server the user never named,
+// and read data from it without a word.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	from := via[0].URL
+	if req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+		return fmt.Errorf("redirected to another origin, %s://%s, not followed: the request's credentials would go there; give that address as the source if it is the store", req.URL.Scheme, req.URL.Host)
+	}
+	return nil
 }
 
 // granularity is the finest time the API's search takes: Tempo's start and

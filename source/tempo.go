@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tailscope/tailscope/secret"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -127,7 +128,7 @@ func (f *fetcher) tempoTrace(ctx context.Context, id string) ([]byte, error) {
 		f.mu.Lock()
 		f.partial++
 		if f.partMsg == "" {
-			f.partMsg = quote([]byte(st.Message))
+			f.partMsg = quote([]byte(secret.Scrub(f.hideSecrets(st.Message))))
 		}
 		f.mu.Unlock()
 	}

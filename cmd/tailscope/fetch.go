@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/tailscope/tailscope/secret"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -84,9 +85,19 @@ func (f *sourceFlags) options(e *env, since, until int64, sinceSet, untilSet, qu
 	for _, h := range f.headers {
 		name, value, ok := strings.Cut(h, ":")
 		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
-			// The value is not repeated: it may be a secret.
-			return o, usagef("--header: want 'Name: value' (the name %q)", visibleName(name))
+		if !ok {
+			// Nothing of it is repeated: without a colon the whole
+			// argument may be the secret.
+			return o, usagef("--header: want 'Name: value' (no colon in the argument)")
+		}
+		if name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
+			// The value is not repeated: it may be a secret. The name
+			// only when it reads as a header name.
+			what := "a header name is letters, digits and '-'"
+			if headerName(name) {
+				what = fmt.Sprintf("the name %q", visibleName(name))
+			}
+			return o, usagef("--header: want 'Name: value' (%s)", what)
 		}
 		o.Header.Add(textproto.CanonicalMIMEHeaderKey(name), strings.TrimSpace(value))
 	}
@@ -261,4 +272,18 @@ func runPull(e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "tailscope: saved %d traces (%s) to %s\n", p.Traces, units.Bytes(n), visible(path))
 	}
 	return nil
+}
+
+// headerName says whether s reads as an HTTP header name (and so may be
+// repeated in a message: not a token pasted without its name).
+func headerName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return !secret.Key(s) || strings.EqualFold(s, "authorization") || strings.EqualFold(s, "x-api-key")
 }

@@ -1,0 +1,102 @@
+package source_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/source"
+)
+
+// The user's credentials never cross origins: a redirect to the same host
+// on another port (or to another host name) is not followed, and the
+// server there never sees them; the error says why.
+func TestRedirectAcrossOriginsRefused(t *testing.T) {
+	var leaked atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
+			leaked.Add(1)
+		}
+		w.Write([]byte("[]"))
+	}))
+	defer other.Close()
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	defer first.Close()
+	_, _, _, err := fetchAll(t, "zipkin://"+host(first), source.Options{Since: t0, Until: t0.Add(time.Minute), Retries: -1,
+		Header: http.Header{"Authorization": {"Bearer s3cr3t-token-abcdef"}, "X-Api-Key": {"k3y-s3cr3t"}}})
+	if leaked.Load() != 0 {
+		t.Fatalf("the other origin received the credentials %d times", leaked.Load())
+	}
+	if err == nil || !strings.Contains(err.Error(), "another origin") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("err %v: want the redirect refused, saying why, without the credentials", err)
+	}
+}
+
+// An error body is masked before it is cut: a token that straddles the
+// cut shows none of its characters.
+func TestErrorBodyMaskedBeforeCut(t *testing.T) {
+	token := "Zq9Xw2Lk7Pm4Rt8Yv3Nb6"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The token starts 190 bytes in: a cut at 200 would leave 10 of it.
+		http.Error(w, strings.Repeat("x", 190)+r.Header.Get("X-Api-Key"), http.StatusForbidden)
+	}))
+	defer srv.Close()
+	_, _, _, err := fetchAll(t, "zipkin://"+host(srv), source.Options{Since: t0, Until: t0.Add(time.Minute), Header: http.Header{"X-Api-Key": {token}}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for i := 0; i+4 <= len(token); i++ {
+		if strings.Contains(err.Error(), token[i:i+4]) {
+			t.Fatalf("err %v shows part of the token (%q)", err, token[i:i+4])
+		}
+	}
+}
+
+// A Tempo PARTIAL message is server text: what it echoes of the request's
+// credentials is not printed in the note.
+func TestTempoPartialMessageMasked(t *testing.T) {
+	start := t0.Add(10 * time.Second).UnixNano()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/search", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"traces":[{"traceID":"ab","startTimeUnixNano":"%d"}]}`, start)
+	})
+	mux.HandleFunc("/api/v2/traces/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"status":"PARTIAL","message":"headers were: Authorization=%s x-api-key=%s","trace":{"resourceSpans":[]}}`, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	_, notes, _, err := fetchAll(t, "tempo://"+host(srv), source.Options{Since: t0, Until: t0.Add(time.Minute), Slice: time.Minute,
+		Header: http.Header{"Authorization": {"Bearer s3cr3t-token-abcdef"}, "X-Api-Key": {"k3y-s3cr3t-12345"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(notes, "\n")
+	if !strings.Contains(all, "PARTIAL") || strings.Contains(all, "s3cr3t") {
+		t.Errorf("notes %q: want the PARTIAL note without the credentials", notes)
+	}
+}
+
+// A source URL is printed with its credentials hidden, whatever is wrong
+// with it.
+func TestURLCredentialsNotEchoed(t *testing.T) {
+	for _, raw := range []string{
+		"clickhouse://ts:PASSWORD123@host:8123/db",
+		"jaeger://host:16686/?api_key=SECRETKEY123",
+		"zipkin+ftp://u:PASSWORD123@host",
+	} {
+		_, err := source.Parse(raw)
+		if err == nil {
+			t.Errorf("%s: no error", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "PASSWORD123") || strings.Contains(err.Error(), "SECRETKEY123") {
+			t.Errorf("%s: the error %q shows the credential", raw, err)
+		}
+	}
+}
