@@ -29,6 +29,7 @@ var arrowSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "timeout_ms", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "weight", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "peer", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "code_text", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "attributes", Type: attrsType, Nullable: true},
 }, nil)
 
@@ -109,7 +110,8 @@ func (a *Arrow) Write(sp *span.Span) error {
 	}
 	f[14].(*array.Float64Builder).Append(w)
 	optStr(15, sp.Peer)
-	if lb := f[16].(*array.ListBuilder); len(sp.Attrs) == 0 {
+	optStr(16, sp.CodeText)
+	if lb := f[17].(*array.ListBuilder); len(sp.Attrs) == 0 {
 		lb.AppendNull()
 	} else {
 		lb.Append(true)

@@ -135,7 +135,7 @@ func TestAllFields(t *testing.T) {
 	spans := []span.Span{
 		{TraceID: "t", SpanID: "s1", ParentID: "p", Service: "svc", Name: "op", Kind: "client", Hop: "svc op (client)",
 			Start: 1_772_445_600_123_456_789, Duration: 1, Status: span.Error, Timeout: true, Code: 504, Attempt: 3, AttemptSet: true,
-			TimeoutInForce: 1_234_567_891, Weight: 2.5, Peer: "db.internal"},
+			TimeoutInForce: 1_234_567_891, Weight: 2.5, Peer: "db.internal", CodeText: "ECONNRESET"},
 		{Hop: "bare", Duration: 0, Status: span.Unset, Code: 404, Weight: 1,
 			// Attributes in order, duplicates kept, names of fields
 			// among them (they do not override the span's own fields).

@@ -30,6 +30,7 @@ type parquetRow struct {
 	TimeoutMs float64 `parquet:"timeout_ms,optional"`
 	Weight    float64 `parquet:"weight"`
 	Peer      string  `parquet:"peer,optional,dict"`
+	CodeText  string  `parquet:"code_text,optional,dict"`
 }
 
 // ParquetRowGroup is the number of spans per row group: large enough for
@@ -66,7 +67,7 @@ func (p *Parquet) Write(sp *span.Span) error {
 		Service: sp.Service, Name: sp.Name, Kind: sp.Kind, Hop: sp.Hop,
 		Start: sp.Start, DurationNs: sp.Duration, Status: sp.Status.String(), Timeout: sp.Timeout,
 		Code: int32(sp.Code), TimeoutMs: timeoutMs(sp.TimeoutInForce), Weight: w,
-		Peer: sp.Peer,
+		Peer: sp.Peer, CodeText: sp.CodeText,
 	})
 	if sp.AttemptSet || sp.Attempt != 0 {
 		i := len(p.rows) - 1
