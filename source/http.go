@@ -167,7 +167,12 @@ func (f *fetcher) once(ctx context.Context, u *url.URL) (body []byte, status int
 		return nil, 0, 0, err
 	}
 	if int64(len(body)) > f.o.MaxResponse {
-		return nil, 0, 0, fmt.Errorf("%w: over %d bytes; ask for fewer traces per search (--fetch-limit)", errTooLarge, f.o.MaxResponse)
+		// The truth for both cases: a search answer shrinks with
+		// --fetch-limit, one trace only with a larger cap.
+		if f.o.Limit <= 1 || strings.Contains(u.Path, "/traces/") {
+			return nil, 0, 0, fmt.Errorf("%w: one trace is over %d bytes; raise --fetch-max-response to read it", errTooLarge, f.o.MaxResponse)
+		}
+		return nil, 0, 0, fmt.Errorf("%w: over %d bytes; ask for fewer traces per search (--fetch-limit), or raise --fetch-max-response", errTooLarge, f.o.MaxResponse)
 	}
 	return body, resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After")), nil
 }

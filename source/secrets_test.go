@@ -100,3 +100,29 @@ func TestURLCredentialsNotEchoed(t *testing.T) {
 		}
 	}
 }
+
+// One trace over the response cap says so and names the flag that raises
+// the cap; with the cap raised it is read.
+func TestOneTraceOverTheCap(t *testing.T) {
+	start := t0.Add(10 * time.Second).UnixNano()
+	pad := strings.Repeat("x", 4096)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/search", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"traces":[{"traceID":"ab","startTimeUnixNano":"%d"}]}`, start)
+	})
+	mux.HandleFunc("/api/v2/traces/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"trace":{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeSpans":[{"spans":[{"traceId":"000000000000000000000000000000ab","spanId":"0000000000000001","name":%q,"startTimeUnixNano":"%d","endTimeUnixNano":"%d"}]}]}]}}`, pad, start, start+1e6)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	o := source.Options{Since: t0, Until: t0.Add(time.Minute), Slice: time.Minute, Limit: 1, MaxResponse: 1024, Retries: -1}
+	_, _, _, err := fetchAll(t, "tempo://"+host(srv), o)
+	if err == nil || !strings.Contains(err.Error(), "one trace is over 1024 bytes") || !strings.Contains(err.Error(), "--fetch-max-response") {
+		t.Fatalf("err %v: want the one trace named, and the flag that raises the cap", err)
+	}
+	o.MaxResponse = 1 << 20
+	got, _, _, err := fetchAll(t, "tempo://"+host(srv), o)
+	if err != nil || len(got) != 1 {
+		t.Errorf("with the cap raised: %v, %v", got, err)
+	}
+}

@@ -32,6 +32,7 @@ type sourceFlags struct {
 	slice       time.Duration
 	minSlice    time.Duration
 	retries     int
+	maxResponse int64
 
 	m *meter // the read's meter, when one is shown
 }
@@ -44,6 +45,7 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeout, "fetch-timeout", source.DefaultTimeout, "time allowed for each request to a source URL, its answer included")
 	fs.DurationVar(&f.slice, "fetch-slice", source.DefaultSlice, "the slices a source URL's window is first cut into")
 	fs.DurationVar(&f.minSlice, "fetch-min-slice", source.DefaultMinSlice, "the shortest slice: one still full there is kept as a sample (and a note says so)")
+	fs.Int64Var(&f.maxResponse, "fetch-max-response", source.DefaultMaxResponse, "largest answer read from a source URL, bytes (protects memory; one trace larger than\nthis needs it raised)")
 	fs.IntVar(&f.retries, "fetch-retries", source.DefaultRetries, "tries again of a request that met HTTP 429, a 5xx or a network error (with backoff)")
 }
 
@@ -68,6 +70,10 @@ func (f *sourceFlags) options(e *env, since, until int64, sinceSet, untilSet, qu
 			return o, usagef("--%s %v: want a duration above 0", x.name, x.v)
 		}
 	}
+	if f.maxResponse <= 0 {
+		return o, usagef("--fetch-max-response %d: want a number of bytes above 0", f.maxResponse)
+	}
+	o.MaxResponse = f.maxResponse
 	if f.retries < 0 {
 		return o, usagef("--fetch-retries %d: want 0 or more", f.retries)
 	} else if f.retries == 0 {
