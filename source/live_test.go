@@ -1,6 +1,7 @@
 package source_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/source"
+	"github.com/tailscope/tailscope/source/sourcetest"
 )
 
 // The live readers read what the file readers read: a Zipkin search that
@@ -128,5 +130,40 @@ func TestJaegerLiveOwnersWithoutService(t *testing.T) {
 	}
 	if len(traces) != 2 {
 		t.Errorf("read the traces %v, want both", traces)
+	}
+}
+
+// A window of years over a store of one busy day: the fetch starts from
+// the whole window and cuts only where an answer is full, so it finishes
+// in a few hundred requests with every trace, none sampled (fixed
+// 5-minute slices made it ~725,000 slices, and a 1 s floor kept full
+// slices as samples: 1,046 of 2,000 traces).
+func TestLongWindowSplitsWhereFull(t *testing.T) {
+	traces := sourcetest.Gen(5, 2000, t0, 24*time.Hour)
+	srv := sourcetest.Jaeger(t, traces, false)
+	since := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	got, notes, prog, err := fetchAll(t, "jaeger://"+host(srv.Server), source.Options{Since: since, Until: t0.Add(25 * time.Hour), Limit: 500, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exactlyOnce(t, got, sourcetest.Keys(traces))
+	if len(notes) != 0 {
+		t.Errorf("notes %q: want none (nothing sampled)", notes)
+	}
+	if n := srv.Requests.Load(); n > 5000 {
+		t.Errorf("%d requests for 2,000 traces (%+v)", n, prog)
+	}
+	t.Logf("%d requests, %d slices, %d cut in two", srv.Requests.Load(), prog.Slices, prog.Split)
+}
+
+// A first cut that cannot finish is refused before any request.
+func TestSlicingThatCannotFinishRefused(t *testing.T) {
+	srv := sourcetest.Jaeger(t, nil, false)
+	_, err := source.Open(context.Background(), "jaeger://"+host(srv.Server), source.Options{Since: t0, Until: t0.Add(time.Hour), Slice: time.Microsecond, MinSlice: time.Microsecond})
+	if err == nil || !strings.Contains(err.Error(), "cannot finish") {
+		t.Fatalf("err %v: want the slicing refused", err)
+	}
+	if n := srv.Requests.Load(); n != 0 {
+		t.Errorf("%d requests made", n)
 	}
 }

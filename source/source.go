@@ -133,10 +133,11 @@ type Options struct {
 	// in [Since, Until). Zero Until is now; zero Since is an hour before
 	// Until.
 	Since, Until time.Time
-	// Slice is the length of the first cut of the window (DefaultSlice
-	// when 0); MinSlice the floor below which a full slice is not cut
-	// again (DefaultMinSlice when 0; never below what the API can
-	// express: a second for Tempo, a millisecond for Zipkin).
+	// Slice is the length of the first cut of the window (0: the whole
+	// window, cut in two wherever the store's answer is full); MinSlice
+	// the floor below which a full slice is not cut again (0: as fine as
+	// the API can express, a second for Tempo, a millisecond for Zipkin,
+	// a microsecond for Jaeger), where a full answer is kept as a sample.
 	Slice, MinSlice time.Duration
 	// Limit is the most traces asked for in one search (DefaultLimit).
 	Limit int
@@ -165,8 +166,11 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultSlice       = 5 * time.Minute
-	DefaultMinSlice    = time.Second
+	DefaultSlice       = 0
+	DefaultMinSlice    = 0
+	// MaxSlices bounds the first cut: a --fetch-slice that cuts the window
+	// into more slices than this cannot finish (a request each).
+	MaxSlices = 1_000_000
 	DefaultLimit       = 500
 	DefaultConcurrency = 4
 	DefaultTimeout     = 30 * time.Second
@@ -199,8 +203,8 @@ func (o Options) withDefaults(t *Target, now time.Time) Options {
 	if o.Since.IsZero() {
 		o.Since = o.Until.Add(-DefaultWindow)
 	}
-	if o.Slice <= 0 {
-		o.Slice = DefaultSlice
+	if o.Slice < 0 {
+		o.Slice = 0
 	}
 	if o.MinSlice <= 0 {
 		o.MinSlice = DefaultMinSlice
@@ -208,7 +212,7 @@ func (o Options) withDefaults(t *Target, now time.Time) Options {
 	if g := t.granularity(); o.MinSlice < g {
 		o.MinSlice = g
 	}
-	if o.Slice < o.MinSlice {
+	if o.Slice > 0 && o.Slice < o.MinSlice {
 		o.Slice = o.MinSlice
 	}
 	if o.Limit <= 0 {
@@ -268,5 +272,5 @@ func (t *Target) granularity() time.Duration {
 	case Zipkin:
 		return time.Millisecond
 	}
-	return time.Nanosecond
+	return time.Microsecond // Jaeger's RFC 3339 takes ns; span starts are µs
 }

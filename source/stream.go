@@ -62,12 +62,16 @@ func Open(ctx context.Context, raw string, o Options) (*Stream, error) {
 	}
 	o = o.withDefaults(t, time.Now())
 	if !o.Since.Before(o.Until) {
-		return nil, fmt.Errorf("%s: the window %s–%s is empty", raw, o.Since.UTC().Format(time.RFC3339), o.Until.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%s: the window %s–%s is empty", t.Raw, o.Since.UTC().Format(time.RFC3339), o.Until.UTC().Format(time.RFC3339))
+	}
+	if w := o.Until.Sub(o.Since); o.Slice > 0 && w/o.Slice >= MaxSlices {
+		return nil, fmt.Errorf("%s: --fetch-slice %v cuts the %v window into %d slices, a request each at least: it cannot finish (at most %d; leave --fetch-slice out to start from the whole window and cut only where the store's answer is full)",
+			t.Raw, o.Slice, w, w/o.Slice, MaxSlices)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	f := &fetcher{t: t, o: o, sem: make(chan struct{}, o.Concurrency)}
-	f.prog.Source = raw
+	f.prog.Source = t.Raw
 	f.cond = sync.NewCond(&f.mu)
 	s := &Stream{pr: pr, cancel: cancel, done: make(chan struct{}), f: f}
 	go func() {
@@ -96,6 +100,11 @@ type fetcher struct {
 	failed  error  // what ended the fetch, once it ended
 	running int
 	err     error
+	// cursor is where the window's first cut has reached: the next
+	// slice starts there (more); services are Jaeger's, or [""].
+	cursor   time.Time
+	services []string
+	tail     *piece
 	sampled []sampledSlice
 	partial int             // Tempo traces returned PARTIAL
 	partMsg string          // the first PARTIAL message
@@ -150,23 +159,15 @@ func (f *fetcher) run(ctx context.Context, w io.Writer) error {
 			return err
 		}
 	}
-	var tail *piece
-	for from := f.o.Since; from.Before(f.o.Until); from = from.Add(f.o.Slice) {
-		to := from.Add(f.o.Slice)
-		if to.After(f.o.Until) {
-			to = f.o.Until
-		}
-		for _, svc := range services {
-			p := &piece{from: from, to: to, service: svc}
-			if tail == nil {
-				f.head = p
-			} else {
-				tail.next = p
-			}
-			tail = p
-			f.prog.Slices++
-		}
-	}
+	// The window's first cut is made as the fetch goes, a slice at a
+	// time (for each service), not up front: a window of years cut into
+	// minutes is millions of slices, and most stretches of a store are
+	// empty or sparse. By default the first cut is the whole window, and
+	// a slice is cut in two only where the store returns a full answer.
+	f.services, f.cursor = services, f.o.Since
+	f.mu.Lock()
+	f.more()
+	f.mu.Unlock()
 	var wg sync.WaitGroup
 	for range f.o.Concurrency {
 		wg.Add(1)
@@ -200,11 +201,19 @@ func (f *fetcher) write(ctx context.Context, w io.Writer) error {
 			return err
 		}
 		p := f.head
+		if p == nil && f.more() {
+			f.cond.Broadcast()
+			f.mu.Unlock()
+			continue
+		}
 		if p == nil {
 			f.mu.Unlock()
 			return nil
 		}
 		f.head = p.next
+		if f.head == nil {
+			f.tail = nil
+		}
 		f.waiting--
 		f.cond.Broadcast()
 		f.mu.Unlock()
@@ -236,7 +245,11 @@ func (f *fetcher) work(ctx context.Context) {
 			if p != nil && (p == f.head || f.waiting < 2*f.o.Concurrency) {
 				break
 			}
-			if p == nil && f.running == 0 {
+			if p == nil && f.waiting < 2*f.o.Concurrency && f.more() {
+				f.cond.Broadcast()
+				continue
+			}
+			if p == nil && f.running == 0 && !f.cursor.Before(f.o.Until) {
 				f.mu.Unlock()
 				return
 			}
@@ -260,6 +273,9 @@ func (f *fetcher) work(ctx context.Context) {
 			mid := f.mid(p)
 			q := &piece{from: mid, to: p.to, service: p.service, next: p.next}
 			p.to, p.next, p.state = mid, q, pending
+			if f.tail == p {
+				f.tail = q
+			}
 			f.prog.Split++
 			f.prog.Slices++
 		default:
@@ -278,6 +294,31 @@ func (f *fetcher) work(ctx context.Context) {
 			f.o.Progress(prog)
 		}
 	}
+}
+
+// more appends the window's next first-cut slice, one piece per service,
+// and reports whether there was one (f.mu held).
+func (f *fetcher) more() bool {
+	if !f.cursor.Before(f.o.Until) {
+		return false
+	}
+	from := f.cursor
+	to := f.o.Until
+	if f.o.Slice > 0 && from.Add(f.o.Slice).Before(to) {
+		to = from.Add(f.o.Slice)
+	}
+	for _, svc := range f.services {
+		p := &piece{from: from, to: to, service: svc}
+		if f.tail == nil {
+			f.head = p
+		} else {
+			f.tail.next = p
+		}
+		f.tail = p
+		f.prog.Slices++
+	}
+	f.cursor = to
+	return true
 }
 
 // splittable reports whether p may be cut in two: both halves at least the

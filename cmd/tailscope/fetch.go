@@ -43,8 +43,8 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.limit, "fetch-limit", source.DefaultLimit, "traces asked for per search of a source URL; a slice that returns as many is cut in two")
 	fs.IntVar(&f.concurrency, "fetch-concurrency", source.DefaultConcurrency, "requests to a source URL in flight at once")
 	fs.DurationVar(&f.timeout, "fetch-timeout", source.DefaultTimeout, "time allowed for each request to a source URL, its answer included")
-	fs.DurationVar(&f.slice, "fetch-slice", source.DefaultSlice, "the slices a source URL's window is first cut into")
-	fs.DurationVar(&f.minSlice, "fetch-min-slice", source.DefaultMinSlice, "the shortest slice: one still full there is kept as a sample (and a note says so)")
+	fs.DurationVar(&f.slice, "fetch-slice", source.DefaultSlice, "the slices a source URL's window is first cut into (0: the whole window; a slice\nwhose answer is full is cut in two, so the default finds sparse and busy stretches alike)")
+	fs.DurationVar(&f.minSlice, "fetch-min-slice", source.DefaultMinSlice, "the shortest slice: one still full there is kept as a sample, and a note says so\n(0: as fine as the API's time resolution)")
 	fs.Int64Var(&f.maxResponse, "fetch-max-response", source.DefaultMaxResponse, "largest answer read from a source URL, bytes (protects memory; one trace larger than\nthis needs it raised)")
 	fs.IntVar(&f.retries, "fetch-retries", source.DefaultRetries, "tries again of a request that met HTTP 429, a 5xx or a network error (with backoff)")
 }
@@ -65,9 +65,17 @@ func (f *sourceFlags) options(e *env, since, until int64, sinceSet, untilSet, qu
 	for _, x := range []struct {
 		name string
 		v    time.Duration
-	}{{"fetch-timeout", f.timeout}, {"fetch-slice", f.slice}, {"fetch-min-slice", f.minSlice}} {
+	}{{"fetch-timeout", f.timeout}} {
 		if x.v <= 0 {
 			return o, usagef("--%s %v: want a duration above 0", x.name, x.v)
+		}
+	}
+	for _, x := range []struct {
+		name string
+		v    time.Duration
+	}{{"fetch-slice", f.slice}, {"fetch-min-slice", f.minSlice}} {
+		if x.v < 0 {
+			return o, usagef("--%s %v: want a duration, or 0 for the default", x.name, x.v)
 		}
 	}
 	if f.maxResponse <= 0 {
