@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,12 @@ type Config struct {
 	// Format is envoy, grpc, istio or linkerd.
 	Format string
 	Routes []Route
+	// Defaults are the routes a config ends with that take every call
+	// the routes before them do not (tailscope writes them with the
+	// policy's default, for the methods and routes the logs did not
+	// show): they are no hop's, so check maps the logs' calls to Routes
+	// only.
+	Defaults []Route
 	// Notes say what the readback had to assume (the formats' semantics
 	// are not tailscope's).
 	Notes []string
@@ -387,25 +394,35 @@ func (cr *configReader) envoy(doc *yaml.Node) {
 }
 
 // grpc reads a JSON object of service configs keyed by "caller →
-// service"; a config given bare (one channel, not keyed) applies to any.
+// service", or one channel's config given bare: the channel its
+// "tailscope" object names (what GRPCChannels writes), else any caller
+// and any service.
 func (cr *configReader) grpc(doc *yaml.Node) {
 	if get(doc, "methodConfig") != nil {
-		cr.grpcChannel("", "", doc)
-		return
-	}
-	for i := 0; i+1 < len(doc.Content); i += 2 {
-		k := doc.Content[i].Value
-		caller, service, ok := strings.Cut(k, " → ")
-		if !ok {
-			cr.add(doc.Content[i], k, `a channel key is "caller → service"`)
-			continue
+		sc := get(doc, "tailscope")
+		caller, service := cr.str(get(sc, "caller"), "tailscope.caller"), cr.str(get(sc, "service"), "tailscope.service")
+		cr.grpcChannel(anyName(caller), anyName(service), doc)
+	} else {
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			k := doc.Content[i].Value
+			caller, service, ok := strings.Cut(k, " → ")
+			if !ok {
+				cr.add(doc.Content[i], k, `a channel key is "caller → service"`)
+				continue
+			}
+			cr.grpcChannel(anyName(caller), anyName(service), deref(doc.Content[i+1]))
 		}
-		cr.grpcChannel(anyName(caller), anyName(service), deref(doc.Content[i+1]))
 	}
 	cr.cfg.Notes = appendOnce(cr.cfg.Notes, "gRPC: a method's timeout is the deadline of the whole call; read back as a per-attempt timeout of (deadline − backoffs) / attempts")
 }
 
+// grpcChannel reads one channel's method configs into routes in the
+// order gRPC applies them (a method's own config, then its service's,
+// then the channel's default [{}], whatever their order in the file). A
+// default after other configs is what calls of methods the logs did not
+// show get: a default route (Config.Defaults), not a route of a hop.
 func (cr *configReader) grpcChannel(caller, service string, cfg *yaml.Node) {
+	var routes []Route
 	for _, mc := range list(get(cfg, "methodConfig")) {
 		deadline := cr.dur(get(mc, "timeout"), "methodConfig.timeout")
 		h := Hop{}
@@ -415,11 +432,15 @@ func (cr *configReader) grpcChannel(caller, service string, cfg *yaml.Node) {
 			h.Backoff = Backoff{Base: base, Max: max(base, cr.dur(get(rp, "maxBackoff"), "retryPolicy.maxBackoff")), Jitter: JitterFull}
 		}
 		if hp := get(mc, "hedgingPolicy"); hp != nil {
-			h.Hedge = Hedge{Delay: cr.dur(get(hp, "hedgingDelay"), "hedgingPolicy.hedgingDelay"),
-				Max: max(0, cr.count(get(hp, "maxAttempts"), "hedgingPolicy.maxAttempts")-1)}
-			h.Hedge.Max = min(h.Hedge.Max, MaxHedges)
-			if h.Hedge.Delay == 0 {
+			attempts := cr.count(get(hp, "maxAttempts"), "hedgingPolicy.maxAttempts")
+			h.Hedge = Hedge{Delay: cr.dur(get(hp, "hedgingDelay"), "hedgingPolicy.hedgingDelay"), Max: min(max(0, attempts-1), MaxHedges)}
+			if h.Hedge.Delay == 0 || h.Hedge.Max == 0 {
 				h.Hedge = Hedge{}
+			} else if len(list(get(hp, "nonFatalStatusCodes"))) > 0 {
+				// A non-fatal failure sends the next attempt at once: a
+				// retry without backoff, out of the same attempts.
+				h.Retries = max(h.Retries, attempts-1)
+				cr.cfg.Notes = appendOnce(cr.cfg.Notes, "gRPC: a hedgingPolicy with nonFatalStatusCodes is read back as hedges and retries each of maxAttempts − 1 (gRPC counts both against maxAttempts)")
 			}
 		}
 		h.Timeout = deadline
@@ -441,8 +462,26 @@ func (cr *configReader) grpcChannel(caller, service string, cfg *yaml.Node) {
 				cr.add(nm, "name", "a method without a service")
 				continue
 			}
-			cr.cfg.Routes = append(cr.cfg.Routes, r)
+			routes = append(routes, r)
 		}
+	}
+	rank := func(r Route) int {
+		switch {
+		case r.GRPCMethod != "":
+			return 0
+		case r.GRPCService != "":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(routes, func(i, j int) bool { return rank(routes[i]) < rank(routes[j]) })
+	for i, r := range routes {
+		if rank(r) == 2 && i > 0 {
+			r.Name = "default"
+			cr.cfg.Defaults = append(cr.cfg.Defaults, r)
+			continue
+		}
+		cr.cfg.Routes = append(cr.cfg.Routes, r)
 	}
 }
 

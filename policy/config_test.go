@@ -15,7 +15,7 @@ func readBackAll(t *testing.T, format string, p *Policy, eps []Endpoint) (map[in
 	case "envoy":
 		out, _ = Envoy(p, eps, EnvoyOptions{})
 	case "grpc":
-		out, _ = GRPC(p, eps)
+		out, _ = GRPC(p, eps, GRPCOptions{})
 	case "istio":
 		out, _ = Istio(p, eps, "")
 	case "linkerd":
@@ -126,7 +126,7 @@ func fuzzConfig(f *testing.F, format string, seeds ...string) {
 	case "envoy":
 		out, _ = Envoy(p, eps, EnvoyOptions{})
 	case "grpc":
-		out, _ = GRPC(p, eps)
+		out, _ = GRPC(p, eps, GRPCOptions{})
 	case "istio":
 		out, _ = Istio(p, eps, "")
 	case "linkerd":
@@ -194,5 +194,47 @@ func TestPolicyFileOddHopNames(t *testing.T) {
 		if q.Hops[n].Timeout != h.Timeout {
 			t.Errorf("%q: read back %+v, want %+v", n, q.Hops[n], h)
 		}
+	}
+}
+
+// TestReadGRPCChannel: one channel's config, as GRPCChannels writes it
+// for a client to load, reads back for that channel only (its tailscope
+// object names it): its method routes first, whatever their order in the
+// file, and its default [{}] as a default route, not a hop's; a bare
+// config without the object applies to any caller and service.
+func TestReadGRPCChannel(t *testing.T) {
+	p := &Policy{Default: Hop{Timeout: 2 * time.Second}, Hops: map[string]Hop{"get": {Timeout: 300 * time.Millisecond}}}
+	eps := []Endpoint{{Hop: "get", Caller: "web", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "Get"}}
+	chans, _ := GRPCChannels(p, eps, GRPCOptions{})
+	if len(chans) != 1 {
+		t.Fatalf("channels %v", chans)
+	}
+	data := []byte(chans[0].Config)
+	if f := SniffConfig(data); f != "grpc" {
+		t.Fatalf("sniffed as %q", f)
+	}
+	cfg, err := ReadConfig("web/cart.json", "grpc", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Routes) != 1 || len(cfg.Defaults) != 1 {
+		t.Fatalf("routes %+v, defaults %+v", cfg.Routes, cfg.Defaults)
+	}
+	r, d := cfg.Routes[0], cfg.Defaults[0]
+	if r.Caller != "web" || r.Service != "cart" || r.Hop.Timeout != 300*time.Millisecond || !r.Matches(eps[0]) ||
+		r.Matches(Endpoint{Caller: "api", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "Get"}) {
+		t.Errorf("route %+v", r)
+	}
+	if d.Caller != "web" || d.Service != "cart" || d.Hop.Timeout != 2*time.Second || d.GRPCService != "" {
+		t.Errorf("default %+v", d)
+	}
+	// Default first in the file: gRPC still applies the method's own.
+	bare := `{"methodConfig": [{"name": [{}], "timeout": "2s"}, {"name": [{"service": "shop.Cart"}], "timeout": "1s"}, {"name": [{"service": "shop.Cart", "method": "Get"}], "timeout": "0.3s"}]}`
+	cfg, err = ReadConfig("bare.json", "grpc", []byte(bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Routes) != 2 || cfg.Routes[0].GRPCMethod != "Get" || cfg.Routes[1].GRPCMethod != "" || cfg.Routes[0].Caller != "" || len(cfg.Defaults) != 1 {
+		t.Errorf("routes %+v, defaults %+v", cfg.Routes, cfg.Defaults)
 	}
 }

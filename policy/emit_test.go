@@ -20,7 +20,8 @@ import (
 // refuse unknown fields: envoy_consumer_test.go.)
 var grpcFields = map[string][]string{
 	"":                             {"*"}, // an object keyed by channel
-	"*":                            {"methodConfig", "retryThrottling", "loadBalancingConfig"},
+	"*":                            {"tailscope", "methodConfig", "retryThrottling", "loadBalancingConfig"},
+	"tailscope":                    {"caller", "service", "client"}, // tailscope's own, which gRPC ignores
 	"methodConfig[]":               {"name", "timeout", "retryPolicy", "hedgingPolicy", "waitForReady"},
 	"methodConfig[].name[]":        {"service", "method"},
 	"methodConfig[].retryPolicy":   {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes"},
@@ -65,9 +66,9 @@ func schemaCheck(t *testing.T, what string, fields map[string][]string, v any, p
 func emitPolicy() *Policy {
 	return &Policy{Budget: 5 * time.Second, Default: Hop{Timeout: time.Second},
 		Hops: map[string]Hop{
-			"hedged":  {Timeout: 900 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 15 * time.Millisecond, Max: 60 * time.Millisecond, Jitter: JitterFull}, Hedge: Hedge{Delay: 40 * time.Millisecond, Max: 1}},
-			"hedge0":  {Timeout: 300 * time.Millisecond, Hedge: Hedge{Delay: 50 * time.Millisecond, Max: 2}},
-			"retried": {Timeout: 200 * time.Millisecond, Retries: 1, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}},
+			"hedged":  {Timeout: 900 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 15 * time.Millisecond, Max: 60 * time.Millisecond, Jitter: JitterFull}, Hedge: Hedge{Delay: 40 * time.Millisecond, Max: 1}, Idempotent: Idempotent},
+			"hedge0":  {Timeout: 300 * time.Millisecond, Hedge: Hedge{Delay: 50 * time.Millisecond, Max: 2}, Idempotent: Idempotent},
+			"retried": {Timeout: 200 * time.Millisecond, Retries: 1, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}, Idempotent: Idempotent},
 			"plain":   {Timeout: 2 * time.Second},
 		},
 		RetryBudgets: map[string]RetryBudget{
@@ -216,21 +217,55 @@ func TestEnvoyRouteForms(t *testing.T) {
 }
 
 // TestGRPCEmit: the service config is JSON with only gRPC's documented
-// field names; a hedged hop has a hedgingPolicy and no retryPolicy (gRPC
-// allows one), maxAttempts counting the first attempt, hedges and
-// retries; the notes say where hedging is not implemented.
+// field names (and the "tailscope" object naming the channel); for
+// grpc-go (the default) a hedged hop keeps its retryPolicy and loses the
+// hedge, which grpc-go would ignore with the retries, and the notes say
+// so; for grpc-js a hedged hop gets a hedgingPolicy of 1 + the hedge's max
+// attempts (never more: the policy allows that many hedges), its retries
+// as nonFatalStatusCodes; durations have nine fraction digits.
 func TestGRPCEmit(t *testing.T) {
 	p := emitPolicy()
-	out, notes := GRPC(p, emitEndpoints(p))
+	out, notes := GRPC(p, emitEndpoints(p), GRPCOptions{})
 	var doc any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	schemaCheck(t, "grpc", grpcFields, doc, "")
 	methods := grpcMethods(t, out, "web → backend")
+	for n, attempts := range map[string]float64{"hedged": 3, "retried": 2} {
+		m := methods[n]
+		rp, _ := m["retryPolicy"].(map[string]any)
+		if _, ok := m["hedgingPolicy"]; ok || rp == nil || rp["maxAttempts"] != attempts {
+			t.Errorf("%s: %v, want a retryPolicy of %v attempts and no hedgingPolicy", n, m, attempts)
+		}
+	}
+	if m := methods["hedge0"]; m["retryPolicy"] != nil || m["hedgingPolicy"] != nil || m["timeout"] != "0.300000000s" {
+		t.Errorf("hedge0: %v, want its timeout alone (no retries, the hedge left out)", m)
+	}
+	if m := methods["hedged"]; m["timeout"] != GRPCDuration(callBound(p, p.Hops["hedged"])) || !strings.HasSuffix(m["timeout"].(string), "0000s") {
+		t.Errorf("hedged: timeout %v, want the call's bound %s in nine digits", m["timeout"], GRPCDuration(callBound(p, p.Hops["hedged"])))
+	}
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{"hedged: its hedge after 0.04s is left out: gRPC-go does not implement hedgingPolicy", "its 2 retries are kept in a retryPolicy",
+		"hedge0: its hedge after 0.05s is left out", "it has no retries"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notes lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(out, "hedging") {
+		t.Errorf("a hedgingPolicy for grpc-go:\n%s", out)
+	}
+
+	out, notes = GRPC(p, emitEndpoints(p), GRPCOptions{Client: GRPCClientJS})
+	var jsDoc any
+	if err := json.Unmarshal([]byte(out), &jsDoc); err != nil {
+		t.Fatal(err)
+	}
+	schemaCheck(t, "grpc js", grpcFields, jsDoc, "")
+	methods = grpcMethods(t, out, "web → backend")
 	want := map[string][3]any{ // maxAttempts, hedgingDelay, nonFatalStatusCodes given
-		"hedged": {float64(4), "0.04s", true},
-		"hedge0": {float64(3), "0.05s", false},
+		"hedged": {float64(2), "0.040000000s", true},
+		"hedge0": {float64(3), "0.050000000s", false},
 	}
 	for n, w := range want {
 		m := methods[n]
@@ -243,22 +278,17 @@ func TestGRPCEmit(t *testing.T) {
 			t.Errorf("%s: hedgingPolicy %v, want maxAttempts %v, hedgingDelay %v, nonFatalStatusCodes %v", n, hp, w[0], w[1], w[2])
 		}
 	}
-	if _, ok := methods["retried"]["retryPolicy"]; !ok {
-		t.Errorf("retried: no retryPolicy")
-	}
-	if !slices.Contains(notes, GRPCHedgingSupport) || !strings.Contains(GRPCHedgingSupport, "gRPC-Go") {
-		t.Errorf("notes do not say where hedging is not implemented: %q", notes)
-	}
-	joined := strings.Join(notes, "\n")
-	if !strings.Contains(joined, "hedged: a method has a retryPolicy or a hedgingPolicy, not both") {
-		t.Errorf("notes do not say the retries became hedged attempts: %s", joined)
+	joined = strings.Join(notes, "\n")
+	if !strings.Contains(joined, "hedged: a method has a retryPolicy or a hedgingPolicy, not both: its 2 retries share the 1 hedged attempts") ||
+		!strings.Contains(joined, "these configs are for --grpc-client js: a grpc-go or C-core client ignores hedgingPolicy") {
+		t.Errorf("notes do not say what the hedgingPolicy does to the retries and who ignores it:\n%s", joined)
 	}
 	// Without hedges, no word of them.
 	q := emitPolicy()
 	delete(q.Hops, "hedged")
 	delete(q.Hops, "hedge0")
-	out, notes = GRPC(q, emitEndpoints(q))
-	if strings.Contains(out, "hedging") || slices.Contains(notes, GRPCHedgingSupport) {
+	out, notes = GRPC(q, emitEndpoints(q), GRPCOptions{Client: GRPCClientJava})
+	if strings.Contains(out, "hedging") || strings.Contains(strings.Join(notes, "\n"), "hedg") {
 		t.Errorf("hedging without a hedge:\n%s\n%q", out, notes)
 	}
 	if e, _ := Envoy(q, emitEndpoints(q), EnvoyOptions{}); strings.Contains(e, "hedge_policy") || strings.Contains(e, "hedge after") {
@@ -266,13 +296,90 @@ func TestGRPCEmit(t *testing.T) {
 	}
 }
 
-// The many-hedges cap: more attempts than gRPC allows are capped, with a
-// note.
+// TestGRPCDefault: each channel ends with a methodConfig named [{}]
+// carrying the policy's default (the deadline of a method the logs did
+// not show), without retries unless the default says it is idempotent;
+// a channel whose whole service is a hop has that hop's as its default.
+func TestGRPCDefault(t *testing.T) {
+	p := emitPolicy()
+	p.Default = Hop{Timeout: 960 * time.Millisecond, Retries: 1}
+	eps := append(emitEndpoints(p), Endpoint{Hop: "plain", Caller: "web", Service: "rank"})
+	chans, notes := GRPCChannels(p, eps, GRPCOptions{})
+	if len(chans) != 2 || chans[0].Name() != "web → backend" || chans[1].Name() != "web → rank" {
+		t.Fatalf("channels %v", chans)
+	}
+	var backend grpcConfig
+	if err := json.Unmarshal([]byte(chans[0].Config), &backend); err != nil {
+		t.Fatal(err)
+	}
+	last := backend.MethodConfig[len(backend.MethodConfig)-1]
+	if len(last.Name) != 1 || last.Name[0] != (grpcName{}) || last.Timeout != "0.960000000s" || last.RetryPolicy != nil {
+		t.Errorf("the default method config %+v, want [{}] with the 0.96s timeout and no retries", last)
+	}
+	if backend.Tailscope == nil || backend.Tailscope.Caller != "web" || backend.Tailscope.Service != "backend" || backend.Tailscope.Client != "go" {
+		t.Errorf("tailscope %+v", backend.Tailscope)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "the default: not idempotent (methods not in the logs are taken as not idempotent): its 1 retry is left out") {
+		t.Errorf("notes %q", notes)
+	}
+	var rank grpcConfig
+	_ = json.Unmarshal([]byte(chans[1].Config), &rank)
+	if len(rank.MethodConfig) != 1 || rank.MethodConfig[0].Timeout != "2.000000000s" {
+		t.Errorf("rank: %+v, want the whole-service hop alone as the default", rank)
+	}
+	p.Default.Idempotent = Idempotent
+	chans, _ = GRPCChannels(p, eps, GRPCOptions{})
+	_ = json.Unmarshal([]byte(chans[0].Config), &backend)
+	if last := backend.MethodConfig[len(backend.MethodConfig)-1]; last.RetryPolicy == nil || last.RetryPolicy.MaxAttempts != 2 {
+		t.Errorf("an idempotent default: %+v", last)
+	}
+	if f := chans[0].File(); f != "web/backend.json" {
+		t.Errorf("file %q", f)
+	}
+	if f := (GRPCChannel{Caller: AnyCaller, Service: "a/../b"}).File(); !strings.HasPrefix(f, "_any/a_.._b-") || strings.Count(f, "/") != 1 {
+		t.Errorf("file %q", f)
+	}
+	for _, sel := range []string{"web→backend", "web -> backend", "web → backend"} {
+		if !SameChannel(sel, chans[0]) || SameChannel(sel, chans[1]) {
+			t.Errorf("%q does not select web → backend alone", sel)
+		}
+	}
+}
+
+// TestGRPCNotIdempotent: a method the rule takes as not idempotent
+// (Charge) gets neither retries nor hedges, and its deadline is its
+// timeout; the policy's idempotent: true gives them back.
+func TestGRPCNotIdempotent(t *testing.T) {
+	h := Hop{Timeout: 250 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}, Hedge: Hedge{Delay: 50 * time.Millisecond, Max: 1}}
+	p := &Policy{Hops: map[string]Hop{"charge": h}}
+	eps := []Endpoint{{Hop: "charge", Caller: "checkout", Service: "payment", GRPCService: "shop.Payment", GRPCMethod: "Charge"}}
+	for _, client := range []string{GRPCClientGo, GRPCClientJS} {
+		out, notes := GRPC(p, eps, GRPCOptions{Client: client})
+		m := grpcMethods(t, out, "checkout → payment")["Charge"]
+		if m["retryPolicy"] != nil || m["hedgingPolicy"] != nil || m["timeout"] != "0.250000000s" {
+			t.Errorf("%s: Charge %v, want the 0.25s timeout alone", client, m)
+		}
+		if j := strings.Join(notes, "\n"); !strings.Contains(j, "charge: not idempotent (gRPC method Charge changes state (Charge)): its hedge after 0.05s is left out") ||
+			!strings.Contains(j, "its 2 retries are left out") {
+			t.Errorf("%s: notes %s", client, j)
+		}
+	}
+	h.Idempotent = Idempotent
+	p.Hops["charge"] = h
+	out, _ := GRPC(p, eps, GRPCOptions{})
+	if m := grpcMethods(t, out, "checkout → payment")["Charge"]; m["retryPolicy"] == nil {
+		t.Errorf("idempotent: true: %v", m)
+	}
+}
+
+// The caps: more attempts than gRPC allows are capped, with a note.
 func TestGRPCHedgeCap(t *testing.T) {
-	p := &Policy{Default: Hop{}, Hops: map[string]Hop{"x": {Timeout: time.Second, Retries: 3, Hedge: Hedge{Delay: 10 * time.Millisecond, Max: 4}}}}
-	out, notes := GRPC(p, emitEndpoints(p))
-	if !strings.Contains(out, fmt.Sprintf(`"maxAttempts": %d`, GRPCMaxAttempts)) || !strings.Contains(strings.Join(notes, "\n"), "exceed gRPC's cap") {
-		t.Errorf("no cap:\n%s\n%q", out, notes)
+	p := &Policy{Default: Hop{}, Hops: map[string]Hop{"x": {Timeout: time.Second, Retries: 7, Idempotent: Idempotent, Hedge: Hedge{Delay: 10 * time.Millisecond, Max: 4}}}}
+	for _, client := range []string{GRPCClientGo, GRPCClientJava} {
+		out, notes := GRPC(p, emitEndpoints(p), GRPCOptions{Client: client})
+		if !strings.Contains(out, fmt.Sprintf(`"maxAttempts": %d`, GRPCMaxAttempts)) || !strings.Contains(strings.Join(notes, "\n"), "exceed gRPC's cap") && client == GRPCClientGo {
+			t.Errorf("%s: no cap:\n%s\n%q", client, out, notes)
+		}
 	}
 }
 
@@ -296,7 +403,7 @@ func TestEmitRetryBudgets(t *testing.T) {
 	if len(got) != 2 || got["hedged"] != "20/3" || got["retried"] != "5/1" {
 		t.Errorf("envoy retry budgets %v", got)
 	}
-	out, notes := GRPC(p, emitEndpoints(p))
+	out, notes := GRPC(p, emitEndpoints(p), GRPCOptions{})
 	var gs map[string]struct {
 		RetryThrottling *struct {
 			MaxTokens  int     `json:"maxTokens"`
@@ -314,7 +421,7 @@ func TestEmitRetryBudgets(t *testing.T) {
 		t.Errorf("notes lack each hop's budget: %q", notes)
 	}
 	p.RetryBudgets = nil
-	if out, _ := GRPC(p, emitEndpoints(p)); strings.Contains(out, "retryThrottling") {
+	if out, _ := GRPC(p, emitEndpoints(p), GRPCOptions{}); strings.Contains(out, "retryThrottling") {
 		t.Errorf("retryThrottling without a budget")
 	}
 	if out, _ := Envoy(p, eps, EnvoyOptions{}); strings.Contains(out, "retry_budget") {

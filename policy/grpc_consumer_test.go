@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailscope/tailscope/internal/units"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -47,12 +46,13 @@ func TestGRPCAcceptedByGRPCGo(t *testing.T) {
 	p := emitPolicy()
 	eps := emitEndpoints(p)
 	eps = append(eps, Endpoint{Hop: "plain", Caller: "web", Service: "rank"}) // a whole service
-	out, _ := GRPC(p, eps)
+	out, _ := GRPC(p, eps, GRPCOptions{})
 	chans := grpcChannelsAccepted(t, out)
 	if len(chans) != 2 {
 		t.Errorf("channels %v, want web → backend and web → rank", chans)
 	}
-	if !strings.Contains(string(chans["web → rank"]), `"name": [`) || strings.Contains(string(chans["web → rank"]), `"service"`) {
+	var rank grpcConfig
+	if err := json.Unmarshal(chans["web → rank"], &rank); err != nil || len(rank.MethodConfig) != 1 || len(rank.MethodConfig[0].Name) != 1 || rank.MethodConfig[0].Name[0] != (grpcName{}) {
 		t.Errorf("a whole service is not the channel's default method config: %s", chans["web → rank"])
 	}
 	for _, bad := range []string{
@@ -77,7 +77,7 @@ func TestGRPCOddNames(t *testing.T) {
 		p.Hops[hop] = Hop{Timeout: time.Duration(i+1) * 100 * time.Millisecond}
 		eps = append(eps, Endpoint{Hop: hop, Caller: n, Service: n, GRPCService: "pkg.S", GRPCMethod: "M"})
 	}
-	out, _ := GRPC(p, eps)
+	out, _ := GRPC(p, eps, GRPCOptions{})
 	if strings.ContainsRune(out, '\u202e') || !strings.Contains(out, `\u202e`) {
 		t.Errorf("the bidi override is not escaped:\n%s", out)
 	}
@@ -88,7 +88,7 @@ func TestGRPCOddNames(t *testing.T) {
 			t.Errorf("%q: no channel in %v", n, out)
 			continue
 		}
-		want := units.DecimalSeconds(time.Duration(i+1) * 100 * time.Millisecond)
+		want := GRPCDuration(time.Duration(i+1) * 100 * time.Millisecond)
 		if !strings.Contains(string(cfg), `"timeout": "`+want+`"`) {
 			t.Errorf("%q: %s, want timeout %s", n, cfg, want)
 		}

@@ -453,7 +453,7 @@ func (ps *parser) hop(key string, n *yaml.Node, base Hop) Hop {
 		if isNull(n) {
 			return h
 		}
-		ps.add(n, key, "want a mapping with timeout, retries, backoff, budget_aware, hedge")
+		ps.add(n, key, "want a mapping with timeout, retries, backoff, budget_aware, hedge, idempotent")
 		return h
 	}
 	for _, e := range ps.entries(key, n) {
@@ -470,8 +470,15 @@ func (ps *parser) hop(key string, n *yaml.Node, base Hop) Hop {
 			h.BudgetAware = ps.boolean(full, v)
 		case "hedge":
 			h.Hedge = ps.hedge(full, v)
+		case "idempotent":
+			n0 := len(ps.probs)
+			if ps.boolean(full, v) {
+				h.Idempotent = Idempotent
+			} else if len(ps.probs) == n0 {
+				h.Idempotent = NotIdempotent
+			}
 		default:
-			ps.add(k, full, "unknown key (want timeout, retries, backoff, budget_aware, hedge)")
+			ps.add(k, full, "unknown key (want timeout, retries, backoff, budget_aware, hedge, idempotent)")
 		}
 	}
 	return h

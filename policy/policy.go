@@ -89,7 +89,28 @@ type Hop struct {
 	// Hedge sends extra attempts while one is slow to answer; the zero
 	// Hedge is none.
 	Hedge Hedge
+	// Idempotent says whether the hop's calls may be sent again after
+	// they reached the called service (a retry on a server error or a
+	// timeout, a hedge). Unset, the emitted configs decide per endpoint
+	// by IdempotentRule. The replay does not read it.
+	Idempotent Idempotence
 }
+
+// Idempotence is a hop's idempotent key: unset, true or false.
+type Idempotence int8
+
+const (
+	// IdempotenceUnset leaves it to IdempotentRule.
+	IdempotenceUnset Idempotence = iota
+	// Idempotent: the calls may be repeated.
+	Idempotent
+	// NotIdempotent: a call is sent again only when it cannot have
+	// reached the called service.
+	NotIdempotent
+)
+
+// Set reports whether the policy says it.
+func (i Idempotence) Set() bool { return i != IdempotenceUnset }
 
 // RetryFits reports whether the hop may send a retry with left of the
 // request's time remaining, after waiting backoff: a budget-aware hop
@@ -348,6 +369,9 @@ func writeHop(b *bytes.Buffer, ind string, h Hop, hedgeNone bool) {
 		fmt.Fprintf(b, "%shedge: {delay: %s, max: %d}\n", ind, units.GoDuration(h.Hedge.Delay), h.Hedge.Max)
 	case hedgeNone:
 		fmt.Fprintf(b, "%shedge: none\n", ind)
+	}
+	if h.Idempotent.Set() {
+		fmt.Fprintf(b, "%sidempotent: %t\n", ind, h.Idempotent == Idempotent)
 	}
 }
 

@@ -116,7 +116,7 @@ func runRecommend(e *env, args []string) error {
 			}
 		}
 	case "grpc":
-		out, notes := policy.GRPC(p, rep.Endpoints(hops))
+		out, notes := policy.GRPC(p, rep.Endpoints(hops), policy.GRPCOptions{})
 		body = []byte(out)
 		if !in.quiet {
 			fmt.Fprintln(e.stderr, "tailscope: gRPC's methodConfig timeout covers the whole call with its retries, and maxAttempts counts the first attempt (at most 5).")
