@@ -132,7 +132,7 @@ func read(paths []string, opt Options) (*Logs, error) {
 		}
 		s = &summary.Summary{Accum: l.acc, Stats: l.Stats, HopDef: def}
 	}
-	m, err := summary.MergeFiles(sums)
+	m, err := summary.MergeFilesMax(sums, opt.MaxHops)
 	if err != nil {
 		return &Logs{Stats: &ingest.Stats{}}, err
 	}

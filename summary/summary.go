@@ -315,7 +315,13 @@ func plausible(st *analyze.State) error {
 //
 // A file named twice (or through a link) is merged once, with a note:
 // merged again it would count every span twice.
-func MergeFiles(paths []string) (*Summary, error) {
+func MergeFiles(paths []string) (*Summary, error) { return MergeFilesMax(paths, 0) }
+
+// MergeFilesMax is MergeFiles held to maxHops distinct hops
+// (analyze.DefaultMaxHops when 0), checked after each file: a merge that
+// would hold more stops there with the error the logs read directly get,
+// before it holds them all.
+func MergeFilesMax(paths []string, maxHops int) (*Summary, error) {
 	var s *Summary
 	paths, notes := distinct(paths)
 	defer func() {
@@ -330,9 +336,10 @@ func MergeFiles(paths []string) (*Summary, error) {
 		}
 		if s == nil {
 			s = x
-			continue
+		} else if s, err = Merge(s, x); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		if s, err = Merge(s, x); err != nil {
+		if err := s.Accum.OverHopLimit(maxHops); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 	}

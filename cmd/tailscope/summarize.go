@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/analyze"
 	"io"
 
 	"github.com/tailscope/tailscope/logs"
@@ -88,7 +89,9 @@ func runMerge(e *env, args []string) error {
 	fs := newFlags(e, "merge", mergeUsage)
 	var output string
 	var quiet bool
+	var maxHops int
 	fs.StringVarP(&output, "output", "o", "", "write the merged summary to this file (atomically); - for stdout")
+	fs.IntVar(&maxHops, "max-hops", analyze.DefaultMaxHops, "most distinct hops the merge may hold (protects memory, as for the logs read directly)")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "no notes on stderr")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -103,7 +106,10 @@ func runMerge(e *env, args []string) error {
 	if err := notAnInput(e, output, paths); err != nil {
 		return err
 	}
-	s, err := summary.MergeFiles(paths)
+	if maxHops <= 0 {
+		return usagef("--max-hops %d: want a number above 0", maxHops)
+	}
+	s, err := summary.MergeFilesMax(paths, maxHops)
 	if err != nil {
 		return err
 	}
