@@ -196,8 +196,14 @@ func ReadConfig(path, format string, data []byte) (*Config, error) {
 	if len(cr.cfg.Routes) == 0 {
 		return nil, Problems{{File: path, Msg: "no route in the " + format + " config"}}
 	}
+	var all []*Route
 	for i := range cr.cfg.Routes {
-		r := &cr.cfg.Routes[i]
+		all = append(all, &cr.cfg.Routes[i])
+	}
+	for i := range cr.cfg.Defaults {
+		all = append(all, &cr.cfg.Defaults[i])
+	}
+	for _, r := range all {
 		if r.Regex != "" {
 			re, err := regexp.Compile("^(?:" + r.Regex + ")$")
 			if err != nil {
@@ -339,7 +345,8 @@ func (cr *configReader) envoy(doc *yaml.Node) {
 			cr.add(vh, "virtual_hosts.domains", "no domains")
 			continue
 		}
-		for _, rt := range list(get(vh, "routes")) {
+		rts := list(get(vh, "routes"))
+		for i, rt := range rts {
 			r := Route{Caller: caller, Name: cr.str(get(rt, "name"), "name"), Line: rt.Line}
 			m := get(rt, "match")
 			if m == nil {
@@ -373,6 +380,13 @@ func (cr *configReader) envoy(doc *yaml.Node) {
 			if h.Timeout == 0 {
 				h.Timeout = timeout
 			}
+			if on := cr.str(get(rp, "retry_on"), "retry_policy.retry_on"); retries > 0 && on != "" && beforeUpstream(on) {
+				// Retried only when the request cannot have reached the
+				// upstream: a timeout or a failure the logs show is not
+				// retried.
+				h.Retries = 0
+				cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Envoy: a route retried only on "+on+" (never after the request reached the upstream) is read back without retries: the logs' failures and timeouts are not retried")
+			}
 			if base > 0 {
 				h.Backoff = Backoff{Base: base, Max: bmax, Jitter: JitterFull}
 			}
@@ -385,12 +399,32 @@ func (cr *configReader) envoy(doc *yaml.Node) {
 				h.Timeout = timeout
 			}
 			r.Hop = h
+			// The route named default that ends a virtual host, taking
+			// every path: the default for paths the logs did not show.
+			isDefault := i > 0 && i == len(rts)-1 && r.Name == "default" && r.Prefix == "/" && r.Method == ""
 			for _, s := range services {
 				r.Service = s
-				cr.cfg.Routes = append(cr.cfg.Routes, r)
+				if isDefault {
+					cr.cfg.Defaults = append(cr.cfg.Defaults, r)
+				} else {
+					cr.cfg.Routes = append(cr.cfg.Routes, r)
+				}
 			}
 		}
 	}
+}
+
+// beforeUpstream reports whether a retry_on (Envoy's, Istio's retryOn)
+// retries only what cannot have reached the upstream.
+func beforeUpstream(on string) bool {
+	for _, c := range strings.Split(on, ",") {
+		switch strings.TrimSpace(c) {
+		case "connect-failure", "refused-stream", "reset-before-request", "http3-post-connect-failure", "":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // grpc reads a JSON object of service configs keyed by "caller →

@@ -65,6 +65,14 @@ func (o EnvoyOptions) Cluster(service string) string {
 // num_retries with the retries; the output says so in comments.
 func Envoy(p *Policy, eps []Endpoint, opt EnvoyOptions) (string, []string) {
 	var notes []string
+	var later []string // notes on the routes, after the unmapped endpoints'
+	noted := map[string]bool{}
+	note := func(s string) {
+		if !noted[s] {
+			noted[s] = true
+			later = append(later, s)
+		}
+	}
 	type vhost struct {
 		service string
 		eps     []Endpoint
@@ -93,21 +101,36 @@ func Envoy(p *Policy, eps []Endpoint, opt EnvoyOptions) (string, []string) {
 	b.WriteString("# backoffs of the hop (Envoy's semantics), capped by the budget.\n")
 	b.WriteString("# Not covered: the request budget across calls and budget-aware retries (Envoy has neither; set the\n")
 	b.WriteString("# budget as the deadline at the entry); a route matches the calls' paths, so calls of hops the logs\n")
-	b.WriteString("# did not map are not routed here (listed below).\n")
-	writeNotes(&b, notes)
+	b.WriteString("# did not map are not routed here (listed below). Each virtual host ends with a route named default\n")
+	b.WriteString("# carrying the policy's default, for paths the logs did not show (Envoy answers 404 where no route\n")
+	b.WriteString("# matches).\n")
+	b.WriteString("# A call is resent after it reached the upstream (a retry on a server error, a reset or a per-try\n")
+	b.WriteString("# timeout, a hedge) only when idempotent: the policy's idempotent key, else by HTTP method (GET, HEAD,\n")
+	b.WriteString("# OPTIONS, TRACE, PUT, DELETE) or gRPC verb (Get, List, Read, Query, Check, Watch, ...); any other is\n")
+	b.WriteString("# retried only on " + envoyBeforeUpstream + ", never hedged.\n")
+	var body strings.Builder
 	for _, caller := range sortedKeys(callers) {
-		b.WriteString("---\n# envoy.config.route.v3.RouteConfiguration\n")
-		fmt.Fprintf(&b, "name: %s\nvirtual_hosts:\n", quoteKey(caller))
+		body.WriteString("---\n# envoy.config.route.v3.RouteConfiguration\n")
+		fmt.Fprintf(&body, "name: %s\nvirtual_hosts:\n", quoteKey(caller))
 		for _, svc := range sortedKeys(callers[caller]) {
 			v := callers[caller][svc]
-			fmt.Fprintf(&b, "- name: %s\n  domains: [%s, %s]\n  routes:\n", quoteKey(svc), quoteKey(svc), quoteKey(svc+":*"))
+			fmt.Fprintf(&body, "- name: %s\n  domains: [%s, %s]\n  routes:\n", quoteKey(svc), quoteKey(svc), quoteKey(svc+":*"))
 			sort.SliceStable(v.eps, func(i, j int) bool { return envoyOrder(v.eps[i]) < envoyOrder(v.eps[j]) })
+			catchAll, grpc := false, false
 			for _, e := range v.eps {
-				envoyRoute(&b, p, e, opt)
+				envoyRoute(&body, p, e, opt, note)
+				catchAll = catchAll || e.Whole() && e.Method == ""
+				grpc = grpc || e.IsGRPC()
+			}
+			if !catchAll {
+				envoyDefaultRoute(&body, p, svc, grpc, opt, note)
 			}
 		}
 	}
-	envoyClusters(&b, p, eps, opt, &notes)
+	envoyClusters(&body, p, eps, opt, &later)
+	notes = append(notes, later...)
+	writeNotes(&b, notes)
+	b.WriteString(body.String())
 	return b.String(), notes
 }
 
@@ -124,7 +147,7 @@ func envoyOrder(e Endpoint) int {
 	return 0
 }
 
-func envoyRoute(b *strings.Builder, p *Policy, e Endpoint, opt EnvoyOptions) {
+func envoyRoute(b *strings.Builder, p *Policy, e Endpoint, opt EnvoyOptions, note func(string)) {
 	h := p.For(e.Hop)
 	fmt.Fprintf(b, "  - name: %s\n    match:\n", quoteKey(e.Hop))
 	switch {
@@ -138,25 +161,79 @@ func envoyRoute(b *strings.Builder, p *Policy, e Endpoint, opt EnvoyOptions) {
 	if e.Method != "" {
 		fmt.Fprintf(b, "      headers: [{name: \":method\", string_match: {exact: %s}}]\n", e.Method)
 	}
+	idem, why := idempotentFor(h, e)
+	envoyAction(b, p, e.Hop, h, idem, why, e.IsGRPC(), opt.Cluster(e.Service), note)
+}
+
+// envoyDefaultRoute is a virtual host's last route: every other path of
+// the service (a method the logs did not show) gets the policy's default
+// rather than Envoy's 404 for a request no route takes.
+func envoyDefaultRoute(b *strings.Builder, p *Policy, service string, grpc bool, opt EnvoyOptions, note func(string)) {
+	b.WriteString("  # the policy's default, for every path the routes above do not take\n")
+	b.WriteString("  - name: default\n    match:\n      prefix: \"/\"\n")
+	idem, why := idempotentDefault(p.Default)
+	envoyAction(b, p, "the default", p.Default, idem, why, grpc, opt.Cluster(service), note)
+}
+
+// envoyRetryOn are the conditions Envoy retries on: for a call that may
+// be resent, server errors, resets (a per-try timeout among them) and
+// connection failures; for one that may not, only what cannot have
+// reached the upstream (a connection that failed, a stream the upstream
+// refused, a reset before the request was sent).
+func envoyRetryOn(grpc, idem bool) string {
+	switch {
+	case !idem:
+		return envoyBeforeUpstream
+	case grpc:
+		return "unavailable,resource-exhausted,reset,connect-failure,refused-stream"
+	}
+	return "5xx,reset,connect-failure,refused-stream"
+}
+
+// envoyBeforeUpstream is retry_on for a call that is not idempotent.
+const envoyBeforeUpstream = "connect-failure,refused-stream,reset-before-request"
+
+// envoyAction writes a route's action: the cluster, the route timeout
+// over every attempt and backoff, and the retry policy of the hop's
+// policy h (label names it in notes; idem says whether its calls may be
+// resent after they reached the upstream, why says why).
+func envoyAction(b *strings.Builder, p *Policy, label string, h Hop, idem bool, why string, grpc bool, cluster string, note func(string)) {
 	b.WriteString("    route:\n")
-	fmt.Fprintf(b, "      cluster: %s\n", quoteKey(opt.Cluster(e.Service)))
+	fmt.Fprintf(b, "      cluster: %s\n", quoteKey(cluster))
 	fmt.Fprintf(b, "      timeout: %s\n", units.DecimalSeconds(callBound(p, h)))
-	hedged := h.Hedge.Delay > 0
+	hedged := h.Hedge.Delay > 0 && idem
+	if h.Hedge.Delay > 0 && !idem {
+		note(fmt.Sprintf("%s: not idempotent (%s): its hedge after %s is left out: a hedge resends a request the upstream may already act on (set idempotent: true in the policy if it is safe)",
+			label, why, units.DecimalSeconds(h.Hedge.Delay)))
+	}
 	if h.Retries == 0 && !hedged {
 		b.WriteString("      retry_policy: {num_retries: 0}\n")
 		return
 	}
-	b.WriteString("      retry_policy:\n")
-	if e.IsGRPC() {
-		b.WriteString("        retry_on: \"unavailable,resource-exhausted,reset,connect-failure\"\n")
+	if idem {
+		writeComment(b, "      ", "idempotent: "+why+": retried after server errors, resets and per-try timeouts")
 	} else {
-		b.WriteString("        retry_on: \"5xx,reset,connect-failure\"\n")
+		writeComment(b, "      ", "not idempotent: "+why+": retried only when the request cannot have reached the upstream (set idempotent: true in the policy if it is safe)")
+		note(fmt.Sprintf("%s: not idempotent (%s): retried only on %s, never after the request reached the upstream", label, why, envoyBeforeUpstream))
 	}
+	b.WriteString("      retry_policy:\n")
+	fmt.Fprintf(b, "        retry_on: %q\n", envoyRetryOn(grpc, idem))
 	switch {
 	case hedged:
-		fmt.Fprintf(b, "        num_retries: %d  # %d %s and %d %s share Envoy's retries\n", h.Retries+h.Hedge.Max,
-			h.Retries, units.Plural(h.Retries, "retry", "retries"), h.Hedge.Max, units.Plural(h.Hedge.Max, "hedge", "hedges"))
+		// Envoy counts hedges and retries in one num_retries, and a hedge
+		// on a per-try timeout does not cancel the attempt: a slow call
+		// is sent num_retries + 1 times, one every delay. num_retries is
+		// the policy's retries (its hedges when it has none), so that a
+		// call never goes out more often than the policy sends it.
+		n := h.Retries
+		if n == 0 {
+			n = h.Hedge.Max
+		}
+		fmt.Fprintf(b, "        num_retries: %d  # hedges and retries share it: a slow call is sent at most %d times, one every %s\n", n, n+1, units.DecimalSeconds(h.Hedge.Delay))
 		fmt.Fprintf(b, "        per_try_timeout: %s  # the hedge delay: Envoy hedges only on a per-try timeout\n", units.DecimalSeconds(h.Hedge.Delay))
+		if n > h.Hedge.Max {
+			note(fmt.Sprintf("%s: Envoy counts hedges and retries in one num_retries (%d, the policy's retries): a slow call can have %d attempts in flight where the policy hedges %d at a time", label, n, n+1, h.Hedge.Max))
+		}
 	default:
 		fmt.Fprintf(b, "        num_retries: %d\n", h.Retries)
 		if h.Timeout > 0 {

@@ -136,7 +136,12 @@ func TestEnvoyEmit(t *testing.T) {
 	if vh["name"] != "backend" || fmt.Sprint(vh["domains"]) != "[backend backend:*]" {
 		t.Errorf("virtual host %v, want backend with its domains", vh)
 	}
-	for _, r := range vh["routes"].([]any) {
+	routeList := vh["routes"].([]any)
+	if last := routeList[len(routeList)-1].(map[string]any); last["name"] != "default" || last["match"].(map[string]any)["prefix"] != "/" ||
+		last["route"].(map[string]any)["timeout"] != "1s" || fmt.Sprint(last["route"].(map[string]any)["retry_policy"]) != "map[num_retries:0]" {
+		t.Errorf("the last route %v, want the default: prefix /, the policy's 1s default, no retries", last)
+	}
+	for _, r := range routeList[:len(routeList)-1] {
 		r := r.(map[string]any)
 		m := r["match"].(map[string]any)
 		if m["path"] != "/pkg.Backend/"+r["name"].(string) || r["route"].(map[string]any)["cluster"] != "backend" {
@@ -152,8 +157,15 @@ func TestEnvoyEmit(t *testing.T) {
 		}
 		rp := rt["retry_policy"].(map[string]any)
 		h := p.Hops[n]
-		if rp["per_try_timeout"] != units.DecimalSeconds(h.Hedge.Delay) || rp["num_retries"] != h.Retries+h.Hedge.Max {
-			t.Errorf("%s: retry_policy %v, want per_try_timeout %s (the delay) and num_retries %d", n, rp, units.DecimalSeconds(h.Hedge.Delay), h.Retries+h.Hedge.Max)
+		// num_retries is the policy's retries (its hedges without
+		// retries): a slow call is never sent more often than the policy
+		// sends it.
+		want := h.Retries
+		if want == 0 {
+			want = h.Hedge.Max
+		}
+		if rp["per_try_timeout"] != units.DecimalSeconds(h.Hedge.Delay) || rp["num_retries"] != want {
+			t.Errorf("%s: retry_policy %v, want per_try_timeout %s (the delay) and num_retries %d", n, rp, units.DecimalSeconds(h.Hedge.Delay), want)
 		}
 	}
 	for _, n := range []string{"retried", "plain"} {

@@ -128,3 +128,81 @@ func TestEnvoyOddNames(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvoyDefaultAndIdempotency: every virtual host of every route
+// configuration, read by go-control-plane, ends with a route that takes
+// every path with the policy's default (an unlisted method gets it, not a
+// 404); a method that is not idempotent (Charge, a POST) is retried only
+// on connect-failure, refused-stream and reset-before-request, never on
+// reset or a server error, and is never hedged; an idempotent one (GetCart)
+// is retried on reset; read back, the default is a default route, and a
+// route retried only before the upstream has no retries.
+func TestEnvoyDefaultAndIdempotency(t *testing.T) {
+	retried := Hop{Timeout: 250 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 40 * time.Millisecond}, Hedge: Hedge{Delay: 60 * time.Millisecond, Max: 1}}
+	p := &Policy{Budget: 5 * time.Second, Default: Hop{Timeout: 1500 * time.Millisecond, Retries: 1}, Hops: map[string]Hop{"charge": retried, "get": retried, "order": retried}}
+	eps := []Endpoint{
+		{Hop: "charge", Caller: "checkout", Service: "payment", GRPCService: "shop.Payment", GRPCMethod: "Charge"},
+		{Hop: "get", Caller: "checkout", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "GetCart"},
+		{Hop: "order", Caller: "web", Service: "orders", Method: "POST", Route: "/order"},
+	}
+	out, notes := Envoy(p, eps, EnvoyOptions{})
+	rcs, _, err := envoyValidate(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	routes := map[string]*routev3.Route{}
+	for _, rc := range rcs {
+		for _, vh := range rc.GetVirtualHosts() {
+			rs := vh.GetRoutes()
+			d := rs[len(rs)-1]
+			if d.GetName() != "default" || d.GetMatch().GetPrefix() != "/" || d.GetRoute().GetTimeout().AsDuration() != callBound(p, p.Default) ||
+				d.GetRoute().GetRetryPolicy().GetRetryOn() != envoyBeforeUpstream {
+				t.Errorf("%s %s: last route %v, want the default (not idempotent: methods not in the logs)", rc.GetName(), vh.GetName(), d)
+			}
+			for _, r := range rs[:len(rs)-1] {
+				routes[r.GetName()] = r
+			}
+		}
+	}
+	for _, n := range []string{"charge", "order"} {
+		r := routes[n].GetRoute()
+		on := r.GetRetryPolicy().GetRetryOn()
+		if on != "connect-failure,refused-stream,reset-before-request" || strings.Contains(","+on+",", ",reset,") || strings.Contains(on, "5xx") || r.GetHedgePolicy() != nil ||
+			r.GetRetryPolicy().GetPerTryTimeout().AsDuration() != 250*time.Millisecond {
+			t.Errorf("%s: %v, want retries only before the upstream, no hedge", n, r)
+		}
+	}
+	get := routes["get"].GetRoute()
+	if !strings.Contains(get.GetRetryPolicy().GetRetryOn(), "reset") || !get.GetHedgePolicy().GetHedgeOnPerTryTimeout() || get.GetRetryPolicy().GetNumRetries().GetValue() != 2 {
+		t.Errorf("get: %v, want retries on reset and the hedge, num_retries the policy's 2", get)
+	}
+	if !strings.Contains(out, "# not idempotent: gRPC method Charge changes state (Charge): retried only when") ||
+		!strings.Contains(out, "# idempotent: gRPC method GetCart reads (Get)") || !strings.Contains(out, "# not idempotent: HTTP POST is not idempotent") {
+		t.Errorf("the output does not say which calls are idempotent and why:\n%s", out)
+	}
+	if j := strings.Join(notes, "\n"); !strings.Contains(j, "charge: not idempotent (gRPC method Charge changes state (Charge)): its hedge after 0.06s is left out") ||
+		!strings.Contains(j, "get: Envoy counts hedges and retries in one num_retries (2, the policy's retries)") {
+		t.Errorf("notes:\n%s", j)
+	}
+	cfg, err := ReadConfig("e.yaml", "envoy", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Defaults) != 3 || len(cfg.Routes) != 3 {
+		t.Fatalf("routes %d, defaults %d", len(cfg.Routes), len(cfg.Defaults))
+	}
+	for _, r := range cfg.Routes {
+		want := 0
+		if r.Name == "get" {
+			want = 1 // one of the two is the hedge
+		}
+		if r.Hop.Retries != want {
+			t.Errorf("%s read back with %d retries, want %d", r.Name, r.Hop.Retries, want)
+		}
+	}
+	for _, d := range cfg.Defaults {
+		if d.Hop.Timeout != 1500*time.Millisecond || d.Hop.Retries != 0 || d.Prefix != "/" {
+			t.Errorf("default read back as %+v", d)
+		}
+	}
+}
