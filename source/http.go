@@ -159,7 +159,7 @@ func (f *fetcher) once(ctx context.Context, u *url.URL) (body []byte, status int
 		return nil, 0, 0, err
 	}
 	defer resp.Body.Close()
-	body, err = io.ReadAll(io.LimitReader(resp.Body, f.o.MaxResponse+1))
+	body, err = f.readBody(ctx, resp.Body)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("response not read within %v (--fetch-timeout)", f.o.Timeout)
@@ -189,4 +189,37 @@ func parseRetryAfter(v string) time.Duration {
 		return time.Until(t)
 	}
 	return 0
+}
+
+// readBody reads a response body within one memory budget for all the
+// request slots: each reads up to its share of MaxResponse freely, and
+// only the one holding f.big may read on, up to MaxResponse. A gzip bomb
+// or an endless body then costs at most MaxResponse + (Concurrency − 1)
+// shares in flight, not MaxResponse in every slot (5.5 GB with 16 slots).
+func (f *fetcher) readBody(ctx context.Context, r io.Reader) ([]byte, error) {
+	share := max(f.o.MaxResponse/int64(max(f.o.Concurrency, 1)), 1<<20)
+	if share >= f.o.MaxResponse {
+		return io.ReadAll(io.LimitReader(r, f.o.MaxResponse+1))
+	}
+	body, err := io.ReadAll(io.LimitReader(r, share+1))
+	if err != nil || int64(len(body)) <= share {
+		return body, err
+	}
+	select {
+	case f.big <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-f.big }()
+	if f.tooLarge.Load() {
+		// A slot before this one met an answer over the cap: the fetch
+		// ends on that error, and this one would only read as much again.
+		return nil, fmt.Errorf("%w: over %d bytes (an answer before it was too)", errTooLarge, f.o.MaxResponse)
+	}
+	rest, err := io.ReadAll(io.LimitReader(r, f.o.MaxResponse+1-int64(len(body))))
+	body = append(body, rest...)
+	if int64(len(body)) > f.o.MaxResponse {
+		f.tooLarge.Store(true)
+	}
+	return body, err
 }

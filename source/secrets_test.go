@@ -126,3 +126,36 @@ func TestOneTraceOverTheCap(t *testing.T) {
 		t.Errorf("with the cap raised: %v, %v", got, err)
 	}
 }
+
+// Endless answers on every slot: what the fetch reads is bounded by one
+// budget for all the slots (MaxResponse, and a share for each other
+// slot), not MaxResponse in each (8 slots of 32 MB read 256 MB).
+func TestEndlessBodiesShareOneBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams a few hundred MB over loopback")
+	}
+	var written atomic.Int64
+	chunk := []byte(strings.Repeat("[", 64<<10))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for r.Context().Err() == nil {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	const max = 32 << 20
+	o := source.Options{Since: t0, Until: t0.Add(8 * time.Minute), Slice: time.Minute, Concurrency: 8, MaxResponse: max, Retries: -1}
+	_, _, _, err := fetchAll(t, "zipkin://"+host(srv), o)
+	if err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("err %v: want the answer refused as too large", err)
+	}
+	srv.CloseClientConnections()
+	// Read: at most max + 7 shares of max/8; socket buffers on both sides
+	// add a few MB a connection.
+	if w, limit := written.Load(), int64(max+7*(max/8)+8*8<<20); w > limit {
+		t.Errorf("the server wrote %d MB before the fetch stopped, above %d MB", w>>20, limit>>20)
+	}
+}

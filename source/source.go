@@ -166,11 +166,11 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultSlice       = 0
-	DefaultMinSlice    = 0
+	DefaultSlice    = 0
+	DefaultMinSlice = 0
 	// MaxSlices bounds the first cut: a --fetch-slice that cuts the window
 	// into more slices than this cannot finish (a request each).
-	MaxSlices = 1_000_000
+	MaxSlices          = 1_000_000
 	DefaultLimit       = 500
 	DefaultConcurrency = 4
 	DefaultTimeout     = 30 * time.Second

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,7 +71,7 @@ func Open(ctx context.Context, raw string, o Options) (*Stream, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
-	f := &fetcher{t: t, o: o, sem: make(chan struct{}, o.Concurrency)}
+	f := &fetcher{t: t, o: o, sem: make(chan struct{}, o.Concurrency), big: make(chan struct{}, 1)}
 	f.prog.Source = t.Raw
 	f.cond = sync.NewCond(&f.mu)
 	s := &Stream{pr: pr, cancel: cancel, done: make(chan struct{}), f: f}
@@ -90,6 +91,9 @@ type fetcher struct {
 	t   *Target
 	o   Options
 	sem chan struct{} // one slot per request in flight
+	big chan struct{} // the one slot that may read past its share (readBody)
+	// tooLarge is set once an answer went over MaxResponse (readBody).
+	tooLarge atomic.Bool
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -105,11 +109,11 @@ type fetcher struct {
 	cursor   time.Time
 	services []string
 	tail     *piece
-	sampled []sampledSlice
-	partial int             // Tempo traces returned PARTIAL
-	partMsg string          // the first PARTIAL message
-	gone    int             // Tempo traces found by search, then not found
-	noTime  map[string]bool // traces no span of which says when (no slice owns them)
+	sampled  []sampledSlice
+	partial  int             // Tempo traces returned PARTIAL
+	partMsg  string          // the first PARTIAL message
+	gone     int             // Tempo traces found by search, then not found
+	noTime   map[string]bool // traces no span of which says when (no slice owns them)
 }
 
 // piece is a slice of the window (for Jaeger, of one service's spans).
