@@ -535,7 +535,8 @@ func (cr *configReader) istio(doc *yaml.Node) {
 		cr.add(doc, "spec.hosts", "a VirtualService without hosts")
 		return
 	}
-	for _, hr := range list(get(spec, "http")) {
+	hrs := list(get(spec, "http"))
+	for i, hr := range hrs {
 		timeout := cr.dur(get(hr, "timeout"), "http.timeout")
 		rt := get(hr, "retries")
 		h := Hop{Timeout: timeout, Retries: 2} // Istio retries twice unless told
@@ -544,6 +545,13 @@ func (cr *configReader) istio(doc *yaml.Node) {
 			if pt := cr.dur(get(rt, "perTryTimeout"), "retries.perTryTimeout"); pt > 0 {
 				h.Timeout = pt
 			}
+			if bo := cr.dur(get(rt, "backoff"), "retries.backoff"); bo > 0 {
+				h.Backoff = Backoff{Base: bo, Max: 10 * bo, Jitter: JitterFull} // Envoy's maximum and jitter
+			}
+			if on := cr.str(get(rt, "retryOn"), "retries.retryOn"); h.Retries > 0 && on != "" && beforeUpstream(on) {
+				h.Retries, h.Backoff = 0, Backoff{}
+				cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Istio: a route retried only on "+on+" (never after the request reached the service) is read back without retries: the logs' failures and timeouts are not retried")
+			}
 		} else {
 			cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Istio: a route without retries is retried twice (Istio's default); read back so")
 		}
@@ -551,7 +559,14 @@ func (cr *configReader) istio(doc *yaml.Node) {
 		matches := list(get(hr, "match"))
 		if len(matches) == 0 {
 			for _, s := range services {
-				cr.cfg.Routes = append(cr.cfg.Routes, Route{Service: s, Prefix: "/", Name: name, Line: hr.Line, Hop: h})
+				r := Route{Service: s, Prefix: "/", Name: name, Line: hr.Line, Hop: h}
+				if i > 0 && i == len(hrs)-1 && name == "default" {
+					// The route named default that ends the list: the
+					// default for callers and paths the logs did not show.
+					cr.cfg.Defaults = append(cr.cfg.Defaults, r)
+				} else {
+					cr.cfg.Routes = append(cr.cfg.Routes, r)
+				}
 			}
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,14 @@ func istioValidate(out string) (map[string]*networkingv1.VirtualService, error) 
 		if err := protojson.Unmarshal(js, vs); err != nil {
 			return nil, fmt.Errorf("document %d: %v\n%s", i, err, js)
 		}
+		for _, h := range vs.GetHttp() {
+			if err := istioRetryOn(h.GetRetries().GetRetryOn()); err != nil {
+				return nil, fmt.Errorf("document %d: route %s: %v", i, h.GetName(), err)
+			}
+			if h.GetRetries().GetBackoff() != nil && h.GetRetries().GetBackoff().AsDuration() < time.Millisecond {
+				return nil, fmt.Errorf("document %d: route %s: backoff below 1ms", i, h.GetName())
+			}
+		}
 		name := d["metadata"].(map[string]any)["name"].(string)
 		if !regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`).MatchString(name) {
 			return nil, fmt.Errorf("document %d: %q is not a Kubernetes object name", i, name)
@@ -63,6 +72,29 @@ func istioValidate(out string) (map[string]*networkingv1.VirtualService, error) 
 		vss[vs.GetHosts()[0]] = vs
 	}
 	return vss, nil
+}
+
+// istioRetryPolicies are the retryOn values Istio's validation admits
+// (istio.io/istio pkg/config/validation, supportedRetryOnPolicies, recent
+// releases): Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on policies;
+// an HTTP status code is admitted too.
+var istioRetryPolicies = map[string]bool{"5xx": true, "gateway-error": true, "reset": true, "reset-before-request": true,
+	"connect-failure": true, "retriable-4xx": true, "refused-stream": true, "retriable-status-codes": true, "retriable-headers": true,
+	"envoy-ratelimited": true, "http3-post-connect-failure": true,
+	"cancelled": true, "deadline-exceeded": true, "internal": true, "resource-exhausted": true, "unavailable": true}
+
+// istioRetryOn validates a retryOn as Istio does.
+func istioRetryOn(on string) error {
+	if on == "" {
+		return nil
+	}
+	for _, p := range strings.Split(on, ",") {
+		p = strings.TrimSpace(p)
+		if _, err := strconv.Atoi(p); err != nil && !istioRetryPolicies[p] {
+			return fmt.Errorf("retryOn %q: %q is not a retry policy Istio knows", on, p)
+		}
+	}
+	return nil
 }
 
 // TestIstioAcceptedByIstioAPI: the VirtualServices of a policy over gRPC,
@@ -314,6 +346,67 @@ func TestLinkerdOddNames(t *testing.T) {
 		re := regexp.MustCompile("^(?:" + r["condition"].(map[string]any)["pathRegex"].(string) + ")$")
 		if !re.MatchString("/" + r["name"].(string)) {
 			t.Errorf("%s: route %v does not match /%s", name, r, r["name"])
+		}
+	}
+}
+
+// TestIstioDefaultBackoffIdempotency: each VirtualService, read strictly
+// by istio.io/api, ends with a route named default without a match (any
+// caller, any path) carrying the policy's default, so that a caller or a
+// method the logs did not show is not answered 404; a retried route
+// carries its backoff; a method that is not idempotent (Charge, a POST) is
+// never retried on reset or a server error; read back, the default is a
+// default route and the backoff Envoy's.
+func TestIstioDefaultBackoffIdempotency(t *testing.T) {
+	retried := Hop{Timeout: 250 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 60 * time.Millisecond}}
+	p := &Policy{Budget: 5 * time.Second, Default: Hop{Timeout: 1500 * time.Millisecond}, Hops: map[string]Hop{"charge": retried, "get": retried, "order": retried}}
+	eps := []Endpoint{
+		{Hop: "charge", Caller: "checkout", Service: "payment", GRPCService: "shop.Payment", GRPCMethod: "Charge"},
+		{Hop: "get", Caller: "checkout", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "GetCart"},
+		{Hop: "order", Caller: "web", Service: "orders", Method: "POST", Route: "/order"},
+	}
+	out, notes := Istio(p, eps, "shop")
+	vss, err := istioValidate(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(vss) != 3 {
+		t.Fatalf("%d VirtualServices", len(vss))
+	}
+	for host, vs := range vss {
+		hs := vs.GetHttp()
+		d := hs[len(hs)-1]
+		if d.GetName() != "default" || len(d.GetMatch()) != 0 || d.GetTimeout().AsDuration() != 1500*time.Millisecond ||
+			d.GetRetries() == nil || d.GetRetries().GetAttempts() != 0 || d.GetRoute()[0].GetDestination().GetHost() != host {
+			t.Errorf("%s: last route %v, want the default", host, d)
+		}
+		r := hs[0].GetRetries()
+		if r.GetBackoff().AsDuration() != 10*time.Millisecond || r.GetAttempts() != 2 {
+			t.Errorf("%s: retries %v, want the 10ms backoff", host, r)
+		}
+		on := "," + r.GetRetryOn() + ","
+		reset := strings.Contains(on, ",reset,")
+		if wantReset := host == "cart"; reset != wantReset || !wantReset && (strings.Contains(on, "5xx") || !strings.Contains(on, "reset-before-request")) {
+			t.Errorf("%s: retryOn %s (reset %v, want %v)", host, r.GetRetryOn(), reset, wantReset)
+		}
+	}
+	if j := strings.Join(notes, "\n"); strings.Contains(j, "Istio sets no backoff") || !strings.Contains(j, "the policy's maximum 0.06s is not said") {
+		t.Errorf("notes:\n%s", j)
+	}
+	cfg, err := ReadConfig("i.yaml", "istio", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Defaults) != 3 || len(cfg.Routes) != 3 {
+		t.Fatalf("routes %+v\ndefaults %+v", cfg.Routes, cfg.Defaults)
+	}
+	for _, r := range cfg.Routes {
+		want := 0
+		if r.Name == "get" {
+			want = 2
+		}
+		if r.Hop.Retries != want || want > 0 && r.Hop.Backoff.Base != 10*time.Millisecond {
+			t.Errorf("%s read back as %+v, want %d retries", r.Name, r.Hop, want)
 		}
 	}
 }
