@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
@@ -459,10 +460,14 @@ type Part struct {
 	hops map[string]*hopAcc
 	// recent finds a hop's accumulator by its string's address without
 	// hashing it: readers intern hop names, so a hop's spans share one
-	// string (a miss falls back to the map).
-	recent [65]*hopAcc // 2-way: a hop may sit in its slot or the next
-	n      int64
-	quiet  int // spans since the last publish
+	// string (a miss falls back to the map). 2-way: a hop may sit in its
+	// slot or the next, of 1<<recentBits slots (and one past them); the
+	// slots grow with the hops (see grow), so that a log's hops all find
+	// a slot and the map is left for new names.
+	recent     []*hopAcc
+	recentBits uint
+	n          int64
+	quiet      int // spans since the last publish
 	// dirty lists the hops that gained attempts since the last publish,
 	// so that publishing costs what the Part added, not what it holds
 	// (with hundreds of thousands of hops, a walk over all of them every
@@ -488,13 +493,38 @@ const publishEvery = 8192
 // other and with Ordered; Merge must not.
 func (a *Accum) Part() *Part { return &Part{a: a, hops: map[string]*hopAcc{}} }
 
+// Part.recent's size: 1<<recentBits slots, from minRecentBits, grown
+// while the Part holds more hops than a quarter of them, up to
+// maxRecentBits (256 KB of pointers: past that the hops' own state no
+// longer stays in any cache, and a slot saves little over the map).
+const (
+	minRecentBits = 6
+	maxRecentBits = 15
+)
+
+// grow sizes recent for the hops the Part holds: empty slots at first, a
+// hop takes one again on its next span.
+func (p *Part) grow() {
+	bits := max(p.recentBits, minRecentBits)
+	for bits < maxRecentBits && len(p.hops) > 1<<bits/4 {
+		bits++
+	}
+	if bits != p.recentBits || p.recent == nil {
+		p.recentBits = bits
+		p.recent = make([]*hopAcc, 1<<bits+1)
+	}
+}
+
 // Add records sp's attempt in the Part's hop statistics and reports
 // whether Accum.Ordered must see sp. Like Accum.Add it keeps nothing of
 // sp's strings but the hop name.
 func (p *Part) Add(sp *span.Span) bool {
 	p.n++
 	hop := sp.Hop
-	k := uint64(uintptr(unsafe.Pointer(unsafe.StringData(hop)))) * 0x9E3779B97F4A7C15 >> 58 // 64 sets of 2
+	if p.recent == nil {
+		p.grow()
+	}
+	k := uint64(uintptr(unsafe.Pointer(unsafe.StringData(hop)))) * 0x9E3779B97F4A7C15 >> (64 - p.recentBits)
 	h := p.recent[k]
 	if h == nil || h.name != hop {
 		if h2 := p.recent[k+1]; h2 != nil && h2.name == hop {
@@ -504,6 +534,10 @@ func (p *Part) Add(sp *span.Span) bool {
 			if h == nil && len(p.hops) < p.a.maxHops() {
 				h = &hopAcc{name: hop, first: firstOf(sp)}
 				p.hops[hop] = h
+				if len(p.hops) > 1<<p.recentBits/4 && p.recentBits < maxRecentBits {
+					p.grow()
+					k = uint64(uintptr(unsafe.Pointer(unsafe.StringData(hop)))) * 0x9E3779B97F4A7C15 >> (64 - p.recentBits)
+				}
 			}
 			if h == nil {
 				p.a.overHops.Store(true) // one hop more than MaxHops: see HopLimit
@@ -588,17 +622,45 @@ func (a *Accum) Merge(p *Part) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		if h := a.hopOf(name); h != nil {
-			h.merge(p.hops[name])
-		}
+	// The hops are found (and made) in name order, as one loop would;
+	// each hop's merge then reads and writes that hop alone, so the hops
+	// merge on all cores (package par).
+	hs := make([]*hopAcc, len(names))
+	for i, name := range names {
+		hs[i] = a.hopOf(name)
 	}
+	par.Ranges(len(names), mergeMinPer, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if h := hs[i]; h != nil {
+				h.merge(p.hops[names[i]])
+			}
+		}
+	})
 	*p = Part{a: a, hops: map[string]*hopAcc{}}
 }
+
+// mergeMinPer is the fewest hops a goroutine of Merge takes.
+const mergeMinPer = 64
 
 // merge adds o's attempts to h, in the form Add would have left them: a
 // hop past the exact range has all three digests sketched.
 func (h *hopAcc) merge(o *hopAcc) {
+	if h.n == 0 && o.succ.Exact() && o.flagged.Exact() && o.other.Exact() {
+		// Into an empty hop, o's values as they are, sorted: what merging
+		// them into empty digests leaves, without copying them (o is
+		// emptied by the caller). o is within the exact range (a hop past
+		// it has its digests sketched).
+		o.succ.Sorted()
+		o.flagged.Sorted()
+		o.other.Sorted()
+		h.first = o.first
+		h.n, h.failed, h.cut = o.n, o.failed, o.cut
+		h.succ, h.flagged, h.other = o.succ, o.flagged, o.other
+		o.succ, o.flagged, o.other = quantile.Digest{}, quantile.Digest{}, quantile.Digest{}
+		h.ex.merge(&o.ex)
+		h.at, o.at = o.at, nil
+		return
+	}
 	if h.n+o.n > quantile.ExactLimit {
 		// Sketch first, so that o's exact values go straight into bins
 		// instead of being appended to h's and then binned.
@@ -729,7 +791,7 @@ func (a *Accum) Measure(reqs []*span.Request, probs span.Problems, opt Options) 
 	if a.Sampled() {
 		src.fill = a.fill
 	}
-	return measure(a.spans, reqs, probs, opt, src)
+	return measure(spanPointers(a.spans), reqs, probs, opt, src)
 }
 
 // Complete finishes a report of what was accumulated once it is
