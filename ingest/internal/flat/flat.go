@@ -200,6 +200,8 @@ type flatRecord struct {
 	// named by them, only the spans that go on need them.
 	lazy   bool
 	intern *record.Interner
+	// hops fronts intern for the hop names (hopintern.go).
+	hops hopIntern
 	// block is the buffer the record's text lies in when ids may alias
 	// it (Options.Borrowed; see idString).
 	block []byte
@@ -237,7 +239,7 @@ type flatRecord struct {
 }
 
 // reset clears what one line sets and keeps the state carried across lines
-// (intern, block, keys, lazy, units, probe, the buffers of soft, at and
+// (intern, hops, block, keys, lazy, units, probe, the buffers of soft, at and
 // nested). It clears field by field, in place: assigning a whole new
 // record (680 bytes) built it on the stack and copied it over, a quarter
 // of the fast path's own cost. TestRecordReset fails for a field added
@@ -339,7 +341,7 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	case fKind:
 		sp.Kind = record.NormKind(v)
 	case fHop:
-		sp.Hop = r.intern.Get(v)
+		sp.Hop = r.hops.get(r.intern, v)
 	case fPeer:
 		sp.Peer = r.intern.Get(v)
 	case fStart, fStartMs, fStartUs, fStartS, fEnd:

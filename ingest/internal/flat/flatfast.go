@@ -143,7 +143,7 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			if !str && !num {
 				return false
 			}
-			rec.sp.Hop = rec.intern.Get(v)
+			rec.sp.Hop = rec.hops.get(rec.intern, v)
 		case ent.f == fNone:
 			// A field no span field takes: an attribute (null is none).
 			if str || num || v[0] != 'n' {
@@ -167,7 +167,7 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			case ent.f == fParentID:
 				rec.sp.ParentID = rec.idString(v)
 			case ent.f == fHop:
-				rec.sp.Hop = rec.intern.Get(v)
+				rec.sp.Hop = rec.hops.get(rec.intern, v)
 			case rec.lazy && ent.f == fService:
 				rec.lazySvc = v // v lies in the line: valid until the next line
 			case rec.lazy && ent.f == fName:
