@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/tailscope/tailscope/internal/par"
 )
 
 // The JSON reports are written as a stream. encoding/json builds a whole
@@ -17,12 +19,13 @@ import (
 // memory the benchmark's cardinality case measured.
 //
 // writeJSON writes the bytes an Encoder with SetIndent("", "  ") and
-// SetEscapeHTML(false) writes, but never holds more than one element
-// encoded. It walks the document by reflection with encoding/json's own
-// rules (json tags, omitempty, embedded structs, map keys sorted): a
-// struct is written field by field, a slice or map member by member. The
-// members of a collection of streamMin or more are each marshalled whole,
-// with the indentation of their depth (a hop, a policy's hop entry); those
+// SetEscapeHTML(false) writes, but never holds more than a window of
+// members encoded (wholeWindow). It walks the document by reflection with
+// encoding/json's own rules (json tags, omitempty, embedded structs, map
+// keys sorted): a struct is written field by field, a slice or map member
+// by member. The members of a collection of streamMin or more are each
+// marshalled whole, with the indentation of their depth (a hop, a policy's
+// hop entry), on all cores a window at a time (wholeMembers); those
 // of a smaller one are walked in turn, so that a large collection inside
 // a few structs (a replay's attempts by hop) is streamed as well. Nothing
 // lists the report's fields: a field added later is streamed too.
@@ -54,6 +57,10 @@ type jsonStream struct {
 	w    io.Writer
 	buf  bytes.Buffer
 	encs []*json.Encoder
+	// pbufs are wholeMembers' buffers, one per goroutine, and ends the
+	// ends of the members in them.
+	pbufs []*bytes.Buffer
+	ends  []int
 }
 
 var (
@@ -128,6 +135,9 @@ func (s *jsonStream) object(v reflect.Value, fields []jsonField, depth int) erro
 
 // array writes a slice element by element.
 func (s *jsonStream) array(v reflect.Value, depth int) error {
+	if v.Len() >= streamMin {
+		return s.wholeMembers(v.Len(), "[", nil, v.Index, depth)
+	}
 	elem := s.element(v.Len())
 	for i := range v.Len() {
 		sep := ",\n"
@@ -150,6 +160,9 @@ func (s *jsonStream) mapping(v reflect.Value, depth int) error {
 	elem := s.element(v.Len())
 	keys := v.MapKeys()
 	slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+	if len(keys) >= streamMin {
+		return s.wholeMembers(len(keys), "{", func(i int) string { return keys[i].String() }, func(i int) reflect.Value { return v.MapIndex(keys[i]) }, depth)
+	}
 	for i, k := range keys {
 		sep := ",\n"
 		if i == 0 {
@@ -175,6 +188,95 @@ func (s *jsonStream) element(n int) func(reflect.Value, int) error {
 	}
 	return s.value
 }
+
+// wholeMembers writes the n members of an array (open "[", key nil) or a
+// map ("{", key the i-th key in order) whose values are marshalled whole
+// (element): each member is encoded as whole encodes it, by the goroutines
+// of package par a window of members at a time (encoding/json is most of
+// a large report's cost: its hops, each marshalled and indented), and the
+// window is written in order, as the members one by one would be.
+func (s *jsonStream) wholeMembers(n int, open string, key func(int) string, val func(int) reflect.Value, depth int) error {
+	ind := strings.Repeat(jsonIndent, depth+1)
+	for lo := 0; lo < n; lo += wholeWindow {
+		hi := min(n, lo+wholeWindow)
+		m := hi - lo
+		if cap(s.ends) < 2*m {
+			s.ends = make([]int, 2*m)
+		}
+		ends := s.ends[:2*m] // per member: the end of its key (maps), of its value
+		k := par.Workers(m, wholeMinPer)
+		for len(s.pbufs) < k {
+			s.pbufs = append(s.pbufs, &bytes.Buffer{})
+		}
+		errs := make([]error, k)
+		par.Ranges(m, wholeMinPer, func(w, a, b int) {
+			buf := s.pbufs[w]
+			buf.Reset()
+			enc := json.NewEncoder(buf)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent(ind, jsonIndent)
+			for j := a; j < b; j++ {
+				if key != nil {
+					if err := enc.Encode(key(lo + j)); err != nil {
+						errs[w] = err
+						return
+					}
+					buf.Truncate(buf.Len() - 1) // the newline Encode ends with
+				}
+				ends[2*j] = buf.Len()
+				if err := enc.Encode(wholeValue(val(lo + j))); err != nil {
+					errs[w] = err
+					return
+				}
+				buf.Truncate(buf.Len() - 1)
+				ends[2*j+1] = buf.Len()
+			}
+		})
+		for w := range k {
+			if errs[w] != nil {
+				return errs[w]
+			}
+		}
+		for w := range k {
+			a, b := w*m/k, (w+1)*m/k // par.Ranges' ranges
+			data, from := s.pbufs[w].Bytes(), 0
+			for j := a; j < b; j++ {
+				sep := ",\n"
+				if lo+j == 0 {
+					sep = open + "\n"
+				}
+				if _, err := io.WriteString(s.w, sep+ind); err != nil {
+					return err
+				}
+				if key != nil {
+					if _, err := s.w.Write(data[from:ends[2*j]]); err != nil {
+						return err
+					}
+					if _, err := io.WriteString(s.w, ": "); err != nil {
+						return err
+					}
+				}
+				if _, err := s.w.Write(data[ends[2*j]:ends[2*j+1]]); err != nil {
+					return err
+				}
+				from = ends[2*j+1]
+			}
+		}
+	}
+	empty := "[]"
+	if open == "{" {
+		empty = "{}"
+	}
+	return s.close(n, empty, depth)
+}
+
+// wholeWindow is how many members wholeMembers encodes before it writes
+// them (what it holds encoded at once), and wholeMinPer the fewest a
+// goroutine takes.
+const (
+	wholeWindow = 1024
+	wholeMinPer = 16
+)
 
 // key writes sep, the indentation of depth and a member's name.
 func (s *jsonStream) key(sep, name string, depth int) error {
@@ -210,21 +312,23 @@ func (s *jsonStream) whole(v reflect.Value, depth int) error {
 		enc.SetIndent(strings.Repeat(jsonIndent, len(s.encs)), jsonIndent)
 		s.encs = append(s.encs, enc)
 	}
-	var x any
-	switch {
-	case !v.IsValid():
-		x = nil
-	case v.CanAddr():
-		x = v.Addr().Interface()
-	default:
-		x = v.Interface()
-	}
 	s.buf.Reset()
-	if err := s.encs[depth].Encode(x); err != nil {
+	if err := s.encs[depth].Encode(wholeValue(v)); err != nil {
 		return err
 	}
 	_, err := s.w.Write(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
 	return err
+}
+
+// wholeValue is what whole hands encoding/json for v.
+func wholeValue(v reflect.Value) any {
+	switch {
+	case !v.IsValid():
+		return nil
+	case v.CanAddr():
+		return v.Addr().Interface()
+	}
+	return v.Interface()
 }
 
 // jsonField is one member encoding/json writes for a struct: its name,
