@@ -417,14 +417,38 @@ func ms(ns int64) float64 { return float64(ns) / 1e6 }
 // recommendation (package recommend runs after it and fills that in).
 // reqs and probs come from span.Assemble(spans).
 func Measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options) *Report {
-	return measure(spans, reqs, probs, opt, measureSources{})
+	return measure(spanPointers(spans), reqs, probs, opt, measureSources{})
 }
 
 // MeasureFit is Measure for a fit that only recommends (the held-out
-// validation's fit on the earlier requests): the hops' attribution and
-// examples, which no recommendation reads, are not computed.
-func MeasureFit(spans []span.Span, reqs []*span.Request, opt Options) *Report {
+// validation's fit on the earlier requests), over the spans of reqs: each
+// request's root, then its attempts in call order (EachCall). The hops'
+// attribution and examples, which no recommendation reads, are not
+// computed.
+func MeasureFit(reqs []*span.Request, opt Options) *Report {
+	var spans []*span.Span
+	for _, r := range reqs {
+		if r.Root != nil {
+			spans = append(spans, r.Root)
+		}
+		EachCall(r.Calls, func(c *span.Call) {
+			for _, a := range c.Attempts {
+				spans = append(spans, a.Span)
+			}
+		})
+	}
 	return measure(spans, reqs, span.Problems{}, opt, measureSources{fitOnly: true})
+}
+
+// spanPointers points at each of spans, in order: measure reads spans
+// through pointers, so that a fit over some requests' spans (MeasureFit)
+// need not copy them.
+func spanPointers(spans []span.Span) []*span.Span {
+	out := make([]*span.Span, len(spans))
+	for i := range spans {
+		out[i] = &spans[i]
+	}
+	return out
 }
 
 // hopFiller replaces the per-hop numbers that hopStats computed on spans
@@ -464,7 +488,7 @@ type hopInputs struct {
 
 // measure is Measure, with what src gives in place of what the spans alone
 // would.
-func measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt Options, src measureSources) *Report {
+func measure(spans []*span.Span, reqs []*span.Request, probs span.Problems, opt Options, src measureSources) *Report {
 	opt = opt.WithDefaults()
 	rep := &Report{Schema: Schema, ReadStats: ReadStats{SkippedByReason: map[string]int64{}}, Hops: []Hop{}, Warnings: []Warning{}}
 	in := groupByHop(spans, reqs)
@@ -495,11 +519,11 @@ func measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt O
 
 // groupByHop gathers each hop's spans and its calls in the trees. The two
 // read different inputs: they are built at once.
-func groupByHop(spans []span.Span, reqs []*span.Request) hopInputs {
+func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 	in := hopInputs{byHop: map[string][]*span.Span{}, calls: map[string][]*span.Call{}, roots: map[string]int{}}
 	par.Do(func() {
-		for i := range spans {
-			if s := &spans[i]; !s.Duplicate {
+		for _, s := range spans {
+			if !s.Duplicate {
 				in.byHop[s.Hop] = append(in.byHop[s.Hop], s)
 			}
 		}
@@ -508,8 +532,8 @@ func groupByHop(spans []span.Span, reqs []*span.Request) hopInputs {
 		// in the sample or not (the duplicate-span-id warning says so).
 		// Only on a hop the trees know: a hop that only repeated ids
 		// name has no call to place it.
-		for i := range spans {
-			if s := &spans[i]; s.Duplicate {
+		for _, s := range spans {
+			if s.Duplicate {
 				if l, ok := in.byHop[s.Hop]; ok {
 					in.byHop[s.Hop] = append(l, s)
 				}
@@ -869,9 +893,8 @@ const WarnUnknownOutcomes = "unknown-outcomes"
 // from a success, and 300 of 538 requests answered in 0.4 ms by an
 // injected "return" fault read as succeeded. It looks at the spans kept
 // whole (every span, or the trace sample of large logs).
-func anyOutcome(spans []span.Span) bool {
-	for i := range spans {
-		s := &spans[i]
+func anyOutcome(spans []*span.Span) bool {
+	for _, s := range spans {
 		if s.Status != span.Unset || s.Timeout || s.Code != 0 || s.CodeText != "" {
 			return true
 		}

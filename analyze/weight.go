@@ -90,9 +90,8 @@ func weightedLatency(xs []weighted) Latency {
 
 // hasWeights reports whether some span kept whole carries a weight other
 // than 1, and whether some carries a kind (a tracing system's span).
-func hasWeights(spans []span.Span) (weights, kinds bool) {
-	for i := range spans {
-		s := &spans[i]
+func hasWeights(spans []*span.Span) (weights, kinds bool) {
+	for _, s := range spans {
 		if s.Weight != 1 && s.Weight > 0 {
 			weights = true
 		}
@@ -117,7 +116,7 @@ func requestWeight(r *span.Request) float64 {
 
 // applyWeights weights the hop and request numbers when the spans carry
 // weights, or warns that they carry none (see above).
-func applyWeights(rep *Report, spans []span.Span, byHop map[string][]*span.Span, reqs []*span.Request) {
+func applyWeights(rep *Report, spans []*span.Span, byHop map[string][]*span.Span, reqs []*span.Request) {
 	weights, kinds := hasWeights(spans)
 	if !weights {
 		if kinds {
@@ -128,8 +127,8 @@ func applyWeights(rep *Report, spans []span.Span, byHop map[string][]*span.Span,
 		return
 	}
 	lo, hi := math.Inf(1), 0.0
-	for i := range spans {
-		if w := spans[i].Weight; w > 0 {
+	for _, s := range spans {
+		if w := s.Weight; w > 0 {
 			lo, hi = min(lo, w), max(hi, w)
 		}
 	}

@@ -129,18 +129,7 @@ func holdOut(reqs []*span.Request, opt analyze.Options, incidents []analyze.Inci
 // validation fits it: the statistics a recommendation reads, and the
 // recommendation, nothing else.
 func fitted(reqs []*span.Request, opt analyze.Options) (*policy.Policy, *analyze.Report, *budgetRule) {
-	var spans []span.Span
-	for _, r := range reqs {
-		if r.Root != nil {
-			spans = append(spans, *r.Root)
-		}
-		analyze.EachCall(r.Calls, func(c *span.Call) {
-			for _, a := range c.Attempts {
-				spans = append(spans, *a.Span)
-			}
-		})
-	}
-	rep := analyze.MeasureFit(spans, reqs, opt)
+	rep := analyze.MeasureFit(reqs, opt)
 	p, _, _, br := recommendPolicy(rep, reqs, opt)
 	return p, rep, br
 }
