@@ -111,7 +111,8 @@ func (r *Route) Matches(e Endpoint) bool {
 
 // SniffConfig names the config format data holds (envoy, grpc, istio,
 // linkerd), or "" for tailscope's own policy file: an Istio or Linkerd
-// object by its apiVersion, an Envoy route configuration by its
+// object by its apiVersion (a Gateway API route is read as Linkerd reads
+// it), an Envoy route configuration by its
 // virtual_hosts, a gRPC document by the methodConfig of its values.
 func SniffConfig(data []byte) string {
 	head := data[:min(len(data), 1<<16)]
@@ -133,7 +134,7 @@ func SniffConfig(data []byte) string {
 // a methodConfig list in a document that starts as a JSON object.
 var (
 	sniffIstio   = regexp.MustCompile(`(?m)^apiVersion:\s*["']?networking\.istio\.io/`)
-	sniffLinkerd = regexp.MustCompile(`(?m)^apiVersion:\s*["']?linkerd\.io/`)
+	sniffLinkerd = regexp.MustCompile(`(?m)^apiVersion:\s*["']?(linkerd\.io|gateway\.networking\.k8s\.io)/`)
 	sniffEnvoy   = regexp.MustCompile(`(?m)^virtual_hosts:`)
 	sniffGRPC    = regexp.MustCompile(`^\s*\{[\s\S]*"methodConfig"\s*:\s*\[`)
 )
@@ -190,6 +191,14 @@ func ReadConfig(path, format string, data []byte) (*Config, error) {
 			break
 		}
 	}
+	// Gateway API routes, in the order their precedence tries them.
+	sort.SliceStable(cr.gw, func(i, j int) bool {
+		a, b := cr.gw[i], cr.gw[j]
+		return a.rank < b.rank || a.rank == b.rank && len(a.r.Prefix) > len(b.r.Prefix)
+	})
+	for _, g := range cr.gw {
+		cr.cfg.Routes = append(cr.cfg.Routes, g.r)
+	}
 	if len(cr.ps) > 0 {
 		return nil, cr.ps
 	}
@@ -219,6 +228,14 @@ type configReader struct {
 	path string
 	cfg  *Config
 	ps   Problems
+	// gw are the Gateway API routes read, ranked by their precedence:
+	// ReadConfig orders them once every document is read.
+	gw []rankedRoute
+}
+
+type rankedRoute struct {
+	r    Route
+	rank int
 }
 
 func (cr *configReader) add(n *yaml.Node, key, msg string) {
@@ -595,7 +612,12 @@ const ServiceAnnotation = "tailscope.io/service"
 // linkerd reads a ServiceProfile: the service from the annotation or the
 // name's first label, each route's condition, timeout and isRetryable.
 func (cr *configReader) linkerd(doc *yaml.Node) {
-	if k := cr.str(get(doc, "kind"), "kind"); k != "ServiceProfile" {
+	switch k := cr.str(get(doc, "kind"), "kind"); k {
+	case "HTTPRoute", "GRPCRoute":
+		cr.gatewayRoute(doc, k)
+		return
+	case "ServiceProfile":
+	default:
 		return
 	}
 	md := get(doc, "metadata")
@@ -622,5 +644,111 @@ func (cr *configReader) linkerd(doc *yaml.Node) {
 			cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Linkerd: a retryable route is read back as one retry, the route timeout shared by the two attempts (Linkerd counts retries against its budget, not per call)")
 		}
 		cr.cfg.Routes = append(cr.cfg.Routes, r)
+	}
+}
+
+// gatewayRoute reads a Gateway API HTTPRoute or GRPCRoute as Linkerd (2.16
+// and later) applies it to the calls of its parent Service: the service
+// from tailscope's annotation or the first Service parent; per rule and
+// match the path (Exact, PathPrefix, RegularExpression) and HTTP method,
+// or the gRPC service and method (Exact); the timeout and retries from
+// Linkerd's annotations (the rules' timeouts.request when the annotation
+// is absent). A route annotated tailscope.io/default is the default route.
+func (cr *configReader) gatewayRoute(doc *yaml.Node, kind string) {
+	md := get(doc, "metadata")
+	ann := get(md, "annotations")
+	name := cr.str(get(md, "name"), "metadata.name")
+	service := cr.str(get(ann, ServiceAnnotation), "metadata.annotations")
+	if service == "" {
+		for _, pr := range list(get(get(doc, "spec"), "parentRefs")) {
+			if k := cr.str(get(pr, "kind"), "parentRefs.kind"); k == "Service" || k == "" {
+				service = cr.str(get(pr, "name"), "parentRefs.name")
+				break
+			}
+		}
+	}
+	if service == "" {
+		cr.add(doc, "spec.parentRefs", "a route without a Service parent: tailscope reads Linkerd's routes of a Service")
+		return
+	}
+	timeout := cr.dur(get(ann, LinkerdRequestTimeout), LinkerdRequestTimeout)
+	rules := list(get(get(doc, "spec"), "rules"))
+	if timeout == 0 && len(rules) > 0 {
+		timeout = cr.dur(get(get(rules[0], "timeouts"), "request"), "rules.timeouts.request")
+	}
+	h := Hop{Timeout: timeout}
+	codes := cr.str(get(ann, LinkerdRetryHTTP), LinkerdRetryHTTP) + cr.str(get(ann, LinkerdRetryGRPC), LinkerdRetryGRPC)
+	perTry := cr.dur(get(ann, LinkerdRetryTimeout), LinkerdRetryTimeout)
+	if codes != "" || perTry > 0 {
+		h.Retries = 1 // Linkerd's default limit
+		if l := get(ann, LinkerdRetryLimit); l != nil {
+			h.Retries = cr.count(l, LinkerdRetryLimit)
+		}
+		switch {
+		case perTry > 0:
+			h.Timeout = perTry
+		case timeout > 0:
+			h.Timeout = timeout / time.Duration(h.Retries+1)
+			cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Linkerd: a retried route without "+LinkerdRetryTimeout+" is read back with its request timeout shared by its attempts")
+		}
+	}
+	def := cr.str(get(ann, DefaultAnnotation), DefaultAnnotation) == "true"
+	add := func(r Route, rank int) {
+		r.Service, r.Name, r.Hop = service, name, h
+		if def {
+			cr.cfg.Defaults = append(cr.cfg.Defaults, r)
+			return
+		}
+		cr.gw = append(cr.gw, rankedRoute{r, rank})
+	}
+	for _, rule := range rules {
+		matches := list(get(rule, "matches"))
+		if len(matches) == 0 {
+			add(Route{Line: rule.Line}, 3)
+			continue
+		}
+		for _, m := range matches {
+			r := Route{Line: m.Line}
+			if kind == "GRPCRoute" {
+				gm := get(m, "method")
+				if t := cr.str(get(gm, "type"), "matches.method.type"); t != "" && t != "Exact" {
+					cr.add(m, "matches.method.type", "tailscope reads only Exact gRPC method matches")
+					continue
+				}
+				r.GRPCService, r.GRPCMethod = cr.str(get(gm, "service"), "matches.method.service"), cr.str(get(gm, "method"), "matches.method.method")
+				switch {
+				case r.GRPCService == "" && r.GRPCMethod != "":
+					cr.add(m, "matches.method", "a method without a service: tailscope reads methods of a named service")
+				case r.GRPCService == "":
+					add(r, 3)
+				case r.GRPCMethod == "":
+					add(r, 1)
+				default:
+					add(r, 0)
+				}
+				continue
+			}
+			r.Method = cr.str(get(m, "method"), "matches.method")
+			pm := get(m, "path")
+			val := cr.str(get(pm, "value"), "matches.path.value")
+			rank := 2
+			switch t := cr.str(get(pm, "type"), "matches.path.type"); {
+			case pm == nil:
+				r.Prefix, rank = "/", 3
+			case t == "Exact":
+				r.Exact, rank = val, 0
+			case t == "RegularExpression":
+				r.Regex, rank = val, 1
+			case t == "PathPrefix" || t == "":
+				r.Prefix = val
+				if val == "" {
+					r.Prefix = "/"
+				}
+			default:
+				cr.add(pm, "matches.path.type", fmt.Sprintf("unknown path match type %s", echo(t)))
+				continue
+			}
+			add(r, rank)
+		}
 	}
 }

@@ -20,6 +20,9 @@ func readBackAll(t *testing.T, format string, p *Policy, eps []Endpoint) (map[in
 		out, _ = Istio(p, eps, "")
 	case "linkerd":
 		out, _ = Linkerd(p, eps, "")
+	case "linkerd-route":
+		out, _ = LinkerdRoutes(p, eps, "")
+		format = "linkerd"
 	}
 	if got := SniffConfig([]byte(out)); got != format {
 		t.Fatalf("%s sniffed as %q", format, got)
@@ -51,7 +54,7 @@ func TestReadConfigRoundTrip(t *testing.T) {
 	p.Hops["g"] = Hop{Timeout: 300 * time.Millisecond}
 	eps = append(eps, Endpoint{Hop: "retried", Caller: "web", Service: "orders", Method: "GET", Route: "/order/{id}"},
 		Endpoint{Hop: "g", Caller: "web", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "Get"})
-	for _, format := range []string{"envoy", "grpc", "istio", "linkerd"} {
+	for _, format := range []string{"envoy", "grpc", "istio", "linkerd", "linkerd-route"} {
 		got, _ := readBackAll(t, format, p, eps)
 		for i, e := range eps {
 			if format == "grpc" && !e.IsGRPC() {
@@ -131,6 +134,8 @@ func fuzzConfig(f *testing.F, format string, seeds ...string) {
 		out, _ = Istio(p, eps, "")
 	case "linkerd":
 		out, _ = Linkerd(p, eps, "")
+		routes, _ := LinkerdRoutes(p, eps, "")
+		f.Add([]byte(routes))
 	}
 	f.Add([]byte(out))
 	for _, s := range seeds {
@@ -158,7 +163,8 @@ func FuzzReadIstio(f *testing.F) {
 	fuzzConfig(f, "istio", "kind: VirtualService\nspec: {hosts: [a], http: [{retries: {}}]}")
 }
 func FuzzReadLinkerd(f *testing.F) {
-	fuzzConfig(f, "linkerd", "kind: ServiceProfile\nspec: {routes: [{condition: {pathRegex: x}, isRetryable: true}]}")
+	fuzzConfig(f, "linkerd", "kind: ServiceProfile\nspec: {routes: [{condition: {pathRegex: x}, isRetryable: true}]}",
+		"kind: HTTPRoute\nmetadata: {annotations: {retry.linkerd.io/limit: '3'}}\nspec: {parentRefs: [{name: a}], rules: [{matches: [{path: {type: RegularExpression, value: '('}}]}]}")
 }
 
 // A tailscope policy file whose hop names or comments mention the formats'
@@ -236,5 +242,17 @@ func TestReadGRPCChannel(t *testing.T) {
 	}
 	if len(cfg.Routes) != 2 || cfg.Routes[0].GRPCMethod != "Get" || cfg.Routes[1].GRPCMethod != "" || cfg.Routes[0].Caller != "" || len(cfg.Defaults) != 1 {
 		t.Errorf("routes %+v, defaults %+v", cfg.Routes, cfg.Defaults)
+	}
+}
+
+// GatewayDuration: GEP-2257 durations, milliseconds or whole seconds
+// when they fit, rounded up to the millisecond.
+func TestGatewayDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: `"0s"`, 990 * time.Millisecond: `"990ms"`, 1550 * time.Millisecond: `"1550ms"`,
+		2 * time.Second: `"2s"`, 1500 * time.Microsecond: `"2ms"`, 100 * time.Second: `"100s"`, 200*time.Second + time.Millisecond: `"3m20s1ms"`,
+		1000 * time.Hour: `"1000h"`} {
+		if got := GatewayDuration(d); got != want {
+			t.Errorf("%v: %s, want %s", d, got, want)
+		}
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,8 +183,12 @@ func oddPolicy() (*Policy, []Endpoint) {
 
 // schemaValidate checks v against an OpenAPI v3 schema of the kinds a CRD
 // uses: type, properties (no others allowed: the CRD does not preserve
-// unknown fields), required, items.
+// unknown fields), required, items, enum, and a string's pattern and
+// length and an array's maxItems.
 func schemaValidate(schema map[string]any, v any, path string) error {
+	if enum, ok := schema["enum"].([]any); ok && !slices.Contains(enum, v) {
+		return fmt.Errorf("%s: %v is not one of %v", path, v, enum)
+	}
 	switch schema["type"] {
 	case "object":
 		m, ok := v.(map[string]any)
@@ -212,14 +218,27 @@ func schemaValidate(schema map[string]any, v any, path string) error {
 		if !ok {
 			return fmt.Errorf("%s: %T, want an array", path, v)
 		}
+		if n, ok := schema["maxItems"].(int); ok && len(xs) > n {
+			return fmt.Errorf("%s: %d items, at most %d", path, len(xs), n)
+		}
 		for i, x := range xs {
 			if err := schemaValidate(schema["items"].(map[string]any), x, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
 	case "string":
-		if _, ok := v.(string); !ok {
+		str, ok := v.(string)
+		if !ok {
 			return fmt.Errorf("%s: %T (%v), want a string", path, v, v)
+		}
+		if n, ok := schema["maxLength"].(int); ok && len(str) > n {
+			return fmt.Errorf("%s: %q is longer than %d", path, str, n)
+		}
+		if n, ok := schema["minLength"].(int); ok && len(str) < n {
+			return fmt.Errorf("%s: %q is shorter than %d", path, str, n)
+		}
+		if pat, ok := schema["pattern"].(string); ok && !regexp.MustCompile(pat).MatchString(str) {
+			return fmt.Errorf("%s: %q does not match %s", path, str, pat)
 		}
 	case "boolean":
 		if _, ok := v.(bool); !ok {
@@ -407,6 +426,239 @@ func TestIstioDefaultBackoffIdempotency(t *testing.T) {
 		}
 		if r.Hop.Retries != want || want > 0 && r.Hop.Backoff.Base != 10*time.Millisecond {
 			t.Errorf("%s read back as %+v, want %d retries", r.Name, r.Hop, want)
+		}
+	}
+}
+
+// gatewayValidate checks every document of a --emit linkerd-route output
+// against the Gateway API CRD's schema of its kind (testdata), the CEL
+// rules of the CRD that bear on what tailscope writes (an Exact or
+// PathPrefix path starts with '/'; a gRPC service and method are
+// identifiers), and Linkerd's annotations as Linkerd documents them
+// (durations of GEP-2257, the HTTP and gRPC retry conditions it knows, a
+// whole number of retries); it returns the documents by name.
+func gatewayValidate(t *testing.T, out string) map[string]map[string]any {
+	t.Helper()
+	schemas := map[string]map[string]any{}
+	for kind, file := range map[string]string{"HTTPRoute": "testdata/gateway-httproute-v1.schema.yaml", "GRPCRoute": "testdata/gateway-grpcroute-v1.schema.yaml"} {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sc map[string]any
+		if err := yaml.Unmarshal(raw, &sc); err != nil {
+			t.Fatal(err)
+		}
+		schemas[kind] = sc
+	}
+	docs, err := yamlDocs(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	gatewayDur := regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+	grpcService := regexp.MustCompile(`(?i)^\.?[a-z_][a-z_0-9]*(\.[a-z_][a-z_0-9]*)*$`)
+	grpcMethod := regexp.MustCompile(`^[A-Za-z_][A-Za-z_0-9]*$`)
+	linkerdGRPC := map[string]bool{"cancelled": true, "deadline-exceeded": true, "internal": true, "resource-exhausted": true, "unavailable": true}
+	byName := map[string]map[string]any{}
+	for i, d := range docs {
+		kind, _ := d["kind"].(string)
+		sc := schemas[kind]
+		if sc == nil {
+			t.Errorf("document %d: kind %v", i, d["kind"])
+			continue
+		}
+		if err := schemaValidate(sc, d, fmt.Sprintf("document %d (%s)", i, kind)); err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		md := d["metadata"].(map[string]any)
+		ann, _ := md["annotations"].(map[string]any)
+		for k, v := range ann {
+			v := v.(string)
+			switch k {
+			case LinkerdRequestTimeout, LinkerdRetryTimeout:
+				if !gatewayDur.MatchString(v) {
+					t.Errorf("document %d: %s: %q is not a Gateway API duration", i, k, v)
+				}
+			case LinkerdRetryLimit:
+				if n, err := strconv.Atoi(v); err != nil || n < 0 {
+					t.Errorf("document %d: %s: %q", i, k, v)
+				}
+			case LinkerdRetryHTTP:
+				if kind != "HTTPRoute" || v != "5xx" && v != "gateway-error" {
+					t.Errorf("document %d: %s %q on a %s", i, k, v, kind)
+				}
+			case LinkerdRetryGRPC:
+				for _, c := range strings.Split(v, ",") {
+					if kind != "GRPCRoute" || !linkerdGRPC[c] {
+						t.Errorf("document %d: %s %q on a %s", i, k, v, kind)
+					}
+				}
+			case ServiceAnnotation, DefaultAnnotation:
+			default:
+				t.Errorf("document %d: annotation %s", i, k)
+			}
+		}
+		for _, rule := range asList(d["spec"].(map[string]any)["rules"]) {
+			for _, m := range asList(rule.(map[string]any)["matches"]) {
+				m := m.(map[string]any)
+				if pm, ok := m["path"].(map[string]any); ok && pm["type"] != "RegularExpression" {
+					if v := pm["value"].(string); !strings.HasPrefix(v, "/") || strings.Contains(v, "//") {
+						t.Errorf("document %d: path %q", i, v)
+					}
+				}
+				if pm, ok := m["path"].(map[string]any); ok && pm["type"] == "RegularExpression" {
+					if _, err := regexp.Compile(pm["value"].(string)); err != nil {
+						t.Errorf("document %d: %v", i, err)
+					}
+				}
+				if gm, ok := m["method"].(map[string]any); ok && kind == "GRPCRoute" {
+					if !grpcService.MatchString(fmt.Sprint(gm["service"])) || !grpcMethod.MatchString(fmt.Sprint(gm["method"])) {
+						t.Errorf("document %d: gRPC method match %v", i, gm)
+					}
+				}
+			}
+		}
+		byName[md["name"].(string)] = d
+	}
+	return byName
+}
+
+// TestLinkerdRoutes: --emit linkerd-route writes, per called service, a
+// GRPCRoute per gRPC method and an HTTPRoute per HTTP route attached to
+// the Service, which pass the Gateway API CRDs' schema and carry Linkerd's
+// timeout and retry annotations (the call bound, the retries, the
+// per-attempt timeout; none for a call that is not idempotent), and a
+// last route without a match carrying the policy's default; read back
+// (sniffed as Linkerd), every endpoint takes its route and its settings,
+// the default is a default route; and the schema check can fail.
+func TestLinkerdRoutes(t *testing.T) {
+	retried := Hop{Timeout: 250 * time.Millisecond, Retries: 2, Backoff: Backoff{Base: 10 * time.Millisecond, Max: 40 * time.Millisecond}}
+	p := &Policy{Budget: 5 * time.Second, Default: Hop{Timeout: 1500 * time.Millisecond},
+		Hops: map[string]Hop{"charge": retried, "get": retried, "order": retried, "item": {Timeout: 400 * time.Millisecond}}}
+	eps := []Endpoint{
+		{Hop: "charge", Caller: "checkout", Service: "payment", GRPCService: "shop.Payment", GRPCMethod: "Charge"},
+		{Hop: "get", Caller: "checkout", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "GetCart"},
+		{Hop: "order", Caller: "web", Service: "orders", Method: "POST", Route: "/order"},
+		{Hop: "item", Caller: "web", Service: "orders", Method: "GET", Route: "/order/{id}"},
+	}
+	out, notes := LinkerdRoutes(p, eps, "shop")
+	docs := gatewayValidate(t, out)
+	if len(docs) != 7 {
+		t.Fatalf("%d routes:\n%s", len(docs), out)
+	}
+	ann := func(name string) map[string]any {
+		d := docs[name]
+		if d == nil {
+			t.Fatalf("no route %s in %v", name, slices.Sorted(maps.Keys(docs)))
+		}
+		a, _ := d["metadata"].(map[string]any)["annotations"].(map[string]any)
+		return a
+	}
+	var getName, chargeName string
+	for n, d := range docs {
+		rules := asList(d["spec"].(map[string]any)["rules"])
+		if ms := asList(rules[0].(map[string]any)["matches"]); len(ms) > 0 {
+			if gm, ok := ms[0].(map[string]any)["method"].(map[string]any); ok {
+				switch gm["method"] {
+				case "GetCart":
+					getName = n
+				case "Charge":
+					chargeName = n
+				}
+			}
+		}
+	}
+	if a := ann(getName); a[LinkerdRequestTimeout] != "780ms" || a[LinkerdRetryLimit] != "2" || a[LinkerdRetryTimeout] != "250ms" ||
+		a[LinkerdRetryGRPC] != "unavailable,resource-exhausted" || docs[getName]["kind"] != "GRPCRoute" {
+		t.Errorf("GetCart: %v", a)
+	}
+	if a := ann(chargeName); a[LinkerdRetryLimit] != nil || a[LinkerdRequestTimeout] != "250ms" {
+		t.Errorf("Charge (not idempotent): %v, want no retries and its 250ms timeout", a)
+	}
+	for _, svc := range []string{"payment", "cart", "orders"} {
+		d := docs[svc+"-default"]
+		a := ann(svc + "-default")
+		if a[DefaultAnnotation] != "true" || a[LinkerdRequestTimeout] != "1500ms" || len(asList(d["spec"].(map[string]any)["rules"])) != 1 {
+			t.Errorf("%s's default route: %v", svc, d)
+		}
+		if pr := asList(d["spec"].(map[string]any)["parentRefs"])[0].(map[string]any); pr["name"] != svc || pr["kind"] != "Service" {
+			t.Errorf("%s: parentRefs %v", svc, pr)
+		}
+	}
+	if docs["orders-default"]["kind"] != "HTTPRoute" || docs["cart-default"]["kind"] != "GRPCRoute" {
+		t.Errorf("default kinds: orders %v, cart %v", docs["orders-default"]["kind"], docs["cart-default"]["kind"])
+	}
+	if j := strings.Join(notes, "\n"); !strings.Contains(j, "charge: not idempotent") || !strings.Contains(j, "Linkerd's retries have no backoff") {
+		t.Errorf("notes:\n%s", j)
+	}
+	if f := SniffConfig([]byte(out)); f != "linkerd" {
+		t.Fatalf("sniffed as %q", f)
+	}
+	cfg, err := ReadConfig("routes.yaml", "linkerd", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Defaults) != 3 {
+		t.Errorf("defaults %+v", cfg.Defaults)
+	}
+	for _, e := range eps {
+		var got *Route
+		for i := range cfg.Routes {
+			if cfg.Routes[i].Matches(e) {
+				got = &cfg.Routes[i]
+				break
+			}
+		}
+		h := p.Hops[e.Hop]
+		want := Hop{Timeout: h.Timeout, Retries: h.Retries}
+		if idem, _ := IdempotentRule(e); !idem {
+			want = Hop{Timeout: callBound(p, Hop{Timeout: h.Timeout})}
+		}
+		if got == nil || got.Hop.Timeout != want.Timeout || got.Hop.Retries != want.Retries {
+			t.Errorf("%s: read back %+v, want %+v", e.Label(), got, want)
+		}
+	}
+	bad, _ := yamlDocs(strings.Replace(out, "parentRefs:", "parentRef:", 1))
+	raw, _ := os.ReadFile("testdata/gateway-grpcroute-v1.schema.yaml")
+	var sc map[string]any
+	_ = yaml.Unmarshal(raw, &sc)
+	if schemaValidate(sc, bad[0], "") == nil {
+		t.Error("an unknown property passed the schema")
+	}
+	badType := strings.Replace(out, "type: Exact, service", "type: Prefix, service", 1)
+	bd, _ := yamlDocs(badType)
+	if badType == out || schemaValidate(sc, bd[0], "") == nil {
+		t.Error("a method match type outside the enum passed the schema")
+	}
+}
+
+// TestLinkerdRoutesOddNames: odd service names keep their names in the
+// annotation, get valid object and parent names, and read back.
+func TestLinkerdRoutesOddNames(t *testing.T) {
+	p, eps := oddPolicy()
+	out, _ := LinkerdRoutes(p, eps, "")
+	if strings.ContainsRune(out, '\u202e') {
+		t.Errorf("a raw bidi override:\n%s", out)
+	}
+	docs := gatewayValidate(t, out)
+	if len(docs) != 2*len(oddNames()) {
+		t.Errorf("%d routes for %d services", len(docs), len(oddNames()))
+	}
+	cfg, err := ReadConfig("r.yaml", "linkerd", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range eps {
+		found := false
+		for i := range cfg.Routes {
+			if cfg.Routes[i].Matches(e) {
+				found = cfg.Routes[i].Hop.Timeout == p.Hops[e.Hop].Timeout
+				break
+			}
+		}
+		if !found {
+			t.Errorf("%s: not read back with its timeout", e.Label())
 		}
 	}
 }
