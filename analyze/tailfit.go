@@ -75,6 +75,14 @@ import (
 //     Exceed reads the parts' survivals at t instead of bisecting Quantile.
 //   - A fit runs on the caller's goroutine: the recommendation already fits
 //     its hops in parallel, and a fit is now too short to share.
+//   - EM's E step runs in passes over the bins (the exponents, their
+//     exponentials, the logarithms of their sums, then the sums the M step
+//     takes), each value computed as before and every sum in bin order, so
+//     the fit is the same to the bit; the exponentials and logarithms of a
+//     pass do not wait on one another, and the logarithm is math.Log's
+//     own steps without the call (logSum). On 100 samples of 880 points
+//     (a third each lognormal, bimodal and Pareto), CPU time per fit went
+//     from about 200 µs to 112 µs.
 //
 // On 2,160 generated samples (tailfit_test.go's families at 100, 300 and
 // 1,000 points, 40 seeds each), 76 of the 4,320 quantiles at 1.25e-4 and
@@ -577,7 +585,12 @@ func fitNormals(b binned, y []float64, cuts []int, need float64) normals {
 	// Per component, arrays of the most components (no allocation, and no
 	// bounds check the compiler cannot drop): the log of weight and
 	// normalization, 1/(2 variance), and the M step's sums.
-	var a, inv2v, mu, sw, s1, s2, sq, e [maxComponents]float64
+	var a, inv2v, mu, sw, s1, s2, sq [maxComponents]float64
+	// Per bin (binLogs makes at most tailBins): the components' exponents,
+	// then their exponentials; the largest exponent, then the bin's log
+	// density; the sum of the exponentials.
+	var ex [tailBins * maxComponents]float64
+	var tops, sums [tailBins]float64
 	prev, step := math.Inf(-1), math.Inf(1)
 	for it := 0; it < emMaxIter; it++ {
 		f.ll = 0
@@ -587,38 +600,55 @@ func fitNormals(b binned, y []float64, cuts []int, need float64) normals {
 			mu[j] = f.m[j]
 			sw[j], s1[j], s2[j], sq[j] = 0, 0, 0, 0
 		}
-		var ll float64
+		// The E step in passes over the bins, each value computed as one
+		// pass per bin would compute it and the sums taken in bin order
+		// (the same bits): a pass's exponentials, and its logarithms, are
+		// independent of one another, so the core runs them side by side
+		// instead of waiting out each one's latency in turn.
+		nb := len(b.y)
 		for i, t := range b.y {
 			top := math.Inf(-1)
-			for j := range k {
+			x := ex[i*maxComponents : i*maxComponents+k]
+			for j := range x {
 				d := t - mu[j]
-				e[j] = a[j] - d*d*inv2v[j]
-				top = max(top, e[j])
+				x[j] = a[j] - d*d*inv2v[j]
+				top = max(top, x[j])
 			}
-			sum := 0.0
-			for j := range k {
+			tops[i] = top
+		}
+		for i := range nb {
+			top, sum := tops[i], 0.0
+			x := ex[i*maxComponents : i*maxComponents+k]
+			for j := range x {
 				// exp(0) is 1 and exp below its underflow is 0, exactly:
 				// the top component and the far ones need no call.
-				switch x := e[j] - top; {
-				case x == 0:
-					e[j] = 1
-				case x < expUnderflow:
-					e[j] = 0
+				switch v := x[j] - top; {
+				case v == 0:
+					x[j] = 1
+				case v < expUnderflow:
+					x[j] = 0
 				default:
-					e[j] = math.Exp(x)
+					x[j] = math.Exp(v)
 				}
-				sum += e[j]
+				sum += x[j]
 			}
+			sums[i] = sum
+		}
+		for i, sum := range sums[:nb] {
+			if sum != 1 { // every other component underflowed: log(1) is 0
+				tops[i] += logSum(sum)
+			}
+		}
+		var ll float64
+		for i, t := range b.y {
 			// The bin's log-likelihood: its count at its mean, less the
 			// quadratic term of its spread about the mean.
 			c, q := b.c[i], b.q[i]
-			if sum != 1 { // every other component underflowed: log(1) is 0
-				top += math.Log(sum)
-			}
-			ll += c * top
-			inv := 1 / sum
-			for j := range k {
-				r := e[j] * inv
+			ll += c * tops[i]
+			inv := 1 / sums[i]
+			x := ex[i*maxComponents : i*maxComponents+k]
+			for j := range x {
+				r := x[j] * inv
 				rc := r * c
 				d := t - mu[j]
 				sw[j] += rc
@@ -682,6 +712,47 @@ func emGiveUp(ll, d, prevD float64, left int, need float64) bool {
 		gain = min(gain, d*c/(1-c))
 	}
 	return ll+gain+emGiveUpSlack < need
+}
+
+// logSum is math.Log(x) for the sums of the E step (1 ≤ x ≤ maxComponents):
+// the steps math.Log takes on amd64 (math/log_amd64.s, the algorithm of
+// its Go log), each operation as it does them and rounded as it rounds
+// them (the conversions keep the compiler from fusing a product and a sum
+// where it may), so the same bits, without the call and the tests for
+// values the sums never take; a sum outside [1, +Inf) goes to math.Log.
+// A call per bin and iteration, it was a third of EM's time (TestLogSum).
+func logSum(x float64) float64 {
+	if !(x >= 1 && x < math.MaxFloat64) {
+		return math.Log(x)
+	}
+	const (
+		hSqrt2 = 7.07106781186547524401e-01
+		ln2Hi  = 6.93147180369123816490e-01
+		ln2Lo  = 1.90821492927058770002e-10
+		l1     = 6.666666666666735130e-01
+		l2     = 3.999999999940941908e-01
+		l3     = 2.857142874366239149e-01
+		l4     = 2.222219843214978396e-01
+		l5     = 1.818357216161805012e-01
+		l6     = 1.531383769920937332e-01
+		l7     = 1.479819860511658591e-01
+	)
+	b := math.Float64bits(x)
+	f1 := math.Float64frombits(b&(1<<52-1) | 0x3FE0000000000000) // x = f1 × 2^k, f1 in [0.5, 1)
+	k := float64(int((b>>52)&0x7FF) - 0x3FE)
+	if !(hSqrt2 < f1) { // the assembly's compare: "not less than"
+		k--
+		f1 *= 2
+	}
+	f := f1 - 1
+	s := f / (2 + f)
+	s2 := float64(s * s)
+	s4 := float64(s2 * s2)
+	t1 := float64(s2 * float64(l1+float64(s4*float64(l3+float64(s4*float64(l5+float64(s4*l7)))))))
+	t2 := float64(s4 * float64(l2+float64(s4*float64(l4+float64(s4*l6)))))
+	r := t1 + t2
+	hfsq := float64(float64(0.5*f) * f)
+	return float64(k*ln2Hi) - ((hfsq - (float64(s*(hfsq+r)) + float64(k*ln2Lo))) - f)
 }
 
 // expUnderflow is the largest x below which math.Exp(x) is 0 (the

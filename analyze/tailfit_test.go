@@ -314,3 +314,24 @@ func TestWidestGaps(t *testing.T) {
 		}
 	}
 }
+
+// logSum gives math.Log's bits on every value the E step takes (sums of
+// one to maxComponents exponentials, the largest 1) and beyond.
+func TestLogSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	check := func(x float64) {
+		if got, want := logSum(x), math.Log(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("logSum(%v) = %v (%#x), math.Log gives %v (%#x)", x, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+	for _, x := range []float64{1, math.Nextafter(1, 2), 2, 3, 4, math.Sqrt2, 2 * math.Sqrt2,
+		7.07106781186547524401e-01 * 2, 7.07106781186547524401e-01 * 4, math.Nextafter(math.Sqrt2, 0), math.Nextafter(math.Sqrt2, 2),
+		0, -1, 0.5, math.Inf(1), math.NaN(), math.MaxFloat64, math.SmallestNonzeroFloat64, 1e300, 1e-300} {
+		check(x)
+	}
+	for range 2_000_000 {
+		check(1 + 3*r.Float64())
+		check(1 + r.ExpFloat64())
+		check(1 + math.Ldexp(r.Float64(), -r.IntN(60)))
+	}
+}
