@@ -107,6 +107,13 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 	}
 	e.printf("%s from %s (%s).\n\n", md(spansText(rep.ReadStats)), units.Count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
+	if lines := summaryLines(rep); len(lines) > 0 {
+		e.printf("#### Summary\n\n")
+		for _, l := range lines[1:] {
+			e.printf("%s  \n", md(strings.TrimSpace(l)))
+		}
+		e.printf("\n")
+	}
 	writeTailMarkdown(e, rep)
 
 	u50, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p95"), hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")

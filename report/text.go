@@ -323,6 +323,13 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
+	if lines := summaryLines(rep); len(lines) > 0 {
+		e.printf("%s\n", e.paint(ansiBold, lines[0]))
+		for _, l := range lines[1:] {
+			e.printf("%s\n", l)
+		}
+		e.printf("\n")
+	}
 	writeTailText(e, rep)
 	writeHopTableText(e, rep.Hops, rep.Warnings, hidden)
 	writeFailureEvidenceText(e, rep.Hops)
