@@ -26,9 +26,10 @@ import (
 var htmlSource string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"join": strings.Join,
-	"vis":  Visible,
-	"name": breakable,
+	"join":      strings.Join,
+	"vis":       Visible,
+	"hasPrefix": strings.HasPrefix,
+	"name":      breakable,
 }).Parse(htmlSource))
 
 // breakable shows a name from the logs (made Visible and escaped) with
@@ -94,6 +95,9 @@ type analysisView struct {
 	// incidents) and a chart per drawn hop (timeline.go).
 	TimelineLines  []string
 	TimelineCharts []*timelineChart
+	// SummaryLines are the answer-first summary (summary.go), without its
+	// title line.
+	SummaryLines []string
 	// Effect is the predicted-effect table: a header row, then one row
 	// per policy (see effectRows).
 	EffectHead []string
@@ -327,6 +331,9 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 	if len(rq.FailureLanding) > 0 {
 		av.Landing = histChart("requests-landing", "landing", "", "When failed requests gave up",
 			rq.FailureLanding, lm, false, 1080, 200, 0, "fail")
+	}
+	if lines := summaryLines(rep); len(lines) > 1 {
+		av.SummaryLines = lines[1:]
 	}
 	if head, _, incidents := timelineParts(rep); len(head) > 0 {
 		for _, l := range append(head, incidents...) {
