@@ -3,14 +3,16 @@ package enforce
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tailscope/tailscope/policy"
 )
 
 // Call makes one call to hop under the policy: fn is one attempt, run with
-// a context that ends at the attempt's deadline (see Do). It returns nil
-// on the first attempt that succeeds, else a *Degraded.
+// a context that ends at the attempt's deadline (see Do) and tells which
+// attempt it is (AttemptOf). It returns nil on the first attempt that
+// succeeds, else a *Degraded.
 func (p *Policy) Call(ctx context.Context, hop string, fn func(context.Context) error) error {
 	_, err := Do(ctx, p, hop, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
 	return err
@@ -37,22 +39,105 @@ func (p *Policy) Call(ctx context.Context, hop string, fn func(context.Context) 
 //     of it has failed.
 //   - With Options.Throttle, retries and hedges are sent only while the
 //     hop's token bucket is more than half full.
+//   - Whether an error may be retried is Options.Retryable's to say, else
+//     DefaultRetryable's; an attempt cut by the hop's timeout always may.
 //
 // fn is called from another goroutine, one per attempt (hedges run side by
-// side). A panic in fn is raised again in the caller's goroutine.
+// side); its context carries the attempt's deadline (so that a gRPC call
+// made with it sends grpc-timeout) and its number (AttemptOf). A panic in
+// fn is raised again in the caller's goroutine.
+//
+// A hop whose policy says idempotent: false is not hedged, and a failed
+// attempt of it is not retried (see CallOptions.Unsent): its calls may
+// act twice.
 func Do[T any](ctx context.Context, p *Policy, hop string, fn func(context.Context) (T, error)) (T, error) {
-	c := &caller[T]{p: p, hop: hop, hp: p.pol.For(hop), fn: fn, start: time.Now()}
+	return do(ctx, p, hop, CallOptions{}, fn, nil, false)
+}
+
+// CallOptions tune one call made with DoWith.
+type CallOptions struct {
+	// Idempotent, when set, overrides the hop's idempotent key for this
+	// call (Transport sets it from the HTTP method, enforcegrpc from the
+	// gRPC method's verb, as the configs `tailscope recommend --emit`
+	// writes do). A call that is not idempotent may act twice if sent
+	// twice: it is never hedged, and a failed attempt is retried only when
+	// Unsent says that the request cannot have reached the service. Unset
+	// and Idempotent, the policy's retries and hedges apply (the replay's
+	// rules).
+	Idempotent policy.Idempotence
+	// Unsent says whether a failed attempt's error shows that its request
+	// cannot have reached the service (the connection could not be made),
+	// so that a call that is not idempotent may be retried after it. Nil:
+	// no error shows it.
+	Unsent func(error) bool
+}
+
+// DoWith is Do with options for this one call.
+func DoWith[T any](ctx context.Context, p *Policy, hop string, opt CallOptions, fn func(context.Context) (T, error)) (T, error) {
+	return do(ctx, p, hop, opt, fn, nil, false)
+}
+
+// do is DoWith with drop, when not nil, given every value that an attempt
+// answered with but that the call does not return (a late answer, a hedge
+// that lost the race), so that it can release what the value holds (an
+// HTTP response's body); and with once, one attempt only (no retry, no
+// hedge: a request that cannot be sent twice).
+func do[T any](ctx context.Context, p *Policy, hop string, opt CallOptions, fn func(context.Context) (T, error), drop func(T), once bool) (T, error) {
+	c := &caller[T]{p: p, hop: hop, hp: p.For(hop), fn: fn, drop: drop, ctx: ctx, start: time.Now()}
+	if opt.Idempotent.Set() {
+		c.hp.Idempotent = opt.Idempotent
+	}
+	if c.hp.Idempotent == policy.NotIdempotent {
+		c.hp.Hedge = policy.Hedge{}
+		c.unsent = opt.Unsent
+		if c.unsent == nil {
+			c.unsent = func(error) bool { return false }
+		}
+	}
+	if once {
+		c.hp.Retries, c.hp.Hedge = 0, policy.Hedge{}
+	}
 	c.deadline, c.bounded = ctx.Deadline()
 	return c.run(ctx)
 }
 
+// Attempt is the attempt that a context belongs to (see AttemptOf).
+type Attempt struct {
+	// Hop is the hop called.
+	Hop string
+	// N is the attempt's number in the call, from 1 in the order the
+	// attempts start, hedges included (Event.Attempt).
+	N int
+	// Retry is the try the attempt belongs to: 0 for the first, k for
+	// the k-th retry.
+	Retry int
+	// Hedge is true for an attempt sent as a hedge.
+	Hedge bool
+}
+
+type attemptKey struct{}
+
+// AttemptOf returns the attempt whose context ctx is, or derives from (the
+// innermost, for a call made inside an attempt), and false outside any
+// attempt.
+func AttemptOf(ctx context.Context) (Attempt, bool) {
+	a, ok := ctx.Value(attemptKey{}).(Attempt)
+	return a, ok
+}
+
 // caller is the state of one call.
 type caller[T any] struct {
-	p     *Policy
-	hop   string
-	hp    policy.Hop
-	fn    func(context.Context) (T, error)
-	start time.Time
+	p    *Policy
+	hop  string
+	hp   policy.Hop
+	fn   func(context.Context) (T, error)
+	drop func(T)
+	// unsent, for a call that is not idempotent, says whether a failed
+	// attempt cannot have reached the service (nil: the call may be
+	// resent).
+	unsent func(error) bool
+	ctx    context.Context // the call's
+	start  time.Time
 	// deadline is ctx's: the request's budget, or the parent attempt's.
 	deadline time.Time
 	bounded  bool
@@ -65,6 +150,10 @@ type result[T any] struct {
 	err   error
 	cut   bool // the hop's own timeout ended it
 	hedge bool
+	n     int // the attempt's number
+	// judged: retry says whether err may be retried (asked when the
+	// attempt ended).
+	judged, retry bool
 	// panicked: fn panicked with pv.
 	panicked bool
 	pv       any
@@ -108,11 +197,12 @@ func (c *caller[T]) run(ctx context.Context) (T, error) {
 				break
 			}
 		}
-		r := c.try(ctx)
+		r := c.try(ctx, k)
 		if r.panicked {
 			panic(r.pv)
 		}
 		if r.err == nil {
+			c.p.observe(Event{Kind: KindSuccess, Hop: c.hop, Hedge: r.hedge, Attempt: r.n, Elapsed: time.Since(c.start)})
 			return r.v, nil
 		}
 		last = r
@@ -120,8 +210,21 @@ func (c *caller[T]) run(ctx context.Context) (T, error) {
 			reason = c.ended(ctx)
 			break
 		}
-		if !r.cut && !c.p.retryable(r.err) {
+		retry := r.retry
+		if !r.judged {
+			retry = c.p.retryable(r.err)
+		}
+		if !r.cut && !retry {
 			reason = ReasonNotRetryable
+			break
+		}
+		if c.unsent != nil && (r.cut || !c.unsent(r.err)) {
+			// Not idempotent, and the request may have reached the
+			// service: no retry for it.
+			reason = ReasonRetriesExhausted
+			if r.cut {
+				reason = ReasonTimeout
+			}
 			break
 		}
 	}
@@ -167,11 +270,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // Max more, one every Delay, while none has succeeded and one is still
 // running. It returns the first success, or the last failure when all
 // failed.
-func (c *caller[T]) try(ctx context.Context) result[T] {
+func (c *caller[T]) try(ctx context.Context, k int) result[T] {
 	h := c.hp.Hedge
 	if h.Delay <= 0 || h.Max < 1 {
-		c.started(false)
-		r := c.attempt(ctx, false)
+		r := c.attempt(ctx, false, c.started(false), k)
 		if !r.panicked {
 			c.p.bucket.count(c.hop, r.err == nil)
 		}
@@ -181,8 +283,8 @@ func (c *caller[T]) try(ctx context.Context) result[T] {
 	defer cancel() // the attempts still running lost
 	results := make(chan result[T], 1+h.Max)
 	launch := func(hedge bool) {
-		c.started(hedge)
-		go func() { results <- c.attempt(tctx, hedge) }()
+		n := c.started(hedge)
+		go func() { results <- c.attempt(tctx, hedge, n, k) }()
 	}
 	start := time.Now()
 	launch(false)
@@ -203,7 +305,18 @@ func (c *caller[T]) try(ctx context.Context) result[T] {
 			c.p.bucket.count(c.hop, r.err == nil)
 			if r.err == nil {
 				if r.hedge {
-					c.p.observe(Event{Kind: KindHedgeWon, Hop: c.hop, Hedge: true, Elapsed: time.Since(c.start)})
+					c.p.observe(Event{Kind: KindHedgeWon, Hop: c.hop, Hedge: true, Attempt: r.n, Elapsed: time.Since(c.start)})
+				}
+				if c.drop != nil && running > 0 {
+					// The attempts still running are cancelled as try
+					// returns; one may have answered all the same.
+					go func(left int) {
+						for ; left > 0; left-- {
+							if l := <-results; l.err == nil && !l.panicked {
+								c.drop(l.v)
+							}
+						}
+					}(running)
 				}
 				return r
 			}
@@ -231,19 +344,25 @@ func (c *caller[T]) try(ctx context.Context) result[T] {
 	}
 }
 
-// started counts an attempt the call sends.
-func (c *caller[T]) started(hedge bool) {
+// started counts an attempt the call sends, and returns its number.
+func (c *caller[T]) started(hedge bool) int {
 	c.attempts++
-	c.p.observe(Event{Kind: KindAttempt, Hop: c.hop, Hedge: hedge, Elapsed: time.Since(c.start)})
+	c.p.observe(Event{Kind: KindAttempt, Hop: c.hop, Hedge: hedge, Attempt: c.attempts, Elapsed: time.Since(c.start)})
+	return c.attempts
 }
 
-// attempt runs fn once under the sooner of the hop's timeout and the
-// call's deadline.
-func (c *caller[T]) attempt(ctx context.Context, hedge bool) result[T] {
-	if err := ctx.Err(); err != nil {
-		return result[T]{err: err, hedge: hedge} // nothing left to run it in
-	}
+// attempt runs fn once, as attempt n of the call in try k, under the
+// sooner of the hop's timeout and ctx's deadline (ctx is the call's, or
+// for a hedged try the try's).
+func (c *caller[T]) attempt(ctx context.Context, hedge bool, n, k int) (r result[T]) {
 	now := time.Now()
+	defer func() {
+		r.hedge, r.n = hedge, n
+		c.attemptEnded(ctx, &r, now)
+	}()
+	if err := ctx.Err(); err != nil {
+		return result[T]{err: err} // nothing left to run it in
+	}
 	own := c.hp.Timeout > 0 && (!c.bounded || now.Add(c.hp.Timeout).Before(c.deadline))
 	var actx context.Context
 	var cancel context.CancelFunc
@@ -255,6 +374,7 @@ func (c *caller[T]) attempt(ctx context.Context, hedge bool) result[T] {
 		actx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
+	actx = context.WithValue(actx, attemptKey{}, Attempt{Hop: c.hop, N: n, Retry: k, Hedge: hedge})
 	done := make(chan result[T], 1) // fn's late answer is dropped, not waited for
 	go func() {
 		var r result[T]
@@ -266,7 +386,6 @@ func (c *caller[T]) attempt(ctx context.Context, hedge bool) result[T] {
 		}()
 		r.v, r.err = c.fn(actx)
 	}()
-	var r result[T]
 	select {
 	case r = <-done:
 	case <-actx.Done():
@@ -274,11 +393,47 @@ func (c *caller[T]) attempt(ctx context.Context, hedge bool) result[T] {
 		case r = <-done: // answered at the deadline itself
 		default:
 			r.err = actx.Err()
+			if c.drop != nil {
+				go func() {
+					if l := <-done; l.err == nil && !l.panicked {
+						c.drop(l.v)
+					}
+				}()
+			}
 		}
 	}
-	r.hedge = hedge
 	if r.err != nil && own && !time.Now().Before(ownDeadline) {
 		r.cut = true
 	}
 	return r
+}
+
+// attemptEnded tells Observe how attempt r, started at start, ended, and judges
+// whether its error may be retried. ctx is the one the attempt ran under:
+// the call's, or its try's.
+func (c *caller[T]) attemptEnded(ctx context.Context, r *result[T], start time.Time) {
+	now := time.Now()
+	e := Event{Kind: KindAttemptEnd, Hop: c.hop, Hedge: r.hedge, Attempt: r.n, Latency: now.Sub(start), Elapsed: now.Sub(c.start), Err: r.err}
+	switch {
+	case r.panicked:
+		e.Outcome, e.Err = OutcomeError, fmt.Errorf("enforce: attempt %d of %s panicked: %v", r.n, c.hop, r.pv)
+	case r.err == nil:
+		e.Outcome = OutcomeOK
+	case r.cut:
+		e.Outcome = OutcomeTimeout
+	case c.ctx.Err() != nil || c.bounded && !now.Before(c.deadline):
+		e.Outcome = OutcomeBudget
+		if c.ended(c.ctx) == ReasonCanceled {
+			e.Outcome = OutcomeCanceled
+		}
+	case ctx.Err() != nil:
+		e.Outcome = OutcomeLost
+	default:
+		r.judged, r.retry = true, c.p.retryable(r.err)
+		e.Outcome = OutcomeError
+		if !r.retry {
+			e.Outcome = OutcomeNotRetryable
+		}
+	}
+	c.p.observe(e)
 }

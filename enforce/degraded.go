@@ -26,7 +26,7 @@ const (
 	// last with an error before its timeout.
 	ReasonRetriesExhausted Reason = "retries exhausted"
 	// ReasonNotRetryable: an attempt failed with an error that a retry
-	// cannot fix (see Permanent and Options.Retryable).
+	// cannot fix (see Permanent, Options.Retryable and DefaultRetryable).
 	ReasonNotRetryable Reason = "not retryable"
 	// ReasonThrottled: a retry was due, but the hop's retry budget (see
 	// Options.Throttle) is spent while the hop fails often.
@@ -119,7 +119,9 @@ func Permanent(err error) error {
 	return permanent{err}
 }
 
-func isPermanent(err error) bool {
+// IsPermanent reports whether err is, or wraps, an error wrapped by
+// Permanent.
+func IsPermanent(err error) bool {
 	var p permanent
 	return errors.As(err, &p)
 }
@@ -127,13 +129,73 @@ func isPermanent(err error) bool {
 // Kind is what an Event reports.
 type Kind uint8
 
+// The kinds of Event. Their values are stable (new kinds are added at the
+// end): a hook that switches on Kind should ignore kinds it does not know.
 const (
-	// KindAttempt: an attempt started (Hedge says whether it is a hedge).
+	// KindAttempt: an attempt started (Hedge says whether it is a hedge,
+	// Attempt its number).
 	KindAttempt Kind = iota
-	// KindHedgeWon: a hedge answered first.
+	// KindHedgeWon: a hedge answered first (a KindSuccess follows).
 	KindHedgeWon
 	// KindGiveUp: the call gave up (Reason says why).
 	KindGiveUp
+	// KindAttemptEnd: an attempt ended: Outcome says how, Latency how long
+	// it ran, Err with which error. Every KindAttempt is followed by one
+	// KindAttemptEnd of the same Attempt; that of an attempt cancelled
+	// because another attempt of its try won (OutcomeLost) may come after
+	// the call has returned.
+	KindAttemptEnd
+	// KindSuccess: the call succeeded: Attempt is the attempt that
+	// answered, Elapsed the call's time.
+	KindSuccess
+	// KindUnknownHop: a call named a hop that the policy does not list, so
+	// that it runs under the default; told once per name (see
+	// Options.Warn), with Suggest the closest listed name, if any.
+	KindUnknownHop
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindAttempt:
+		return "attempt"
+	case KindHedgeWon:
+		return "hedge won"
+	case KindGiveUp:
+		return "give up"
+	case KindAttemptEnd:
+		return "attempt end"
+	case KindSuccess:
+		return "success"
+	case KindUnknownHop:
+		return "unknown hop"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Outcome is how one attempt ended. The values are stable strings, fit
+// for a metric's label.
+type Outcome string
+
+// The outcomes of an attempt.
+const (
+	// OutcomeOK: the attempt answered.
+	OutcomeOK Outcome = "ok"
+	// OutcomeError: it failed with an error that a retry may fix.
+	OutcomeError Outcome = "error"
+	// OutcomeNotRetryable: it failed with an error that a retry cannot fix
+	// (Permanent, Options.Retryable, DefaultRetryable).
+	OutcomeNotRetryable Outcome = "not retryable"
+	// OutcomeTimeout: the hop's own per-attempt timeout cut it.
+	OutcomeTimeout Outcome = "timeout"
+	// OutcomeBudget: the time left for the request (its budget, or the
+	// deadline of the attempt the call was made in) ran out while it ran.
+	OutcomeBudget Outcome = "budget"
+	// OutcomeCanceled: the caller cancelled the request while it ran.
+	OutcomeCanceled Outcome = "canceled"
+	// OutcomeLost: another attempt of the same try (a hedge, or the
+	// attempt a hedge was sent for) answered first, and this one was
+	// cancelled.
+	OutcomeLost Outcome = "lost"
 )
 
 // Event is what Options.Observe is told.
@@ -144,18 +206,38 @@ type Event struct {
 	Hedge bool
 	// Reason is set for KindGiveUp.
 	Reason Reason
-	// Elapsed is the time since the call started.
+	// Elapsed is the time since the call started (for KindAttemptEnd, at
+	// the attempt's end; for KindSuccess and KindGiveUp, the call's time).
 	Elapsed time.Duration
+	// Attempt is the attempt's number in the call, from 1 in the order
+	// they start, hedges included (KindAttempt, KindAttemptEnd; the
+	// winning attempt for KindSuccess and KindHedgeWon). It is the N of
+	// the attempt's AttemptOf.
+	Attempt int
+	// Outcome is how the attempt ended (KindAttemptEnd).
+	Outcome Outcome
+	// Latency is how long the attempt ran, from its start to its end as
+	// the call saw it: its answer, its error, or the deadline that cut it
+	// (KindAttemptEnd).
+	Latency time.Duration
+	// Err is the attempt's error (KindAttemptEnd), for logs and traces;
+	// nil for OutcomeOK. Never show it to a reader (see Degraded).
+	Err error
+	// Suggest is, for KindUnknownHop, the listed hop whose name is
+	// closest to Hop ("cart" for "Cart"), or "".
+	Suggest string
 }
 
 // Counts is a ready Observe hook that counts events by hop: attempts,
-// hedges sent, hedges won, and give-ups by reason. Its zero value is ready;
-// it is safe for concurrent use.
+// hedges sent, hedges won, successes, attempts by outcome, and give-ups by
+// reason. Its zero value is ready; it is safe for concurrent use.
 type Counts struct {
 	mu        sync.Mutex
 	attempts  map[string]int
 	hedges    map[string]int
 	hedgesWon map[string]int
+	successes map[string]int
+	outcomes  map[string]map[Outcome]int
 	giveUps   map[string]map[Reason]int
 }
 
@@ -164,8 +246,8 @@ func (c *Counts) Observe(e Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.attempts == nil {
-		c.attempts, c.hedges, c.hedgesWon = map[string]int{}, map[string]int{}, map[string]int{}
-		c.giveUps = map[string]map[Reason]int{}
+		c.attempts, c.hedges, c.hedgesWon, c.successes = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+		c.outcomes, c.giveUps = map[string]map[Outcome]int{}, map[string]map[Reason]int{}
 	}
 	switch e.Kind {
 	case KindAttempt:
@@ -175,6 +257,15 @@ func (c *Counts) Observe(e Event) {
 		}
 	case KindHedgeWon:
 		c.hedgesWon[e.Hop]++
+	case KindSuccess:
+		c.successes[e.Hop]++
+	case KindAttemptEnd:
+		m := c.outcomes[e.Hop]
+		if m == nil {
+			m = map[Outcome]int{}
+			c.outcomes[e.Hop] = m
+		}
+		m[e.Outcome]++
 	case KindGiveUp:
 		m := c.giveUps[e.Hop]
 		if m == nil {
@@ -186,13 +277,16 @@ func (c *Counts) Observe(e Event) {
 }
 
 // Snapshot is what a Counts has counted: totals over every hop and the
-// same by hop.
+// same by hop. Outcomes counts the attempts that have ended (an attempt
+// lost to a hedge may end after its call returned).
 type Snapshot struct {
-	Attempts, Hedges, HedgesWon, GiveUps int
-	AttemptsByHop, HedgesByHop           map[string]int
-	HedgesWonByHop                       map[string]int
-	GiveUpsByReason                      map[Reason]int
-	GiveUpsByHop                         map[string]map[Reason]int
+	Attempts, Hedges, HedgesWon, GiveUps, Successes int
+	AttemptsByHop, HedgesByHop                      map[string]int
+	HedgesWonByHop, SuccessesByHop                  map[string]int
+	Outcomes                                        map[Outcome]int
+	OutcomesByHop                                   map[string]map[Outcome]int
+	GiveUpsByReason                                 map[Reason]int
+	GiveUpsByHop                                    map[string]map[Reason]int
 }
 
 // Snapshot copies the counts.
@@ -200,18 +294,25 @@ func (c *Counts) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Snapshot{AttemptsByHop: map[string]int{}, HedgesByHop: map[string]int{}, HedgesWonByHop: map[string]int{},
+		SuccessesByHop: map[string]int{}, Outcomes: map[Outcome]int{}, OutcomesByHop: map[string]map[Outcome]int{},
 		GiveUpsByReason: map[Reason]int{}, GiveUpsByHop: map[string]map[Reason]int{}}
-	for h, n := range c.attempts {
-		s.AttemptsByHop[h] = n
-		s.Attempts += n
+	total := func(from map[string]int, to map[string]int, sum *int) {
+		for h, n := range from {
+			to[h] = n
+			*sum += n
+		}
 	}
-	for h, n := range c.hedges {
-		s.HedgesByHop[h] = n
-		s.Hedges += n
-	}
-	for h, n := range c.hedgesWon {
-		s.HedgesWonByHop[h] = n
-		s.HedgesWon += n
+	total(c.attempts, s.AttemptsByHop, &s.Attempts)
+	total(c.hedges, s.HedgesByHop, &s.Hedges)
+	total(c.hedgesWon, s.HedgesWonByHop, &s.HedgesWon)
+	total(c.successes, s.SuccessesByHop, &s.Successes)
+	for h, m := range c.outcomes {
+		cp := map[Outcome]int{}
+		for o, n := range m {
+			cp[o] = n
+			s.Outcomes[o] += n
+		}
+		s.OutcomesByHop[h] = cp
 	}
 	for h, m := range c.giveUps {
 		cp := map[Reason]int{}
@@ -229,5 +330,5 @@ func (c *Counts) Snapshot() Snapshot {
 func (c *Counts) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.attempts, c.hedges, c.hedgesWon, c.giveUps = nil, nil, nil, nil
+	c.attempts, c.hedges, c.hedgesWon, c.successes, c.outcomes, c.giveUps = nil, nil, nil, nil, nil, nil
 }

@@ -17,13 +17,25 @@
 //	err = pol.Call(ctx, "retrieve", func(ctx context.Context) error { … })
 //	var d *enforce.Degraded // on give-up: errors.As(err, &d)
 //
+// A call goes through Call or Do, through Transport (an http.RoundTripper),
+// or through package enforcegrpc's interceptors; each attempt's context
+// carries the attempt's deadline, which Transport sends in the
+// X-Request-Timeout-Ms header and grpc-go as grpc-timeout. Options.Observe
+// is told of every attempt's start and end (outcome and latency): the hook
+// for metrics and traces. A hop name the policy does not list runs under
+// the default and is reported once (Options.Warn, KindUnknownHop); Check
+// refuses such names up front.
+//
 // The package imports only the standard library and package policy (the
-// parser check uses). It must not read logs, print, or keep state beyond
-// the retry throttling that a process shares by design.
+// parser check uses); gRPC lives in enforce/enforcegrpc, so that a service
+// without gRPC does not link it. It must not read logs, print (but for the
+// once-per-name warning of Options.Warn), or keep state beyond the retry
+// throttling that a process shares by design.
 package enforce
 
 import (
 	"context"
+	"log"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -36,10 +48,13 @@ import (
 // among all the requests that use it, as gRPC's retryThrottling does per
 // channel.
 type Policy struct {
-	pol     *policy.Policy
-	opt     Options
-	bucket  *bucket
-	observe func(Event)
+	pol      *policy.Policy
+	opt      Options
+	bucket   *bucket
+	observe  func(Event)
+	warn     func(string)
+	defaults map[string]bool // Options.DefaultHops
+	unknown  unknownHops
 }
 
 // Options tune how a policy is applied. The zero Options are the defaults.
@@ -58,41 +73,91 @@ type Options struct {
 	// run with the replay exactly.
 	Jitter func(ctx context.Context, hop string, k int) float64
 	// Retryable says whether a failed attempt's error may be retried. Nil
-	// retries every error except those wrapped by Permanent (and the
-	// caller's own cancellation).
+	// is DefaultRetryable: what a retry can fix is retried (HTTP 429, 502,
+	// 503, 504, connection errors, errors it does not know), what it cannot
+	// is not (other HTTP statuses, Permanent, a cancellation); a Retryable
+	// of one's own can fall back on it. An error wrapped by Permanent is
+	// never retried, and an attempt cut by the hop's timeout always may be.
 	Retryable func(error) bool
 	// Parts name, by hop, what a hop's answer is to the request in plain
 	// words ("the retrieved passages"), for Degraded.Missing; a hop not
 	// listed is "the answer from <hop>".
 	Parts map[string]string
-	// Observe, when not nil, is told of every attempt, every hedge that
-	// won and every give-up (see Event): the hook for metrics. It is
-	// called from several goroutines at once and must not block.
+	// Observe, when not nil, is told of every attempt's start and end
+	// (with its outcome and latency), every success, every hedge that won,
+	// every give-up and every hop name the policy does not list (see Event
+	// and Kind): the hook for metrics. It is called from several
+	// goroutines at once and must not block.
 	Observe func(Event)
+	// Warn is given, once per name, a warning for a call to a hop that the
+	// policy does not list (a mistyped "Cart" for "cart" runs under the
+	// default): the hop, the policy and the closest listed name. Nil
+	// writes it with log.Print; func(string) {} silences it. A policy that
+	// lists no hop at all runs every hop under its default by design, and
+	// warns of none.
+	Warn func(msg string)
+	// DefaultHops are hop names that the policy does not list on purpose:
+	// they run under the default without a warning, and Check accepts
+	// them.
+	DefaultHops []string
 }
 
 // Load reads a policy file (the format of docs/DESIGN.md §6; every problem
 // of the file is reported with its line, as check reports it) and returns
 // it ready to apply with the default Options.
 func Load(path string) (*Policy, error) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is Load with opt, and with Check: it fails when one of hops,
+// the names the service will call, is not in the file (an
+// *UnknownHopError for each, joined), so that a mistyped name stops the
+// service at start instead of running under the default.
+func LoadWith(path string, opt Options, hops ...string) (*Policy, error) {
 	p, err := policy.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return New(p, Options{}), nil
+	e := New(p, opt)
+	if err := e.Check(hops...); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // New applies an already parsed policy with opt. p must not be changed
 // afterwards.
 func New(p *policy.Policy, opt Options) *Policy {
-	e := &Policy{pol: p, opt: opt, observe: opt.Observe}
+	e := &Policy{pol: p, opt: opt, observe: opt.Observe, warn: opt.Warn}
 	if len(opt.Throttle) > 0 {
 		e.bucket = &bucket{budget: opt.Throttle, tokens: map[string]float64{}}
 	}
 	if e.observe == nil {
 		e.observe = func(Event) {}
 	}
+	if e.warn == nil {
+		e.warn = func(msg string) { log.Print(msg) }
+	}
+	if len(opt.DefaultHops) > 0 {
+		e.defaults = make(map[string]bool, len(opt.DefaultHops))
+		for _, h := range opt.DefaultHops {
+			e.defaults[h] = true
+		}
+	}
 	return e
+}
+
+// For returns the policy a call to hop runs under: the hop's entry, else
+// the default. A name the policy does not list (and Options.DefaultHops
+// does not name) is reported the first time: see Options.Warn.
+func (p *Policy) For(hop string) policy.Hop {
+	if h, ok := p.pol.Hops[hop]; ok {
+		return h
+	}
+	if len(p.pol.Hops) > 0 && !p.defaults[hop] {
+		p.unknownHop(hop)
+	}
+	return p.pol.Default
 }
 
 // Policy returns the policy being applied.
@@ -138,13 +203,13 @@ func (p *Policy) jitter(ctx context.Context, hop string, k int) float64 {
 
 // retryable says whether err, a failed attempt's error, may be retried.
 func (p *Policy) retryable(err error) bool {
-	if isPermanent(err) {
+	if IsPermanent(err) {
 		return false
 	}
 	if p.opt.Retryable != nil {
 		return p.opt.Retryable(err)
 	}
-	return true
+	return DefaultRetryable(err)
 }
 
 // bucket is the retry throttling shared by a Policy: tokens by hop, as

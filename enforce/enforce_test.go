@@ -242,7 +242,7 @@ func TestNestedSeesWhatIsLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &policy.Policy{Budget: 10 * time.Second, Default: policy.Hop{Timeout: 4 * time.Second},
 			Hops: map[string]policy.Hop{"index": {Timeout: 1500 * time.Millisecond, Retries: 3, BudgetAware: true}}}
-		pol := enforce.New(p, enforce.Options{})
+		pol := enforce.New(p, enforce.Options{DefaultHops: []string{"retrieve"}})
 		ctx, done := pol.Request(context.Background())
 		defer done()
 		if left, ok := enforce.Left(ctx); !ok || left != 10*time.Second {
