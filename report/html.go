@@ -25,12 +25,22 @@ import (
 //go:embed html.tmpl
 var htmlSource string
 
-var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+var htmlFuncs = template.FuncMap{
 	"join":      strings.Join,
 	"vis":       Visible,
 	"hasPrefix": strings.HasPrefix,
 	"name":      breakable,
-}).Parse(htmlSource))
+	// traces is a sentence that cites trace ids; with a trace URL the ids
+	// become links (tracelink.go, bound per page on a clone).
+	"traces": (*linker)(nil).html,
+}
+
+var htmlTemplate = template.Must(template.New("report").Funcs(htmlFuncs).Parse(htmlSource))
+
+// htmlPristine is the same template never executed, which html/template
+// requires of a template it clones: a page with trace links runs on a
+// clone whose traces links them.
+var htmlPristine = template.Must(template.New("report").Funcs(htmlFuncs).Parse(htmlSource))
 
 // breakable shows a name from the logs (made Visible and escaped) with
 // line-break opportunities before each '/' and '.' and after each ':' and
@@ -217,6 +227,19 @@ func optDur(v *float64) string {
 }
 
 func analysisHTML(w io.Writer, rep *analyze.Report) error {
+	return analysisHTMLOpt(w, rep, Options{})
+}
+
+// analysisHTMLOpt is analysisHTML with the trace links of opt.
+func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
+	t := htmlTemplate
+	if opt.TraceURL != "" {
+		c, err := htmlPristine.Clone()
+		if err != nil {
+			return err
+		}
+		t = c.Funcs(template.FuncMap{"traces": newLinker(rep, opt.TraceURL).html})
+	}
 	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
 	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
@@ -342,7 +365,7 @@ func analysisHTML(w io.Writer, rep *analyze.Report) error {
 		av.TimelineCharts = timelineCharts(rep)
 	}
 	p.Analysis = av
-	return htmlTemplate.Execute(w, p)
+	return t.Execute(w, p)
 }
 
 // maxDrawnHops is the number of hops the HTML report draws in full, with

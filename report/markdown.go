@@ -95,7 +95,12 @@ func mdSkips(e *errWriter, read, skipped int64, by map[string]int64) {
 }
 
 func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
-	e := &errWriter{w: w}
+	return analysisMarkdownOpt(w, rep, Options{})
+}
+
+// analysisMarkdownOpt is analysisMarkdown with the trace links of opt.
+func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
+	e := &errWriter{w: w, links: newLinker(rep, opt.TraceURL)}
 	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
 	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
@@ -190,7 +195,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 				s += fmt.Sprintf("; timeout %s from %s", units.Millis(*h.TimeoutMs), md(h.TimeoutSource))
 			}
 			if x := hopExamplesText(h.Examples); x != "" {
-				s += "; " + md(x)
+				s += "; " + e.links.md(x)
 			}
 			evidence = append(evidence, s)
 		}

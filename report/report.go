@@ -24,6 +24,10 @@ type Options struct {
 	// Color enables ANSI colour in text output (only on a terminal, never
 	// with NO_COLOR).
 	Color bool
+	// TraceURL, when set, makes the trace ids a report cites links in
+	// HTML and Markdown: TraceIDPlaceholder in it is replaced by the id
+	// (tracelink.go).
+	TraceURL string
 }
 
 // ValidFormat reports whether f is one of Formats.
@@ -46,9 +50,9 @@ func Analysis(w io.Writer, format string, rep *analyze.Report, opt Options) erro
 	case "text":
 		err = analysisText(bw, rep, opt)
 	case "markdown":
-		err = analysisMarkdown(bw, rep)
+		err = analysisMarkdownOpt(bw, rep, opt)
 	case "html":
-		err = analysisHTML(bw, rep)
+		err = analysisHTMLOpt(bw, rep, opt)
 	default:
 		return fmt.Errorf("unknown format %q", format)
 	}

@@ -270,13 +270,13 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 	if len(rows) > 0 {
 		e.printf("%s", md(capFirst(tailWhich(rep.TailRequests))))
 		if tr := rep.TailRequests; tr != nil && len(tr.Examples) > 0 {
-			e.printf("; %s", md(examplesText(tr.Examples)))
+			e.printf("; %s", e.links.md(examplesText(tr.Examples)))
 		}
 		e.printf(":\n\n")
 		for i, x := range rows {
 			e.printf("%d. **%s** %s: %s", i+1, md(x.Hop), units.Percent(x.Share, 1), md(x.Reason))
 			if len(x.Examples) > 0 {
-				e.printf("; %s", md(examplesText(x.Examples)))
+				e.printf("; %s", e.links.md(examplesText(x.Examples)))
 			}
 			e.printf("\n")
 		}
@@ -327,7 +327,7 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		for _, h := range rs[:min(len(rs), reasonsShown)] {
 			e.printf("- **%s**: %s", md(h.Hop), md(h.Reason))
 			if len(h.Examples) > 0 {
-				e.printf("; %s", md(examplesText(h.Examples)))
+				e.printf("; %s", e.links.md(examplesText(h.Examples)))
 			}
 			e.printf("\n")
 		}
@@ -427,12 +427,12 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 <h2 id="tail">Where the tail comes from</h2>
 <div class="panel tablewrap" data-section="tail">
 {{- if .Rows}}
-<p>{{vis .Which}}{{if .Examples}}<span class="muted">; {{vis .Examples}}</span>{{end}}:</p>
+<p>{{vis .Which}}{{if .Examples}}<span class="muted">; {{traces .Examples}}</span>{{end}}:</p>
 <table id="tail-table">
 <thead><tr><th class="num">#</th><th>hop</th><th class="num">share</th><th>why</th></tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr data-tail="{{vis .Hop}}"><td class="num">{{.Rank}}</td><td class="hopname"><b>{{name .Hop}}</b></td><td class="num">{{.Share}}<br/><span style="display:inline-block;height:6px;border-radius:3px;background:var(--bar);width:{{.Width}}px"></span></td><td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</td></tr>
+<tr data-tail="{{vis .Hop}}"><td class="num">{{.Rank}}</td><td class="hopname"><b>{{name .Hop}}</b></td><td class="num">{{.Share}}<br/><span style="display:inline-block;height:6px;border-radius:3px;background:var(--bar);width:{{.Width}}px"></span></td><td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{traces .Examples}})</span>{{end}}</td></tr>
 {{- end}}
 </tbody>
 </table>
@@ -447,7 +447,7 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 <p><b>On one instance or attribute:</b></p>
 <ul id="attribution">
 {{- range .Attrs}}
-<li data-attr-hop="{{vis .Hop}}" data-attr="{{vis .Key}}={{vis .Value}}"><b>{{name .Hop}}</b>: {{vis .Text}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</li>
+<li data-attr-hop="{{vis .Hop}}" data-attr="{{vis .Key}}={{vis .Value}}"><b>{{name .Hop}}</b>: {{vis .Text}}{{if .Examples}} <span class="muted">({{traces .Examples}})</span>{{end}}</li>
 {{- end}}
 </ul>
 {{- if .AttrMore}}
@@ -473,7 +473,7 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 <thead><tr>{{range $i, $h := .Head}}<th{{if and $i (lt $i 7)}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr data-compare="{{vis .Hop}}"><td class="hopname"><b>{{name .Hop}}</b></td>{{range $i, $c := .Cells}}<td{{if lt $i 6}} class="num"{{else}} style="white-space:nowrap"{{end}}>{{vis $c}}</td>{{end}}<td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{vis .Examples}})</span>{{end}}</td></tr>
+<tr data-compare="{{vis .Hop}}"><td class="hopname"><b>{{name .Hop}}</b></td>{{range $i, $c := .Cells}}<td{{if lt $i 6}} class="num"{{else}} style="white-space:nowrap"{{end}}>{{vis $c}}</td>{{end}}<td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{traces .Examples}})</span>{{end}}</td></tr>
 {{- end}}
 </tbody>
 </table>
@@ -487,6 +487,7 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 
 func init() {
 	template.Must(htmlTemplate.New("tail").Parse(tailTemplate))
+	template.Must(htmlPristine.New("tail").Parse(tailTemplate))
 }
 
 // AttrShown is how many attributions the opening section shows (the hop

@@ -20,6 +20,7 @@ type errWriter struct {
 	w     io.Writer
 	err   error
 	color bool
+	links *linker // Markdown's trace links (nil: none)
 }
 
 func (e *errWriter) printf(format string, a ...any) {

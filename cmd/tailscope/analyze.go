@@ -144,12 +144,19 @@ func runAnalyze(e *env, args []string) error {
 	var out outputFlags
 	var an analysisFlags
 	var tf tailFlags
+	var traceURL string
 	out.register(fs)
 	an.register(fs)
 	tf.register(fs)
+	fs.StringVar(&traceURL, "trace-url", "", "link the trace ids the report cites to your trace UI, in HTML and Markdown\n(e.g. https://jaeger.example/trace/{trace_id})")
 	in.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if traceURL != "" {
+		if why := report.ValidTraceURL(traceURL); why != "" {
+			return usagef("--trace-url %q: %s, e.g. https://jaeger.example/trace/{trace_id}", traceURL, why)
+		}
 	}
 	if err := out.check(); err != nil {
 		return err
@@ -173,6 +180,8 @@ func runAnalyze(e *env, args []string) error {
 		return err
 	}
 	return out.write(e, func(w io.Writer) error {
-		return report.Analysis(w, out.format, rep, renderOptions(e, out.output))
+		ro := renderOptions(e, out.output)
+		ro.TraceURL = traceURL
+		return report.Analysis(w, out.format, rep, ro)
 	})
 }
