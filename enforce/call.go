@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tailscope/tailscope/policy"
@@ -142,6 +143,9 @@ type caller[T any] struct {
 	deadline time.Time
 	bounded  bool
 	attempts int
+	// ran counts the attempts that ran fn: one started with no time left
+	// is counted as an attempt (the replay counts it too) but runs nothing.
+	ran atomic.Int64
 }
 
 // result is how one attempt ended.
@@ -239,7 +243,8 @@ func (c *caller[T]) run(ctx context.Context) (T, error) {
 		Reason:    reason,
 		Attempts:  c.attempts,
 		Elapsed:   elapsed,
-		Missing:   missing(part, reason, c.attempts, c.hp.Timeout),
+		Ran:       int(c.ran.Load()),
+		Missing:   missing(part, reason, c.attempts, int(c.ran.Load()), c.hp.Timeout),
 		Retryable: reason != ReasonNotRetryable && reason != ReasonCanceled,
 		last:      last.err,
 	}
@@ -363,6 +368,7 @@ func (c *caller[T]) attempt(ctx context.Context, hedge bool, n, k int) (r result
 	if err := ctx.Err(); err != nil {
 		return result[T]{err: err} // nothing left to run it in
 	}
+	c.ran.Add(1)
 	own := c.hp.Timeout > 0 && (!c.bounded || now.Add(c.hp.Timeout).Before(c.deadline))
 	var actx context.Context
 	var cancel context.CancelFunc

@@ -49,8 +49,10 @@ type Degraded struct {
 	Hop string
 	// Reason is why it gave up.
 	Reason Reason
-	// Attempts is how many attempts the call started, hedges included.
-	Attempts int
+	// Attempts is how many attempts the call started, hedges included;
+	// Ran how many of them ran the function (an attempt started with no
+	// time left runs nothing).
+	Attempts, Ran int
 	// Elapsed is the time from the call to the give-up.
 	Elapsed time.Duration
 	// Missing says in plain words which part of the answer is missing and
@@ -73,9 +75,15 @@ func (d *Degraded) Error() string {
 func (d *Degraded) Unwrap() error { return d.last }
 
 // missing writes the Missing text of a give-up.
-func missing(part string, r Reason, attempts int, timeout time.Duration) string {
+func missing(part string, r Reason, attempts, ran int, timeout time.Duration) string {
 	n := units.Count(attempts, "attempt", "attempts")
 	var why string
+	switch {
+	case ran == 0 && r == ReasonBudget:
+		return part + ": the time left for the request had run out before its first attempt could run"
+	case ran == 0 && r == ReasonCanceled:
+		return part + ": the caller had stopped waiting before its first attempt could run"
+	}
 	switch r {
 	case ReasonTimeout:
 		if attempts == 1 {
