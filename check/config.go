@@ -54,20 +54,34 @@ func readBack(rep *analyze.Report, p *policy.Policy) (*policy.Policy, []Finding)
 				}
 			}
 			if ri < 0 {
+				// The config's own catch-all for the call's service (or
+				// any): the call is bounded by the default, as the proxy
+				// or client bounds it.
+				for i := range cfg.Defaults {
+					if cfg.Defaults[i].Matches(e) {
+						ri = len(cfg.Routes) + i
+						break
+					}
+				}
+			}
+			if ri < 0 {
 				fs = append(fs, Finding{Code: CodeHopNotRouted, Severity: SevWarning, Hop: h.Hop,
 					Message: fmt.Sprintf("no route of the %s config takes %s (%d calls): the config leaves it unbounded", cfg.Format, e.Label(), e.Calls)})
 				continue
 			}
-			used[ri] = true
+			if ri < len(cfg.Routes) {
+				used[ri] = true
+			}
 			byHop[h.Hop] = append(byHop[h.Hop], taken{ri, e.Calls})
 		}
 	}
+	routes := append(append([]policy.Route(nil), cfg.Routes...), cfg.Defaults...)
 	for hop, ts := range byHop {
-		first := cfg.Routes[ts[0].route]
+		first := routes[ts[0].route]
 		out.Hops[hop] = first.Hop
 		out.Lines[hop] = first.Line
 		for _, t := range ts[1:] {
-			r := cfg.Routes[t.route]
+			r := routes[t.route]
 			if r.Hop != first.Hop {
 				fs = append(fs, Finding{Code: CodeRoutesDisagree, Severity: SevWarning, Hop: hop,
 					Message: fmt.Sprintf("its calls take routes with different settings (%s and %s): replayed with the first", first.Label(), r.Label())})
