@@ -43,6 +43,11 @@ type layoutEntry struct {
 	hopAttr      bool  // the key of --hop-by attr:KEY
 	next         int32 // the entry that followed this one last time (0: none)
 	alt          int32 // the one that followed it the time before (0: none)
+	// vlen is the length of the key's string value the last time (0:
+	// none yet): a log's ids, names and kinds keep their lengths, so the
+	// value's end is checked where it was rather than searched for
+	// (stringEnd).
+	vlen int32
 }
 
 // wordsAt reports whether line holds the entry's quoted key at i, and
@@ -122,10 +127,11 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		str, num := false, false
 		switch c := line[i]; {
 		case c == '"':
-			j, ok := jsonscan.PlainString(line, i+1)
+			j, ok := stringEnd(line, i+1, int(ent.vlen))
 			if !ok {
 				return false
 			}
+			ent.vlen = int32(j - i - 1)
 			v, str, i = line[i+1:j], true, j+1
 		case c == '-' || (c >= '0' && c <= '9'):
 			scanNumber(line, i, &nt)
@@ -190,6 +196,41 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		}
 		return i < n && line[i] == '}' && skipWS(line, i+1) == n
 	}
+}
+
+// stringEnd is jsonscan.PlainString(line, i) (the closing quote of a
+// string whose content starts at i; ok false for an escape, a control
+// character or no closing quote), looking first where a string of n bytes
+// would end: when a quote is there and none of the n bytes before it is a
+// quote, a backslash or a control character, that quote is the first
+// special byte, which PlainString would have found. The n bytes are
+// checked a word at a time with one test at the end (the last word
+// overlapping the one before), rather than a test and a branch a word.
+func stringEnd(line []byte, i, n int) (int, bool) {
+	if n >= 8 && i+n < len(line) && line[i+n] == '"' {
+		var m uint64
+		k := i
+		for ; k+8 <= i+n; k += 8 {
+			m |= specialMask(binary.LittleEndian.Uint64(line[k:]))
+		}
+		if k < i+n {
+			m |= specialMask(binary.LittleEndian.Uint64(line[i+n-8:]))
+		}
+		if m == 0 {
+			return i + n, true
+		}
+	}
+	return jsonscan.PlainString(line, i)
+}
+
+// specialMask is non-zero exactly when a byte of x is '"', '\\' or below
+// 0x20 (jsonscan's test: the lowest such byte's flag is exact, a borrow
+// only ever flags bytes above one).
+func specialMask(x uint64) uint64 {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	q := x ^ ('"' * lsb)
+	b := x ^ ('\\' * lsb)
+	return ((q-lsb)&^q | (b-lsb)&^b | (x-0x20*lsb)&^x) & msb
 }
 
 // otherKey finds the key at line[i] when the one predicted after entry

@@ -383,3 +383,33 @@ func flatBenchLines(n int) []byte {
 	}
 	return b.Bytes()
 }
+
+// stringEnd answers what jsonscan.PlainString answers, whatever length it
+// looks at first.
+func TestStringEnd(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	alphabet := []byte("ab\"\\\x01\x1f \x7f\xc3\xa9xyz0123456789")
+	for range 200_000 {
+		line := make([]byte, r.IntN(40))
+		for k := range line {
+			if r.IntN(4) == 0 {
+				line[k] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				line[k] = 'a' + byte(r.IntN(26))
+			}
+		}
+		i := 0
+		if len(line) > 0 {
+			i = r.IntN(len(line))
+		}
+		n := r.IntN(len(line) + 2)
+		if r.IntN(2) == 0 && i+n < len(line) {
+			line[i+n] = '"'
+		}
+		wj, wok := jsonscan.PlainString(line, i)
+		j, ok := stringEnd(line, i, n)
+		if j != wj || ok != wok {
+			t.Fatalf("stringEnd(%q, %d, %d) = %d, %v; PlainString gives %d, %v", line, i, n, j, ok, wj, wok)
+		}
+	}
+}
