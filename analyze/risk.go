@@ -257,9 +257,14 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 	for i := range rep.Hops {
 		byHop[rep.Hops[i].Hop] = &rep.Hops[i]
 	}
+	// A hop's risk is taken at the timeout of its first call that has one
+	// (riskOf keeps it); each call then adds the hop's own logarithms,
+	// computed once (the same values, added in the same order).
 	type hr struct {
 		upper, mean float64
 		risk        *HopRisk
+		lu, le      float64 // log1p(−upper), log1p(−mean), as each call adds them
+		calls       int
 	}
 	risks := map[string]*hr{}
 	riskOf := func(hop string, t time.Duration) *hr {
@@ -274,6 +279,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		m := h.successesAbove(t)
 		r := &hr{upper: BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
 			risk: &HopRisk{Hop: hop, TimeoutMs: ms(int64(t)), Successes: h.ttsCount, Above: m}}
+		r.lu, r.le = math.Log1p(-min(r.upper, 1-1e-15)), math.Log1p(-min(r.mean, 1-1e-15))
 		r.risk.Upper = units.Round(r.upper, 6)
 		if tm := h.Recommendation.Tail; tm != nil {
 			r.risk.Extrapolated = true
@@ -282,7 +288,15 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		risks[hop] = r
 		return r
 	}
-	calls := map[string]int{}
+	// Per hop, the timeout p gives its calls on either side (ForCall) and
+	// its risk once known: one lookup a call.
+	type hopCalls struct {
+		timeout [2]time.Duration
+		known   [2]bool
+		risk    *hr
+		done    bool // risk was asked for (it may be nil)
+	}
+	hops := map[string]*hopCalls{}
 	var sumU, sumE float64
 	ok := 0
 	for _, r := range reqs {
@@ -296,17 +310,32 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 			if last.Failed() {
 				return // a call that failed as logged cannot be falsely cut
 			}
-			hp := p.ForCall(c.Hop, c.Role == span.RoleCall)
-			if hp.Timeout <= 0 {
+			hc := hops[c.Hop]
+			if hc == nil {
+				hc = &hopCalls{}
+				hops[c.Hop] = hc
+			}
+			side := 0
+			if c.Role == span.RoleCall {
+				side = 1
+			}
+			if !hc.known[side] {
+				hc.timeout[side], hc.known[side] = p.ForCall(c.Hop, side == 1).Timeout, true
+			}
+			t := hc.timeout[side]
+			if t <= 0 {
 				return
 			}
-			x := riskOf(c.Hop, hp.Timeout)
+			if !hc.done {
+				hc.risk, hc.done = riskOf(c.Hop, t), true
+			}
+			x := hc.risk
 			if x == nil {
 				return
 			}
-			calls[c.Hop]++
-			logU += math.Log1p(-min(x.upper, 1-1e-15))
-			logE += math.Log1p(-min(x.mean, 1-1e-15))
+			x.calls++
+			logU += x.lu
+			logE += x.le
 		})
 		sumU += -math.Expm1(logU)
 		sumE += -math.Expm1(logE)
@@ -316,12 +345,12 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		pr.Upper, pr.Expected = units.Round(sumU/float64(ok), 6), units.Round(sumE/float64(ok), 6)
 	}
 	k := 0.0
-	for hop, r := range risks {
-		if r == nil || calls[hop] == 0 {
+	for _, r := range risks {
+		if r == nil || r.calls == 0 {
 			continue
 		}
-		r.risk.CallsPerRequest = units.Round(float64(calls[hop])/float64(max(ok, 1)), 4)
-		k += float64(calls[hop]) / float64(max(ok, 1))
+		r.risk.CallsPerRequest = units.Round(float64(r.calls)/float64(max(ok, 1)), 4)
+		k += float64(r.calls) / float64(max(ok, 1))
 		pr.Hops = append(pr.Hops, *r.risk)
 	}
 	sort.Slice(pr.Hops, func(i, j int) bool {
