@@ -262,7 +262,13 @@ func (a *Accum) sample(sp *span.Span) {
 		return
 	}
 	c := *sp
-	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
+	// The three ids copied in one allocation (a trace's id, the span's
+	// and its parent's are kept and dropped together).
+	t, s := len(sp.TraceID), len(sp.SpanID)
+	buf := make([]byte, 0, t+s+len(sp.ParentID))
+	buf = append(append(append(buf, sp.TraceID...), sp.SpanID...), sp.ParentID...)
+	ids := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+	c.TraceID, c.SpanID, c.ParentID = ids[:t], ids[t:t+s], ids[t+s:]
 	// The trees use no attributes but those that map a hop to its
 	// endpoint (copied: a reader's may be borrowed).
 	c.Attrs = routingAttrs(sp.Attrs)
@@ -887,84 +893,105 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	}
 	T := nsOf(h.TimeoutMs)
 	h.Attempts, h.FailedAttempts = acc.n, acc.failed
-	// Cut attempts: marked by the span, or failed and ended at T.
-	var nearT quantile.Digest
+	// Cut attempts: marked by the span, or failed and ended at T. Within
+	// the exact range the unions below are of sorted lists, each merged in
+	// one pass into one new list (fillValues); past it, of digests.
 	tol := int64(0)
 	if T > 0 {
 		tol = tolerance(T)
-		acc.other.Each(func(v int64, c int) {
-			if v >= T-tol && v <= T+tol {
-				for range c {
-					nearT.Add(v)
+	}
+	var all, tts, failed, nearT fillValues
+	if acc.succ.Exact() {
+		succ, flagged, other := acc.succ.Sorted(), acc.flagged.Sorted(), acc.other.Sorted()
+		var near []int64
+		if T > 0 {
+			lo := sort.Search(len(other), func(i int) bool { return other[i] >= T-tol })
+			hi := sort.Search(len(other), func(i int) bool { return other[i] > T+tol })
+			near = other[lo:hi]
+		}
+		all.s = mergeAscending3(succ, flagged, other)
+		failed.s = mergeAscending(flagged, other)
+		tts.s = mergeAscending3(succ, flagged, near)
+		nearT.s = near
+		all.exact, failed.exact, tts.exact, nearT.exact = true, true, true, true
+	} else {
+		var nd quantile.Digest
+		if T > 0 {
+			acc.other.Each(func(v int64, c int) {
+				if v >= T-tol && v <= T+tol {
+					for range c {
+						nd.Add(v)
+					}
 				}
-			}
-		})
+			})
+		}
+		var ad, td, fd quantile.Digest
+		for _, d := range []*quantile.Digest{&acc.succ, &acc.flagged, &acc.other} {
+			ad.Merge(d)
+		}
+		fd.Merge(&acc.flagged)
+		fd.Merge(&acc.other)
+		td.Merge(&acc.succ)
+		td.Merge(&acc.flagged)
+		td.Merge(&nd)
+		ad.Sketch()
+		td.Sketch()
+		fd.Sketch()
+		all.d, tts.d, failed.d, nearT.d = &ad, &td, &fd, &nd
 	}
-	cut := acc.cut + nearT.N()
+	cut := acc.cut + nearT.n()
 	h.TimeoutAttempts = cut
-	var all, tts, failed quantile.Digest
-	for _, d := range []*quantile.Digest{&acc.succ, &acc.flagged, &acc.other} {
-		all.Merge(d)
-	}
-	failed.Merge(&acc.flagged)
-	failed.Merge(&acc.other)
-	tts.Merge(&acc.succ)
-	tts.Merge(&acc.flagged)
-	tts.Merge(&nearT)
-	if !acc.succ.Exact() {
-		all.Sketch()
-		tts.Sketch()
-		failed.Sketch()
-	}
 	cutMin := int64(math.MaxInt64)
 	if acc.flagged.N() > 0 {
 		cutMin = acc.flagged.Min()
 	}
-	if nearT.N() > 0 {
-		cutMin = min(cutMin, nearT.Min())
+	if nearT.n() > 0 {
+		cutMin = min(cutMin, nearT.min())
 	}
-	known, knownTTS := all.N(), tts.N()
+	known, knownTTS := all.n(), tts.n()
 	if cut > 0 {
-		known, knownTTS = all.Below(cutMin), tts.Below(cutMin)
+		known, knownTTS = all.below(cutMin), tts.below(cutMin)
 	}
 	var unknown []string
-	h.LatencyMs, unknown = digestPercentiles(&all, known)
+	h.LatencyMs, unknown = all.percentiles(known)
 	if cut > 0 {
 		// The most frequent cut, to the ms (within SketchAlpha past the
 		// exact range).
 		cutCount := map[int64]int{}
-		for _, d := range []*quantile.Digest{&acc.flagged, &nearT} {
-			d.Each(func(v int64, c int) { cutCount[roundMs(v)] += c })
-		}
-		h.Censored = &Censored{TimeoutMs: ms(modeKey(cutCount)), Attempts: cut, Fraction: units.Round(float64(cut)/float64(all.N()), 4),
+		acc.flagged.Each(func(v int64, c int) { cutCount[roundMs(v)] += c })
+		nearT.each(func(v int64, c int) { cutCount[roundMs(v)] += c })
+		h.Censored = &Censored{TimeoutMs: ms(modeKey(cutCount)), Attempts: cut, Fraction: units.Round(float64(cut)/float64(all.n()), 4),
 			AtLeastMs: ms(cutMin), Unknown: orEmpty(unknown)}
 	} else {
 		h.Censored = nil
 	}
-	h.SuccessLatencyMs, _ = digestPercentiles(&tts, knownTTS)
-	h.ttsCount = tts.N()
+	h.SuccessLatencyMs, _ = tts.percentiles(knownTTS)
+	h.ttsCount = tts.n()
 	h.targetKnown = false
-	if q := optionsOf(rep).Percentile / 100; PercentileKnown(tts.N(), knownTTS, q) {
-		h.target, h.targetKnown = tts.Quantile(q), true
+	if q := optionsOf(rep).Percentile / 100; PercentileKnown(tts.n(), knownTTS, q) {
+		h.target, h.targetKnown = tts.quantile(q), true
 	}
-	if tts.N() > 0 && knownTTS > 0 {
-		h.p50TTS = tts.Quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.N()-1)))
-		h.maxTTS = int64(tts.At(knownTTS - 1))
+	if tts.n() > 0 && knownTTS > 0 {
+		h.p50TTS = tts.quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.n()-1)))
+		h.maxTTS = int64(tts.at(knownTTS - 1))
 	}
-	h.ttsAt, h.ttsKnown = tts.Quantile, knownTTS
+	h.ttsAt, h.ttsKnown = tts.quantileFunc(), knownTTS
 	h.ttsAbove = func(t int64) int {
 		if t == math.MaxInt64 {
 			return 0
 		}
-		return tts.N() - tts.Below(t+1)
+		return tts.n() - tts.below(t+1)
 	}
-	if failed.Exact() {
-		f := failed.Sorted()
-		h.FailureHistogram = quantile.Histogram(f, failureWidth(f))
+	if failed.exact {
+		h.FailureHistogram = quantile.Histogram(failed.s, failureWidth(failed.s))
 	} else {
-		h.FailureHistogram = digestHistogram(&failed, quantile.NiceWidth(failed.Max(), 100))
+		h.FailureHistogram = digestHistogram(failed.d, quantile.NiceWidth(failed.d.Max(), 100))
 	}
-	h.LatencyHistogram = digestLogHistogram(&all)
+	if all.exact {
+		h.LatencyHistogram = LogHistogram(all.s)
+	} else {
+		h.LatencyHistogram = digestLogHistogram(all.d)
+	}
 
 	// Replace the sample's per-hop warnings with the full numbers. They
 	// were added from index from on (by hopStats for this hop), so only
@@ -986,6 +1013,118 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 			Message: fmt.Sprintf("%d of %d attempts (%.1f%%) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
 				cut, h.Attempts, 100*float64(cut)/float64(h.Attempts), units.Millis(h.Censored.TimeoutMs), joinNames(unknown), units.Millis(h.Censored.AtLeastMs))})
 	}
+}
+
+// fillValues is one of the unions fill reads: its values ascending
+// (exact: what a Digest of them would hold, sorted) or, past the exact
+// range, a sketch; each method answers what the Digest's would.
+type fillValues struct {
+	exact bool
+	s     []int64
+	d     *quantile.Digest
+}
+
+func (v *fillValues) n() int {
+	if v.exact {
+		return len(v.s)
+	}
+	return v.d.N()
+}
+
+func (v *fillValues) min() int64 {
+	if v.exact {
+		if len(v.s) == 0 {
+			return 0
+		}
+		return v.s[0]
+	}
+	return v.d.Min()
+}
+
+// below counts the values certainly below x (Digest.Below).
+func (v *fillValues) below(x int64) int {
+	if v.exact {
+		return sort.Search(len(v.s), func(i int) bool { return v.s[i] >= x })
+	}
+	return v.d.Below(x)
+}
+
+func (v *fillValues) quantile(q float64) float64 {
+	if v.exact {
+		return quantile.Int64(v.s, q)
+	}
+	return v.d.Quantile(q)
+}
+
+// quantileFunc is quantile as a function that holds only what it reads.
+func (v *fillValues) quantileFunc() func(float64) float64 {
+	if v.exact {
+		s := v.s
+		return func(q float64) float64 { return quantile.Int64(s, q) }
+	}
+	return v.d.Quantile
+}
+
+func (v *fillValues) at(r int) float64 {
+	if v.exact {
+		return float64(v.s[r])
+	}
+	return v.d.At(r)
+}
+
+func (v *fillValues) percentiles(known int) (Latency, []string) {
+	if v.exact {
+		return percentiles(v.s, known)
+	}
+	return digestPercentiles(v.d, known)
+}
+
+// each calls f with each distinct value and its count, ascending
+// (Digest.Each).
+func (v *fillValues) each(f func(v int64, c int)) {
+	if !v.exact {
+		v.d.Each(f)
+		return
+	}
+	s := v.s
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		f(s[i], j-i)
+		i = j
+	}
+}
+
+// mergeAscending3 is the ascending union of three ascending slices, in
+// one new slice.
+func mergeAscending3(a, b, c []int64) []int64 {
+	out := make([]int64, 0, len(a)+len(b)+len(c))
+	for len(a) > 0 && len(b) > 0 && len(c) > 0 {
+		switch {
+		case b[0] < a[0] && b[0] <= c[0]:
+			out, b = append(out, b[0]), b[1:]
+		case c[0] < a[0] && c[0] < b[0]:
+			out, c = append(out, c[0]), c[1:]
+		default:
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	switch {
+	case len(a) == 0:
+		a, b = b, c
+	case len(b) == 0:
+		b = c
+	}
+	for len(a) > 0 && len(b) > 0 {
+		if b[0] < a[0] {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // optionsOf recovers the analysis options measure stored for fill.
