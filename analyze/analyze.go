@@ -581,7 +581,14 @@ func hopTable(rep *Report, reqs []*span.Request, in hopInputs, opt Options, src 
 			for i := lo; i < hi; i++ {
 				n := in.names[i]
 				scratch := &Report{opt: opt}
-				h := hopStats(n, in.byHop[n], in.calls[n], in.roots[n], opt, scratch)
+				// What no one reads is not computed: the histograms
+				// fill replaces with those over every span, and in a fit
+				// the report's own figures.
+				need := hopNeeds{histograms: true, report: !src.fitOnly}
+				if src.fitOnly || src.fill != nil && src.state != nil && src.state(n) != nil {
+					need.histograms = false
+				}
+				h := hopStats(n, in.byHop[n], in.calls[n], in.roots[n], opt, scratch, need)
 				if src.fill != nil {
 					src.fill(&h, scratch, 0)
 				}
@@ -677,7 +684,15 @@ func PercentileKnown(n, known int, q float64) bool {
 	return n > 0 && int(math.Ceil(float64(n-1)*q)) < known
 }
 
-func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt Options, rep *Report) Hop {
+// hopNeeds says which of hopStats' figures its caller reads: the latency
+// and failure histograms (fill replaces them with those over every span),
+// and the figures only the report shows (a held-out fit is not reported:
+// the Kaplan–Meier latency and the calls' failure histogram).
+type hopNeeds struct {
+	histograms, report bool
+}
+
+func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt Options, rep *Report, need hopNeeds) Hop {
 	h := Hop{Hop: name, Attempts: len(ss), Calls: len(cs) + rootCalls}
 	var succ, failed []int64
 	cutMin := int64(math.MaxInt64)
@@ -744,10 +759,14 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	h.ttsAt, h.ttsKnown = func(q float64) float64 { return quantile.Int64(tts, q) }, knownTTS
 	h.ttsAbove = func(t int64) int { return len(tts) - sort.Search(len(tts), func(i int) bool { return tts[i] > t }) }
 
-	h.KMLatencyMs = kmLatency(succ, cens)
-	h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))
-	h.CallFailureHistogram = callFailureHistogram(cs)
-	h.LatencyHistogram = LogHistogram(all)
+	if need.report {
+		h.KMLatencyMs = kmLatency(succ, cens)
+		h.CallFailureHistogram = callFailureHistogram(cs)
+	}
+	if need.histograms {
+		h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))
+		h.LatencyHistogram = LogHistogram(all)
+	}
 	h.RetryYield = retryYield(cs, func(s *span.Span) bool { return cutBy(s, T) })
 	h.FailureClass, h.Evidence = Classify(&h, ss, cs, opt)
 	if len(ss) < MinSamplesP99 {
