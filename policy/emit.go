@@ -64,6 +64,7 @@ func (o EnvoyOptions) Cluster(service string) string {
 // timeout (the route timeout bounds the call), and the hedges share
 // num_retries with the retries; the output says so in comments.
 func Envoy(p *Policy, eps []Endpoint, opt EnvoyOptions) (string, []string) {
+	eps = routable(eps, true)
 	var notes []string
 	var later []string // notes on the routes, after the unmapped endpoints'
 	noted := map[string]bool{}
@@ -114,7 +115,12 @@ func Envoy(p *Policy, eps []Endpoint, opt EnvoyOptions) (string, []string) {
 		fmt.Fprintf(&body, "name: %s\nvirtual_hosts:\n", quoteKey(caller))
 		for _, svc := range sortedKeys(callers[caller]) {
 			v := callers[caller][svc]
-			fmt.Fprintf(&body, "- name: %s\n  domains: [%s, %s]\n  routes:\n", quoteKey(svc), quoteKey(svc), quoteKey(svc+":*"))
+			if strings.Contains(svc, ":") {
+				// A service named with its port: that port only.
+				fmt.Fprintf(&body, "- name: %s\n  domains: [%s]\n  routes:\n", quoteKey(svc), quoteKey(svc))
+			} else {
+				fmt.Fprintf(&body, "- name: %s\n  domains: [%s, %s]\n  routes:\n", quoteKey(svc), quoteKey(svc), quoteKey(svc+":*"))
+			}
 			sort.SliceStable(v.eps, func(i, j int) bool { return envoyOrder(v.eps[i]) < envoyOrder(v.eps[j]) })
 			catchAll, grpc := false, false
 			for _, e := range v.eps {

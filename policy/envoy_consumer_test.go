@@ -104,7 +104,7 @@ func TestEnvoyOddNames(t *testing.T) {
 	var eps []Endpoint
 	for i, n := range names {
 		p.Hops[n] = Hop{Timeout: time.Duration(i+1) * 100 * time.Millisecond}
-		eps = append(eps, Endpoint{Hop: n, Caller: n, Service: n, Route: "/" + n})
+		eps = append(eps, Endpoint{Hop: n, Caller: n, Service: oddService(n), Route: "/" + n})
 	}
 	out, _ := Envoy(p, eps, EnvoyOptions{})
 	if strings.ContainsRune(out, '\u202e') {
@@ -122,7 +122,7 @@ func TestEnvoyOddNames(t *testing.T) {
 		}
 		vh := rc.GetVirtualHosts()[0]
 		r := vh.GetRoutes()[0]
-		if vh.GetName() != n || r.GetName() != n || r.GetRoute().GetCluster() != n || r.GetMatch().GetPath() != "/"+n ||
+		if vh.GetName() != oddService(n) || r.GetName() != n || r.GetRoute().GetCluster() != oddService(n) || r.GetMatch().GetPath() != "/"+n ||
 			r.GetRoute().GetTimeout().AsDuration() != time.Duration(i+1)*100*time.Millisecond {
 			t.Errorf("%q: read back as %v", n, rc)
 		}

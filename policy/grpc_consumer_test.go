@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,14 @@ func TestGRPCOddNames(t *testing.T) {
 // them as they are.
 func oddNames() []string {
 	return []string{"True", "NULL", "yes", "~", "on", "0x1F", "1e3", "pay\u202eyap"}
+}
+
+// oddService is the called service of odd name n in the odd-name tests:
+// n itself when it is a valid host name, else one made of its bytes (a
+// config routes no service that is not: see TestInvalidHostNotRouted).
+func oddService(n string) string {
+	if ValidHost(n, false) {
+		return n
+	}
+	return fmt.Sprintf("svc-%x", n)
 }

@@ -18,7 +18,7 @@ import (
 func meshRoutes(eps []Endpoint) (map[string][]Endpoint, []string) {
 	var notes []string
 	by := map[string][]Endpoint{}
-	for _, e := range eps {
+	for _, e := range routable(eps, false) {
 		if e.Unmapped != "" {
 			notes = append(notes, notRouted(e))
 			continue

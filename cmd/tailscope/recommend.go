@@ -114,6 +114,9 @@ func runRecommend(e *env, args []string) error {
 	if !slices.Contains(emitFormats, emit) {
 		return usagef("--emit %q: want %s", emit, strings.Join(emitFormats, ", "))
 	}
+	if !policy.DNSLabel(eopt.Namespace) {
+		return usagef("--namespace %q: want a Kubernetes namespace (a DNS-1123 label: lower case letters, digits and '-', at most 63)", eopt.Namespace)
+	}
 	if !slices.Contains(policy.GRPCClients, gopt.Client) {
 		return usagef("--grpc-client %q: want %s", gopt.Client, strings.Join(policy.GRPCClients, ", "))
 	}
