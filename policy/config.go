@@ -132,10 +132,13 @@ func SniffConfig(data []byte) string {
 // The marks of each format at the start of a line (a policy file's hop
 // names and comments never start a line with them) or, for gRPC's JSON,
 // a methodConfig list in a document that starts as a JSON object.
+// A config written as JSON (JSON is YAML) has the keys quoted, anywhere
+// on a line; a kubectl List (kind: List, items: [...]) has its objects'
+// keys indented, after "- ".
 var (
-	sniffIstio   = regexp.MustCompile(`(?m)^apiVersion:\s*["']?networking\.istio\.io/`)
-	sniffLinkerd = regexp.MustCompile(`(?m)^apiVersion:\s*["']?(linkerd\.io|gateway\.networking\.k8s\.io)/`)
-	sniffEnvoy   = regexp.MustCompile(`(?m)^virtual_hosts:`)
+	sniffIstio   = regexp.MustCompile(`(?m)(^[ \t-]*|"|\{\s*)apiVersion"?\s*:\s*["']?networking\.istio\.io/`)
+	sniffLinkerd = regexp.MustCompile(`(?m)(^[ \t-]*|"|\{\s*)apiVersion"?\s*:\s*["']?(linkerd\.io|gateway\.networking\.k8s\.io)/`)
+	sniffEnvoy   = regexp.MustCompile(`(?m)^virtual_hosts:|^\s*[\[{][\s\S]*"virtual_hosts"\s*:`)
 	sniffGRPC    = regexp.MustCompile(`^\s*\{[\s\S]*"methodConfig"\s*:\s*\[`)
 )
 
@@ -175,17 +178,35 @@ func ReadConfig(path, format string, data []byte) (*Config, error) {
 			cr.add(doc, "", "a document that is not a mapping")
 			continue
 		}
-		switch format {
-		case "envoy":
-			cr.envoy(doc)
-		case "grpc":
-			cr.grpc(doc)
-		case "istio":
-			cr.istio(doc)
-		case "linkerd":
-			cr.linkerd(doc)
-		default:
-			return nil, fmt.Errorf("%s: unknown config format %q", path, format)
+		objs := []*yaml.Node{doc}
+		if k := get(doc, "kind"); k != nil && k.Kind == yaml.ScalarNode && k.Value == "List" && get(doc, "items") != nil {
+			// kubectl get -o yaml: the List's items are the documents.
+			objs = nil
+			for _, it := range list(get(doc, "items")) {
+				if it = deref(it); it == nil || it.Kind != yaml.MappingNode {
+					cr.add(it, "items", "a List item that is not a mapping")
+					continue
+				}
+				objs = append(objs, it)
+			}
+		}
+		for _, doc := range objs {
+			if f := docFormat(doc); f != "" && f != format {
+				cr.add(doc, "", fmt.Sprintf("%s is of format %s, in a %s config: not read (give it a file of its own)", describeDoc(doc), f, format))
+				continue
+			}
+			switch format {
+			case "envoy":
+				cr.envoy(doc)
+			case "grpc":
+				cr.grpc(doc)
+			case "istio":
+				cr.istio(doc)
+			case "linkerd":
+				cr.linkerd(doc)
+			default:
+				return nil, fmt.Errorf("%s: unknown config format %q", path, format)
+			}
 		}
 		if len(cr.ps) >= maxProblems {
 			break
@@ -222,6 +243,45 @@ func ReadConfig(path, format string, data []byte) (*Config, error) {
 		}
 	}
 	return cr.cfg, nil
+}
+
+// docFormat is the format one document is of by its own marks (see
+// SniffConfig), "" when it has none of them.
+func docFormat(doc *yaml.Node) string {
+	av := get(doc, "apiVersion")
+	v := ""
+	if av != nil && av.Kind == yaml.ScalarNode {
+		v = av.Value
+	}
+	switch {
+	case strings.HasPrefix(v, "networking.istio.io/"):
+		return "istio"
+	case strings.HasPrefix(v, "linkerd.io/"), strings.HasPrefix(v, "gateway.networking.k8s.io/"):
+		return "linkerd"
+	case get(doc, "virtual_hosts") != nil:
+		return "envoy"
+	case get(doc, "methodConfig") != nil:
+		return "grpc"
+	}
+	return ""
+}
+
+// describeDoc names a document for a message: its kind and name.
+func describeDoc(doc *yaml.Node) string {
+	k, n := get(doc, "kind"), get(doc, "name")
+	if md := get(doc, "metadata"); md != nil {
+		n = get(md, "name")
+	}
+	var parts []string
+	for _, x := range []*yaml.Node{k, n} {
+		if x != nil && x.Kind == yaml.ScalarNode && x.Value != "" {
+			parts = append(parts, echo(x.Value))
+		}
+	}
+	if len(parts) == 0 {
+		return "a document"
+	}
+	return "the document " + strings.Join(parts, " ")
 }
 
 type configReader struct {
@@ -638,7 +698,19 @@ func (cr *configReader) linkerd(doc *yaml.Node) {
 			timeout = 10 * time.Second // Linkerd's default
 		}
 		r.Hop = Hop{Timeout: timeout}
-		if cr.str(get(rt, "isRetryable"), "isRetryable") == "true" {
+		retryable := false
+		if n := get(rt, "isRetryable"); n != nil && !isNull(n) {
+			switch v := cr.str(n, "isRetryable"); strings.ToLower(v) {
+			case "true":
+				retryable = true
+			case "false":
+			default:
+				if n.Kind == yaml.ScalarNode {
+					cr.add(n, "isRetryable", fmt.Sprintf("%s: want true or false", echo(v)))
+				}
+			}
+		}
+		if retryable {
 			r.Hop.Retries = 1
 			r.Hop.Timeout = timeout / 2
 			cr.cfg.Notes = appendOnce(cr.cfg.Notes, "Linkerd: a retryable route is read back as one retry, the route timeout shared by the two attempts (Linkerd counts retries against its budget, not per call)")
