@@ -84,7 +84,7 @@ func (r Route) Label() string {
 // tried on the endpoint's path with its parameters filled in (SamplePath)
 // and on the path as logged.
 func (r *Route) Matches(e Endpoint) bool {
-	if e.Unmapped != "" || (r.Caller != "" && r.Caller != e.Caller) || (r.Service != "" && r.Service != e.Service) {
+	if e.Unmapped != "" || (r.Caller != "" && r.Caller != e.Caller) || !ServiceMatches(r.Service, e.Service) {
 		return false
 	}
 	if r.Method != "" && r.Method != e.Method && !(e.IsGRPC() && r.Method == "POST") {
@@ -372,22 +372,81 @@ func (cr *configReader) count(n *yaml.Node, key string) int {
 	return v
 }
 
-// hostService turns a host or domain into a service name: a port or ":*"
-// dropped, a Kubernetes DNS name to its first label; "*" is any.
-func hostService(h string) string {
-	if i := strings.LastIndexByte(h, ':'); i > 0 && !strings.Contains(h[i:], "]") {
-		h = h[:i]
-	}
+// host reads a host or domain as the consumers match it: "*" is any
+// service (""), a ":*" port any port; a port is kept (the domain matches
+// that port only), and so is a DNS name's namespace ("svc.ns",
+// "svc.ns.svc.cluster.local": see ServiceMatches). An Envoy wildcard
+// ("*.shop", "cart-*") is kept as a pattern. What is not a host name
+// ("http://svc", "cart svc") is a problem, never cut to one.
+func (cr *configReader) host(n *yaml.Node, key string) (string, bool) {
+	h := cr.str(n, key)
 	if h == "*" {
-		return ""
+		return "", true
 	}
-	if i := strings.Index(h, ".svc"); i > 0 {
-		h = h[:i]
-		if j := strings.IndexByte(h, '.'); j > 0 {
-			h = h[:j]
+	h = strings.TrimSuffix(h, ":*")
+	base, _ := splitPort(h)
+	if strings.HasPrefix(base, "*") && (base == "*" || ValidHost(strings.TrimLeft(base[1:], ".-"), false)) ||
+		strings.HasSuffix(base, "*") && ValidHost(strings.TrimRight(base[:len(base)-1], ".-"), false) ||
+		ValidHost(h, true) {
+		return h, true
+	}
+	if n != nil && n.Kind == yaml.ScalarNode {
+		cr.add(n, key, fmt.Sprintf("%s is not a host name (a DNS name, with a port or not)", echo(h)))
+	}
+	return "", false
+}
+
+// splitPort cuts a host's ":PORT" ("" when it has none).
+func splitPort(h string) (string, string) {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		p := h[i+1:]
+		if p == "*" || p != "" && strings.Trim(p, "0123456789") == "" {
+			return h[:i], p
 		}
 	}
-	return h
+	return h, ""
+}
+
+// serviceName splits a called service as a mesh resolves it: a port, and
+// a Kubernetes DNS name ("svc.ns.svc.cluster.local", "svc.ns.svc",
+// "svc.ns") into the service and its namespace; case is folded.
+func serviceName(s string) (name, ns, port string) {
+	h, port := splitPort(strings.ToLower(s))
+	h = strings.TrimSuffix(h, ".")
+	for _, suf := range []string{".svc.cluster.local", ".svc"} {
+		if t := strings.TrimSuffix(h, suf); t != h && strings.Count(t, ".") == 1 {
+			h = t
+			break
+		}
+	}
+	if name, ns, ok := strings.Cut(h, "."); ok && !strings.Contains(ns, ".") {
+		return name, ns, port
+	}
+	return h, "", port
+}
+
+// ServiceMatches reports whether a config's host (Route.Service) takes
+// the calls to the service the logs name: the same service, a namespace
+// on either side that is the other's or absent, and the host's port (if
+// it has one) the service's, when the logs name the service with one
+// (they mostly name it without: then any port). An Envoy wildcard matches by its prefix or
+// suffix; "" is any service.
+func ServiceMatches(host, service string) bool {
+	if host == "" || host == service {
+		return true
+	}
+	h, _ := splitPort(strings.ToLower(host))
+	switch {
+	case strings.HasPrefix(h, "*"):
+		sh, _ := splitPort(strings.ToLower(service))
+		return strings.HasSuffix(sh, h[1:]) && len(sh) > len(h)-1
+	case strings.HasSuffix(h, "*"):
+		sh, _ := splitPort(strings.ToLower(service))
+		return strings.HasPrefix(sh, h[:len(h)-1]) && len(sh) > len(h)-1
+	}
+	n1, ns1, p1 := serviceName(host)
+	n2, ns2, p2 := serviceName(service)
+	return n1 == n2 && (ns1 == "" || ns2 == "" || ns1 == ns2) && (p1 == "" || p1 == "*" || p2 == "" || p1 == p2)
 }
 
 func anyName(s string) string {
@@ -409,7 +468,10 @@ func (cr *configReader) envoy(doc *yaml.Node) {
 	for _, vh := range list(vhs) {
 		var services []string
 		for _, d := range list(get(vh, "domains")) {
-			s := hostService(cr.str(d, "domains"))
+			s, ok := cr.host(d, "domains")
+			if !ok {
+				continue
+			}
 			dup := false
 			for _, x := range services {
 				dup = dup || x == s
@@ -606,7 +668,9 @@ func (cr *configReader) istio(doc *yaml.Node) {
 	spec := get(doc, "spec")
 	var services []string
 	for _, h := range list(get(spec, "hosts")) {
-		services = append(services, hostService(cr.str(h, "hosts")))
+		if s, ok := cr.host(h, "hosts"); ok {
+			services = append(services, s)
+		}
 	}
 	if len(services) == 0 {
 		cr.add(doc, "spec.hosts", "a VirtualService without hosts")
@@ -683,7 +747,7 @@ func (cr *configReader) linkerd(doc *yaml.Node) {
 	md := get(doc, "metadata")
 	service := cr.str(get(get(md, "annotations"), ServiceAnnotation), "metadata.annotations")
 	if service == "" {
-		service = hostService(cr.str(get(md, "name"), "metadata.name"))
+		service, _ = cr.host(get(md, "name"), "metadata.name")
 	}
 	for _, rt := range list(get(get(doc, "spec"), "routes")) {
 		c := get(rt, "condition")
