@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/policy"
@@ -89,12 +91,51 @@ func readBack(rep *analyze.Report, p *policy.Policy) (*policy.Policy, []Finding)
 			}
 		}
 	}
+	// A route's service that no logged call goes to (a misspelled
+	// ServiceProfile name or annotation, a host of another cluster): one
+	// finding for the service, naming what the logs call.
+	var called []string
+	for _, h := range rep.Hops {
+		for _, e := range h.Endpoints {
+			if e.Unmapped == "" && !slices.Contains(called, e.Service) {
+				called = append(called, e.Service)
+			}
+		}
+	}
+	sort.Strings(called)
+	unknown := map[string][]int{}
+	var unknownOrder []string
+	for _, r := range cfg.Routes {
+		if r.Service == "" || slices.ContainsFunc(called, func(s string) bool { return policy.ServiceMatches(r.Service, s) }) {
+			continue
+		}
+		if unknown[r.Service] == nil {
+			unknownOrder = append(unknownOrder, r.Service)
+		}
+		unknown[r.Service] = append(unknown[r.Service], r.Line)
+	}
+	for _, svc := range unknownOrder {
+		lines := make([]string, len(unknown[svc]))
+		for i, l := range unknown[svc] {
+			lines[i] = fmt.Sprint(l)
+		}
+		fs = append(fs, Finding{Code: CodeRouteNoHop, Severity: SevWarning,
+			Message: fmt.Sprintf("the %s config routes service %q (line %s), which no call in the logs goes to (they call %s): its routes bound nothing here; check the service's name",
+				cfg.Format, svc, strings.Join(lines, ", "), strings.Join(called, ", "))})
+	}
+	anyUsed := false
 	for i, u := range used {
-		if !u {
+		anyUsed = anyUsed || u
+		if !u && unknown[cfg.Routes[i].Service] == nil {
 			r := cfg.Routes[i]
 			fs = append(fs, Finding{Code: CodeRouteNoHop, Severity: SevWarning,
 				Message: fmt.Sprintf("route %s matches no call in the logs", r.Label())})
 		}
+	}
+	if !anyUsed && len(byHop) == 0 && len(called) > 0 {
+		// Not a pass: the config bounds none of the logged calls.
+		fs = append(fs, Finding{Code: CodeRouteNoHop, Severity: SevError,
+			Message: fmt.Sprintf("no route of the %s config takes any call in the logs: it bounds none of them", cfg.Format)})
 	}
 	for _, n := range cfg.Notes {
 		fs = append(fs, Finding{Code: CodeConfigReadback, Severity: SevInfo, Message: n})
