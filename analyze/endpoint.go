@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
@@ -78,42 +79,57 @@ func attr(s *span.Span, key string) string {
 	return ""
 }
 
+// endpointMinPer is the fewest requests a goroutine of MapEndpoints walks.
+const endpointMinPer = 512
+
 // MapEndpoints fills Hop.Endpoints from the call trees.
 func MapEndpoints(rep *Report, reqs []*span.Request) {
 	type hk struct {
 		hop string
 		e   policy.Endpoint
 	}
-	counts := map[hk]int{}
-	var walk func(cs []*span.Call, caller string)
-	walk = func(cs []*span.Call, caller string) {
-		for _, c := range cs {
-			for _, a := range c.Attempts {
-				s := a.Span
-				inner := caller
-				if s.Service != "" {
-					inner = s.Service
-				}
-				if c.Role == span.RoleCall {
-					e := endpointOf(s, serverOf(a), caller)
-					counts[hk{c.Hop, e}]++
-					if e.Service != "" && s.Service == "" {
-						inner = e.Service
+	// The requests are walked on all cores (package par), each range
+	// counting into its own map; the counts are summed after.
+	parts := make([]map[hk]int, par.Workers(len(reqs), endpointMinPer))
+	par.Ranges(len(reqs), endpointMinPer, func(w, lo, hi int) {
+		counts := map[hk]int{}
+		var walk func(cs []*span.Call, caller string)
+		walk = func(cs []*span.Call, caller string) {
+			for _, c := range cs {
+				for _, a := range c.Attempts {
+					s := a.Span
+					inner := caller
+					if s.Service != "" {
+						inner = s.Service
 					}
+					if c.Role == span.RoleCall {
+						e := endpointOf(s, serverOf(a), caller)
+						counts[hk{c.Hop, e}]++
+						if e.Service != "" && s.Service == "" {
+							inner = e.Service
+						}
+					}
+					walk(a.Calls, inner)
 				}
-				walk(a.Calls, inner)
 			}
 		}
-	}
-	for _, r := range reqs {
-		caller := ""
-		if r.Root != nil {
-			caller = r.Root.Service
-			if caller == "" {
-				caller = r.Root.Hop
+		for _, r := range reqs[lo:hi] {
+			caller := ""
+			if r.Root != nil {
+				caller = r.Root.Service
+				if caller == "" {
+					caller = r.Root.Hop
+				}
 			}
+			walk(r.Calls, caller)
 		}
-		walk(r.Calls, caller)
+		parts[w] = counts
+	})
+	counts := parts[0]
+	for _, p := range parts[1:] {
+		for k, n := range p {
+			counts[k] += n
+		}
 	}
 	byHop := map[string][]policy.Endpoint{}
 	for k, n := range counts {

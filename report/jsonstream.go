@@ -59,7 +59,7 @@ type jsonStream struct {
 	encs []*json.Encoder
 	// pbufs are wholeMembers' buffers, one per goroutine, and ends the
 	// ends of the members in them.
-	pbufs []*bytes.Buffer
+	pbufs [][]byte
 	ends  []int
 }
 
@@ -206,31 +206,35 @@ func (s *jsonStream) wholeMembers(n int, open string, key func(int) string, val 
 		ends := s.ends[:2*m] // per member: the end of its key (maps), of its value
 		k := par.Workers(m, wholeMinPer)
 		for len(s.pbufs) < k {
-			s.pbufs = append(s.pbufs, &bytes.Buffer{})
+			s.pbufs = append(s.pbufs, nil)
 		}
 		errs := make([]error, k)
 		par.Ranges(m, wholeMinPer, func(w, a, b int) {
-			buf := s.pbufs[w]
-			buf.Reset()
-			enc := json.NewEncoder(buf)
+			// Each member encoded compact, then indented as an Encoder
+			// with SetIndent(ind, jsonIndent) indents it (indentJSON).
+			var compact bytes.Buffer
+			enc := json.NewEncoder(&compact)
 			enc.SetEscapeHTML(false)
-			enc.SetIndent(ind, jsonIndent)
+			out := s.pbufs[w][:0]
 			for j := a; j < b; j++ {
 				if key != nil {
+					compact.Reset()
 					if err := enc.Encode(key(lo + j)); err != nil {
 						errs[w] = err
 						return
 					}
-					buf.Truncate(buf.Len() - 1) // the newline Encode ends with
+					out = append(out, bytes.TrimSuffix(compact.Bytes(), []byte("\n"))...) // a string: no indentation
 				}
-				ends[2*j] = buf.Len()
+				ends[2*j] = len(out)
+				compact.Reset()
 				if err := enc.Encode(wholeValue(val(lo + j))); err != nil {
 					errs[w] = err
 					return
 				}
-				buf.Truncate(buf.Len() - 1)
-				ends[2*j+1] = buf.Len()
+				out = indentJSON(out, bytes.TrimSuffix(compact.Bytes(), []byte("\n")), ind, jsonIndent)
+				ends[2*j+1] = len(out)
 			}
+			s.pbufs[w] = out
 		})
 		for w := range k {
 			if errs[w] != nil {
@@ -239,7 +243,7 @@ func (s *jsonStream) wholeMembers(n int, open string, key func(int) string, val 
 		}
 		for w := range k {
 			a, b := w*m/k, (w+1)*m/k // par.Ranges' ranges
-			data, from := s.pbufs[w].Bytes(), 0
+			data, from := s.pbufs[w], 0
 			for j := a; j < b; j++ {
 				sep := ",\n"
 				if lo+j == 0 {
@@ -268,6 +272,84 @@ func (s *jsonStream) wholeMembers(n int, open string, key func(int) string, val 
 		empty = "{}"
 	}
 	return s.close(n, empty, depth)
+}
+
+// indentJSON appends src, compact JSON as encoding/json writes it (no
+// space outside strings), indented as json.Indent(dst, src, prefix,
+// indent) indents it: a new line and the nesting's indentation before
+// every member and after a collection's last, ": " after a key, empty
+// collections kept as {} and []. It is json.Indent's loop without its
+// scanner, which checks the syntax at every byte: the input is
+// encoding/json's own output, and only a string's quotes and escapes need
+// following.
+func indentJSON(dst, src []byte, prefix, indent string) []byte {
+	needIndent := false
+	depth := 0
+	// A new line and the indentation of depth: a slice of nl while the
+	// nesting is not deeper than it holds.
+	nl := "\n" + prefix + strings.Repeat(indent, 16)
+	newline := func() {
+		if n := 1 + len(prefix) + depth*len(indent); n <= len(nl) {
+			dst = append(dst, nl[:n]...)
+			return
+		}
+		dst = append(dst, nl[:1+len(prefix)]...)
+		for range depth {
+			dst = append(dst, indent...)
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if needIndent && c != '}' && c != ']' {
+			needIndent = false
+			depth++
+			newline()
+		}
+		switch c {
+		case '"':
+			// The string to its closing quote, whatever it holds.
+			j := i + 1
+			for {
+				q := bytes.IndexByte(src[j:], '"')
+				if q < 0 {
+					j = len(src) - 1
+					break
+				}
+				j += q
+				// The quote closes the string unless an odd run of
+				// backslashes escapes it.
+				k := j - 1
+				for k > i && src[k] == '\\' {
+					k--
+				}
+				if (j-1-k)%2 == 0 {
+					break
+				}
+				j++
+			}
+			dst = append(dst, src[i:j+1]...)
+			i = j
+		case '{', '[':
+			needIndent = true
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, c, ' ')
+		case '}', ']':
+			if needIndent {
+				needIndent = false
+			} else {
+				depth--
+				newline()
+			}
+			dst = append(dst, c)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // wholeWindow is how many members wholeMembers encodes before it writes
