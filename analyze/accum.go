@@ -68,8 +68,8 @@ type Accum struct {
 	_      [64]byte
 	shared atomic.Uint32
 	_      [60]byte
-	mu     sync.Mutex     // guards told
-	told   map[string]int // attempts per hop that Parts have published
+	mu     sync.Mutex               // guards told
+	told   map[string]*atomic.Int64 // attempts per hop that Parts have published
 	limit  int            // SampleSpans, raised when one trace alone exceeds it
 	total  int64          // spans added
 	loose  uint64         // spans without a trace id, each its own request
@@ -111,25 +111,32 @@ var holdFloor = DefaultSampleSpans
 // exceed its limit (see maxHold).
 func (a *Accum) hold() int { return maxHold * max(a.SampleSpans, holdFloor) }
 
-// hopAcc is what an Accum keeps of one hop over all spans.
+// hopAcc is what an Accum keeps of one hop over all spans. The fields a
+// successful attempt touches come first, in three cache lines (the name,
+// the counts, the successes' digest, the slowest example): a reader adds
+// every span to one of them, and with thousands of hops these lines are
+// what stays in the cache or not.
 type hopAcc struct {
 	name string
-	// first is what the hop's first span says besides its name (see
-	// cardinality.go): a copy, read only when the hop names look
-	// unbounded.
-	first hopFirst
 	// n counts attempts, failed the failed ones, cut those of them the
 	// span marks as cut by a timeout (flagged's count).
 	n, failed, cut int
 	told           int             // attempts a Part has told its Accum of (publish)
 	succ           quantile.Digest // successful attempts
-	flagged        quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
-	other          quantile.Digest // other failures
 	// ex are the example traces behind the hop's figures; at is its
 	// attribution state, nil until a span with attributes comes (see
 	// attribution.go).
-	ex hopEx
-	at *hopAttr
+	ex      hopEx
+	flagged quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
+	other   quantile.Digest // other failures
+	at      *hopAttr
+	// shared is this hop's count over all Parts (Accum.told), once a
+	// Part has published it (publish).
+	shared *atomic.Int64
+	// first is what the hop's first span says besides its name (see
+	// cardinality.go): a copy, read only when the hop names look
+	// unbounded.
+	first hopFirst
 }
 
 // NewAccum returns an empty accumulator keeping at most sampleSpans spans
@@ -593,20 +600,34 @@ func (p *Part) publish() {
 	p.quiet = 0
 	a := p.a
 	var over []*hopAcc
-	a.mu.Lock()
-	if a.told == nil {
-		a.told = map[string]int{}
-	}
+	// A hop's count over all Parts is found under the lock the first
+	// time the Part publishes it, and kept: later publishes add to it
+	// without the lock or the lookup.
+	locked := false
 	p.published += int64(len(p.dirty))
 	for _, h := range p.dirty {
-		t := a.told[h.name] + h.n - h.told
-		a.told[h.name] = t
+		if h.shared == nil {
+			if !locked {
+				a.mu.Lock()
+				locked = true
+				if a.told == nil {
+					a.told = map[string]*atomic.Int64{}
+				}
+			}
+			if h.shared = a.told[h.name]; h.shared == nil {
+				h.shared = new(atomic.Int64)
+				a.told[h.name] = h.shared
+			}
+		}
+		t := h.shared.Add(int64(h.n - h.told))
 		h.told = h.n
 		if t > quantile.ExactLimit && h.succ.Exact() {
 			over = append(over, h)
 		}
 	}
-	a.mu.Unlock()
+	if locked {
+		a.mu.Unlock()
+	}
 	clear(p.dirty)
 	p.dirty = p.dirty[:0]
 	for _, h := range over {
