@@ -48,6 +48,49 @@ type layoutEntry struct {
 	// value's end is checked where it was rather than searched for
 	// (stringEnd).
 	vlen int32
+	// act is what fastLine does with the value, from hopAttr and f
+	// (actionOf): one test of it instead of one of each.
+	act uint8
+}
+
+// The actions of layout entries.
+const (
+	actField    = iota // a field: by the kind of its value
+	actHopAttr         // the key of --hop-by attr:KEY
+	actAttr            // no field's: an attribute
+	actGiveUp          // an attribute object: left to decodeLine
+	actTraceID         // the string fields every line has, stored in place
+	actSpanID
+	actParentID
+	actHop
+	actService
+	actName
+)
+
+// actionOf is the action of an entry with hopAttr and f, in the order
+// fastLine tested them.
+func actionOf(hopAttr bool, f field) uint8 {
+	switch {
+	case hopAttr:
+		return actHopAttr
+	case f == fNone:
+		return actAttr
+	case f == fNested, f == fResource:
+		return actGiveUp
+	case f == fTraceID:
+		return actTraceID
+	case f == fSpanID:
+		return actSpanID
+	case f == fParentID:
+		return actParentID
+	case f == fHop:
+		return actHop
+	case f == fService:
+		return actService
+	case f == fName:
+		return actName
+	}
+	return actField
 }
 
 // wordsAt reports whether line holds the entry's quoted key at i, and
@@ -98,11 +141,13 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 		// no space there), else otherKey's.
 		e := ents[cur].next
 		hit, colon := false, false
+		var ent *layoutEntry
 		if e > 0 {
-			if g := &ents[e]; g.m[0] != 0 && n-i >= 16 {
-				hit, colon = g.wordsAt(line, i)
+			ent = &ents[e]
+			if ent.m[0] != 0 && n-i >= 16 {
+				hit, colon = ent.wordsAt(line, i)
 			} else {
-				hit = g.keyAt(line, i)
+				hit = ent.keyAt(line, i)
 			}
 		}
 		if !hit {
@@ -110,8 +155,8 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 				return false
 			}
 			ents = ly.ent // otherKey may have grown it
+			ent = &ents[e]
 		}
-		ent := &ents[e]
 		cur = e
 		i += len(ent.quoted)
 		if colon {
@@ -144,18 +189,18 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			}
 			i += len(v)
 		}
-		switch {
-		case ent.hopAttr:
+		switch act := ent.act; {
+		case act == actHopAttr:
 			if !str && !num {
 				return false
 			}
 			rec.sp.Hop = rec.hops.get(rec.intern, v)
-		case ent.f == fNone:
+		case act == actAttr:
 			// A field no span field takes: an attribute (null is none).
 			if str || num || v[0] != 'n' {
 				rec.at.Add(record.TierField, ent.key, v, record.InBuf(v, rec.block))
 			}
-		case ent.f == fNested, ent.f == fResource:
+		case act == actGiveUp:
 			return false
 		case num:
 			if !rec.setNumber(ent.f, &nt) {
@@ -166,17 +211,17 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 			// them (a call and a second switch a member saved); the rest
 			// go to set.
 			switch {
-			case ent.f == fTraceID:
+			case act == actTraceID:
 				rec.sp.TraceID = rec.idString(v)
-			case ent.f == fSpanID:
+			case act == actSpanID:
 				rec.sp.SpanID = rec.idString(v)
-			case ent.f == fParentID:
+			case act == actParentID:
 				rec.sp.ParentID = rec.idString(v)
-			case ent.f == fHop:
+			case act == actHop:
 				rec.sp.Hop = rec.hops.get(rec.intern, v)
-			case rec.lazy && ent.f == fService:
+			case rec.lazy && act == actService:
 				rec.lazySvc = v // v lies in the line: valid until the next line
-			case rec.lazy && ent.f == fName:
+			case rec.lazy && act == actName:
 				rec.lazyName = v
 			default:
 				if rec.set(ent.f, true, v) != nil {
@@ -299,6 +344,7 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 	}
 	key := string(quoted[1 : len(quoted)-1])
 	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.fieldOf(key), hopAttr: t.hopAttr != "" && key == t.hopAttr}
+	e.act = actionOf(e.hopAttr, e.f)
 	if e.f == fNone && !e.hopAttr {
 		e.key = record.ValidText(quoted[1 : len(quoted)-1]) // an attribute's
 	}
