@@ -70,9 +70,9 @@ type Accum struct {
 	_      [60]byte
 	mu     sync.Mutex               // guards told
 	told   map[string]*atomic.Int64 // attempts per hop that Parts have published
-	limit  int            // SampleSpans, raised when one trace alone exceeds it
-	total  int64          // spans added
-	loose  uint64         // spans without a trace id, each its own request
+	limit  int                      // SampleSpans, raised when one trace alone exceeds it
+	total  int64                    // spans added
+	loose  uint64                   // spans without a trace id, each its own request
 	// lastID and lastHash are the previous span's trace id and its hash
 	// (sp's strings may be borrowed: lastID is a copy).
 	lastID   []byte

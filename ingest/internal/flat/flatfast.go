@@ -55,11 +55,11 @@ type layoutEntry struct {
 
 // The actions of layout entries.
 const (
-	actField    = iota // a field: by the kind of its value
-	actHopAttr         // the key of --hop-by attr:KEY
-	actAttr            // no field's: an attribute
-	actGiveUp          // an attribute object: left to decodeLine
-	actTraceID         // the string fields every line has, stored in place
+	actField   = iota // a field: by the kind of its value
+	actHopAttr        // the key of --hop-by attr:KEY
+	actAttr           // no field's: an attribute
+	actGiveUp         // an attribute object: left to decodeLine
+	actTraceID        // the string fields every line has, stored in place
 	actSpanID
 	actParentID
 	actHop
