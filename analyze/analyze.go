@@ -159,6 +159,9 @@ type Report struct {
 	// against another window of logs (see compare.go).
 	Compare *Comparison `json:"compare,omitempty"`
 	paths   *paths
+	// fit is set on a held-out fit's report (MeasureFit): it is
+	// recommended on and replayed, never shown (see PredictFalseTimeouts).
+	fit bool
 	// unbounded is set when the hop names look unbounded (cardinality.go).
 	// The analysis finds it, package recommend counts the hops it leaves to
 	// the policy's default, and the renderers bound their tables by it; it
@@ -501,6 +504,7 @@ func measure(spans []*span.Span, reqs []*span.Request, probs span.Problems, opt 
 	}
 	rep.unbounded = unboundedHops(seen)
 	rep.opt = opt
+	rep.fit = src.fitOnly
 	hopTable(rep, reqs, in, opt, src)
 	addProblemWarnings(rep, probs)
 	applyWeights(rep, spans, in.byHop, reqs)
@@ -850,7 +854,7 @@ func LogHistogram(sorted []int64) []quantile.Bucket {
 		if msv < 1 {
 			return -1
 		}
-		return int(math.Floor(10 * math.Log10(msv)))
+		return int(math.Floor(10 * log10(msv)))
 	}
 	edge := func(i int) float64 {
 		if i < 0 {

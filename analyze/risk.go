@@ -251,8 +251,16 @@ func NeedSuccesses(s float64) int {
 
 // PredictFalseTimeouts bounds the share of successful requests on new
 // traffic that p would fail by a timeout, from the hops' successes in rep
-// and the calls the logged requests make.
+// and the calls the logged requests make. On a held-out fit's report
+// (MeasureFit) it predicts nothing: the fit's policy is replayed on the
+// requests held out instead.
 func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, target float64) *Prediction {
+	if rep.fit {
+		// A held-out fit's policy is replayed on the requests held out,
+		// which is what its validation reads; its own prediction is read
+		// by no one.
+		return &Prediction{Level: RiskLevel, Target: target, Hops: []HopRisk{}, Met: true}
+	}
 	byHop := map[string]*Hop{}
 	for i := range rep.Hops {
 		byHop[rep.Hops[i].Hop] = &rep.Hops[i]

@@ -53,11 +53,11 @@ func holdOut(reqs []*span.Request, opt analyze.Options, incidents []analyze.Inci
 	for i := range incidents {
 		byHop[incidents[i].Hop] = append(byHop[incidents[i].Hop], &incidents[i])
 	}
+	starts := make(map[string]int64, len(test))
+	for _, r := range test {
+		starts[r.TraceID] = r.Start
+	}
 	count := func(p *policy.Policy) (ok, lost, inc int) {
-		starts := make(map[string]int64, len(test))
-		for _, r := range test {
-			starts[r.TraceID] = r.Start
-		}
 		for _, o := range replay.Run(test, p, replay.Options{}).Outcomes {
 			if !o.LoggedOK {
 				continue
