@@ -26,29 +26,13 @@ type fault struct {
 	at      int64 // ns
 }
 
-// readFaults reads a Nezha fault list ({"HH": [{inject_timestamp, inject_pod}]}).
+// readFaults reads a Nezha fault list ({"HH": [{inject_timestamp, inject_pod}]}),
+// in time order.
 func readFaults(t *testing.T, path string) []fault {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var byHour map[string][]struct {
-		TS  string `json:"inject_timestamp"`
-		Pod string `json:"inject_pod"`
-	}
-	if err := json.Unmarshal(data, &byHour); err != nil {
-		t.Fatal(err)
-	}
 	var fs []fault
-	for _, list := range byHour {
-		for _, e := range list {
-			sec, err := strconv.ParseInt(e.TS, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fs = append(fs, fault{podService(e.Pod), sec * 1e9})
-		}
+	for _, f := range readFaultsTyped(t, path) {
+		fs = append(fs, f.fault)
 	}
 	sort.Slice(fs, func(i, j int) bool { return fs[i].at < fs[j].at })
 	return fs
