@@ -329,7 +329,7 @@ func TestPanicIsInternalError(t *testing.T) {
 	}
 }
 
-// The exit codes are stated in --help and the README.
+// The exit codes are stated in --help and in the reference the README links.
 func TestExitCodesDocumented(t *testing.T) {
 	r := runIn(t, ".", "", "--help")
 	for _, s := range []string{"2 usage error", "4 internal error", "130/143"} {
@@ -337,11 +337,14 @@ func TestExitCodesDocumented(t *testing.T) {
 			t.Errorf("--help does not say %q:\n%s", s, r.stdout)
 		}
 	}
-	readme := readFile(t, "../../README.md")
+	ref := readFile(t, "../../docs/reference.md")
 	for _, s := range []string{"| 4 | internal error", "| 130 |", "| 143 |"} {
-		if !strings.Contains(readme, s) {
-			t.Errorf("README does not say %q", s)
+		if !strings.Contains(ref, s) {
+			t.Errorf("docs/reference.md does not say %q", s)
 		}
+	}
+	if readme := readFile(t, "../../README.md"); !strings.Contains(readme, "docs/reference.md") {
+		t.Error("the README does not link docs/reference.md, where the exit codes are")
 	}
 }
 
