@@ -223,3 +223,22 @@ func (f *fetcher) readBody(ctx context.Context, r io.Reader) ([]byte, error) {
 	}
 	return body, err
 }
+
+// The helpers below are for the fetchers of other stores (source/…), so
+// that every fetch masks, quotes and follows redirects by one rule.
+
+// Mask blanks in s the values of h (see hideSecrets) and then anything
+// credential-shaped (secret.Scrub): server text, before it is shown.
+func Mask(h http.Header, s string) string {
+	f := fetcher{o: Options{Header: h}}
+	return secret.Scrub(f.hideSecrets(s))
+}
+
+// Quote is the start of a server's error body, on one line, as an
+// HTTPError quotes it. It does not mask: Mask first.
+func Quote(b []byte) string { return quote(b) }
+
+// SameOrigin is the redirect rule of every fetch (http.Client's
+// CheckRedirect): a redirect is followed only within the origin of the
+// first request, since the request's credentials go with it.
+func SameOrigin(req *http.Request, via []*http.Request) error { return sameOrigin(req, via) }

@@ -1,0 +1,273 @@
+package clickhouse
+
+// The rows of the query (FORMAT JSONEachRow, the aliases of query.go) are
+// re-spelt as OTLP JSON, one ExportTraceServiceRequest a line holding one
+// span, which the OTLP reader decodes as it decodes a file:
+//
+//	{"s":START_NS,"d":DUR_NS,"t":"TRACE","i":"SPAN","p":"PARENT",
+//	 "n":"NAME","sv":"SERVICE","k":"Server","c":"Error","m":"…","ts":"…",
+//	 "sn":"SCOPE","sr":"VERSION","rk":[…],"rv":[…],"ak":[…],"av":[…],
+//	 "ek":[[…],…],"ev":[[…],…]}
+//
+// → {"resourceSpans":[{"resource":{"attributes":[…]},"scopeSpans":[{
+//     "scope":{…},"spans":[{…}]}]}]}
+//
+// Attribute values are text in the exporter's table (its Map columns hold
+// what pcommon.Value.AsString gave), and are written as stringValue: the
+// readers keep every attribute as its text, so an int or a bool reads the
+// same. The converter checks the shapes it reads (numbers, strings,
+// arrays of strings) and nothing else: what a span means is the readers'
+// business.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// flexInt is an integer written as a JSON number or as a string of
+// digits (ClickHouse quotes 64-bit integers by default).
+type flexInt struct {
+	v   int64
+	set bool
+}
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		b = []byte(s)
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("want an integer, got %.40q", b)
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+type row struct {
+	S  flexInt    `json:"s"`
+	D  flexInt    `json:"d"`
+	T  string     `json:"t"`
+	I  string     `json:"i"`
+	P  string     `json:"p"`
+	N  string     `json:"n"`
+	SV string     `json:"sv"`
+	K  string     `json:"k"`
+	C  string     `json:"c"`
+	M  string     `json:"m"`
+	TS string     `json:"ts"`
+	SN string     `json:"sn"`
+	SR string     `json:"sr"`
+	RK []string   `json:"rk"`
+	RV []string   `json:"rv"`
+	AK []string   `json:"ak"`
+	AV []string   `json:"av"`
+	EK [][]string `json:"ek"`
+	EV [][]string `json:"ev"`
+}
+
+// converter turns rows into OTLP lines, reusing its buffers.
+type converter struct {
+	r   row
+	out []byte
+}
+
+// row converts one row; the line it returns is valid until the next call.
+func (c *converter) row(line []byte) ([]byte, error) {
+	c.r = row{}
+	if err := json.Unmarshal(line, &c.r); err != nil {
+		return nil, fmt.Errorf("not a JSON row: %v", err)
+	}
+	r := &c.r
+	if !r.S.set || !r.D.set {
+		return nil, fmt.Errorf("a row without its start or duration")
+	}
+	b := c.out[:0]
+	b = append(b, `{"resourceSpans":[{"resource":{"attributes":[`...)
+	n := 0
+	if r.SV != "" && !hasKey(r.RK, "service.name") {
+		b = appendAttr(b, "service.name", r.SV)
+		n++
+	}
+	b = appendAttrs(b, r.RK, r.RV, n)
+	b = append(b, `]},"scopeSpans":[{`...)
+	if r.SN != "" || r.SR != "" {
+		b = append(b, `"scope":{"name":`...)
+		b = appendString(b, r.SN)
+		b = append(b, `,"version":`...)
+		b = appendString(b, r.SR)
+		b = append(b, `},`...)
+	}
+	b = append(b, `"spans":[{"traceId":`...)
+	b = appendString(b, r.T)
+	b = append(b, `,"spanId":`...)
+	b = appendString(b, r.I)
+	if r.P != "" {
+		b = append(b, `,"parentSpanId":`...)
+		b = appendString(b, r.P)
+	}
+	if r.TS != "" {
+		b = append(b, `,"traceState":`...)
+		b = appendString(b, r.TS)
+	}
+	b = append(b, `,"name":`...)
+	b = appendString(b, r.N)
+	b = append(b, `,"kind":`...)
+	b = strconv.AppendInt(b, int64(kindNumber(r.K)), 10)
+	end := r.S.v + r.D.v
+	if r.D.v >= 0 && end < r.S.v {
+		end = 1<<63 - 1 // past the range of time: the readers say so
+	}
+	b = append(b, `,"startTimeUnixNano":"`...)
+	b = strconv.AppendInt(b, r.S.v, 10)
+	b = append(b, `","endTimeUnixNano":"`...)
+	b = strconv.AppendInt(b, end, 10)
+	b = append(b, `","attributes":[`...)
+	b = appendAttrs(b, r.AK, r.AV, 0)
+	b = append(b, ']')
+	if len(r.EK) > 0 {
+		b = append(b, `,"events":[`...)
+		for i := range r.EK {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var vals []string
+			if i < len(r.EV) {
+				vals = r.EV[i]
+			}
+			b = append(b, `{"name":"exception","attributes":[`...)
+			b = appendAttrs(b, r.EK[i], vals, 0)
+			b = append(b, "]}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"status":{"code":`...)
+	b = strconv.AppendInt(b, int64(statusNumber(r.C)), 10)
+	if r.M != "" {
+		b = append(b, `,"message":`...)
+		b = appendString(b, r.M)
+	}
+	b = append(b, "}}]}]}]}\n"...)
+	c.out = b
+	return b, nil
+}
+
+func hasKey(keys []string, k string) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// appendAttrs appends the pairs of keys and vals (as many as both have),
+// after n attributes already written.
+func appendAttrs(b []byte, keys, vals []string, n int) []byte {
+	for i := 0; i < len(keys) && i < len(vals); i++ {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = appendAttr(b, keys[i], vals[i])
+		n++
+	}
+	return b
+}
+
+func appendAttr(b []byte, k, v string) []byte {
+	b = append(b, `{"key":`...)
+	b = appendString(b, k)
+	b = append(b, `,"value":{"stringValue":`...)
+	b = appendString(b, v)
+	return append(b, "}}"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD,
+// as encoding/json writes it.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				switch c {
+				case '\n':
+					b = append(b, '\\', 'n')
+				case '\r':
+					b = append(b, '\\', 'r')
+				case '\t':
+					b = append(b, '\\', 't')
+				default:
+					b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+				}
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// kindNames are the spellings of OTLP's span kinds: the exporter's
+// (Server), OTLP's enum (SPAN_KIND_SERVER, its prefix cut), and lower case.
+var kindNames = map[string]int{"unspecified": 0, "internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
+
+// kindNumber is OTLP's number of a span kind as a table spells it: a
+// name in any case, with or without SPAN_KIND_, or its number; 0
+// (unspecified) for anything else.
+func kindNumber(s string) int {
+	s = strings.TrimPrefix(strings.ToLower(s), "span_kind_")
+	if n, ok := kindNames[s]; ok {
+		return n
+	}
+	if len(s) == 1 && s[0] >= '0' && s[0] <= '5' {
+		return int(s[0] - '0')
+	}
+	return 0
+}
+
+// statusNumber is OTLP's status code of a status as a table spells it
+// (Ok, Error, Unset, STATUS_CODE_…, or 0/1/2); 0 (unset) otherwise.
+func statusNumber(s string) int {
+	switch strings.TrimPrefix(strings.ToLower(s), "status_code_") {
+	case "ok", "1":
+		return 1
+	case "error", "2":
+		return 2
+	}
+	return 0
+}
+
+// valid reports whether b is one JSON document a line (for tests).
+func valid(b []byte) bool {
+	for _, l := range bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n")) {
+		if !json.Valid(l) {
+			return false
+		}
+	}
+	return true
+}

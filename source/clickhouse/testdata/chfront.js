@@ -1,0 +1,67 @@
+// chfront: ClickHouse's HTTP interface, for plain SQL, in front of chDB
+// (the ClickHouse engine as a library; npm chdb), for tailscope's tests.
+//
+//   node chfront.js DATA_DIR     prints the port it listens on (127.0.0.1)
+//
+// POST a query (the body; a ?query= parameter goes before it), get the
+// result in the query's FORMAT (TabSeparated when it names none), as
+// ClickHouse answers: 200 with the result, or an error status with the
+// exception's text and X-ClickHouse-Exception-Code. Users: CHFRONT_USER
+// (default "default") with the password CHFRONT_KEY (default none), sent
+// as X-ClickHouse-User/X-ClickHouse-Key or basic auth. Tests only.
+'use strict';
+const http = require('http');
+const { Session } = require('chdb');
+
+const user = process.env.CHFRONT_USER || 'default';
+const key = process.env.CHFRONT_KEY || '';
+const session = new Session(process.argv[2]);
+
+// ClickHouse's HTTP statuses for its exception codes (HTTPHandler.cpp's
+// exceptionCodeToHTTPStatus, the ones tests meet).
+function statusOf(code) {
+  if ([516, 192, 193, 194].includes(code)) return 401;
+  if (code === 497) return 403;
+  if ([60, 81, 46].includes(code)) return 404;
+  if ([62, 47, 16, 27, 43, 53, 36].includes(code)) return 400;
+  return 500;
+}
+
+function fail(res, status, code, text) {
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=UTF-8', 'X-ClickHouse-Exception-Code': String(code) });
+  res.end(text.endsWith('\n') ? text : text + '\n');
+}
+
+http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let u = req.headers['x-clickhouse-user'] || 'default';
+    let k = req.headers['x-clickhouse-key'] || '';
+    const basic = /^Basic (.+)$/.exec(req.headers.authorization || '');
+    if (basic) {
+      const s = Buffer.from(basic[1], 'base64').toString();
+      const i = s.indexOf(':');
+      u = s.slice(0, i); k = s.slice(i + 1);
+    }
+    if (u !== user || k !== key) {
+      return fail(res, 401, 516, `Code: 516. DB::Exception: ${u}: Authentication failed: password is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED)`);
+    }
+    const url = new URL(req.url, 'http://x');
+    let q = url.searchParams.get('query') || '';
+    if (req.method === 'POST') q += (q ? '\n' : '') + Buffer.concat(chunks).toString();
+    if (!q.trim()) return fail(res, 400, 0, 'Empty query');
+    let out;
+    try {
+      out = session.query(q, 'TabSeparated');
+    } catch (e) {
+      const m = String((e && e.message) || e);
+      const code = +((/Code: (\d+)/.exec(m) || [])[1] || 0);
+      return fail(res, statusOf(code), code, m);
+    }
+    res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
+    res.end(out);
+  });
+}).listen(0, '127.0.0.1', function () {
+  process.stdout.write(this.address().port + '\n');
+});
