@@ -19,6 +19,7 @@ import (
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/source"
+	"github.com/tailscope/tailscope/source/clickhouse"
 )
 
 // sourceFlags say how a source URL (jaeger://, tempo://, zipkin://) is
@@ -33,6 +34,7 @@ type sourceFlags struct {
 	minSlice    time.Duration
 	retries     int
 	maxResponse int64
+	ch          clickhouseFlags
 
 	m *meter // the read's meter, when one is shown
 }
@@ -47,6 +49,7 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.minSlice, "fetch-min-slice", source.DefaultMinSlice, "the shortest slice: one still full there is kept as a sample, and a note says so\n(0: as fine as the API's time resolution)")
 	fs.Int64Var(&f.maxResponse, "fetch-max-response", source.DefaultMaxResponse, "largest answer read from a source URL, bytes (protects memory; one trace larger than\nthis needs it raised)")
 	fs.IntVar(&f.retries, "fetch-retries", source.DefaultRetries, "tries again of a request that met HTTP 429, a 5xx or a network error (with backoff)")
+	f.ch.register(fs)
 }
 
 // options are the fetch options from the flags, for the window
@@ -184,7 +187,7 @@ func (f *sourceFlags) remote(e *env, o ingest.Options, quiet bool) (ingest.Remot
 	if err != nil {
 		return nil, err
 	}
-	return source.Remote{Options: so}, nil
+	return remotes{ch: clickhouse.Remote{Options: f.clickhouseOptions(e, so, o, quiet)}, src: source.Remote{Options: so}}, nil
 }
 
 const pullUsage = `Usage: tailscope pull [flags] URL -o DIR

@@ -38,8 +38,8 @@ type plan struct {
 
 // summary is the note a read ends with.
 func (p *plan) summary(rows, bytes int64) string {
-	return fmt.Sprintf("%s: %d spans read from %s (%s over the wire, as OTLP JSON lines); %s applied by the server",
-		"ClickHouse", rows, p.table, units.Bytes(bytes), strings.Join(p.pushed, ", "))
+	return fmt.Sprintf("ClickHouse: %d spans read from %s (%s of rows over the wire); the server applied %s",
+		rows, p.table, units.Bytes(bytes), strings.Join(p.pushed, ", "))
 }
 
 // plan checks the table and builds the query.

@@ -214,9 +214,15 @@ func TestSameAsFile(t *testing.T) {
 			ex := regexp.MustCompile(regexp.QuoteMeta(fromFile.hopNames[1]))
 			for _, o := range []ingest.Options{{Hops: re}, {ExcludeHops: ex}} {
 				a := analyse(t, file, logs.Options{SampleSpans: fx.sample, Ingest: o})
-				o.Remote = clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until, Hops: o.Hops, ExcludeHops: o.ExcludeHops}}
+				var rows int64
+				progress := func(p clickhouse.Progress) { rows = p.Rows }
+				o.Remote = clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until, Hops: o.Hops, ExcludeHops: o.ExcludeHops, Progress: progress}}
 				b := analyse(t, url, logs.Options{SampleSpans: fx.sample, Ingest: o})
 				sameResult(t, fx.name+" filtered", a, b)
+				// The server left out what the filter drops.
+				if rows != a.spans {
+					t.Errorf("%s: the server sent %d rows for the %d spans the filter keeps", fx.name, rows, a.spans)
+				}
 			}
 		})
 	}

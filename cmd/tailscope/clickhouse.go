@@ -1,0 +1,85 @@
+// Reading from ClickHouse (clickhouse://, clickhouses://): the flags, and
+// the readers' Remote that sends those URLs to source/clickhouse and the
+// others to source.
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/pflag"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/source"
+	"github.com/tailscope/tailscope/source/clickhouse"
+)
+
+// clickhouseFlags are what only a ClickHouse URL takes.
+type clickhouseFlags struct {
+	user string
+}
+
+func (f *clickhouseFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.user, "clickhouse-user", "", "the user for a clickhouse:// URL (default $CLICKHOUSE_USER; the password is\n$CLICKHOUSE_PASSWORD, never a flag or the URL, never printed)")
+}
+
+// remotes serves ClickHouse URLs from source/clickhouse and the other
+// source URLs from source.
+type remotes struct {
+	ch  clickhouse.Remote
+	src source.Remote
+}
+
+func (r remotes) Claims(path string) bool { return r.ch.Claims(path) || r.src.Claims(path) }
+
+func (r remotes) Open(path string) (io.ReadCloser, error) {
+	if r.ch.Claims(path) {
+		return r.ch.Open(path)
+	}
+	return r.src.Open(path)
+}
+
+// clickhouseOptions are the ClickHouse read's options: the window, the
+// hop filters, the headers and the fetch's timeout and retries from the
+// shared fetch options, the user and password from the flag and the
+// environment.
+func (f *sourceFlags) clickhouseOptions(e *env, so source.Options, o ingest.Options, quiet bool) clickhouse.Options {
+	co := clickhouse.Options{Since: so.Since, Until: so.Until, HopBy: o.HopBy, Hops: o.Hops, ExcludeHops: o.ExcludeHops,
+		Header: so.Header, Timeout: so.Timeout, Retries: so.Retries, Backoff: so.Backoff,
+		User: f.ch.user, Password: os.Getenv("CLICKHOUSE_PASSWORD")}
+	if co.User == "" {
+		co.User = os.Getenv("CLICKHOUSE_USER")
+	}
+	if !quiet {
+		co.Progress = f.clickhouseProgress(e)
+	}
+	return co
+}
+
+// clickhouseProgress shows the read on the meter and says on stderr what
+// it read.
+func (f *sourceFlags) clickhouseProgress(e *env) func(clickhouse.Progress) {
+	var mu sync.Mutex
+	return func(p clickhouse.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		verb := "reading"
+		if p.Final {
+			verb = "read"
+		}
+		line := fmt.Sprintf("%s %s: %d spans · %s · %d requests", verb, p.Source, p.Rows, units.Bytes(p.Bytes), p.Requests)
+		f.m.fetched(line)
+		if !p.Final {
+			return
+		}
+		f.m.fetched("")
+		f.m.done()
+		if !p.Failed {
+			fmt.Fprintf(e.stderr, "tailscope: %s\n", visible(strings.TrimSpace(line)))
+		}
+	}
+}
