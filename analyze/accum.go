@@ -126,7 +126,10 @@ type hopAcc struct {
 	// ex are the example traces behind the hop's figures; at is its
 	// attribution state, nil until a span with attributes comes (see
 	// attribution.go).
-	ex      hopEx
+	ex hopEx
+	// times are the attempts with their start, for the timeline's blocks
+	// (hoptimes.go).
+	times   hopTimes
 	flagged quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
 	other   quantile.Digest // other failures
 	at      *hopAttr
@@ -686,6 +689,7 @@ func (h *hopAcc) merge(o *hopAcc) {
 		o.succ, o.flagged, o.other = quantile.Digest{}, quantile.Digest{}, quantile.Digest{}
 		h.ex.merge(&o.ex)
 		h.at, o.at = o.at, nil
+		h.times, o.times = o.times, hopTimes{}
 		return
 	}
 	if h.n+o.n > quantile.ExactLimit {
@@ -705,6 +709,7 @@ func (h *hopAcc) merge(o *hopAcc) {
 	h.flagged.Merge(&o.flagged)
 	h.other.Merge(&o.other)
 	h.ex.merge(&o.ex)
+	h.times.merge(&o.times)
 	switch {
 	case o.at == nil:
 	case h.at == nil:
@@ -735,6 +740,7 @@ func (h *hopAcc) add(sp *span.Span) {
 		h.other.Add(sp.Duration)
 	}
 	h.ex.add(sp, flagged)
+	h.times.add(sp)
 	if len(sp.Attrs) > 0 {
 		if h.at == nil {
 			h.at = &hopAttr{keys: map[string]*keyAttr{}}
@@ -814,7 +820,7 @@ type Sample struct {
 func (a *Accum) Measure(reqs []*span.Request, probs span.Problems, opt Options) *Report {
 	// Attribution and examples come from the per-hop state over every
 	// span: the sample keeps no attributes.
-	src := measureSources{state: a.hopAcc, seen: a.seen()}
+	src := measureSources{state: a.hopAcc, seen: a.seen(), times: a.timesSource()}
 	if a.Sampled() {
 		src.fill = a.fill
 	}

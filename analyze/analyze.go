@@ -168,6 +168,9 @@ type Report struct {
 	// is not part of the JSON contract, so it travels here, read through
 	// UnboundedHops.
 	unbounded *Unbounded
+	// times are the per-hop attempt times the timeline was cut from
+	// (hoptimes.go), kept for the held-out fit (TimesBefore).
+	times timesSource
 }
 
 // Latency holds percentiles in ms. A nil value is unknown: censored, or no
@@ -303,11 +306,14 @@ type Hop struct {
 	// (see endpoint.go). Emitted configs route by them.
 	Endpoints []policy.Endpoint `json:"endpoints,omitempty"`
 	// Blocks are the hop's calls per time block, aligned with the
-	// report's timeline.blocks (hops with at least 10 attempts in the
-	// requests); Drift how far its tail moved between quiet blocks
-	// (timeline.go). Both rest on the trace sample.
-	Blocks []HopBlock `json:"blocks,omitempty"`
-	Drift  *Drift     `json:"drift,omitempty"`
+	// report's timeline.blocks (hops with at least 10 attempts, over
+	// every span read); Drift how far its tail moved between quiet blocks
+	// (timeline.go). BlockSample is set when a hop had more attempts than
+	// it keeps with their times (hoptimes.go): the share of them the
+	// blocks' statistics read, their counts being estimates from it.
+	Blocks      []HopBlock `json:"blocks,omitempty"`
+	Drift       *Drift     `json:"drift,omitempty"`
+	BlockSample float64    `json:"block_sample,omitempty"`
 
 	// target is the time-to-success at the recommendation's percentile,
 	// ns; targetKnown is false when it is censored or there are no samples.
@@ -427,8 +433,10 @@ func Measure(spans []span.Span, reqs []*span.Request, probs span.Problems, opt O
 // validation's fit on the earlier requests), over the spans of reqs: each
 // request's root, then its attempts in call order (EachCall). The hops'
 // attribution and examples, which no recommendation reads, are not
-// computed.
-func MeasureFit(reqs []*span.Request, opt Options) *Report {
+// computed. times, when not nil, are where the fit's timeline blocks come
+// from (the whole logs' attempt times before the held-out part, see
+// Report.TimesBefore); nil takes them from reqs.
+func MeasureFit(reqs []*span.Request, opt Options, times *TimesSource) *Report {
 	var spans []*span.Span
 	for _, r := range reqs {
 		if r.Root != nil {
@@ -440,7 +448,11 @@ func MeasureFit(reqs []*span.Request, opt Options) *Report {
 			}
 		})
 	}
-	return measure(spans, reqs, span.Problems{}, opt, measureSources{fitOnly: true})
+	src := measureSources{fitOnly: true}
+	if times != nil {
+		src.times = times.s
+	}
+	return measure(spans, reqs, span.Problems{}, opt, src)
 }
 
 // spanPointers points at each of spans, in order: measure reads spans
@@ -478,6 +490,10 @@ type measureSources struct {
 	// fitOnly leaves out what only the report shows (attribution and
 	// examples): a held-out fit recommends and is not reported.
 	fitOnly bool
+	// times give each hop's attempt times for the timeline (an Accum's,
+	// over every span); a hop they do not know (or every hop, when of is
+	// nil) takes them from spans.
+	times timesSource
 }
 
 // hopInputs is what each hop's numbers are computed from: its spans, its
@@ -517,6 +533,7 @@ func measure(spans []*span.Span, reqs []*span.Request, probs span.Problems, opt 
 	}
 	assignRoles(rep, reqs)
 	rep.Incidents = []Incident{}
+	rep.times = withSpanTimes(src.times, spans)
 	measureTimeline(rep, reqs, opt)
 	return rep
 }

@@ -51,7 +51,22 @@ type HopState struct {
 	// HasAttr is false when no span of the hop had attributes.
 	HasAttr bool
 	Attr    []AttrKey
+	// Times are the hop's attempts with their start, for the timeline
+	// (all of them, or the 1 in 2^Level that the hash keeps; see
+	// hoptimes.go).
+	Times TimesState
 }
+
+// TimesState is a hop's attempt times: Level, and the kept attempts'
+// starts (unix ns) and durations (ns; for a failure −1 − its duration).
+type TimesState struct {
+	Level uint8
+	At    []int64
+	D     []int64
+}
+
+// MaxHopTimes is the most attempts a hop keeps with their times.
+const MaxHopTimes = maxHopTimes
 
 // HopFirst is a hop's first span's service, name and route template
 // (RouteKey: the attribute it came from).
@@ -118,6 +133,7 @@ func (a *Accum) State() *State {
 		if h.at != nil {
 			hs.HasAttr, hs.Attr = true, attrOut(h.at)
 		}
+		hs.Times = TimesState{Level: h.times.level, At: h.times.at, D: h.times.d}
 		s.Hops = append(s.Hops, hs)
 	}
 	s.Sample = make([]Sampled, len(a.spans))
@@ -289,6 +305,10 @@ func hopFromState(s *HopState) (*hopAcc, error) {
 			*x.dst = xs[0]
 		}
 	}
+	if err := timesIn(&s.Times, s.Attempts); err != nil {
+		return nil, err
+	}
+	h.times = hopTimes{at: s.Times.At, d: s.Times.D, level: s.Times.Level}
 	if s.HasAttr {
 		at, err := attrIn(s.Attr, s.Attempts)
 		if err != nil {
@@ -443,4 +463,28 @@ func (a *Accum) interleave(o *Accum) {
 		}
 	}
 	a.spans, a.hashes, a.files = spans, hashes, files
+}
+
+// timesIn checks a hop's attempt times as State wrote them: as many as
+// the bound and the attempts allow, each one its level keeps, and a level
+// no higher than the bound made it (a level only rises past a full set).
+func timesIn(t *TimesState, attempts int) error {
+	if len(t.At) != len(t.D) {
+		return fmt.Errorf("times: %d starts and %d durations", len(t.At), len(t.D))
+	}
+	if t.Level > 63 {
+		return fmt.Errorf("times: level %d out of range", t.Level)
+	}
+	if len(t.At) > maxHopTimes || len(t.At) > attempts {
+		return fmt.Errorf("times: %d kept of %d attempts (at most %d)", len(t.At), attempts, maxHopTimes)
+	}
+	if t.Level > 0 && attempts <= maxHopTimes {
+		return fmt.Errorf("times: sampled at level %d though the hop's %d attempts fit", t.Level, attempts)
+	}
+	for i, at := range t.At {
+		if !keepTime(at, t.D[i], t.Level) {
+			return fmt.Errorf("times: attempt %d is not one level %d keeps", i, t.Level)
+		}
+	}
+	return nil
 }

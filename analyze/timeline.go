@@ -181,13 +181,42 @@ func BlockSize(spanNs int64) time.Duration {
 	return b
 }
 
-// measureTimeline cuts reqs (by start, ascending) into blocks and fills
-// each hop's Blocks, Drift and the report's incidents.
+// measureTimeline cuts the logs into blocks: reqs (by start, ascending)
+// for the request-level blocks, and each hop's attempt times (rep.times:
+// over every span when the report comes from an Accum, hoptimes.go) for
+// its Blocks; then fills each hop's Drift and the report's incidents.
 func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 	if len(reqs) == 0 {
 		return
 	}
+	// The hops that get blocks, and their attempts. Only hops with
+	// minBlockCalls attempts: a hop seen a handful of times has no tail
+	// per block to show, and logs whose hop names carry ids hold 100k such
+	// hops (48 blocks each would be gigabytes of state and of JSON). A
+	// root hop is the request itself: the request blocks show it.
+	type hopT struct {
+		i int
+		t *hopTimes
+	}
+	var hts []hopT
 	first, last := reqs[0].Start, reqs[len(reqs)-1].Start
+	until := rep.times.until
+	for i := range rep.Hops {
+		h := &rep.Hops[i]
+		if h.Role == RoleRoot || h.Attempts < minBlockCalls || rep.times.of == nil {
+			continue
+		}
+		t := rep.times.of(h.Hop)
+		if t == nil {
+			continue
+		}
+		hts = append(hts, hopT{i, t})
+		for _, at := range t.at {
+			if at != 0 && at < until {
+				first, last = min(first, at), max(last, at)
+			}
+		}
+	}
 	size := opt.Block
 	if size <= 0 {
 		size = BlockSize(last - first)
@@ -205,20 +234,32 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 	if first < 0 && first%int64(size) != 0 {
 		tl.origin -= int64(size)
 	}
-	idx := map[int64]int{}
-	reqBlock := make([]int, len(reqs))
-	for i, r := range reqs {
-		k := (r.Start - tl.origin) / tl.size
-		b, ok := idx[k]
-		if !ok {
-			b = len(tl.Blocks)
-			idx[k] = b
-			st := tl.origin + k*tl.size
-			tl.Blocks = append(tl.Blocks, TimeBlock{start: st, end: st + tl.size,
-				From: rfc3339(st), Until: rfc3339(st + tl.size)})
+	// The blocks are those that hold a request or a hop's attempt, in time
+	// order.
+	keys := map[int64]bool{}
+	for _, r := range reqs {
+		keys[(r.Start-tl.origin)/tl.size] = true
+	}
+	for _, ht := range hts {
+		for _, at := range ht.t.at {
+			if at != 0 && at < until {
+				keys[(at-tl.origin)/tl.size] = true
+			}
 		}
-		reqBlock[i] = b
-		tb := &tl.Blocks[b]
+	}
+	ks := make([]int64, 0, len(keys))
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	idx := make(map[int64]int, len(ks))
+	for b, k := range ks {
+		idx[k] = b
+		st := tl.origin + k*tl.size
+		tl.Blocks = append(tl.Blocks, TimeBlock{start: st, end: st + tl.size, From: rfc3339(st), Until: rfc3339(st + tl.size)})
+	}
+	for _, r := range reqs {
+		tb := &tl.Blocks[idx[(r.Start-tl.origin)/tl.size]]
 		tb.Requests++
 		if r.Failed {
 			tb.Failed++
@@ -241,45 +282,40 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 		tl.Note = fmt.Sprintf("%s of %s %s at least %d requests: too few to measure drift between blocks (needs %d)",
 			units.Count(measured, "block", "blocks"), tl.Block, units.Plural(measured, "holds", "hold"), minBlockRequests, minMeasuredBlocks)
 	}
-	// Only hops with minBlockCalls attempts in the requests get blocks: a
-	// hop seen a handful of times has no tail per block to show, and logs
-	// whose hop names carry ids hold 100k such hops (48 blocks each would
-	// be gigabytes of state and of JSON).
-	attempts := map[string]int{}
-	for _, r := range reqs {
-		EachCall(r.Calls, func(c *span.Call) { attempts[c.Hop] += len(c.Attempts) })
-	}
-	byHop := map[string][]HopBlock{}
-	for i, r := range reqs {
-		b := reqBlock[i]
-		EachCall(r.Calls, func(c *span.Call) {
-			if attempts[c.Hop] < minBlockCalls {
+	for _, ht := range hts {
+		h, t := &rep.Hops[ht.i], ht.t
+		bl := make([]HopBlock, len(tl.Blocks))
+		var failed []int
+		t.each(func(at, d int64, f bool) {
+			if at == 0 || at >= until {
 				return
 			}
-			bl := byHop[c.Hop]
-			if bl == nil {
-				bl = make([]HopBlock, len(tl.Blocks))
-				byHop[c.Hop] = bl
-			}
-			for _, a := range c.Attempts {
-				bl[b].Attempts++
-				if !a.Span.Failed() {
-					bl[b].ok = append(bl[b].ok, a.Span.Duration)
+			b := idx[(at-tl.origin)/tl.size]
+			if f {
+				if failed == nil {
+					failed = make([]int, len(bl))
 				}
+				failed[b]++
+			} else {
+				bl[b].ok = append(bl[b].ok, d)
 			}
 		})
-	}
-	for i := range rep.Hops {
-		h := &rep.Hops[i]
-		bl := byHop[h.Hop]
-		if bl == nil {
-			continue
-		}
+		// Attempts and successes are the hop's, estimated from the kept
+		// sample when the hop had more than maxHopTimes (Sampled says so);
+		// the statistics read the kept calls themselves.
+		sc := t.scale()
 		for j := range bl {
 			hb := &bl[j]
 			slices.Sort(hb.ok)
-			hb.Successes = len(hb.ok)
+			n := len(hb.ok)
+			if failed != nil {
+				n += failed[j]
+			}
+			hb.Attempts, hb.Successes = int(math.Round(float64(n)*sc)), int(math.Round(float64(len(hb.ok))*sc))
 			hb.P50Ms, hb.P99Ms, hb.MaxMs = msQ(hb.ok, 0.5), msQ(hb.ok, 0.99), msQ(hb.ok, 1)
+		}
+		if t.level > 0 {
+			h.BlockSample = units.Round(1/sc, 6)
 		}
 		h.Blocks = bl
 	}
@@ -308,7 +344,7 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 	tests := 0
 	for i := range rep.Hops {
 		for _, hb := range rep.Hops[i].Blocks {
-			if hb.Successes >= minBlockCalls {
+			if len(hb.ok) >= minBlockCalls {
 				tests++
 			}
 		}
@@ -331,13 +367,13 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 			b99 := quantile.Int64(rest, 0.99)
 			for b := range h.Blocks {
 				hb := &h.Blocks[b]
-				if hb.Successes < minBlockCalls {
+				if len(hb.ok) < minBlockCalls {
 					continue
 				}
 				above := len(hb.ok) - sort.Search(len(hb.ok), func(k int) bool { return float64(hb.ok[k]) > b99 })
 				p99 := quantile.Int64(hb.ok, 0.99)
-				inc[b] = above >= incidentMinCalls && float64(above) >= incidentMinShare*float64(hb.Successes) &&
-					p99 >= IncidentSlowdown*b99 && binomUpper(above, hb.Successes, 0.01) < alpha
+				inc[b] = above >= incidentMinCalls && float64(above) >= incidentMinShare*float64(len(hb.ok)) &&
+					p99 >= IncidentSlowdown*b99 && binomUpper(above, len(hb.ok), 0.01) < alpha
 				base[b] = b99
 			}
 		}
@@ -397,13 +433,13 @@ func measureDrift(bl []HopBlock, tl *Timeline) *Drift {
 	all := pooled(bl, func(j int) bool { return !bl[j].Incident })
 	for b := range bl {
 		hb := &bl[b]
-		if hb.Incident || hb.Successes < minBlockCalls {
+		if hb.Incident || len(hb.ok) < minBlockCalls {
 			continue
 		}
 		if len(all)-len(hb.ok) < minRestCalls {
 			continue
 		}
-		q := min(0.99, max(0.5, 1-10/float64(hb.Successes)))
+		q := min(0.99, max(0.5, 1-10/float64(len(hb.ok))))
 		r := restQuantile(all, hb.ok, q)
 		if r <= 0 {
 			continue
@@ -436,7 +472,7 @@ func lowerQuantile(xs []int64, q float64) int64 {
 func quietHalf(bl []HopBlock) []bool {
 	var p90s []float64
 	for _, hb := range bl {
-		if hb.Successes >= minBlockCalls {
+		if len(hb.ok) >= minBlockCalls {
 			p90s = append(p90s, quantile.Int64(hb.ok, 0.9))
 		}
 	}
@@ -450,7 +486,7 @@ func quietHalf(bl []HopBlock) []bool {
 		med = p90s[1]
 	}
 	for j, hb := range bl {
-		q[j] = hb.Successes >= minBlockCalls && quantile.Int64(hb.ok, 0.9) <= med
+		q[j] = len(hb.ok) >= minBlockCalls && quantile.Int64(hb.ok, 0.9) <= med
 	}
 	return q
 }

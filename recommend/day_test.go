@@ -48,12 +48,18 @@ func podService(pod string) string {
 	return strings.Join(parts, "-")
 }
 
+// dayFiles are a Nezha day folder's window files, in time order.
+func dayFiles(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*_trace.csv.zst"))
+	sort.Strings(files)
+	return files
+}
+
 // readDay reads every window of a Nezha day folder, in time order, each
 // window's spans apart.
 func readDay(t *testing.T, dir string) [][]span.Span {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "*_trace.csv.zst"))
-	sort.Strings(files)
+	files := dayFiles(dir)
 	var windows [][]span.Span
 	for _, f := range files {
 		var spans []span.Span
@@ -149,13 +155,21 @@ func TestRealDaySplit(t *testing.T) {
 			rep *analyze.Report
 			pol *policy.Policy
 		}
+		files := dayFiles(c.dir)
 		var fits []fitted
 		for _, w := range []struct {
 			name      string
 			fit, test []span.Span
-		}{{"first → second", flatten(ws[:h]), flatten(ws[h:])}, {"second → first", flatten(ws[h:]), flatten(ws[:h])}} {
+			files     []string
+		}{{"first → second", flatten(ws[:h]), flatten(ws[h:]), files[:h]}, {"second → first", flatten(ws[h:]), flatten(ws[:h]), files[h:]}} {
+			// The fit reads the files as the CLI does (the default trace
+			// sample); the replay is of every request of the other half.
 			t0 := time.Now()
-			rep, pol := logs.FromSpans(w.fit, &ingest.Stats{}).Recommend(analyze.Options{})
+			l, err := logs.Read(w.files, logs.Options{Ingest: ingest.Options{Map: nezhaColumns}, SampleSpans: analyze.DefaultSampleSpans})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, pol := l.Recommend(analyze.Options{})
 			took := time.Since(t0)
 			fits = append(fits, fitted{rep, pol})
 			reqs, _ := span.Assemble(w.test)
@@ -276,7 +290,12 @@ func TestRealDaySplit(t *testing.T) {
 func TestRealDayIncidentsNamed(t *testing.T) {
 	for _, c := range days(t) {
 		faults := readFaultsTyped(t, c.faults)
-		rep := logs.FromSpans(flatten(readDay(t, c.dir)), &ingest.Stats{}).Report(analyze.Options{})
+		// Read as the CLI reads: the default trace sample.
+		l, err := logs.Read(dayFiles(c.dir), logs.Options{Ingest: ingest.Options{Map: nezhaColumns}, SampleSpans: analyze.DefaultSampleSpans})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := l.Report(analyze.Options{})
 		// The services each hop's calls reach (its endpoints): a client
 		// span's hop names its caller only ("ts-travel-service HTTP GET").
 		callees := map[string]string{}

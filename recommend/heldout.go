@@ -34,7 +34,8 @@ const MinHeldOut = 30
 // budget) are scaled up by the least factor, up to MaxHeadroom, under
 // which it does not (bisection over replays of the held-out part): that
 // scale is what the policy fitted on everything must carry too.
-func holdOut(reqs []*span.Request, opt analyze.Options, incidents []analyze.Incident, target float64) (*analyze.HeldOut, string) {
+func holdOut(rep *analyze.Report, reqs []*span.Request, opt analyze.Options, target float64) (*analyze.HeldOut, string) {
+	incidents := rep.Incidents
 	if opt.HeldOut == analyze.HeldOutOff {
 		return nil, "held-out validation was turned off"
 	}
@@ -47,7 +48,7 @@ func holdOut(reqs []*span.Request, opt analyze.Options, incidents []analyze.Inci
 	// Requests are sorted by start (span.Assemble); requests that start
 	// at the same instant as the first held-out one stay on one side.
 	fit, test := reqs[:cut], reqs[cut:]
-	fp, frep, br := fitted(fit, opt)
+	fp, frep, br := fitted(fit, opt, rep.TimesBefore(test[0].Start))
 	h := &analyze.HeldOut{FittedRequests: len(fit), FittedUntil: time.Unix(0, test[0].Start).UTC().Format(time.RFC3339), Scale: 1}
 	byHop := map[string][]*analyze.Incident{}
 	for i := range incidents {
@@ -128,8 +129,8 @@ func holdOut(reqs []*span.Request, opt analyze.Options, incidents []analyze.Inci
 // fitted is the policy recommended on reqs alone, as the held-out
 // validation fits it: the statistics a recommendation reads, and the
 // recommendation, nothing else.
-func fitted(reqs []*span.Request, opt analyze.Options) (*policy.Policy, *analyze.Report, *budgetRule) {
-	rep := analyze.MeasureFit(reqs, opt)
+func fitted(reqs []*span.Request, opt analyze.Options, times *analyze.TimesSource) (*policy.Policy, *analyze.Report, *budgetRule) {
+	rep := analyze.MeasureFit(reqs, opt, times)
 	p, _, _, br := recommendPolicy(rep, reqs, opt)
 	return p, rep, br
 }

@@ -73,7 +73,7 @@ func complete(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) *p
 		br          *budgetRule
 	)
 	par.Do(func() {
-		heldOut, heldOutNote = holdOut(reqs, opt, rep.Incidents, analyze.FalseTimeoutTarget(opt))
+		heldOut, heldOutNote = holdOut(rep, reqs, opt, analyze.FalseTimeoutTarget(opt))
 	}, func() {
 		rec, safety, last, br = recommendPolicy(rep, reqs, opt)
 	})

@@ -70,6 +70,7 @@ func TestVersion2StillReads(t *testing.T) {
 	binary.LittleEndian.PutUint64(v1[head+4:], n-1)
 	binary.LittleEndian.PutUint16(v1[len(summary.Magic):], 2)
 	v1 = append(v1, b[head+12+int(n):]...)
+	v1 = dropSection(t, v1, "TIME") // from version 4
 	s, err := summary.Decode(resum(v1))
 	if err != nil {
 		t.Fatalf("version 2: %v", err)
@@ -86,4 +87,43 @@ func small1(t *testing.T) *summary.Summary {
 	}
 	s.HopDef = ""
 	return s
+}
+
+// dropSection removes the section kind from b (a summary without its
+// checksum fixed: resum does that).
+func dropSection(t *testing.T, b []byte, kind string) []byte {
+	t.Helper()
+	at := len(summary.Magic) + 2
+	for at+12 <= len(b) {
+		n := int(binary.LittleEndian.Uint64(b[at+4:]))
+		if string(b[at:at+4]) == kind {
+			return append(append([]byte{}, b[:at]...), b[at+12+n:]...)
+		}
+		at += 12 + n
+	}
+	t.Fatalf("no %s section", kind)
+	return nil
+}
+
+// A version 3 summary (no attempt times) still reads: its hops have no
+// times, and a report of it cuts their blocks from the trace sample.
+func TestVersion3StillReads(t *testing.T) {
+	b := summary.Encode(small1(t))
+	v3 := dropSection(t, b, "TIME")
+	binary.LittleEndian.PutUint16(v3[len(summary.Magic):], 3)
+	s, err := summary.Decode(resum(v3))
+	if err != nil {
+		t.Fatalf("version 3: %v", err)
+	}
+	for _, h := range s.Accum.State().Hops {
+		if len(h.Times.At) != 0 {
+			t.Errorf("version 3 hop %s has %d attempt times", h.Name, len(h.Times.At))
+		}
+	}
+	// The version 4 file keeps every attempt's time of these small hops.
+	for _, h := range small1(t).Accum.State().Hops {
+		if len(h.Times.At) != h.Attempts {
+			t.Errorf("hop %s: %d attempt times of %d attempts", h.Name, len(h.Times.At), h.Attempts)
+		}
+	}
 }

@@ -20,8 +20,10 @@
 // version 3, then what a hop is, HopDef), STAT (read
 // statistics), HOPS (per hop: counts and its three digests), FRST (each
 // hop's first span), EXPL (each hop's example traces), ATTR (attribution
-// by attribute key and value, for the hops that have it) and SMPL (the
-// trace sample). Numbers are unsigned or zigzag varints, floats IEEE 754
+// by attribute key and value, for the hops that have it), TIME (from
+// version 4: per hop, its attempts' starts and durations for the
+// timeline's blocks, or the sample of them it kept) and SMPL (the trace
+// sample). Numbers are unsigned or zigzag varints, floats IEEE 754
 // little-endian, strings a varint length and UTF-8 bytes. A file with a
 // newer version is refused with a message saying so; the checksum catches
 // a file cut short or changed, and the decoded state is checked for
@@ -52,8 +54,10 @@ import (
 // Version is the format version this build writes and the newest it reads
 // (2: sampled spans may carry their routing attributes; a version 1 file,
 // whose spans carry none, reads as before. 3: HEAD records HopDef; a
-// file of an earlier version is read with it unknown).
-const Version = 3
+// file of an earlier version is read with it unknown. 4: the TIME
+// section; an earlier file's hops have no attempt times, and the report's
+// blocks for them come from the trace sample).
+const Version = 4
 
 // Magic starts every summary file.
 var Magic = []byte("\x89TSS\r\n\x1a\n")
@@ -103,12 +107,21 @@ const (
 	kindFirst    = "FRST"
 	kindExamples = "EXPL"
 	kindAttr     = "ATTR"
+	kindTimes    = "TIME"
 	kindSample   = "SMPL"
 	kindEnd      = "END."
 )
 
 // kinds are the sections in their order.
-var kinds = []string{kindHead, kindStats, kindHops, kindFirst, kindExamples, kindAttr, kindSample}
+var kinds = []string{kindHead, kindStats, kindHops, kindFirst, kindExamples, kindAttr, kindTimes, kindSample}
+
+// kindsOf are the sections of a file of version v, in their order.
+func kindsOf(v uint16) []string {
+	if v < 4 {
+		return []string{kindHead, kindStats, kindHops, kindFirst, kindExamples, kindAttr, kindSample}
+	}
+	return kinds
+}
 
 // Encode returns s in the summary format.
 func Encode(s *Summary) []byte {
@@ -126,6 +139,7 @@ func Encode(s *Summary) []byte {
 	section(kindFirst, encodeFirst(st.Hops))
 	section(kindExamples, encodeExamples(st.Hops))
 	section(kindAttr, encodeAttr(st.Hops))
+	section(kindTimes, encodeTimes(st.Hops))
 	section(kindSample, encodeSample(st))
 	sum := sha256.Sum256(out)
 	out = append(out, kindEnd...)
@@ -185,6 +199,7 @@ func Decode(b []byte) (*Summary, error) {
 		return nil, errors.New("summary checksum mismatch: the file was changed or damaged after it was written")
 	}
 	rest := body[len(Magic)+2:]
+	kinds := kindsOf(v)
 	sections := make([][]byte, len(kinds))
 	for i, kind := range kinds {
 		if len(rest) < 12 {
@@ -222,7 +237,12 @@ func Decode(b []byte) (*Summary, error) {
 			return nil, fmt.Errorf("summary section %s: %w", x.kind, err)
 		}
 	}
-	if err := decodeSample(&dec{b: sections[6]}, state, len(st.Files)); err != nil {
+	if v >= 4 {
+		if err := decodeTimes(&dec{b: sections[6]}, state.Hops); err != nil {
+			return nil, fmt.Errorf("summary section %s: %w", kindTimes, err)
+		}
+	}
+	if err := decodeSample(&dec{b: sections[len(sections)-1]}, state, len(st.Files)); err != nil {
 		return nil, fmt.Errorf("summary section %s: %w", kindSample, err)
 	}
 	if err := plausible(state); err != nil {
@@ -514,7 +534,7 @@ func decodeStats(d *dec) (*ingest.Stats, error) {
 		}
 	}
 	for _, errs := range []*[]*ingest.RecordError{&st.Errors, &st.IgnoredExamples} {
-		n := d.count(5)
+		n := d.count(2)
 		for range n {
 			*errs = append(*errs, &ingest.RecordError{File: d.s(), Line: d.i(), Index: d.i(), Reason: d.s(), Detail: d.s()})
 		}
@@ -929,6 +949,59 @@ func decodeSample(d *dec, st *analyze.State, files int) error {
 			return d.err
 		}
 		st.Sample = append(st.Sample, x)
+	}
+	return d.done()
+}
+
+// encodeTimes writes each hop's attempt times: its level, how many, then
+// each start as a zigzag delta from the previous one (starts arrive
+// nearly in order, so most deltas are short) and each duration (for a
+// failure −1 − its duration) as a zigzag varint.
+func encodeTimes(hops []analyze.HopState) *enc {
+	e := &enc{}
+	e.n(len(hops))
+	for i := range hops {
+		t := &hops[i].Times
+		e.u(uint64(t.Level))
+		e.n(len(t.At))
+		prev := int64(0)
+		for j, at := range t.At {
+			e.i(at - prev)
+			prev = at
+			e.i(t.D[j])
+		}
+	}
+	return e
+}
+
+func decodeTimes(d *dec, hops []analyze.HopState) error {
+	if n := d.n(); n != len(hops) && d.err == nil {
+		return fmt.Errorf("%d hops, not the %d of %s", n, len(hops), kindHops)
+	}
+	for i := range hops {
+		if d.err != nil {
+			break
+		}
+		level := d.u()
+		if level > 63 {
+			return fmt.Errorf("hop %q: times at level %d", hops[i].Name, level)
+		}
+		n := d.count(2)
+		if n > analyze.MaxHopTimes {
+			return fmt.Errorf("hop %q: %d attempt times, more than the %d a hop keeps", hops[i].Name, n, analyze.MaxHopTimes)
+		}
+		t := analyze.TimesState{Level: uint8(level), At: make([]int64, 0, n), D: make([]int64, 0, n)}
+		prev := int64(0)
+		for range n {
+			prev += d.i()
+			dur := d.i()
+			if d.err != nil {
+				break
+			}
+			t.At = append(t.At, prev)
+			t.D = append(t.D, dur)
+		}
+		hops[i].Times = t
 	}
 	return d.done()
 }
