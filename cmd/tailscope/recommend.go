@@ -22,22 +22,31 @@ that 'tailscope check --policy' reads back and passes:
   - only remote calls get a timeout (client/producer spans, or by the
     trace's shape when spans carry no kind); callee-side, in-process and
     root spans are bounded by the calls above them and the budget;
-  - per call hop, timeout = round_up_nice(p × (1 + margin)) of its time to
-    success, where p is --percentile or higher: requests make K calls, so
-    each call may cut only --false-timeouts / K of its successes; a hop with
-    too few successes for p gets its slowest success × (1 + margin), never
-    a value below an observed success; never below 50ms;
+  - set: per call hop, timeout = round_up_nice(p × (1 + margin)) of its
+    time to success, where p is --percentile or higher: requests make K
+    calls, so each call may cut only --false-timeouts / K of its successes;
+    a hop with too few successes to certify p gets a fitted tail's
+    quantile, at least its slowest success × (1 + margin) and at most
+    4 × its slowest success; then × its drift headroom beyond the margin;
+    never below 50ms;
+  - observe-first when the tail is censored (attempts were cut by the
+    timeout in force): a canary at 4 × the cut (or the slowest success ×
+    (1 + margin) if higher) to learn the tail, never a guess;
+  - keep with fewer than 20 successful attempts: the timeout in force,
+    raised to 4 × the slowest success if that is higher;
   - the policy is then replayed on the same logs, and the timeouts that
     cut requests which succeeded as logged are raised until at most
     --false-timeouts of them fail (the basis says which and why);
-  - observe-first when the tail is censored (too many attempts were cut by
-    the timeout in force): a canary timeout to learn the tail, never a guess;
   - retries 0 for ran-to-timeout hops; 1–2 with full-jitter exponential
     backoff for transient hops whose retry yield shows they help;
     budget-aware retries on;
-  - a budget covering every logged request (root span included) and the
-    critical path with every configured retry, × (1 + margin), or
-    --max-budget.
+  - a budget from the requests' own time to success, not from the sum of
+    the timeouts: the successful request that certifies --false-timeouts
+    (an order statistic), else their fitted tail, × the requests' drift
+    headroom × (1 + margin); at least the slowest successful request ×
+    (1 + margin), at most 3 × it; never below every hop timeout ×
+    (1 + margin), nor, on paths through a hop that retries, below every
+    configured attempt at its timeout; --max-budget caps it.
 
 Each hop carries a comment with its basis. Without -o the policy goes to
 stdout. --emit prints the same policy as the config a proxy or RPC

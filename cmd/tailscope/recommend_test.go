@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/recommend"
 )
 
 // recommend sets timeouts on the caller's side of each call only: a SERVER
@@ -39,5 +43,29 @@ func TestRecommendCallerSideOnly(t *testing.T) {
 		if strings.Contains(s, "api handle") {
 			t.Errorf("%s: the server hop got its own timeout:\n%s", emit, s)
 		}
+	}
+}
+
+// recommend --help states the rules with the factors the code uses: the
+// budget from the requests' own tail within MaxBudgetExtrapolation × the
+// slowest successful request (not from every logged request × (1 +
+// margin)), the cap of an extrapolated or kept timeout at
+// MaxExtrapolation × the slowest success, and keep's threshold.
+func TestRecommendHelpSaysTheRules(t *testing.T) {
+	help := collapse(recommendUsage)
+	for _, want := range []string{
+		fmt.Sprintf("at most %.0f × it", recommend.MaxBudgetExtrapolation),
+		fmt.Sprintf("at most %.0f × its slowest success", recommend.MaxExtrapolation),
+		fmt.Sprintf("keep with fewer than %d successful attempts", analyze.MinSamplesRecommend),
+		fmt.Sprintf("raised to %.0f × the slowest success", recommend.MaxExtrapolation),
+		"the requests' drift headroom",
+		fmt.Sprintf("never below %s", units.Duration(recommend.MinTimeout)),
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("recommend --help does not say %q:\n%s", want, recommendUsage)
+		}
+	}
+	if strings.Contains(help, "covering every logged request") {
+		t.Errorf("recommend --help still says the budget covers every logged request:\n%s", recommendUsage)
 	}
 }
