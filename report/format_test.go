@@ -35,13 +35,13 @@ func parseRange(t *testing.T, s string) (lo, hi time.Duration) {
 
 // TestFailTextUnits: the FAILURES LAND cell and the failure-landing line
 // with the values of a reported case (failures landing between 59.5 ms and
-// 10.02 s), which printed mixed units.
+// 10.02 s), which printed mixed units; three significant digits.
 func TestFailTextUnits(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	for _, c := range []struct {
 		lo, hi float64
 		want   string
-	}{{59.5, 1550, "59.5ms–1.55s, 7"}, {608, 1750, "608ms–1.75s, 7"}, {9000, 10020, "9–10.02s, 7"}} {
+	}{{59.5, 1550, "59.5ms–1.55s, 7"}, {608, 1750, "608ms–1.75s, 7"}, {9000, 10020, "9–10s, 7"}, {9000, 10570, "9–10.6s, 7"}} {
 		r := check.Replay{Failed: 7, FailureMs: replay.FailureTimes{Min: f(c.lo), Max: f(c.hi)}}
 		if got := failText(r); got != c.want {
 			t.Errorf("failText(%v–%v) = %q, want %q", c.lo, c.hi, got, c.want)

@@ -62,8 +62,44 @@ func Analysis(w io.Writer, format string, rep *analyze.Report, opt Options) erro
 	return bw.Flush()
 }
 
+// aboutTheRecommendation are the analysis's warnings on the policy it
+// recommends: its out-of-sample bound, its replay, its held-out fit, its
+// caps. A check report checks other policies, and its lint says the same
+// things of each of them in their words ("this policy"); printed there,
+// these would speak of a policy no one is checking, and the out-of-sample
+// one would be said twice.
+var aboutTheRecommendation = map[string]bool{
+	analyze.CodeOutOfSample:       true,
+	"provisional-policy":          true,
+	"false-timeout-target-missed": true,
+	"held-out-target-missed":      true,
+	"budget-capped":               true,
+	"duration-capped":             true,
+}
+
+// checkWarnings is rep with the analysis's warnings about the recommended
+// policy left out.
+func checkWarnings(rep *check.Report) *check.Report {
+	var keep []analyze.Warning
+	for _, w := range rep.Warnings {
+		if !aboutTheRecommendation[w.Code] {
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == len(rep.Warnings) {
+		return rep
+	}
+	out := *rep
+	out.Warnings = keep
+	if out.Warnings == nil {
+		out.Warnings = []analyze.Warning{}
+	}
+	return &out
+}
+
 // Check renders a check report.
 func Check(w io.Writer, format string, rep *check.Report, opt Options) error {
+	rep = checkWarnings(rep)
 	bw := bufio.NewWriter(w)
 	var err error
 	switch format {

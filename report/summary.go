@@ -102,7 +102,7 @@ func summaryLines(rep *analyze.Report) []string {
 	if rows, _ := tailRows(rep); len(rows) > 0 {
 		var parts []string
 		for _, x := range rows {
-			parts = append(parts, fmt.Sprintf("%s %s", shortName(x.Hop), pct3(x.Share)))
+			parts = append(parts, fmt.Sprintf("%s %s", shortName(x.Hop), units.Percent(x.Share, 1))) // as the tail's section prints it
 		}
 		add("  tail: %s", strings.Join(parts, ", "))
 	}
@@ -170,7 +170,12 @@ func changeLines(rep *analyze.Report, room int) []string {
 		hs = append(hs, h)
 	}
 	if len(hs) == 0 {
-		return []string{"  change: nothing (every timed hop keeps its timeout)"}
+		for i := range rep.Hops {
+			if timed(rep.Hops[i].Recommendation) {
+				return []string{"  change: nothing (every timed hop's timeout in force is the one recommended)"}
+			}
+		}
+		return []string{"  change: nothing (no hop is a remote call that takes a timeout of its own)"}
 	}
 	rank := func(h *analyze.Hop) int {
 		switch {
@@ -271,14 +276,8 @@ func fitWidth(s string, n int) string {
 }
 
 // pct3 is a share as a percentage with three significant digits (at most
-// three decimals): 18.7%, 5.47%, 0.417%.
-func pct3(x float64) string {
-	d := 2
-	if v := 100 * x; v > 0 {
-		d = max(0, min(3, 2-int(math.Floor(math.Log10(v)))))
-	}
-	return units.Percent(x, d)
-}
+// three decimals): 18.7%, 5.47%, 0.417% — units.Percent's rule.
+func pct3(x float64) string { return units.Percent(x, 3) }
 
 // sig3 is a number with three significant digits.
 func sig3(x float64) string {

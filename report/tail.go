@@ -132,8 +132,12 @@ func compareRows(c *analyze.Comparison) []analyze.HopChange {
 }
 
 // windowLine summarises one window of a comparison.
-func windowLine(w analyze.WindowSummary) string {
-	s := fmt.Sprintf("%s, %s ok, p50 %s, p99 %s", units.Count(w.Requests, "request", "requests"), units.Percent(w.SuccessRate, 1), optDur(w.P50Ms), optDur(w.P99Ms))
+func windowLine(w analyze.WindowSummary, outcomes bool) string {
+	ok := units.Percent(w.SuccessRate, 1) + " ok"
+	if !outcomes {
+		ok = "outcomes unknown"
+	}
+	s := fmt.Sprintf("%s, %s, p50 %s, p99 %s", units.Count(w.Requests, "request", "requests"), ok, optDur(w.P50Ms), optDur(w.P99Ms))
 	if w.TailMeanMs != nil {
 		s += fmt.Sprintf("; its slowest 10%% (%d from %s) %s on average", w.TailRequests, optDur(w.TailFromMs), optDur(w.TailMeanMs))
 	}
@@ -166,16 +170,62 @@ func latOf(v func(*analyze.HopWindow) *float64) func(*analyze.HopWindow) string 
 
 // compareCells are one compared hop's cells: hop, tail score, typical
 // shift, p50, p95, p99, failed attempts, class.
-func compareCells(h analyze.HopChange) []string {
-	return []string{h.Hop, units.PlusMillis(h.Score), units.PlusMillis(h.ShiftMs),
+func compareCells(h analyze.HopChange, outcomes bool) []string {
+	cells := []string{h.Hop, units.PlusMillis(h.Score), units.PlusMillis(h.ShiftMs),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P50Ms })),
 		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P95Ms })),
-		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P99Ms })),
+		shift(h.Before, h.After, latOf(func(w *analyze.HopWindow) *float64 { return w.P99Ms }))}
+	if !outcomes {
+		return cells
+	}
+	return append(cells,
 		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return units.Percent(w.FailureRate, 1) }),
-		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return w.Class })}
+		shift(h.Before, h.After, func(w *analyze.HopWindow) string { return w.Class }))
 }
 
-var compareHead = []string{"HOP", "TAIL +", "TYPICAL +", "P50", "P95", "P99", "FAILED", "CLASS"}
+// compareHeadOf is the comparison table's head: without outcomes in the
+// logs, no failure rate and no class ("0% → 0%", "none → none" say
+// nothing the logs know).
+func compareHeadOf(outcomes bool) []string {
+	h := []string{"HOP", "TAIL +", "TYPICAL +", "P50", "P95", "P99", "FAILED", "CLASS"}
+	if !outcomes {
+		h = h[:6]
+	}
+	return h
+}
+
+// compareRight are the comparison table's right-aligned columns.
+func compareRight(outcomes bool) []bool {
+	r := []bool{false, true, true, true, true, true, true, false}
+	return r[:len(compareHeadOf(outcomes))]
+}
+
+// outcomesKnown says whether some span of the logs says how it ended;
+// when none does, every request counts as succeeded only by inference and
+// failure rates and classes are empty words.
+func outcomesKnown(rep *analyze.Report) bool {
+	for _, w := range rep.Warnings {
+		if w.Code == analyze.WarnUnknownOutcomes {
+			return false
+		}
+	}
+	return !rep.Requests.SucceededInferred
+}
+
+// fewCompared is the note of a comparison whose smaller window holds
+// fewer requests than a percentile can be read from (the recommendation's
+// own threshold, analyze.MinSamplesRecommend), or "".
+func fewCompared(c *analyze.Comparison) string {
+	n, which := c.Before.Requests, "before"
+	if c.After.Requests < n {
+		n, which = c.After.Requests, "after"
+	}
+	if n >= analyze.MinSamplesRecommend {
+		return ""
+	}
+	return fmt.Sprintf("the window %s holds only %s: too few to tell a change from noise (%d or more make a p99 worth comparing; a longer --compare-window gives more)",
+		which, units.Count(n, "request", "requests"), analyze.MinSamplesRecommend)
+}
 
 // compareLegend says what the two scores of the comparison table are.
 const compareLegend = "tail +: what the hop's change adds to a slow request (its critical-path time in the slowest 10%, and its failures); " +
@@ -225,14 +275,18 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 	}
 	if c := rep.Compare; c != nil {
 		e.printf("\n%s: %s → %s\n", e.paint(ansiBold, "what changed"), Visible(c.Before.Label), Visible(c.After.Label))
-		e.printf("  before: %s\n  after:  %s\n", windowLine(c.Before), windowLine(c.After))
+		outcomes := outcomesKnown(rep)
+		e.printf("  before: %s\n  after:  %s\n", windowLine(c.Before, outcomes), windowLine(c.After, outcomes))
+		if few := fewCompared(c); few != "" {
+			e.printf("  %s\n", e.paint(ansiAmber, few))
+		}
 		rows := compareRows(c)
 		if len(rows) == 0 {
 			e.printf("  %s\n", e.paint(ansiDim, "no hop's change lengthened the slowest requests"))
 		} else {
-			t := &table{head: compareHead, right: []bool{false, true, true, true, true, true, true, false}}
+			t := &table{head: compareHeadOf(outcomes), right: compareRight(outcomes)}
 			for _, h := range rows {
-				t.add(compareCells(h)...)
+				t.add(compareCells(h, outcomes)...)
 			}
 			t.paint = func(row, col int, cell string) string {
 				if row < 0 {
@@ -307,7 +361,11 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 	}
 	if c := rep.Compare; c != nil {
 		e.printf("#### What changed\n\n")
-		e.printf("**Before** (%s): %s  \n**After** (%s): %s\n\n", md(c.Before.Label), md(windowLine(c.Before)), md(c.After.Label), md(windowLine(c.After)))
+		outcomes := outcomesKnown(rep)
+		e.printf("**Before** (%s): %s  \n**After** (%s): %s\n\n", md(c.Before.Label), md(windowLine(c.Before, outcomes)), md(c.After.Label), md(windowLine(c.After, outcomes)))
+		if few := fewCompared(c); few != "" {
+			e.printf("⚠ %s.\n\n", md(capFirst(few)))
+		}
 		rs := compareRows(c)
 		if len(rs) == 0 {
 			e.printf("No hop's change lengthened the slowest requests.\n\n")
@@ -315,14 +373,17 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		}
 		var cells [][]string
 		for _, h := range rs {
-			row := compareCells(h)
+			row := compareCells(h, outcomes)
 			for i := range row {
 				row[i] = md(row[i])
 			}
 			cells = append(cells, row)
 		}
-		head := []string{"hop", "tail +", "typical +", "p50", "p95", "p99", "failed", "class"}
-		mdTable(e, head, []bool{false, true, true, true, true, true, true, false}, cells)
+		var head []string
+		for _, c := range compareHeadOf(outcomes) {
+			head = append(head, strings.ToLower(c))
+		}
+		mdTable(e, head, compareRight(outcomes), cells)
 		e.printf("\n")
 		for _, h := range rs[:min(len(rs), reasonsShown)] {
 			e.printf("- **%s**: %s", md(h.Hop), md(h.Reason))
@@ -367,6 +428,10 @@ type compareView struct {
 	Head                                   []string
 	Rows                                   []compareRowView
 	Legend                                 string
+	// Few is the note of a window too small to compare (fewCompared).
+	Few string
+	// Nums is how many columns of Head after the hop's are numbers.
+	Nums int
 }
 
 type compareRowView struct {
@@ -403,10 +468,19 @@ func tailViewOf(rep *analyze.Report) *tailView {
 		v.GapRule = capFirst(gapRule())
 	}
 	if c := rep.Compare; c != nil {
-		cv := &compareView{Before: windowLine(c.Before), After: windowLine(c.After), BeforeLabel: c.Before.Label, AfterLabel: c.After.Label,
-			Head: []string{"hop", "tail +", "typical +", "p50", "p95", "p99", "failed", "class", "why"}, Legend: capFirst(compareLegend) + "."}
+		outcomes := outcomesKnown(rep)
+		cv := &compareView{Before: windowLine(c.Before, outcomes), After: windowLine(c.After, outcomes), BeforeLabel: c.Before.Label, AfterLabel: c.After.Label,
+			Legend: capFirst(compareLegend) + ".", Few: capFirst(fewCompared(c))}
+		for _, c := range compareHeadOf(outcomes) {
+			cv.Head = append(cv.Head, strings.ToLower(c))
+		}
+		cv.Head = append(cv.Head, "why")
+		cv.Nums = 5 // tail +, typical +, p50, p95, p99
+		if outcomes {
+			cv.Nums = 6 // and failed
+		}
 		for _, h := range compareRows(c) {
-			cv.Rows = append(cv.Rows, compareRowView{Cells: compareCells(h)[1:], Hop: h.Hop, Reason: h.Reason, Examples: examplesText(h.Examples)})
+			cv.Rows = append(cv.Rows, compareRowView{Cells: compareCells(h, outcomes)[1:], Hop: h.Hop, Reason: h.Reason, Examples: examplesText(h.Examples)})
 		}
 		v.Compare = cv
 	}
@@ -468,12 +542,16 @@ const tailTemplate = `{{define "tail"}}{{with .}}
 <h2 id="compare">What changed</h2>
 <div class="panel tablewrap" data-section="compare">
 <p><b>Before</b> <span class="muted">({{vis .BeforeLabel}})</span>: {{vis .Before}}<br/><b>After</b> <span class="muted">({{vis .AfterLabel}})</span>: {{vis .After}}</p>
+{{- if .Few}}
+<p class="dominant" id="compare-few">⚠ {{vis .Few}}.</p>
+{{- end}}
 {{- if .Rows}}
 <table id="compare-table">
-<thead><tr>{{range $i, $h := .Head}}<th{{if and $i (lt $i 7)}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
+{{- $nums := .Nums}}
+<thead><tr>{{range $i, $h := .Head}}<th{{if and $i (le $i $nums)}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr data-compare="{{vis .Hop}}"><td class="hopname"><b>{{name .Hop}}</b></td>{{range $i, $c := .Cells}}<td{{if lt $i 6}} class="num"{{else}} style="white-space:nowrap"{{end}}>{{vis $c}}</td>{{end}}<td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{traces .Examples}})</span>{{end}}</td></tr>
+<tr data-compare="{{vis .Hop}}"><td class="hopname"><b>{{name .Hop}}</b></td>{{range $i, $c := .Cells}}<td{{if lt $i $nums}} class="num"{{else}} style="white-space:nowrap"{{end}}>{{vis $c}}</td>{{end}}<td class="basis">{{vis .Reason}}{{if .Examples}} <span class="muted">({{traces .Examples}})</span>{{end}}</td></tr>
 {{- end}}
 </tbody>
 </table>

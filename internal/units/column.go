@@ -10,8 +10,8 @@ import (
 // column reads without mental conversion: seconds when every value is a
 // second or more, microseconds when every value is below a millisecond,
 // else milliseconds. Each cell shows three significant digits in that
-// unit ("5.73ms", "57.3ms", "573ms", "1101ms"; "52.3µs"), seconds to the
-// millisecond up to 100s ("1.42s", "10.57s"): a column of a
+// unit ("5.73ms", "57.3ms", "573ms", "1100ms"; "52.3µs"; "1.42s", "10.6s",
+// "124s"): a column of a
 // millisecond-scale system must not read "<0.01s" and print 5.73 ms and
 // 9.11 ms alike. Unlike Duration, a cell keeps its trailing zeros
 // ("12.0ms", "1.00s"), so that the digits line up and say how precise
@@ -68,12 +68,14 @@ func (c Column) Text(v float64) string {
 		return fmt.Sprintf("<%.*f%s", maxDecimals, math.Pow(10, -maxDecimals), c.name)
 	}
 	if c.name == "s" {
-		// Seconds keep the millisecond up to 100 s, as in sentences
-		// (10.57s): at least three significant digits, never fewer than a
-		// sentence of the same report shows.
-		d := 2
-		if x >= 100 {
-			d = max(0, 3-int(math.Floor(math.Log10(x))))
+		// Seconds keep three significant digits with their trailing
+		// zeros ("1.00s", "10.6s", "124s"), as sentences keep three.
+		d := 0
+		switch {
+		case x < 9.995:
+			d = 2
+		case x < 99.95:
+			d = 1
 		}
 		return strconv.FormatFloat(x, 'f', d, 64) + c.name
 	}
@@ -88,6 +90,12 @@ func (c Column) Text(v float64) string {
 // thousandth as "0.00" (0.0006 → "0.001" → "0.00"), which the tables
 // print as such.
 func sigDigits(x float64, n int) string {
+	if e := int(math.Floor(math.Log10(x))); e >= n {
+		// An integer part longer than n digits keeps n of them: 1458 reads
+		// "1460", three significant digits, as a sentence's 1.46s.
+		p := math.Pow(10, float64(e-n+1))
+		return strconv.FormatFloat(math.Round(x/p)*p, 'f', 0, 64)
+	}
 	d := min(max(n-1-int(math.Floor(math.Log10(x))), 0), maxDecimals)
 	s := strconv.FormatFloat(x, 'f', d, 64)
 	// 9.996 at two decimals rounds up to 10.00: one digit too many.

@@ -11,11 +11,11 @@ func TestColumnCells(t *testing.T) {
 	}{
 		// A millisecond-scale column: what used to read "<0.01s" and
 		// "0.01s" for both 5.73 ms and 9.11 ms.
-		{"ms scale", []*float64{f(5.73), f(9.11), f(0.4), f(57.31), f(573.1), f(1101)}, []string{"5.73ms", "9.11ms", "0.400ms", "57.3ms", "573ms", "1101ms"}},
-		// Every value a second or more: seconds, to the millisecond.
-		{"seconds", []*float64{f(1000), f(10570), f(123456)}, []string{"1.00s", "10.57s", "123.5s"}},
-		// Past 100 s seconds keep three significant digits, then whole seconds.
-		{"long seconds", []*float64{f(99_999), f(100_000), f(999_949), f(1_000_000), f(7_200_000)}, []string{"100.00s", "100.0s", "999.9s", "1000s", "7200s"}},
+		{"ms scale", []*float64{f(5.73), f(9.11), f(0.4), f(57.31), f(573.1), f(1101)}, []string{"5.73ms", "9.11ms", "0.400ms", "57.3ms", "573ms", "1100ms"}},
+		// Every value a second or more: seconds, three significant digits.
+		{"seconds", []*float64{f(1000), f(10570), f(123456), f(9_996)}, []string{"1.00s", "10.6s", "123s", "10.0s"}},
+		// Past 100 s whole seconds, three digits and then more.
+		{"long seconds", []*float64{f(99_940), f(99_999), f(100_000), f(999_949), f(1_000_000), f(7_200_000)}, []string{"99.9s", "100s", "100s", "1000s", "1000s", "7200s"}},
 		// Every value below a millisecond: microseconds.
 		{"µs scale", []*float64{f(0.0523), f(0.5), f(0.0051)}, []string{"52.3µs", "500µs", "5.10µs"}},
 		// Rounding up past a power of ten keeps three digits.
@@ -53,7 +53,7 @@ func TestSigDigits(t *testing.T) {
 		n    int
 		want string
 	}{
-		{5.73, 3, "5.73"}, {57.31, 3, "57.3"}, {573.1, 3, "573"}, {1101, 3, "1101"},
+		{5.73, 3, "5.73"}, {57.31, 3, "57.3"}, {573.1, 3, "573"}, {1101, 3, "1100"}, {1458, 3, "1460"}, {999.6, 3, "1000"},
 		{0.4, 3, "0.400"}, {0.0123, 3, "0.012"}, // at most three decimals
 		{9.996, 3, "10.0"}, {99.96, 3, "100"}, {0.9996, 3, "1.00"},
 		{1, 1, "1"}, {1.5, 2, "1.5"},

@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// Duration writes a duration for people, in the unit it reads in: ms
-// below a second and seconds from there, to the ms up to 100s ("812ms",
-// "1.42s", "10.04s", "12s"), to the tenth of a second up to 1000s
-// ("123.5s") and whole seconds beyond ("7200s": no minutes, so that values
-// side by side compare without conversion); below a millisecond in µs,
-// below a microsecond in ns. Milliseconds keep three significant digits
-// ("59.5ms", "5.73ms"). A value that would round up to 1000 of its unit
+// Duration writes a duration for people, in the unit it reads in, with
+// at most three significant digits (the one rule for numbers, issue 39):
+// ms below a second and seconds from there, to the hundredth of a second
+// below 10s ("812ms", "1.42s", "9.23s", "12s"), to the tenth below 100s
+// ("10.6s", "99.9s"), whole seconds beyond ("124s", "7200s": no minutes,
+// so that values side by side compare without conversion); below a
+// millisecond in µs, below a microsecond in ns. Milliseconds keep three
+// significant digits ("59.5ms", "5.73ms"). A value that would round up to 1000 of its unit
 // prints in the next unit ("1ms", not "1000µs"), so the unit printed is
 // always the one the value reads in. Zero is "0s"; a negative duration
 // is its magnitude after an ASCII "-" (math.MinInt64 reads as its
@@ -30,9 +31,9 @@ func Duration(d time.Duration) string {
 		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
 	case d < 999_500*time.Microsecond:
 		return trimZeros(fmt.Sprintf("%.3g", float64(d)/1e6)) + "ms"
-	case d < 100*time.Second:
+	case d < 9_995*time.Millisecond:
 		return trimZeros(fmt.Sprintf("%.2f", float64(d)/1e9)) + "s"
-	case d < 1000*time.Second:
+	case d < 99_950*time.Millisecond:
 		return trimZeros(fmt.Sprintf("%.1f", float64(d)/1e9)) + "s"
 	}
 	return fmt.Sprintf("%.0fs", float64(d)/1e9)
@@ -68,7 +69,7 @@ func MinusDuration(d time.Duration) string {
 }
 
 // MillisRange writes a range of durations given in ms: "59.5ms–1.55s",
-// "9–10.02s", "0s–50ms". The lower end drops its unit only when both ends
+// "9–10s", "0s–50ms". The lower end drops its unit only when both ends
 // print the same one ("1–2ms"), so that a range never reads in a unit
 // neither end has (the bug this rule replaced printed "59.5m–1.55s",
 // which reads as minutes).

@@ -20,9 +20,10 @@ func TestDuration(t *testing.T) {
 		{time.Millisecond, "1ms"}, {5_730_000, "5.73ms"}, {59_500_000, "59.5ms"},
 		{812_000_000, "812ms"}, {999_499_999, "999ms"},
 		{999_500_000, "1s"}, // would round to 1000ms
-		{time.Second, "1s"}, {1_420_000_000, "1.42s"}, {10_040_000_000, "10.04s"},
-		{12 * time.Second, "12s"}, {99_994_999_999, "99.99s"},
-		{100 * time.Second, "100s"}, {123_450_000_001, "123.5s"}, {999_949_999_999, "999.9s"},
+		{time.Second, "1s"}, {1_420_000_000, "1.42s"}, {9_994_999_999, "9.99s"}, {9_995_000_000, "10s"},
+		{10_040_000_000, "10s"}, {10_570_000_000, "10.6s"},
+		{12 * time.Second, "12s"}, {99_949_999_999, "99.9s"}, {99_950_000_000, "100s"},
+		{100 * time.Second, "100s"}, {123_450_000_001, "123s"}, {999_949_999_999, "1000s"},
 		{1000 * time.Second, "1000s"}, {2 * time.Hour, "7200s"},
 		{-1, "-1ns"}, {-1_500_000_000, "-1.5s"}, {-59_500_000, "-59.5ms"},
 		{math.MinInt64, "-9223372037s"}, {math.MaxInt64, "9223372037s"},
@@ -86,7 +87,7 @@ func TestMillisRange(t *testing.T) {
 	}{
 		{59.5, 1550, "59.5ms–1.55s"},
 		{608, 1750, "608ms–1.75s"},
-		{9000, 10020, "9–10.02s"},
+		{9000, 10020, "9–10s"},
 		{5, 2800, "5ms–2.8s"},
 		{1, 2, "1–2ms"},
 		{0.5, 2, "500µs–2ms"},
@@ -104,7 +105,7 @@ func TestMillisRange(t *testing.T) {
 }
 
 // parseRange reads a printed duration range back: "59.5ms–1.55s",
-// "9–10.02s" (the lower end borrows the upper end's unit when it has none).
+// "9–10s" (the lower end borrows the upper end's unit when it has none).
 func parseRange(t *testing.T, s string) (lo, hi time.Duration) {
 	t.Helper()
 	a, b, ok := strings.Cut(s, "–")

@@ -8,9 +8,11 @@ import (
 )
 
 // Percent writes the share x (1 is 100%) as a percentage with at most
-// decimals decimals, rounded to nearest, and trailing zeros and a bare
-// point dropped: Percent(0.125, 1) is "12.5%", Percent(0.12, 1) "12%",
-// Percent(0.00025, 3) "0.025%". Callers pick the decimals by what the
+// decimals decimals and at most three significant digits, rounded to
+// nearest, and trailing zeros and a bare point dropped: Percent(0.125, 1)
+// is "12.5%", Percent(0.12, 1) "12%", Percent(0.00025, 3) "0.025%",
+// Percent(0.34669, 3) "34.7%"; a share below 100% that three digits would
+// read as 100% keeps its decimals (Percent(0.99999, 3) "99.999%"). Callers pick the decimals by what the
 // number must tell apart: one for rates a person compares at a glance
 // (check's findings and gates, the report's tables), two for a change
 // between windows and replay shares, three for shares near a small target
@@ -18,7 +20,18 @@ import (
 // as every caller did, so that the rounding of a boundary is unchanged.
 // NaN prints "NaN%", infinities "+Inf%" and "-Inf%".
 func Percent(x float64, decimals int) string {
-	return trimZeros(strconv.FormatFloat(100*x, 'f', decimals, 64)) + "%"
+	v := 100 * x
+	d := decimals
+	if a := math.Abs(v); a > 0 && !math.IsInf(a, 0) {
+		d = min(d, max(0, 2-int(math.Floor(math.Log10(a)))))
+	}
+	s := trimZeros(strconv.FormatFloat(v, 'f', d, 64))
+	if d < decimals && (s == "100" || s == "-100") && math.Abs(v) < 100 {
+		// Three digits would read a share just below 100% as 100%: it
+		// keeps the decimals that tell it apart.
+		s = trimZeros(strconv.FormatFloat(v, 'f', decimals, 64))
+	}
+	return s + "%"
 }
 
 // PercentUp writes a relative deviation (1 is 100%) rounded up to a tenth

@@ -1,0 +1,185 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/realdata"
+	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/policy"
+	"github.com/tailscope/tailscope/replay"
+)
+
+// Quiet where there is nothing to say (issue 39): no outcome columns on
+// logs that carry no outcome, a small comparison said to be small, and
+// check's warnings about the policy it checks, each once.
+
+// renderEvery renders an analysis in every format.
+func renderEvery(t *testing.T, rep *analyze.Report) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range Formats {
+		var b bytes.Buffer
+		if err := Analysis(&b, f, rep, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out[f] = b.String()
+	}
+	return out
+}
+
+// On a real export whose spans say nothing of how they ended (the Nezha
+// CSV), --compare-window shows latency before → after and no failure rate
+// or class; on logs with outcomes the same columns are there.
+func TestCompareWithoutOutcomesHasNoOutcomeColumns(t *testing.T) {
+	nezha := map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
+		"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
+	l, err := logs.Read([]string{realdata.Path(t, trainTicketFault)}, logs.Options{Ingest: ingest.Options{Map: nezha}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := l.Report(analyze.Options{})
+	if outcomesKnown(rep) {
+		t.Fatalf("%s: the analysis says outcomes are known; the test needs logs without them", trainTicketFault)
+	}
+	c, ok := l.CompareWindows(20*time.Second, "20s", analyze.Options{})
+	if !ok || len(compareRows(c)) == 0 {
+		t.Fatalf("no comparison with rows over 20s windows of %s", trainTicketFault)
+	}
+	rep.Compare = c
+	out := renderEvery(t, rep)
+	for _, f := range []string{"text", "markdown", "html"} {
+		section := out[f][strings.Index(strings.ToLower(out[f]), "what changed"):]
+		// The section ends where the next begins.
+		end := map[string]string{"text": "\n\n", "markdown": "\n| hop | attempts", "html": "<h2"}[f]
+		if i := strings.Index(section[1:], end); i >= 0 {
+			section = section[:i+1]
+		}
+		for _, no := range []string{"0% → 0%", "none → none", "FAILED", "| failed", ">failed<", "% ok"} {
+			if strings.Contains(section, no) {
+				t.Errorf("%s: the comparison of logs without outcomes shows %q", f, no)
+			}
+		}
+		if !strings.Contains(section, "outcomes unknown") {
+			t.Errorf("%s: the comparison does not say the outcomes are unknown", f)
+		}
+	}
+
+	seed, sl := analysisOf(t, "recorded-under-A.jsonl", "")
+	if !outcomesKnown(seed) {
+		t.Fatal("the seed sample's outcomes read as unknown")
+	}
+	sc, ok := sl.CompareWindows(10*time.Second, "10s", analyze.Options{})
+	if !ok {
+		t.Fatal("no 10s comparison on the seed sample")
+	}
+	seed.Compare = sc
+	txt := renderEvery(t, seed)["text"]
+	if !strings.Contains(txt, "FAILED") || !strings.Contains(txt, "CLASS") {
+		t.Errorf("with outcomes, the comparison lost its FAILED and CLASS columns:\n%s", txt)
+	}
+}
+
+// A comparison whose smaller window holds fewer requests than the
+// recommendation reads a percentile from says so, with the count, in every
+// human format; one over larger windows does not.
+func TestCompareOfFewRequestsSaysSo(t *testing.T) {
+	rep, l := analysisOf(t, "recorded-under-A.jsonl", "")
+	for _, w := range []time.Duration{10 * time.Second, 60 * time.Second} {
+		c, ok := l.CompareWindows(w, w.String(), analyze.Options{})
+		if !ok {
+			t.Fatalf("no %s comparison on the seed sample", w)
+		}
+		rep.Compare = c
+		n := min(c.Before.Requests, c.After.Requests)
+		few := n < analyze.MinSamplesRecommend
+		out := renderEvery(t, rep)
+		for _, f := range []string{"text", "markdown", "html"} {
+			said := strings.Contains(out[f], "too few to tell a change from noise")
+			if said != few {
+				t.Errorf("%s windows (%d and %d requests), %s: says too few %v, want %v", w, c.Before.Requests, c.After.Requests, f, said, few)
+			}
+			if want := "only " + units.Count(n, "request", "requests"); few && !strings.Contains(out[f], want) {
+				t.Errorf("%s: the note does not say %q", f, want)
+			}
+		}
+	}
+}
+
+// check of a hand-written policy: the out-of-sample finding is said once,
+// by the lint, of "this policy"; the analysis's warnings about the policy
+// tailscope would recommend are not printed beside it, in any format.
+func TestCheckWarningsSpeakOfThePolicyChecked(t *testing.T) {
+	rep, l := analysisOf(t, "recorded-under-A.jsonl", "")
+	hasOOS := false
+	for _, w := range rep.Warnings {
+		if aboutTheRecommendation[w.Code] {
+			hasOOS = true
+		}
+	}
+	if !hasOOS {
+		t.Fatal("the analysis carries no warning about its recommended policy: the test checks nothing")
+	}
+	pols, err := logs.SeedPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c []*policy.Policy
+	for _, p := range pols {
+		if p.Name == "C" {
+			c = append(c, p)
+		}
+	}
+	cr := check.Run(rep, l.Requests, c, check.Options{Replay: replay.Options{RetryModel: replay.ModelSame}})
+	lints := 0
+	for _, f := range cr.Results[0].Lint {
+		if f.Code == analyze.CodeOutOfSample {
+			lints++
+		}
+	}
+	if lints != 1 {
+		t.Fatalf("C's check has %d out-of-sample findings, want 1", lints)
+	}
+	for _, f := range Formats {
+		var b bytes.Buffer
+		if err := Check(&b, f, cr, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		s := b.String()
+		if f == "html" {
+			s = regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, "")
+		}
+		if f == "json" {
+			var doc struct {
+				Warnings []analyze.Warning `json:"warnings"`
+			}
+			if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range doc.Warnings {
+				if aboutTheRecommendation[w.Code] {
+					t.Errorf("json: warning %s about the recommended policy in a check report", w.Code)
+				}
+			}
+			continue
+		}
+		if got := strings.Count(s, analyze.CodeOutOfSample); got != lints {
+			t.Errorf("%s: %s said %d times, want %d (once, by the lint)", f, analyze.CodeOutOfSample, got, lints)
+		}
+		if strings.Contains(s, "recommended policy") {
+			t.Errorf("%s: a check of C speaks of the recommended policy:\n%s", f, s)
+		}
+	}
+	// The filter leaves the report it was given as it was.
+	if len(cr.Warnings) == len(checkWarnings(cr).Warnings) {
+		t.Error("checkWarnings left every warning in")
+	}
+}
