@@ -1,11 +1,14 @@
 package clickhouse_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/source/clickhouse"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/summary"
 )
 
 // repo is the path of a file from the top of the repository.
@@ -205,6 +209,35 @@ func TestSameAsFile(t *testing.T) {
 			if t.Failed() {
 				return
 			}
+			// summarize from ClickHouse writes the .tss that summarize
+			// of the file writes, but for the name of the input and the
+			// read's note.
+			// The order of the spans is the one thing a table does not
+			// keep; a summary keeps the sample in input order, so it is
+			// compared with one of the file in the query's order.
+			if fx.raw {
+				return
+			}
+			ordered := filepath.Join(t.TempDir(), fx.name+".ordered.otlp.jsonl")
+			if err := os.WriteFile(ordered, otlpLines(queryOrder(asOTLP(spansOf(t, fx.path, fx.opt), fx.service))), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			sf, err := logs.Summarize([]string{ordered}, logs.Options{SampleSpans: fx.sample})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := logs.Summarize([]string{url}, logs.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
+				Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sc.Stats.Notes) != 1 || !strings.HasPrefix(sc.Stats.Notes[0], "ClickHouse: ") {
+				t.Errorf("notes %q, want the read's", sc.Stats.Notes)
+			}
+			sc.Stats.Files, sc.Stats.Formats, sc.Stats.Notes = sf.Stats.Files, sf.Stats.Formats, sf.Stats.Notes
+			if a, b := summary.Encode(sf), summary.Encode(sc); !bytes.Equal(a, b) {
+				t.Errorf("%s: the summaries differ (%d and %d bytes)", fx.name, len(a), len(b))
+			}
 			// The hop filters, pushed into the query, keep what the
 			// readers keep.
 			if len(fromFile.hopNames) < 2 {
@@ -226,4 +259,15 @@ func TestSameAsFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queryOrder sorts spans as the query orders the exporter's rows: by the
+// table's sorting key (ServiceName, SpanName, toDateTime(Timestamp)),
+// then start, trace id, span id, parent id and duration.
+func queryOrder(spans []otlpSpan) []otlpSpan {
+	key := func(s otlpSpan) []string {
+		return []string{s.Service, s.Name, fmt.Sprintf("%020d", s.Start/1e9), fmt.Sprintf("%020d", s.Start), toHex(s.TraceID, 16), toHex(s.SpanID, 8), toHex(s.ParentID, 8), fmt.Sprintf("%020d", s.Duration)}
+	}
+	sort.SliceStable(spans, func(i, j int) bool { return slices.Compare(key(spans[i]), key(spans[j])) < 0 })
+	return spans
 }
