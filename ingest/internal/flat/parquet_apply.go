@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
@@ -212,7 +213,16 @@ func (w *pqWorker) keepAttrs(ch *pqChunk, l []span.Attr) []span.Attr {
 	if w.borrow {
 		at := len(ch.attrs)
 		ch.attrs = append(ch.attrs, l...)
-		return ch.attrs[at : at+n : at+n]
+		kept := ch.attrs[at : at+n : at+n]
+		// The values may be the batch's text (attrText): the chunk's
+		// own copy lives until it is emitted.
+		for i := range kept {
+			v := kept[i].Value
+			j := len(ch.ids)
+			ch.ids = append(ch.ids, v...)
+			kept[i].Value = unsafe.String(&ch.ids[j], len(v))
+		}
+		return kept
 	}
 	if cap(w.owned)-len(w.owned) < n {
 		w.owned = make([]span.Attr, 0, max(512, n))
@@ -224,33 +234,92 @@ func (w *pqWorker) keepAttrs(ch *pqChunk, l []span.Attr) []span.Attr {
 
 // applyAttr adds the values vals of an attribute column to the records
 // at rows sel of the batch, spelled as the row path's attrValue spells
-// them and bounded as every flat reader bounds them (maxAttrValue).
+// them and bounded as every flat reader bounds them (maxAttrValue). A
+// dictionary's entries were spelled and interned once (prepare); a plain
+// page's values are interned, or with Options.Borrowed written to the
+// batch's text (attrText), which row copies for the spans that go on.
 func (w *pqWorker) applyAttr(c *pqCursor, sel, vals []int32) {
-	in := w.recs[0].intern
 	key := c.col.name
-	for k, row := range sel {
-		var b []byte
-		vi := int(vals[k])
-		switch {
-		case c.dict != nil:
-			e := &c.entries[c.idx[vi]]
-			switch e.op {
-			case opValue:
-				b = attrValue(c.col, e.v, &w.scratch)
-			default:
-				b = c.col.idText(e.raw, w.scratch[:0])
-				w.scratch = b
+	if c.dict != nil {
+		idx, ops, strs := c.idx, c.ops, c.strs
+		for k, row := range sel {
+			if x := idx[vals[k]]; ops[x] == opAttr {
+				w.attrs[row] = append(w.attrs[row], span.Attr{Key: key, Value: strs[x]})
 			}
-		case c.kind == parquet.ByteArray || c.kind == parquet.FixedLenByteArray:
-			b = c.col.idText(c.value(vi), w.scratch[:0])
-			w.scratch = b
-		default:
-			b = attrValue(c.col, c.typed(vi), &w.scratch)
 		}
-		if len(b) > 0 && len(b) <= record.MaxAttrValue {
-			w.attrs[row] = append(w.attrs[row], span.Attr{Key: key, Value: attrString(in, b)})
+		return
+	}
+	for k, row := range sel {
+		if v, ok := w.attrPlain(c, int(vals[k])); ok {
+			w.attrs[row] = append(w.attrs[row], span.Attr{Key: key, Value: v})
 		}
 	}
+}
+
+// attrPlain is the attribute text of value vi of a plain page, false when
+// the row has none (empty, or longer than MaxAttrValue).
+func (w *pqWorker) attrPlain(c *pqCursor, vi int) (string, bool) {
+	var b []byte
+	switch c.kind {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		raw := c.value(vi)
+		if len(raw) > record.MaxAttrValue {
+			return "", false // its text is longer still
+		}
+		b = c.col.idText(raw, w.scratch[:0])
+		w.scratch = b
+	default:
+		b = attrValue(c.col, c.typed(vi), &w.scratch)
+	}
+	if len(b) == 0 || len(b) > record.MaxAttrValue {
+		return "", false
+	}
+	if !w.borrow {
+		return attrString(w.recs[0].intern, b), true
+	}
+	return w.text.str(b), true
+}
+
+// textArena holds the text of a batch's attribute values (Options.Borrowed):
+// blocks that are never moved, so a string cut from one stays valid until
+// reset, which the next batch calls.
+type textArena struct {
+	blocks [][]byte
+	cur    int
+}
+
+func (a *textArena) reset() {
+	a.cur = 0
+	if len(a.blocks) > 0 {
+		a.blocks[0] = a.blocks[0][:0]
+	}
+}
+
+// str copies b (not empty) into the arena: the same text as ValidText's,
+// invalid UTF-8 made valid.
+func (a *textArena) str(b []byte) string {
+	if !utf8.Valid(b) {
+		return record.ValidText(b)
+	}
+	const blockSize = 32 << 10
+	if len(a.blocks) == 0 {
+		a.blocks = append(a.blocks, make([]byte, 0, blockSize))
+	}
+	blk := a.blocks[a.cur]
+	if cap(blk)-len(blk) < len(b) {
+		a.cur++
+		if a.cur == len(a.blocks) {
+			a.blocks = append(a.blocks, nil)
+		}
+		if cap(a.blocks[a.cur]) < len(b) {
+			a.blocks[a.cur] = make([]byte, 0, max(blockSize, len(b)))
+		}
+		blk = a.blocks[a.cur][:0]
+	}
+	at := len(blk)
+	blk = append(blk, b...)
+	a.blocks[a.cur] = blk
+	return unsafe.String(&blk[at], len(b))
 }
 
 // typed is value i of a plain page of a numeric or boolean column.

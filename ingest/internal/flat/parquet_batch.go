@@ -149,6 +149,9 @@ type pqWorker struct {
 	// where spans that keep theirs (no Options.Borrowed) get them from.
 	attrs [][]span.Attr
 	owned []span.Attr
+	// text holds the batch's attribute values read from plain pages
+	// with Options.Borrowed (applyAttr), reset at every batch.
+	text textArena
 	// The fast rows' state (parquet_fast.go), when the file has them:
 	// each column's role, and per batch row what the first pass read,
 	// where each column's value is, the rows left for records and
@@ -311,6 +314,7 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) (int, bool) {
 	if w.borrow && w.branch != nil {
 		w.ids = grow(w.ids, m*64)
 	}
+	w.text.reset()
 	if w.roles != nil {
 		n, ok, handled := w.fastBatch(ch, base, m)
 		if handled {

@@ -20,6 +20,7 @@ const (
 	opString         // assign the prepared string to the column's field
 	opStatus         // the prepared status
 	opValue          // a typed (not byte array) value: the row path's setter
+	opAttr           // an attribute column's value: the prepared string (s)
 )
 
 type pqEntry struct {
@@ -255,6 +256,23 @@ func (c *pqCursor) prepare(d parquet.Dictionary, in *record.Interner) {
 	isString := spec.hopAttr || (!spec.pod && (spec.f == fService || spec.f == fName || spec.f == fKind || spec.f == fHop || spec.f == fPeer))
 	for i := range d.Len() {
 		v := d.Index(int32(i))
+		if c.col.attr {
+			// An attribute's text, spelled and bounded as applyAttr
+			// spells a plain page's value, and interned once here.
+			var b []byte
+			if k := v.Kind(); k == parquet.ByteArray || k == parquet.FixedLenByteArray {
+				b = c.col.idText(v.ByteArray(), nil)
+			} else {
+				var scratch []byte
+				b = attrValue(c.col, v, &scratch)
+			}
+			e := pqEntry{op: opNothing}
+			if len(b) > 0 && len(b) <= record.MaxAttrValue {
+				e.op, e.s = opAttr, attrString(in, b)
+			}
+			c.entries = append(c.entries, e)
+			continue
+		}
 		e := pqEntry{op: opValue, v: v}
 		if k := v.Kind(); k == parquet.ByteArray || k == parquet.FixedLenByteArray {
 			e.op, e.raw = opGeneric, bytes.Clone(v.ByteArray())

@@ -51,12 +51,17 @@ const (
 	roleTimeoutMs               // the timeout in force, ms
 	roleWeight                  // adjusted counts
 	roleTrace                   // text trace ids
+	roleAttr                    // a column no span field takes: the span's attributes
+	roleCodeText                // an error kind as text (export's code_text): null or blank in a fast row
 )
 
 // roleOf is c's role, roleNone when its field or physical type is not one
 // the first pass reads.
 func roleOf(c *pqCursor) pqRole {
 	spec := c.col.spec
+	if c.col.attr {
+		return roleAttr
+	}
 	if spec.hopAttr {
 		return roleNone
 	}
@@ -78,6 +83,13 @@ func roleOf(c *pqCursor) pqRole {
 	case fTraceID:
 		if c.fast == fastID {
 			return roleTrace
+		}
+		return roleNone
+	case fCodeText:
+		// Export writes the column, null but where a code was text: a
+		// row with a value is the records' (it may decide the outcome).
+		if c.kind == parquet.ByteArray || c.kind == parquet.FixedLenByteArray {
+			return roleCodeText
 		}
 		return roleNone
 	}
@@ -187,7 +199,7 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			if c.dict == nil {
 				return m, true, false
 			}
-		case roleIgnore:
+		case roleIgnore, roleAttr, roleCodeText:
 		default:
 			if c.dict != nil {
 				return m, true, false
@@ -219,6 +231,11 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 	}
 	lite := w.lite[:m]
 	clear(lite)
+	if w.attrs != nil {
+		for i := range w.attrs[:m] {
+			w.attrs[i] = w.attrs[i][:0]
+		}
+	}
 	for j := range w.curs {
 		w.liteColumn(&w.curs[j], w.roles[j], w.vidx[j][:m], lite)
 	}
@@ -235,6 +252,14 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			continue
 		}
 		l.fill(sp)
+		if w.attrs != nil {
+			// What row gives the record: the attributes in column
+			// order, none as nil.
+			sp.Attrs = nil
+			if len(w.attrs[i]) > 0 {
+				sp.Attrs = w.attrs[i]
+			}
+		}
 		ch.Used++
 		if w.branch.Take(sp) {
 			need, again[i] = append(need, int32(i)), true
@@ -346,6 +371,18 @@ func (w *pqWorker) liteColumn(c *pqCursor, role pqRole, vx []int32, lite []pqLit
 				}
 			}
 		}
+	case roleCodeText:
+		// A blank dictionary entry sets nothing (set skips opNothing);
+		// any other value goes to the records.
+		for i, v := range vx {
+			if v >= 0 && (c.dict == nil || c.ops[c.idx[v]] != opNothing) {
+				lite[i].odd = true
+			}
+		}
+	case roleAttr:
+		// As applyAttr: the dictionary's prepared strings, or a plain
+		// page's values in the batch's text (fast rows are borrowed).
+		w.applyAttr(c, w.selOf(vx), w.valsOf(vx))
 	case roleTrace:
 		for i, v := range vx {
 			if v < 0 {
@@ -419,4 +456,26 @@ func (w *pqWorker) records(ch *pqChunk, base int64, need []int32, again []bool) 
 	for _, row := range need {
 		w.row(ch, &w.recs[row], base+int64(row)+1, row, again[row])
 	}
+}
+
+// selOf and valsOf are the rows of a batch column holding a value and
+// their positions in its page, from where each row's value is (vidx).
+func (w *pqWorker) selOf(vx []int32) []int32 {
+	sel := w.sel[:0]
+	for i, v := range vx {
+		if v >= 0 {
+			sel = append(sel, int32(i))
+		}
+	}
+	return sel
+}
+
+func (w *pqWorker) valsOf(vx []int32) []int32 {
+	vals := w.vals[:0]
+	for _, v := range vx {
+		if v >= 0 {
+			vals = append(vals, v)
+		}
+	}
+	return vals
 }
