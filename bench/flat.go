@@ -14,7 +14,7 @@ import (
 
 // flatGroups generates the flat files at every size (cached in the work
 // folder, one file per size and format) and returns their groups, sizes
-// ascending, JSON lines before Parquet; with -ratio, also tailscope alone
+// ascending, JSON lines before Parquet (and Parquet with extra columns); with -ratio, also tailscope alone
 // on JSON lines at a tenth of the largest size when -sizes lacks it, for
 // the peak-RSS-growth check.
 func flatGroups(c config, t tools, logf func(string, ...any)) ([]*group, error) {
@@ -38,7 +38,8 @@ func flatGroups(c config, t tools, logf func(string, ...any)) ([]*group, error) 
 	return gs, nil
 }
 
-// flatSize is the two groups of one size: JSON lines, then Parquet.
+// flatSize is the groups of one size: JSON lines, Parquet, and with -wide
+// Parquet with extra columns.
 func flatSize(c config, t tools, size int, logf func(string, ...any)) ([]*group, error) {
 	jsonl := filepath.Join(c.dir, fmt.Sprintf("spans-%d.jsonl", size))
 	pq := filepath.Join(c.dir, fmt.Sprintf("spans-%d.parquet", size))
@@ -63,7 +64,24 @@ func flatSize(c config, t tools, size int, logf func(string, ...any)) ([]*group,
 	if err != nil {
 		return nil, err
 	}
-	return []*group{j, p}, nil
+	gs := []*group{j, p}
+	if c.wide {
+		wide := filepath.Join(c.dir, fmt.Sprintf("spans-%d-wide.parquet", size))
+		nw, err := cachedGen(wide, size, "parquet-wide")
+		if err != nil {
+			return nil, err
+		}
+		if nw != np {
+			return nil, fmt.Errorf("generated %d Parquet rows but %d with extra columns", np, nw)
+		}
+		logf("generated %d spans as Parquet with %d extra columns (%s)", nw, wideExtra, fileSize(wide))
+		w, err := flatGroup(c, t, fmtWide, "parquet-wide", size, nw, wide, fmt.Sprintf("read_parquet('%s')", wide), "duration_ns / 1e6")
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, w)
+	}
+	return gs, nil
 }
 
 // flatGroup is tailscope and DuckDB's queries on one flat file; src is

@@ -228,6 +228,28 @@ func appendHex(b []byte, x uint64) []byte {
 	return b
 }
 
+// genToSpan is the span the Parquet writers write for s; idb is scratch
+// for the hex ids.
+func genToSpan(s *genSpan, idb *[]byte) span.Span {
+	hex := func(x ...uint64) string {
+		*idb = (*idb)[:0]
+		for _, v := range x {
+			*idb = appendHex(*idb, v)
+		}
+		return string(*idb)
+	}
+	sp := span.Span{TraceID: hex(s.trace[0], s.trace[1]), SpanID: hex(s.id), Service: s.service, Name: s.hop,
+		Kind: s.kind, Hop: s.hop, Start: s.start, Duration: s.durNs, Status: span.OK, Timeout: s.timeout,
+		Code: s.code, Attempt: s.attempt, TimeoutInForce: s.timeoutInForceNs, Weight: 1}
+	if s.parent != 0 {
+		sp.ParentID = hex(s.parent)
+	}
+	if s.failed {
+		sp.Status = span.Error
+	}
+	return sp
+}
+
 // writeParquet writes the same spans with tailscope's own flat-schema
 // Parquet writer (package export), so both files hold the same numbers.
 func writeParquet(path string, n int) (int, error) {
@@ -238,23 +260,8 @@ func writeParquet(path string, n int) (int, error) {
 	w := bufio.NewWriterSize(f, 1<<20)
 	pw := export.NewParquet(w)
 	var idb []byte
-	hex := func(x ...uint64) string {
-		idb = idb[:0]
-		for _, v := range x {
-			idb = appendHex(idb, v)
-		}
-		return string(idb)
-	}
 	count, err := generate(n, func(s *genSpan) error {
-		sp := span.Span{TraceID: hex(s.trace[0], s.trace[1]), SpanID: hex(s.id), Service: s.service, Name: s.hop,
-			Kind: s.kind, Hop: s.hop, Start: s.start, Duration: s.durNs, Status: span.OK, Timeout: s.timeout,
-			Code: s.code, Attempt: s.attempt, TimeoutInForce: s.timeoutInForceNs, Weight: 1}
-		if s.parent != 0 {
-			sp.ParentID = hex(s.parent)
-		}
-		if s.failed {
-			sp.Status = span.Error
-		}
+		sp := genToSpan(s, &idb)
 		return pw.Write(&sp)
 	})
 	if err == nil {

@@ -96,6 +96,7 @@ type config struct {
 	cases      cases
 	fullSQL    bool
 	ratio      bool
+	wide       bool // the flat case also times the Parquet file with extra columns
 	dir        string
 	duckDir    string
 	threads    int
@@ -121,6 +122,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.nestedRuns, "nested-runs", minNestedRounds, fmt.Sprintf("rounds of the OTLP, Tempo and cardinality cases (fewer than %d give no verdict)", minNestedRounds))
 	fs.StringVar(&names, "cases", "flat,otlp,tempo,cardinality,hops", "cases to run, comma-separated")
 	fs.BoolVar(&c.fullSQL, "full-sql", true, "also time DuckDB's full-analysis SQL on the flat files (informational: no target)")
+	fs.BoolVar(&c.wide, "wide", true, fmt.Sprintf("the flat case also times, at every size, flat Parquet with %d extra columns no span field takes (flattened attributes)", wideExtra))
 	fs.BoolVar(&c.ratio, "ratio", true, "also run tailscope on a tenth of the largest flat size, when -sizes lacks it, to compare peak RSS")
 	fs.StringVar(&c.dir, "dir", "", "work folder for data and binaries (default: a temporary folder, removed after)")
 	fs.StringVar(&c.duckDir, "duckdb-dir", "", "folder where @duckdb/node-api is (or gets) installed (default: under the work folder)")
@@ -353,6 +355,8 @@ func generator(kind string) (func(path string, n int) (int, error), error) {
 		return writeJSONL, nil
 	case "parquet":
 		return writeParquet, nil
+	case "parquet-wide":
+		return writeWideParquet, nil
 	case "otlp":
 		return writeOTLP, nil
 	case "tempo":

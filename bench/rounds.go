@@ -12,7 +12,7 @@ import (
 // query the targets compare tailscope with; a group without DuckDB (the
 // peak-RSS-growth run) is tailscope alone.
 type group struct {
-	format    string // fmtJSONL, fmtParquet, fmtOTLP or fmtTempo
+	format    string // fmtJSONL, fmtParquet, fmtWide, fmtOTLP or fmtTempo
 	size      int    // the spans asked for (-sizes or -n)
 	spans     int    // the spans generated: a little more, to finish the last trace
 	hops      int    // the distinct hops generated (the hops case), or 0
@@ -25,8 +25,10 @@ type group struct {
 const (
 	fmtJSONL   = "JSONL"
 	fmtParquet = "Parquet"
-	fmtOTLP    = "OTLP JSON lines"
-	fmtTempo   = "Tempo vParquet4 block"
+	// fmtWide is flat Parquet with extra columns (widepq.go).
+	fmtWide  = "Parquet, 7 extra columns"
+	fmtOTLP  = "OTLP JSON lines"
+	fmtTempo = "Tempo vParquet4 block"
 )
 
 // The fewest rounds a verdict is drawn from. Five for the flat files,

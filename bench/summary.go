@@ -47,7 +47,7 @@ const (
 // 0 and why there is none.
 func speedTarget(g *group) (float64, string) {
 	switch g.format {
-	case fmtJSONL, fmtParquet:
+	case fmtJSONL, fmtParquet, fmtWide:
 		if g.size < targetMinSpans || g.size > targetMaxSpans {
 			return 0, "no target outside 1M–10M spans: reported"
 		}
