@@ -32,6 +32,35 @@ function fail(res, status, code, text) {
   res.end(text.endsWith('\n') ? text : text + '\n');
 }
 
+function failed(res, e) {
+  const m = String((e && e.message) || e).replace(/^Query failed: /, '');
+  const code = +((/Code: (\d+)/.exec(m) || [])[1] || 0);
+  fail(res, statusOf(code), code, m);
+}
+
+// stream answers a SELECT chunk by chunk, as ClickHouse does: an error
+// before the first chunk is the answer's status; one after it ends the
+// body with the exception's text.
+async function stream(q, res) {
+  const format = (/\bFORMAT\s+(\w+)\s*$/i.exec(q) || [])[1] || 'TabSeparated';
+  let started = false;
+  try {
+    for await (const chunk of session.queryStream(q, { format })) {
+      if (!started) {
+        res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
+        started = true;
+      }
+      if (!res.write(Buffer.from(chunk.raw()))) await new Promise((r) => res.once('drain', r));
+    }
+  } catch (e) {
+    if (!started) return failed(res, e);
+    res.end(String((e && e.message) || e) + '\n');
+    return;
+  }
+  if (!started) res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
+  res.end();
+}
+
 http.createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
@@ -51,13 +80,12 @@ http.createServer((req, res) => {
     let q = url.searchParams.get('query') || '';
     if (req.method === 'POST') q += (q ? '\n' : '') + Buffer.concat(chunks).toString();
     if (!q.trim()) return fail(res, 400, 0, 'Empty query');
+    if (/^\s*(SELECT|WITH)\b/i.test(q)) return stream(q, res);
     let out;
     try {
       out = session.query(q, 'TabSeparated');
     } catch (e) {
-      const m = String((e && e.message) || e);
-      const code = +((/Code: (\d+)/.exec(m) || [])[1] || 0);
-      return fail(res, statusOf(code), code, m);
+      return failed(res, e);
     }
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
     res.end(out);

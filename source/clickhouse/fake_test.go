@@ -1,0 +1,105 @@
+package clickhouse_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/source/clickhouse"
+)
+
+// exporterColumns is what system.columns says of the exporter's table
+// (with the database's row), as the schema check asks for it.
+const exporterColumns = `{"w":"d","name":"otel","type":""}
+{"w":"c","name":"Timestamp","type":"DateTime64(9)"}
+{"w":"c","name":"TraceId","type":"String"}
+{"w":"c","name":"SpanId","type":"String"}
+{"w":"c","name":"ParentSpanId","type":"String"}
+{"w":"c","name":"SpanName","type":"LowCardinality(String)"}
+{"w":"c","name":"SpanKind","type":"LowCardinality(String)"}
+{"w":"c","name":"ServiceName","type":"LowCardinality(String)"}
+{"w":"c","name":"Duration","type":"UInt64"}
+{"w":"c","name":"StatusCode","type":"LowCardinality(String)"}
+`
+
+const fakeRow = `{"s":1675080360123456789,"d":5000,"t":"5b8efff798038103d269b633813fc60c","i":"eee19b7ec3c1b174","n":"GET","sv":"api","k":"Server","c":"Ok"}` + "\n"
+
+// fake serves the schema check, then answers the query with body.
+func fake(t *testing.T, body func(w http.ResponseWriter)) string {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(q), "system.databases") {
+			io.WriteString(w, exporterColumns)
+			return
+		}
+		body(w)
+	}))
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "http://")
+}
+
+func read(url string, o clickhouse.Options) (string, error) {
+	o.Since, o.Until = time.Unix(0, 0), time.Unix(2e9, 0)
+	o.Backoff = time.Millisecond
+	s, err := clickhouse.Open(context.Background(), url, o)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	b, err := io.ReadAll(s)
+	return string(b), err
+}
+
+// TestStreamFailures: an exception after the rows began, a pause longer
+// than the timeout, a 5xx retried, and a row over the limit each end the
+// read with an error that says so.
+func TestStreamFailures(t *testing.T) {
+	exc := fake(t, func(w http.ResponseWriter) {
+		io.WriteString(w, strings.Repeat(fakeRow, 3))
+		io.WriteString(w, "Code: 241. DB::Exception: Memory limit (total) exceeded: would use 9.31 GiB. (MEMORY_LIMIT_EXCEEDED)\n")
+	})
+	if _, err := read("clickhouse://"+exc+"/otel", clickhouse.Options{}); err == nil || !strings.Contains(err.Error(), "the query failed while its rows were read: Code: 241.") {
+		t.Errorf("exception mid-stream: %v", err)
+	}
+	pause := fake(t, func(w http.ResponseWriter) {
+		io.WriteString(w, fakeRow)
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Second)
+	})
+	if _, err := read("clickhouse://"+pause+"/otel", clickhouse.Options{Timeout: 200 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "paused for over 200ms (--fetch-timeout)") {
+		t.Errorf("pause: %v", err)
+	}
+	tries := 0
+	flaky := fake(t, func(w http.ResponseWriter) {
+		if tries++; tries < 3 {
+			w.Header().Set("X-ClickHouse-Exception-Code", "202")
+			w.WriteHeader(503)
+			io.WriteString(w, "Code: 202. DB::Exception: Too many simultaneous queries. (TOO_MANY_SIMULTANEOUS_QUERIES)")
+			return
+		}
+		io.WriteString(w, fakeRow)
+	})
+	if out, err := read("clickhouse://"+flaky+"/otel", clickhouse.Options{}); err != nil || strings.Count(out, "\n") != 1 {
+		t.Errorf("retried 503: %q, %v", out, err)
+	}
+	wrong := fake(t, func(w http.ResponseWriter) {
+		w.Header().Set("X-ClickHouse-Exception-Code", "47")
+		w.WriteHeader(500)
+		io.WriteString(w, "Code: 47. DB::Exception: Unknown expression identifier. (UNKNOWN_IDENTIFIER)")
+	})
+	tries = 0
+	if _, err := read("clickhouse://"+wrong+"/otel", clickhouse.Options{}); err == nil || strings.Contains(err.Error(), "tried") {
+		t.Errorf("a wrong query is not retried: %v", err)
+	}
+	long := fake(t, func(w http.ResponseWriter) {
+		fmt.Fprintf(w, `{"s":1,"d":1,"n":"%s"}`+"\n", strings.Repeat("x", 2000))
+	})
+	if _, err := read("clickhouse://"+long+"/otel", clickhouse.Options{MaxRow: 1000}); err == nil || !strings.Contains(err.Error(), "longer than the limit") {
+		t.Errorf("long row: %v", err)
+	}
+}
