@@ -242,6 +242,17 @@ func TestRealDaySplit(t *testing.T) {
 			if lim := recommend.RoundUpNice(time.Duration(3 * slowReq)); pol.Budget > lim {
 				t.Errorf("%s %s: budget %s above 3× the slowest successful request %s", c.dir, w.name, pol.Budget, time.Duration(slowReq))
 			}
+			// No timeout above 4× its hop's slowest success, but for a
+			// caller raised so that its callees fit (and the 50ms floor).
+			for _, h := range rep.Hops {
+				hp, ok := pol.Hops[h.Hop]
+				if !ok || h.SuccessLatencyMs.Max == nil || h.Recommendation.RaisedFromMs != nil {
+					continue
+				}
+				if lim := max(recommend.MinTimeout, recommend.RoundUpNice(time.Duration(recommend.MaxExtrapolation**h.SuccessLatencyMs.Max*1e6))); hp.Timeout > lim {
+					t.Errorf("%s %s: %s timeout %s above 4× its slowest success %.1fms", c.dir, w.name, h.Hop, hp.Timeout, *h.SuccessLatencyMs.Max)
+				}
+			}
 			// Drift (cuts outside the injected faults) is logged: on
 			// these days it is 0–4 requests, against max(1, 0.1%).
 			if drift := lost - inc; drift > max(1, ok/1000)+4 {
