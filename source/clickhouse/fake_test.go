@@ -2,7 +2,6 @@ package clickhouse_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,7 +26,14 @@ const exporterColumns = `{"w":"d","name":"otel","type":""}
 {"w":"c","name":"StatusCode","type":"LowCardinality(String)"}
 `
 
-const fakeRow = `{"s":1675080360123456789,"d":5000,"t":"5b8efff798038103d269b633813fc60c","i":"eee19b7ec3c1b174","n":"GET","sv":"api","k":"Server","c":"Ok"}` + "\n"
+var fakeNames = []string{"s", "d", "t", "i", "n", "sv", "k", "c"}
+
+var fakeRow = map[string]any{"s": int64(1675080360123456789), "d": int64(5000), "t": "5b8efff798038103d269b633813fc60c", "i": "eee19b7ec3c1b174", "n": "GET", "sv": "api", "k": "Server", "c": "Ok"}
+
+// answer is rows as the query's answer.
+func answer(rows ...map[string]any) string {
+	return string(clickhouse.EncodeRowBinary(fakeNames, rows...))
+}
 
 // fake serves the schema check, then answers the query with body.
 func fake(t *testing.T, body func(w http.ResponseWriter)) string {
@@ -60,14 +66,14 @@ func read(url string, o clickhouse.Options) (string, error) {
 // read with an error that says so.
 func TestStreamFailures(t *testing.T) {
 	exc := fake(t, func(w http.ResponseWriter) {
-		io.WriteString(w, strings.Repeat(fakeRow, 3))
+		io.WriteString(w, answer(fakeRow, fakeRow, fakeRow))
 		io.WriteString(w, "Code: 241. DB::Exception: Memory limit (total) exceeded: would use 9.31 GiB. (MEMORY_LIMIT_EXCEEDED)\n")
 	})
 	if _, err := read("clickhouse://"+exc+"/otel", clickhouse.Options{}); err == nil || !strings.Contains(err.Error(), "the query failed while its rows were read: Code: 241.") {
 		t.Errorf("exception mid-stream: %v", err)
 	}
 	pause := fake(t, func(w http.ResponseWriter) {
-		io.WriteString(w, fakeRow)
+		io.WriteString(w, answer(fakeRow))
 		w.(http.Flusher).Flush()
 		time.Sleep(time.Second)
 	})
@@ -82,7 +88,7 @@ func TestStreamFailures(t *testing.T) {
 			io.WriteString(w, "Code: 202. DB::Exception: Too many simultaneous queries. (TOO_MANY_SIMULTANEOUS_QUERIES)")
 			return
 		}
-		io.WriteString(w, fakeRow)
+		io.WriteString(w, answer(fakeRow))
 	})
 	if out, err := read("clickhouse://"+flaky+"/otel", clickhouse.Options{}); err != nil || strings.Count(out, "\n") != 1 {
 		t.Errorf("retried 503: %q, %v", out, err)
@@ -97,7 +103,7 @@ func TestStreamFailures(t *testing.T) {
 		t.Errorf("a wrong query is not retried: %v", err)
 	}
 	long := fake(t, func(w http.ResponseWriter) {
-		fmt.Fprintf(w, `{"s":1,"d":1,"n":"%s"}`+"\n", strings.Repeat("x", 2000))
+		io.WriteString(w, answer(map[string]any{"n": strings.Repeat("x", 2000)}))
 	})
 	if _, err := read("clickhouse://"+long+"/otel", clickhouse.Options{MaxRow: 1000}); err == nil || !strings.Contains(err.Error(), "longer than the limit") {
 		t.Errorf("long row: %v", err)

@@ -159,7 +159,17 @@ const (
 func (c *client) build(sel map[string]string, cols map[string]string) (string, []string) {
 	t, o := c.t, c.o
 	var out []string
-	add := func(alias, e string) { out = append(out, e+" AS "+alias) }
+	// Every column is converted to the type the decoder expects of its
+	// alias (rowbinary.go), whatever the table's own type.
+	add := func(alias, e string) {
+		switch aliasType[alias] {
+		case tInt64:
+			e = "ifNull(toInt64(" + e + "), 0)"
+		case tString:
+			e = "ifNull(toString(" + e + "), '')"
+		}
+		out = append(out, e+" AS "+alias)
+	}
 	one := map[string]string{
 		FieldStart: aStart, FieldDuration: aDur, FieldTraceID: aTrace, FieldSpanID: aSpan, FieldParentID: aParent,
 		FieldName: aName, FieldService: aService, FieldKind: aKind, FieldStatus: aStatus,
@@ -218,7 +228,7 @@ func (c *client) build(sel map[string]string, cols map[string]string) (string, [
 	}
 	order = append(order, aDur)
 	q := "SELECT " + strings.Join(out, ", ") + " FROM " + quoteIdent(t.Database) + "." + quoteIdent(t.Table) +
-		" WHERE " + strings.Join(where, " AND ") + " ORDER BY " + strings.Join(order, ", ") + " FORMAT JSONEachRow"
+		" WHERE " + strings.Join(where, " AND ") + " ORDER BY " + strings.Join(order, ", ") + " FORMAT RowBinaryWithNamesAndTypes"
 	return q, pushed
 }
 
@@ -468,7 +478,8 @@ func (c *client) explain(se serverError) error {
 }
 
 // stream runs the plan's query and writes its rows to w as OTLP JSON
-// lines, returning how many it wrote.
+// lines, returning how many it wrote. Its errors do not name the source:
+// the reader of the stream does (ingest names the path it read).
 func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error) {
 	resp, err := c.post(ctx, p.sql)
 	if err != nil {
@@ -479,39 +490,41 @@ func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error
 	cr := &countReader{r: body}
 	br := bufio.NewReaderSize(cr, 1<<16)
 	bw := bufio.NewWriterSize(w, 1<<16)
-	var conv converter
 	var n int64
-	for {
-		line, err := readLine(br, c.o.MaxRow)
-		if len(line) > 0 {
-			out, cerr := conv.row(line)
-			if cerr != nil {
-				if code := exceptionCode(string(line)); code != 0 || bytes.Contains(line, []byte("DB::Exception")) {
-					return n, fmt.Errorf("%s: the query failed while its rows were read: %s", c.t.Raw, source.Quote([]byte(c.mask(string(line)))))
-				}
-				return n, fmt.Errorf("%s: row %d of the answer: %v", c.t.Raw, n+1, cerr)
-			}
-			if _, err := bw.Write(out); err != nil {
-				return n, err
-			}
-			n++
-			if n%8192 == 0 {
-				read := cr.n
-				c.report(func(pr *Progress) { pr.Rows, pr.Bytes = n, read })
+	fail := func(d *decoder, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d != nil {
+			if x := d.exception(); x != "" {
+				return fmt.Errorf("the query failed while its rows were read: %s", source.Quote([]byte(c.mask(x))))
 			}
 		}
+		return fmt.Errorf("reading the answer after %d rows: %v", n, err)
+	}
+	d, err := newDecoder(br, c.o.MaxRow)
+	if err == io.EOF {
+		return 0, nil // no header: an empty answer
+	}
+	if err != nil {
+		return 0, fail(nil, err)
+	}
+	for {
+		line, err := d.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return n, ctx.Err()
-			}
-			return n, fmt.Errorf("%s: reading the answer after %d rows: %v", c.t.Raw, n, err)
+			return n, fail(d, err)
 		}
-	}
-	if err := resp.Body.Close(); err != nil && ctx.Err() == nil {
-		_ = err
+		if _, err := bw.Write(line); err != nil {
+			return n, err
+		}
+		n++
+		if n%8192 == 0 {
+			read := cr.n
+			c.report(func(pr *Progress) { pr.Rows, pr.Bytes = n, read })
+		}
 	}
 	read := cr.n
 	c.report(func(pr *Progress) { pr.Rows, pr.Bytes = n, pr.Bytes+read })
@@ -523,22 +536,6 @@ func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error
 
 // errRowTooLong is a row over Options.MaxRow.
 var errRowTooLong = errors.New("a row is longer than the limit")
-
-// readLine reads one line without its newline, refusing one over max.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var buf []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(buf)+len(frag) > max+1 {
-			return nil, fmt.Errorf("%w of %d bytes (a span with huge attributes?)", errRowTooLong, max)
-		}
-		buf = append(buf, frag...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		return bytes.TrimRight(buf, "\r\n"), err
-	}
-}
 
 // countReader counts the bytes read through it.
 type countReader struct {
@@ -553,18 +550,30 @@ func (c *countReader) Read(p []byte) (int, error) {
 }
 
 // idleReader fails a read that waits longer than timeout for a byte: a
-// server that stopped answering mid-stream.
+// server that stopped answering mid-stream. Its first error stays.
 type idleReader struct {
 	r       io.ReadCloser
 	timeout time.Duration
 	ctx     context.Context
+	err     error
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
 	t := time.AfterFunc(r.timeout, func() { r.r.Close() })
 	n, err := r.r.Read(p)
 	if !t.Stop() && err != nil && r.ctx.Err() == nil {
-		return n, fmt.Errorf("the answer paused for over %v (--fetch-timeout)", r.timeout)
+		err = &idleError{r.timeout}
 	}
+	r.err = err
 	return n, err
+}
+
+// idleError is an answer that paused for longer than the timeout.
+type idleError struct{ timeout time.Duration }
+
+func (e *idleError) Error() string {
+	return fmt.Sprintf("the answer paused for over %v (--fetch-timeout)", e.timeout)
 }

@@ -1,79 +1,37 @@
 package clickhouse
 
-// The rows of the query (FORMAT JSONEachRow, the aliases of query.go) are
-// re-spelt as OTLP JSON, one ExportTraceServiceRequest a line holding one
-// span, which the OTLP reader decodes as it decodes a file:
+// A row of the query (see rowbinary.go for how it is read) is re-spelt as
+// OTLP JSON, one ExportTraceServiceRequest a line holding one span, which
+// the OTLP reader decodes as it decodes a file:
 //
-//	{"s":START_NS,"d":DUR_NS,"t":"TRACE","i":"SPAN","p":"PARENT",
-//	 "n":"NAME","sv":"SERVICE","k":"Server","c":"Error","m":"…","ts":"…",
-//	 "sn":"SCOPE","sr":"VERSION","rk":[…],"rv":[…],"ak":[…],"av":[…],
-//	 "ek":[[…],…],"ev":[[…],…]}
-//
-// → {"resourceSpans":[{"resource":{"attributes":[…]},"scopeSpans":[{
-//     "scope":{…},"spans":[{…}]}]}]}
+//	{"resourceSpans":[{"resource":{"attributes":[…]},"scopeSpans":[{
+//	  "scope":{…},"spans":[{…}]}]}]}
 //
 // Attribute values are text in the exporter's table (its Map columns hold
 // what pcommon.Value.AsString gave), and are written as stringValue: the
 // readers keep every attribute as its text, so an int or a bool reads the
-// same. The converter checks the shapes it reads (numbers, strings,
-// arrays of strings) and nothing else: what a span means is the readers'
-// business.
+// same. What a span means is the readers' business, not this file's.
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// flexInt is an integer written as a JSON number or as a string of
-// digits (ClickHouse quotes 64-bit integers by default).
-type flexInt struct {
+// value is an integer column's value, and whether the row had it.
+type value struct {
 	v   int64
 	set bool
 }
 
-func (f *flexInt) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		b = []byte(s)
-	}
-	if string(b) == "null" {
-		return nil
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return fmt.Errorf("want an integer, got %.40q", b)
-	}
-	f.v, f.set = v, true
-	return nil
-}
-
+// row is one row of the answer, by alias (query.go).
 type row struct {
-	S  flexInt    `json:"s"`
-	D  flexInt    `json:"d"`
-	T  string     `json:"t"`
-	I  string     `json:"i"`
-	P  string     `json:"p"`
-	N  string     `json:"n"`
-	SV string     `json:"sv"`
-	K  string     `json:"k"`
-	C  string     `json:"c"`
-	M  string     `json:"m"`
-	TS string     `json:"ts"`
-	SN string     `json:"sn"`
-	SR string     `json:"sr"`
-	RK []string   `json:"rk"`
-	RV []string   `json:"rv"`
-	AK []string   `json:"ak"`
-	AV []string   `json:"av"`
-	EK [][]string `json:"ek"`
-	EV [][]string `json:"ev"`
+	S, D                                value
+	T, I, P, N, SV, K, C, M, TS, SN, SR string
+	RK, RV, AK, AV                      []string
+	EK, EV                              [][]string
 }
 
 // converter turns rows into OTLP lines, reusing its buffers.
@@ -82,16 +40,9 @@ type converter struct {
 	out []byte
 }
 
-// row converts one row; the line it returns is valid until the next call.
-func (c *converter) row(line []byte) ([]byte, error) {
-	c.r = row{}
-	if err := json.Unmarshal(line, &c.r); err != nil {
-		return nil, fmt.Errorf("not a JSON row: %v", err)
-	}
+// line is the row as an OTLP line, valid until the next call.
+func (c *converter) line() []byte {
 	r := &c.r
-	if !r.S.set || !r.D.set {
-		return nil, fmt.Errorf("a row without its start or duration")
-	}
 	b := c.out[:0]
 	b = append(b, `{"resourceSpans":[{"resource":{"attributes":[`...)
 	n := 0
@@ -159,7 +110,7 @@ func (c *converter) row(line []byte) ([]byte, error) {
 	}
 	b = append(b, "}}]}]}]}\n"...)
 	c.out = b
-	return b, nil
+	return b
 }
 
 func hasKey(keys []string, k string) bool {

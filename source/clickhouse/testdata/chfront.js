@@ -38,19 +38,55 @@ function failed(res, e) {
   fail(res, statusOf(code), code, m);
 }
 
+// headerLength is the length of a RowBinaryWithNames(AndTypes) header:
+// a count, then that many strings, lists times.
+function headerLength(b, lists) {
+  let i = 0;
+  const uvarint = () => {
+    let x = 0, s = 0;
+    while (i < b.length) {
+      const c = b[i++];
+      x += (c & 0x7f) * 2 ** s;
+      if (c < 0x80) return x;
+      s += 7;
+    }
+    return -1;
+  };
+  const n = uvarint();
+  for (let k = 0; n >= 0 && k < n * lists && i <= b.length; k++) {
+    const l = uvarint();
+    if (l < 0) return -1;
+    i += l;
+  }
+  return n < 0 || i > b.length ? -1 : i;
+}
+
 // stream answers a SELECT chunk by chunk, as ClickHouse does: an error
 // before the first chunk is the answer's status; one after it ends the
 // body with the exception's text.
 async function stream(q, res) {
   const format = (/\bFORMAT\s+(\w+)\s*$/i.exec(q) || [])[1] || 'TabSeparated';
   let started = false;
+  // chDB repeats a RowBinaryWith… header in every chunk; ClickHouse
+  // writes it once.
+  const withHeader = /^RowBinaryWith/i.test(format);
+  let header = null;
   try {
     for await (const chunk of session.queryStream(q, { format })) {
+      let b = Buffer.from(chunk.raw());
+      if (withHeader) {
+        if (header === null) {
+          const n = headerLength(b, /AndTypes$/i.test(format) ? 2 : 1);
+          if (n > 0) header = Buffer.from(b.subarray(0, n));
+        } else if (b.length >= header.length && b.subarray(0, header.length).equals(header)) {
+          b = b.subarray(header.length);
+        }
+      }
       if (!started) {
         res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
         started = true;
       }
-      if (!res.write(Buffer.from(chunk.raw()))) await new Promise((r) => res.once('drain', r));
+      if (!res.write(b)) await new Promise((r) => res.once('drain', r));
     }
   } catch (e) {
     if (!started) return failed(res, e);

@@ -1,0 +1,7 @@
+package clickhouse
+
+// What the external tests use of the package's insides.
+var (
+	EncodeRowBinary = encodeRowBinary
+	AllAliases      = allAliases
+)
