@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"time"
@@ -121,6 +122,10 @@ type HopBlock struct {
 	Incident bool `json:"incident,omitempty"`
 
 	ok []int64 // successful attempts' durations, ascending
+	// keys (in a hop's first block only) are the hop's successes as
+	// sorted duration<<shift | block keys (see pooled).
+	keys  []uint64
+	shift uint
 }
 
 // Drift is how far a hop's tail moved between quiet blocks (JSON
@@ -282,10 +287,15 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 		tl.Note = fmt.Sprintf("%s of %s %s at least %d requests: too few to measure drift between blocks (needs %d)",
 			units.Count(measured, "block", "blocks"), tl.Block, units.Plural(measured, "holds", "hold"), minBlockRequests, minMeasuredBlocks)
 	}
+	shift := uint(bits.Len(uint(len(tl.Blocks))))
 	for _, ht := range hts {
 		h, t := &rep.Hops[ht.i], ht.t
 		bl := make([]HopBlock, len(tl.Blocks))
 		var failed []int
+		// The successes as one sorted list of (duration, block) keys: the
+		// blocks then fill in ascending order, and any union of blocks
+		// (pooled) is a filter of the list, not another sort.
+		keys := make([]uint64, 0, len(t.at))
 		t.each(func(at, d int64, f bool) {
 			if at == 0 || at >= until {
 				return
@@ -296,17 +306,32 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 					failed = make([]int, len(bl))
 				}
 				failed[b]++
-			} else {
-				bl[b].ok = append(bl[b].ok, d)
+				return
 			}
+			keys = append(keys, uint64(min(d, maxKeyed(shift)))<<shift|uint64(b))
 		})
+		slices.Sort(keys)
+		mask := uint64(1)<<shift - 1
+		counts := make([]int, len(bl))
+		for _, k := range keys {
+			counts[k&mask]++
+		}
+		for j := range bl {
+			bl[j].ok = make([]int64, 0, counts[j])
+		}
+		for _, k := range keys {
+			b := k & mask
+			bl[b].ok = append(bl[b].ok, int64(k>>shift))
+		}
+		if len(bl) > 0 {
+			bl[0].keys, bl[0].shift = keys, shift
+		}
 		// Attempts and successes are the hop's, estimated from the kept
 		// sample when the hop had more than maxHopTimes (Sampled says so);
 		// the statistics read the kept calls themselves.
 		sc := t.scale()
 		for j := range bl {
 			hb := &bl[j]
-			slices.Sort(hb.ok)
 			n := len(hb.ok)
 			if failed != nil {
 				n += failed[j]
@@ -522,9 +547,27 @@ func restQuantile(all, part []int64, q float64) float64 {
 }
 
 // pooled is the ascending successful durations of the blocks keep
-// selects.
+// selects: a filter of the hop's sorted keys when measureTimeline left
+// them in its first block, else a sort.
 func pooled(bl []HopBlock, keep func(int) bool) []int64 {
 	var out []int64
+	if len(bl) > 0 && bl[0].keys != nil {
+		shift := bl[0].shift
+		mask := uint64(1)<<shift - 1
+		n := 0
+		for j := range bl {
+			if keep(j) {
+				n += len(bl[j].ok)
+			}
+		}
+		out = make([]int64, 0, n)
+		for _, k := range bl[0].keys {
+			if keep(int(k & mask)) {
+				out = append(out, int64(k>>shift))
+			}
+		}
+		return out
+	}
 	for j := range bl {
 		if keep(j) {
 			out = append(out, bl[j].ok...)
@@ -533,6 +576,11 @@ func pooled(bl []HopBlock, keep func(int) bool) []int64 {
 	slices.Sort(out)
 	return out
 }
+
+// maxKeyed is the longest duration a (duration, block) key holds with
+// shift bits of block: longer ones (over 2^(64−shift) ns, years) are
+// taken as that.
+func maxKeyed(shift uint) int64 { return int64(^uint64(0) >> shift >> 1) }
 
 // RequestDrift is the drift of the requests' own latency (successes) over
 // the timeline's quiet blocks, as measureDrift measures a hop's: what the
