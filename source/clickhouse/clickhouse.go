@@ -32,6 +32,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -70,6 +71,9 @@ type Target struct {
 	Schema Schema
 	// Raw is the URL as the user wrote it, for messages.
 	Raw string
+	// Compress asks the server for gzip answers (compress=1, the default
+	// but on a loopback address, where the wire costs nothing).
+	Compress bool
 }
 
 // Default parts of a URL.
@@ -113,7 +117,7 @@ func Parse(raw string) (*Target, error) {
 	if u.Fragment != "" {
 		return nil, fmt.Errorf("source %q: a fragment (#…) means nothing here", shown)
 	}
-	t := &Target{Raw: shown, Database: DefaultDatabase, Table: DefaultTable}
+	t := &Target{Raw: shown, Database: DefaultDatabase, Table: DefaultTable, Compress: !loopback(u.Hostname())}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		if strings.Contains(p, "/") {
 			return nil, fmt.Errorf("source %q: the path is the database, one name (got %q)", shown, p)
@@ -136,6 +140,15 @@ func Parse(raw string) (*Target, error) {
 		case k == "table":
 			t.Table = v
 		case k == "schema":
+		case k == "compress":
+			switch v {
+			case "1", "true":
+				t.Compress = true
+			case "0", "false":
+				t.Compress = false
+			default:
+				return nil, fmt.Errorf("source %q: compress=%q: want 1 or 0", shown, v)
+			}
 		case strings.HasPrefix(k, "col."):
 			field := strings.TrimPrefix(k, "col.")
 			if !knownField(field) {
@@ -146,7 +159,7 @@ func Parse(raw string) (*Target, error) {
 			}
 			sc.Columns[field] = v // "" leaves an optional field out
 		default:
-			return nil, fmt.Errorf("source %q: unknown parameter %q (ClickHouse takes table=, schema= and col.FIELD=COLUMN; the window is --since/--until)", shown, k)
+			return nil, fmt.Errorf("source %q: unknown parameter %q (ClickHouse takes table=, schema=, compress= and col.FIELD=COLUMN; the window is --since/--until)", shown, k)
 		}
 	}
 	for what, v := range map[string]string{"database": t.Database, "table": t.Table} {
@@ -161,6 +174,15 @@ func Parse(raw string) (*Target, error) {
 	}
 	t.Base = &url.URL{Scheme: transport, Host: host, Path: "/"}
 	return t, nil
+}
+
+// loopback reports whether host names this machine.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Options say what to read and how.

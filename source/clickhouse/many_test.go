@@ -1,6 +1,7 @@
 package clickhouse_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,14 +39,30 @@ func TestManyChunks(t *testing.T) {
 	}{{t0, t0.Add(time.Hour)}, {t0.Add(10*time.Second + 500*time.Microsecond), t0.Add(20*time.Second + 2*time.Microsecond)}} {
 		want, _ := strconv.Atoi(strings.TrimSpace(e.exec(t, "SELECT count() FROM otel.gen WHERE Timestamp >= fromUnixTimestamp64Nano(toInt64("+
 			strconv.FormatInt(c.since.UnixNano(), 10)+")) AND Timestamp < fromUnixTimestamp64Nano(toInt64("+strconv.FormatInt(c.until.UnixNano(), 10)+"))")))
-		l, err := logs.Read([]string{"clickhouse://" + e.host + "/otel?table=gen"}, logs.Options{Ingest: ingest.Options{
-			Remote: clickhouse.Remote{Options: clickhouse.Options{Since: c.since, Until: c.until}}}})
-		if err != nil {
-			t.Fatal(err)
+		var reports [2]string
+		var wire [2]int64
+		// Plain, and gzip (compress=1, as the server is asked for off
+		// the loopback): the same report, fewer bytes on the wire.
+		for i, compress := range []string{"0", "1"} {
+			progress := func(p clickhouse.Progress) { wire[i] = p.Bytes }
+			l, err := logs.Read([]string{"clickhouse://" + e.host + "/otel?table=gen&compress=" + compress}, logs.Options{Ingest: ingest.Options{
+				Remote: clickhouse.Remote{Options: clickhouse.Options{Since: c.since, Until: c.until, Progress: progress}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := l.Report(analyze.Options{})
+			if rep.Spans != int64(want) || rep.Skipped != 0 || len(rep.Hops) != 5 {
+				t.Errorf("window %v–%v: %d spans (%d skipped) in %d hops, want %d spans in 5", c.since, c.until, rep.Spans, rep.Skipped, len(rep.Hops), want)
+			}
+			h, _ := json.Marshal(rep.Hops)
+			reports[i] = string(h)
 		}
-		rep := l.Report(analyze.Options{})
-		if rep.Spans != int64(want) || rep.Skipped != 0 || len(rep.Hops) != 5 {
-			t.Errorf("window %v–%v: %d spans (%d skipped) in %d hops, want %d spans in 5", c.since, c.until, rep.Spans, rep.Skipped, len(rep.Hops), want)
+		if reports[0] != reports[1] {
+			t.Errorf("window %v–%v: the reports differ with compression", c.since, c.until)
 		}
+		if wire[1]*2 > wire[0] {
+			t.Errorf("window %v–%v: %d bytes on the wire compressed, %d plain", c.since, c.until, wire[1], wire[0])
+		}
+		t.Logf("window %v–%v: %d spans, %d bytes plain, %d gzip", c.since, c.until, want, wire[0], wire[1])
 	}
 }

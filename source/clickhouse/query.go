@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
@@ -26,6 +28,7 @@ type client struct {
 	t      *Target
 	o      Options
 	report func(func(*Progress))
+	wire   atomic.Int64 // the bytes of the answers as they came over the wire
 }
 
 // plan is the query of a read and what the notes say about it.
@@ -315,7 +318,8 @@ func (c *client) query(ctx context.Context, q string) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	c.report(func(p *Progress) { p.Bytes += int64(len(b)) })
+	wire := c.wire.Load()
+	c.report(func(p *Progress) { p.Bytes = wire })
 	return b, err
 }
 
@@ -383,7 +387,11 @@ func unwrap(err error) error {
 // pause in the body is bounded by the stream's idleReader.
 func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 	rctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.t.Base.String(), strings.NewReader(q))
+	u := *c.t.Base
+	if c.t.Compress {
+		u.RawQuery = "enable_http_compression=1"
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u.String(), strings.NewReader(q))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -400,6 +408,11 @@ func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 		req.Header.Set("X-ClickHouse-Key", c.o.Password)
 	}
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	if c.t.Compress {
+		// Asked for here, not by the transport, so that the bytes on
+		// the wire can be counted before they are inflated.
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	timer := time.AfterFunc(c.o.Timeout, cancel)
 	resp, err := c.o.Client.Do(req)
 	fired := !timer.Stop()
@@ -413,16 +426,43 @@ func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	var r io.Reader = &countReader{r: resp.Body, n: &c.wire}
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		r = &inflater{r: r}
+	}
+	resp.Body = &cancelBody{r: r, c: resp.Body, cancel: cancel}
 	return resp, nil
 }
 
+// inflater inflates a gzip body, opened at its first read (so that a
+// body that stalls is bounded by the reader's timeout, as any other).
+type inflater struct {
+	r  io.Reader
+	zr *gzip.Reader
+}
+
+func (z *inflater) Read(p []byte) (int, error) {
+	if z.zr == nil {
+		zr, err := gzip.NewReader(z.r)
+		if err != nil {
+			return 0, fmt.Errorf("a gzip answer that does not inflate: %v", err)
+		}
+		z.zr = zr
+	}
+	return z.zr.Read(p)
+}
+
+// cancelBody is an answer's body, inflated when it came compressed,
+// whose Close also ends the request's context.
 type cancelBody struct {
-	io.ReadCloser
+	r      io.Reader
+	c      io.Closer
 	cancel context.CancelFunc
 }
 
-func (b *cancelBody) Close() error { err := b.ReadCloser.Close(); b.cancel(); return err }
+func (b *cancelBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *cancelBody) Close() error { err := b.c.Close(); b.cancel(); return err }
 
 // serverError reads a failed answer.
 func (c *client) serverError(resp *http.Response) serverError {
@@ -487,8 +527,7 @@ func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error
 	}
 	defer resp.Body.Close()
 	body := &idleReader{r: resp.Body, timeout: c.o.Timeout, ctx: ctx}
-	cr := &countReader{r: body}
-	br := bufio.NewReaderSize(cr, 1<<16)
+	br := bufio.NewReaderSize(body, 1<<16)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var n int64
 	fail := func(d *decoder, err error) error {
@@ -522,12 +561,12 @@ func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error
 		}
 		n++
 		if n%8192 == 0 {
-			read := cr.n
-			c.report(func(pr *Progress) { pr.Rows, pr.Bytes = n, read })
+			wire := c.wire.Load()
+			c.report(func(pr *Progress) { pr.Rows, pr.Bytes = n, wire })
 		}
 	}
-	read := cr.n
-	c.report(func(pr *Progress) { pr.Rows, pr.Bytes = n, pr.Bytes+read })
+	wire := c.wire.Load()
+	c.report(func(pr *Progress) { pr.Rows, pr.Bytes = n, wire })
 	if err := bw.Flush(); err != nil {
 		return n, err
 	}
@@ -537,15 +576,15 @@ func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error
 // errRowTooLong is a row over Options.MaxRow.
 var errRowTooLong = errors.New("a row is longer than the limit")
 
-// countReader counts the bytes read through it.
+// countReader counts the bytes read through it into n.
 type countReader struct {
 	r io.Reader
-	n int64
+	n *atomic.Int64
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
 

@@ -11,6 +11,7 @@
 // as X-ClickHouse-User/X-ClickHouse-Key or basic auth. Tests only.
 'use strict';
 const http = require('http');
+const zlib = require('zlib');
 const { Session } = require('chdb');
 
 const user = process.env.CHFRONT_USER || 'default';
@@ -67,6 +68,7 @@ function headerLength(b, lists) {
 async function stream(q, res) {
   const format = (/\bFORMAT\s+(\w+)\s*$/i.exec(q) || [])[1] || 'TabSeparated';
   let started = false;
+  let w = null;
   // chDB repeats a RowBinaryWith… header in every chunk; ClickHouse
   // writes it once.
   const withHeader = /^RowBinaryWith/i.test(format);
@@ -83,18 +85,28 @@ async function stream(q, res) {
         }
       }
       if (!started) {
-        res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
+        w = open(res);
         started = true;
       }
-      if (!res.write(b)) await new Promise((r) => res.once('drain', r));
+      if (!w.write(b)) await new Promise((r) => w.once('drain', r));
     }
   } catch (e) {
     if (!started) return failed(res, e);
-    res.end(String((e && e.message) || e) + '\n');
+    w.end(String((e && e.message) || e) + '\n');
     return;
   }
-  if (!started) res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
-  res.end();
+  if (!started) w = open(res);
+  w.end();
+}
+
+// open starts a 200 answer and returns what to write it to: res, or a
+// gzip stream into it.
+function open(res) {
+  res.writeHead(200, Object.assign({ 'Content-Type': 'text/plain; charset=UTF-8' }, res.gzip ? { 'Content-Encoding': 'gzip' } : {}));
+  if (!res.gzip) return res;
+  const z = zlib.createGzip({ level: 1 });
+  z.pipe(res);
+  return z;
 }
 
 http.createServer((req, res) => {
@@ -116,6 +128,8 @@ http.createServer((req, res) => {
     let q = url.searchParams.get('query') || '';
     if (req.method === 'POST') q += (q ? '\n' : '') + Buffer.concat(chunks).toString();
     if (!q.trim()) return fail(res, 400, 0, 'Empty query');
+    // enable_http_compression=1 and Accept-Encoding: gzip: a gzip answer.
+    res.gzip = url.searchParams.get('enable_http_compression') === '1' && /\bgzip\b/.test(req.headers['accept-encoding'] || '');
     if (/^\s*(SELECT|WITH)\b/i.test(q)) return stream(q, res);
     let out;
     try {
@@ -123,8 +137,8 @@ http.createServer((req, res) => {
     } catch (e) {
       return failed(res, e);
     }
-    res.writeHead(200, { 'Content-Type': 'text/plain; charset=UTF-8' });
-    res.end(out);
+    const w = open(res);
+    w.end(out);
   });
 }).listen(0, '127.0.0.1', function () {
   process.stdout.write(this.address().port + '\n');
