@@ -161,9 +161,12 @@ type hopView struct {
 	TimeoutSource             string
 	Class, Evidence           string
 	Action, RecTimeout, Basis string
-	RecRetries                int
-	Yield                     string
-	Latency, Failures         *chart
+	// ShortBasis is the recommendation table's few words (basisShort);
+	// the full Basis folds under it.
+	ShortBasis        string
+	RecRetries        int
+	Yield             string
+	Latency, Failures *chart
 	// Timed is false for a hop the policy gives no timeout of its own
 	// (callee-side, in-process, request): no timeout or retries shown.
 	Timed bool
@@ -303,7 +306,7 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 			Timeout: optDur(h.TimeoutMs), TimeoutSource: h.TimeoutSource,
 			Class: h.FailureClass, Evidence: h.Evidence,
 			Action: h.Recommendation.Action, RecTimeout: recTimeout(h.Recommendation),
-			RecRetries: h.Recommendation.Retries, Basis: h.Recommendation.Basis,
+			RecRetries: h.Recommendation.Retries, Basis: h.Recommendation.Basis, ShortBasis: basisShort(&h),
 			Timed: timed(h.Recommendation), Examples: hopExamplesText(h.Examples),
 		}
 		for _, a := range h.Attribution {

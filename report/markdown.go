@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"strings"
 
@@ -161,7 +162,9 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	for _, h := range timedHops(rep.Hops) {
 		r := h.Recommendation
 		e.printf("- **%s**: %s timeout %s, %d %s — %s\n", md(h.Hop), md(r.Action), recTimeout(r), r.Retries,
-			units.Plural(r.Retries, "retry", "retries"), md(r.Basis))
+			units.Plural(r.Retries, "retry", "retries"), md(basisShort(h)))
+		// The full basis, folded: GitHub shows a details block closed.
+		e.printf("  <details><summary>basis</summary>%s</details>\n", html.EscapeString(Visible(r.Basis)))
 	}
 	e.printf("\n")
 	if s := untimedSummary(rep.Hops); s != "" {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"regexp"
 	"strings"
 	"testing"
@@ -181,5 +182,57 @@ func TestCheckWarningsSpeakOfThePolicyChecked(t *testing.T) {
 	// The filter leaves the report it was given as it was.
 	if len(cr.Warnings) == len(checkWarnings(cr).Warnings) {
 		t.Error("checkWarnings left every warning in")
+	}
+}
+
+// The recommendation table says in a few words what set each timeout;
+// the full basis is under it with Verbose (text), folded in a details
+// block (Markdown, HTML), and whole in JSON.
+func TestBasisInDetailsAndVerbose(t *testing.T) {
+	for _, file := range []string{"spans.jsonl", "recorded-under-A.jsonl"} {
+		rep, _ := analysisOf(t, file, "")
+		hs := timedHops(rep.Hops)
+		if len(hs) == 0 {
+			t.Fatalf("%s: no timed hop", file)
+		}
+		render := func(f string, o Options) string {
+			var b bytes.Buffer
+			if err := Analysis(&b, f, rep, o); err != nil {
+				t.Fatal(err)
+			}
+			return b.String()
+		}
+		txt, verbose := render("text", Options{}), render("text", Options{Verbose: true})
+		md, ht, js := render("markdown", Options{}), render("html", Options{}), render("json", Options{})
+		for _, h := range hs {
+			full := h.Recommendation.Basis
+			if len(full) < 2*len(basisShort(h)) {
+				t.Fatalf("%s %s: the basis %q is no longer than its short form %q: the test shows nothing", file, h.Hop, full, basisShort(h))
+			}
+			if strings.Contains(txt, full) {
+				t.Errorf("%s %s: the text report prints the full basis without --verbose", file, h.Hop)
+			}
+			if !strings.Contains(txt, basisShort(h)) {
+				t.Errorf("%s %s: the text table lacks the short basis %q", file, h.Hop, basisShort(h))
+			}
+			if !strings.Contains(verbose, h.Hop+": "+full) {
+				t.Errorf("%s %s: --verbose does not print the full basis", file, h.Hop)
+			}
+			if !strings.Contains(md, "<details><summary>basis</summary>"+html.EscapeString(full)+"</details>") {
+				t.Errorf("%s %s: Markdown does not fold the full basis in a details block", file, h.Hop)
+			}
+			if !strings.Contains(ht, "<details><summary>basis</summary>"+htmlText(full)+"</details>") {
+				t.Errorf("%s %s: HTML does not fold the full basis in a details block", file, h.Hop)
+			}
+			b, _ := json.Marshal(full)
+			if !strings.Contains(js, string(b)) {
+				t.Errorf("%s %s: JSON lacks the full basis", file, h.Hop)
+			}
+		}
+		for _, l := range strings.Split(txt[strings.Index(txt, "\nrecommendation"):], "\n") {
+			if strings.HasPrefix(l, "  ") && len([]rune(l)) > 160 && strings.Contains(l, "  set  ") {
+				t.Errorf("%s: a recommendation row of %d characters: %s", file, len([]rune(l)), l)
+			}
+		}
 	}
 }

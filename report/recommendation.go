@@ -99,6 +99,50 @@ func recTimeout(r analyze.Recommendation) string {
 	return units.Millis(r.TimeoutMs)
 }
 
+// basisShort is a timed hop's basis in a few words, for the BASIS column
+// of a table whose ACTION column already names the action: what set the
+// value and what moved it. The full sentence (Recommendation.Basis, ~400
+// characters on real hops) is in JSON, in the Markdown and HTML details
+// and, with --verbose, under the text table.
+func basisShort(h *analyze.Hop) string {
+	r := h.Recommendation
+	var why string
+	switch {
+	case r.Action == analyze.ActionObserveFirst:
+		why = "the tail is cut by the timeout in force"
+		if c := h.Censored; c != nil && c.AtLeastMs > 0 {
+			why = "the tail is cut at " + units.Millis(c.AtLeastMs) + " by the timeout in force: a canary"
+		}
+	case r.Action == analyze.ActionKeep:
+		why = "too few successful attempts to measure"
+	case r.Extrapolated:
+		why = "the fitted tail"
+		if r.Percentile > 0 {
+			why += " at " + units.PercentileRounded(r.Percentile)
+		}
+	case r.Percentile > 0:
+		why = units.PercentileRounded(r.Percentile) + " of its successes"
+	default:
+		why = r.Action
+	}
+	if r.RaisedFromMs != nil {
+		why += "; raised so that calls fit"
+	}
+	if r.Headroom > 1.1 {
+		why += "; drift ×" + units.Decimal(r.Headroom, 2)
+	}
+	if ej := r.Eject; ej != nil {
+		why += "; eject " + ej.Key + "=" + ej.Value + " (outlier detection)"
+	}
+	switch {
+	case r.Retries > 0:
+		why += "; retries help"
+	case h.FailureClass == analyze.ClassRanToTimeout:
+		why += "; ran to timeout: no retries"
+	}
+	return why
+}
+
 // recRetries is the retries column: "–" where the policy sets nothing.
 func recRetries(r analyze.Recommendation) string {
 	if !timed(r) {

@@ -146,11 +146,14 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 	rec, _, _ = strings.Cut(rec, "\n\n")
 	lines := strings.Split(rec, "\n")[1:]
 	safety, _ := safetyLines(rep.RecommendedPolicy.Safety)
-	if !strings.HasPrefix(lines[0], "  HOP ") || len(lines) != 1+len(set)+2+len(safety) {
-		t.Fatalf("text: %d lines under the recommendation, want header, %d hops, summary, check and %d safety lines:\n%s", len(lines), len(set), len(safety), rec)
+	if !strings.HasPrefix(lines[0], "  HOP ") || len(lines) != 1+len(set)+3+len(safety) {
+		t.Fatalf("text: %d lines under the recommendation, want header, %d hops, where the basis is, summary, check and %d safety lines:\n%s", len(lines), len(set), len(safety), rec)
+	}
+	if got := lines[1+len(set)]; !strings.Contains(got, "--verbose") {
+		t.Errorf("text: the line under the table is %q, want where each hop's full basis is", got)
 	}
 	for i, l := range safety {
-		if got := lines[3+len(set)+i]; got != "  "+l {
+		if got := lines[4+len(set)+i]; got != "  "+l {
 			t.Errorf("text: safety line %q, want %q", got, l)
 		}
 	}
@@ -163,10 +166,10 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 			t.Errorf("text: row %q shows a 0s timeout", row)
 		}
 	}
-	if got, want := lines[1+len(set)], "  not timed out: "+summary; got != want {
+	if got, want := lines[2+len(set)], "  not timed out: "+summary; got != want {
 		t.Errorf("text: summary line %q, want %q", got, want)
 	}
-	if got := lines[2+len(set)]; got != "  "+checkLine(rep.RecommendationCheck) {
+	if got := lines[3+len(set)]; got != "  "+checkLine(rep.RecommendationCheck) {
 		t.Errorf("text: check line %q", got)
 	}
 

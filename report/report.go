@@ -28,6 +28,11 @@ type Options struct {
 	// HTML and Markdown: TraceIDPlaceholder in it is replaced by the id
 	// (tracelink.go).
 	TraceURL string
+	// Verbose prints each timed hop's full basis under the text report's
+	// recommendation table, whose BASIS column otherwise says in a few
+	// words what set the value (shortWhy). Markdown and HTML keep the full
+	// basis in a details block, JSON in hops[].recommendation.basis.
+	Verbose bool
 }
 
 // ValidFormat reports whether f is one of Formats.

@@ -341,7 +341,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 			e.printf("%s\n", l)
 		}
 	}
-	writeRecommendationText(e, rep)
+	writeRecommendationText(e, rep, opt.Verbose)
 	writePredictedEffectText(e, rep.PredictedEffect)
 	writeWarnings(e, rep.Warnings)
 	return e.err
@@ -436,7 +436,7 @@ func writeRequestsText(e *errWriter, rq analyze.Requests) {
 // writeRecommendationText writes the recommendation: the budget, a table
 // of the timed hops, the hops left untimed, how the policy fared replayed
 // on its own logs and what it risks beyond them.
-func writeRecommendationText(e *errWriter, rep *analyze.Report) {
+func writeRecommendationText(e *errWriter, rep *analyze.Report, verbose bool) {
 	if rp := rep.RecommendedPolicy; rp != nil {
 		e.printf("\n%s (budget %s)\n", e.paint(ansiBold, "recommendation"), units.Millis(rp.BudgetMs))
 	} else {
@@ -446,7 +446,7 @@ func writeRecommendationText(e *errWriter, rep *analyze.Report) {
 		rt := &table{head: []string{"HOP", "ACTION", "TIMEOUT", "RETRIES", "BASIS"}, right: []bool{false, false, true, true, false}}
 		for _, h := range set {
 			r := h.Recommendation
-			rt.add(h.Hop, r.Action, recTimeout(r), recRetries(r), r.Basis)
+			rt.add(h.Hop, r.Action, recTimeout(r), recRetries(r), basisShort(h))
 		}
 		rt.paint = func(row, col int, cell string) string {
 			switch {
@@ -462,6 +462,14 @@ func writeRecommendationText(e *errWriter, rep *analyze.Report) {
 			return ""
 		}
 		rt.write(e, "  ")
+		if verbose {
+			e.printf("  %s\n", e.paint(ansiBold, "basis"))
+			for _, h := range set {
+				e.printf("    %s: %s\n", Visible(h.Hop), Visible(h.Recommendation.Basis))
+			}
+		} else {
+			e.printf("  %s\n", e.paint(ansiDim, "each hop's full basis: --verbose, or -f json (hops[].recommendation.basis)"))
+		}
 	}
 	if s := untimedSummary(rep.Hops); s != "" {
 		e.printf("  %s %s\n", e.paint(ansiDim, "not timed out:"), s)

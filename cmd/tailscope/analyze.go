@@ -145,10 +145,12 @@ func runAnalyze(e *env, args []string) error {
 	var an analysisFlags
 	var tf tailFlags
 	var traceURL string
+	var verbose bool
 	out.register(fs)
 	an.register(fs)
 	tf.register(fs)
 	fs.StringVar(&traceURL, "trace-url", "", "link the trace ids the report cites to your trace UI, in HTML and Markdown\n(e.g. https://jaeger.example/trace/{trace_id})")
+	fs.BoolVar(&verbose, "verbose", false, "text: each hop's full basis under the recommendation, as JSON, Markdown and HTML\nkeep it in their details (the table says what set the value in a few words)")
 	in.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -182,6 +184,7 @@ func runAnalyze(e *env, args []string) error {
 	return out.write(e, func(w io.Writer) error {
 		ro := renderOptions(e, out.output)
 		ro.TraceURL = traceURL
+		ro.Verbose = verbose
 		return report.Analysis(w, out.format, rep, ro)
 	})
 }
