@@ -83,3 +83,21 @@ func (f *sourceFlags) clickhouseProgress(e *env) func(clickhouse.Progress) {
 		}
 	}
 }
+
+// pulled is what pull saves: a source's stream or a ClickHouse read.
+type pulled interface {
+	io.ReadCloser
+	FileName() string
+	Notes() []string
+}
+
+// saved says what a pull saved.
+func saved(st pulled) string {
+	switch s := st.(type) {
+	case *source.Stream:
+		return fmt.Sprintf("%d traces", s.Progress().Traces)
+	case *clickhouse.Stream:
+		return fmt.Sprintf("%d spans", s.Progress().Rows)
+	}
+	return "the window"
+}

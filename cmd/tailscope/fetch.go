@@ -204,6 +204,9 @@ numbers.
                                saved as OTLP JSON lines
   zipkin://HOST[:9411]         Zipkin v2; saved as Zipkin v2 JSON, one array
                                of traces a line
+  clickhouse://HOST[:8123]/DB[?table=otel_traces]
+                               a ClickHouse table of spans (docs/clickhouse.md);
+                               saved as OTLP JSON lines, one span a line
 
 Add +https (jaeger+https://…) for TLS. --since and --until set the window
 (default: the last hour). The window is fetched in slices (--fetch-slice); a
@@ -234,14 +237,14 @@ func runPull(e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("want one source URL (jaeger://, tempo:// or zipkin://), got %d arguments", fs.NArg())
+		return usagef("want one source URL (jaeger://, tempo://, zipkin:// or clickhouse://), got %d arguments", fs.NArg())
 	}
 	if dir == "" {
 		return usagef("say where to save: -o DIR")
 	}
 	raw := fs.Arg(0)
 	if !source.IsURL(raw) {
-		return usagef("%q is not a source URL: want jaeger://HOST, tempo://HOST or zipkin://HOST", raw)
+		return usagef("%q is not a source URL: want jaeger://HOST, tempo://HOST, zipkin://HOST or clickhouse://HOST/DATABASE", raw)
 	}
 	now := time.Now()
 	s, err := parseWhen("since", since, now)
@@ -266,7 +269,12 @@ func runPull(e *env, args []string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("-o %s: not a folder", dir)
 	}
-	st, err := source.Open(context.Background(), raw, opt)
+	var st pulled
+	if clickhouse.Claims(raw) {
+		st, err = clickhouse.Open(context.Background(), raw, src.clickhouseOptions(e, opt, ingest.Options{}, quiet))
+	} else {
+		st, err = source.Open(context.Background(), raw, opt)
+	}
 	if err != nil {
 		return err
 	}
@@ -285,8 +293,7 @@ func runPull(e *env, args []string) error {
 		for _, note := range st.Notes() {
 			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", visible(note))
 		}
-		p := st.Progress()
-		fmt.Fprintf(e.stderr, "tailscope: saved %d traces (%s) to %s\n", p.Traces, units.Bytes(n), visible(path))
+		fmt.Fprintf(e.stderr, "tailscope: saved %s (%s) to %s\n", saved(st), units.Bytes(n), visible(path))
 	}
 	return nil
 }

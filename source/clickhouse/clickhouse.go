@@ -375,3 +375,12 @@ func (Remote) Claims(path string) bool { return Claims(path) }
 func (r Remote) Open(path string) (io.ReadCloser, error) {
 	return Open(context.Background(), path, r.Options)
 }
+
+// FileName is a name for the stream saved as a file (pull): the store,
+// the address, the table and the window, OTLP JSON lines.
+func (s *Stream) FileName() string {
+	const layout = "20060102T150405Z"
+	host := strings.NewReplacer(":", "_", "/", "_", "[", "", "]", "").Replace(s.target.Base.Host)
+	return fmt.Sprintf("clickhouse-%s-%s.%s-%s-%s.jsonl", host, s.target.Database, s.target.Table,
+		s.c.o.Since.UTC().Format(layout), s.c.o.Until.UTC().Format(layout))
+}
