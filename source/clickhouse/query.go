@@ -52,7 +52,7 @@ func (c *client) plan(ctx context.Context) (*plan, error) {
 	body, err := c.query(ctx, "SELECT 'd' AS w, name AS name, '' AS type FROM system.databases WHERE name = "+db+
 		" UNION ALL SELECT 'c' AS w, name, type FROM system.columns WHERE database = "+db+" AND table = "+tbl+" FORMAT JSONEachRow")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", t.Raw, err)
 	}
 	var hasDB bool
 	cols := map[string]string{}
@@ -324,7 +324,8 @@ func (c *client) query(ctx context.Context, q string) ([]byte, error) {
 }
 
 // post sends q and returns a response whose status is 200, trying again
-// on 429, a 5xx or a network error, as the other sources do.
+// on 429, a 5xx or a network error, as the other sources do. Its errors
+// name the request, not the source (the caller adds it).
 func (c *client) post(ctx context.Context, q string) (*http.Response, error) {
 	wait := c.o.Backoff
 	for try := 0; ; try++ {
@@ -339,7 +340,7 @@ func (c *client) post(ctx context.Context, q string) (*http.Response, error) {
 		var out error
 		retry := true
 		if err != nil {
-			out = fmt.Errorf("%s: POST %s: %v: is ClickHouse's HTTP interface there (port %s, %s for clickhouses://)?", c.t.Raw, c.t.Base.Redacted(), unwrap(err), DefaultPort, DefaultPortTLS)
+			out = fmt.Errorf("POST %s: %v: is ClickHouse's HTTP interface there (port %s, %s for clickhouses://)?", c.t.Base.Redacted(), unwrap(err), DefaultPort, DefaultPortTLS)
 		} else {
 			se := c.serverError(resp)
 			out = c.explain(se)
@@ -510,7 +511,7 @@ func (c *client) explain(se serverError) error {
 	case se.code == 497:
 		hint = " (the user may not read the table, or system.columns)"
 	}
-	msg := fmt.Sprintf("%s: POST %s: HTTP %d %s", c.t.Raw, c.t.Base.Redacted(), se.status, http.StatusText(se.status))
+	msg := fmt.Sprintf("POST %s: HTTP %d %s", c.t.Base.Redacted(), se.status, http.StatusText(se.status))
 	if se.text != "" {
 		msg += ": " + se.text
 	}
