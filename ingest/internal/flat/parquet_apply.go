@@ -268,16 +268,58 @@ func (w *pqWorker) attrPlain(c *pqCursor, vi int) (string, bool) {
 		}
 		b = c.col.idText(raw, w.scratch[:0])
 		w.scratch = b
+		if len(b) == 0 || len(b) > record.MaxAttrValue {
+			return "", false
+		}
+		if !w.borrow {
+			return attrString(w.recs[0].intern, b), true
+		}
+		return w.text.str(b), true
+	}
+	// A number or a boolean: its text is short ASCII, and the value of
+	// the row before is often the same one (a port, a flag).
+	bits := c.bitsOf(vi)
+	if m := &c.memo; m.gen == w.text.gen && m.bits == bits && m.ok {
+		return m.s, m.s != ""
+	}
+	b = attrValue(c.col, c.typed(vi), &w.scratch)
+	var str string
+	switch {
+	case len(b) == 0 || len(b) > record.MaxAttrValue:
+	case !w.borrow:
+		str = attrString(w.recs[0].intern, b)
 	default:
-		b = attrValue(c.col, c.typed(vi), &w.scratch)
+		str = w.text.ascii(b)
 	}
-	if len(b) == 0 || len(b) > record.MaxAttrValue {
-		return "", false
+	c.memo = attrMemo{gen: w.text.gen, bits: bits, s: str, ok: true}
+	return str, str != ""
+}
+
+// attrMemo is the last number a plain attribute page gave and its text
+// (valid while the batch's text holds it: gen).
+type attrMemo struct {
+	gen  uint64
+	bits uint64
+	s    string
+	ok   bool
+}
+
+// bitsOf is value i of a plain page of a numeric or boolean column as the
+// bits that decide its text.
+func (c *pqCursor) bitsOf(i int) uint64 {
+	switch c.kind {
+	case parquet.Int64:
+		return uint64(c.i64[i])
+	case parquet.Int32:
+		return uint64(c.i32[i])
+	case parquet.Double:
+		return math.Float64bits(c.f64[i])
+	case parquet.Float:
+		return uint64(math.Float32bits(c.f32[i]))
+	case parquet.Boolean:
+		return uint64(c.bits[i>>3] >> (i & 7) & 1)
 	}
-	if !w.borrow {
-		return attrString(w.recs[0].intern, b), true
-	}
-	return w.text.str(b), true
+	return 0
 }
 
 // textArena holds the text of a batch's attribute values (Options.Borrowed):
@@ -286,10 +328,12 @@ func (w *pqWorker) attrPlain(c *pqCursor, vi int) (string, bool) {
 type textArena struct {
 	blocks [][]byte
 	cur    int
+	gen    uint64 // counts resets: a string cut before one is gone
 }
 
 func (a *textArena) reset() {
 	a.cur = 0
+	a.gen++
 	if len(a.blocks) > 0 {
 		a.blocks[0] = a.blocks[0][:0]
 	}
@@ -301,6 +345,11 @@ func (a *textArena) str(b []byte) string {
 	if !utf8.Valid(b) {
 		return record.ValidText(b)
 	}
+	return a.ascii(b)
+}
+
+// ascii is str for text known to be valid (a number's digits).
+func (a *textArena) ascii(b []byte) string {
 	const blockSize = 32 << 10
 	if len(a.blocks) == 0 {
 		a.blocks = append(a.blocks, make([]byte, 0, blockSize))

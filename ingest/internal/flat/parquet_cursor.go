@@ -65,6 +65,7 @@ type pqCursor struct {
 	prepared parquet.Dictionary        // the one entries were prepared for
 	entries  []pqEntry
 	stalls   int
+	memo     attrMemo // an attribute column's last plain number (attrPlain)
 }
 
 func (c *pqCursor) open(cc parquet.ColumnChunk) {
