@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Column types of the answer.
@@ -47,6 +48,7 @@ type decoder struct {
 	budget int // what the row may still read
 	max    int
 	raw    []byte // the row's bytes so far (bounded by max), for messages
+	arena  []byte // the row's text
 	conv   converter
 }
 
@@ -94,7 +96,7 @@ func newDecoder(br *bufio.Reader, max int) (*decoder, error) {
 // next reads one row and returns it as an OTLP line, valid until the
 // next call; io.EOF at the end of the answer.
 func (d *decoder) next() ([]byte, error) {
-	d.budget, d.raw = d.max, d.raw[:0]
+	d.budget, d.raw, d.arena = d.max, d.raw[:0], d.arena[:0]
 	if _, err := d.br.Peek(1); err != nil {
 		return nil, err // io.EOF at the end of the answer
 	}
@@ -178,7 +180,9 @@ func (d *decoder) uvarint() (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		d.keep([]byte{c})
+		if len(d.raw) < 4096 {
+			d.raw = append(d.raw, c)
+		}
 		if c < 0x80 {
 			if i == binary.MaxVarintLen64-1 && c > 1 {
 				return 0, fmt.Errorf("%w: a length overflows", errCorrupt)
@@ -218,12 +222,25 @@ func (d *decoder) bytes() ([]byte, error) {
 	return b, err
 }
 
-func (d *decoder) str() (string, error) {
-	b, err := d.bytes()
-	return string(b), err
+// str reads a String into the row's arena: a view valid until the next
+// row (a longer arena leaves the views before it where they were).
+func (d *decoder) str() ([]byte, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.take(n); err != nil {
+		return nil, err
+	}
+	start := len(d.arena)
+	d.arena = slices.Grow(d.arena, int(n))[:start+int(n)]
+	b := d.arena[start : start+int(n) : start+int(n)]
+	k, err := io.ReadFull(d.br, b)
+	d.keep(b[:k])
+	return b, err
 }
 
-func (d *decoder) strs(out []string) ([]string, error) {
+func (d *decoder) strs(out [][]byte) ([][]byte, error) {
 	n, err := d.uvarint()
 	if err != nil {
 		return nil, err
@@ -242,7 +259,7 @@ func (d *decoder) strs(out []string) ([]string, error) {
 	return out, nil
 }
 
-func (d *decoder) strss(out [][]string) ([][]string, error) {
+func (d *decoder) strss(out [][][]byte) ([][][]byte, error) {
 	n, err := d.uvarint()
 	if err != nil {
 		return nil, err

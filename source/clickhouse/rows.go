@@ -27,11 +27,12 @@ type value struct {
 }
 
 // row is one row of the answer, by alias (query.go).
+// Its text is views of the decoder's arena, valid until the next row.
 type row struct {
 	S, D                                value
-	T, I, P, N, SV, K, C, M, TS, SN, SR string
-	RK, RV, AK, AV                      []string
-	EK, EV                              [][]string
+	T, I, P, N, SV, K, C, M, TS, SN, SR []byte
+	RK, RV, AK, AV                      [][]byte
+	EK, EV                              [][][]byte
 }
 
 // converter turns rows into OTLP lines, reusing its buffers.
@@ -46,13 +47,13 @@ func (c *converter) line() []byte {
 	b := c.out[:0]
 	b = append(b, `{"resourceSpans":[{"resource":{"attributes":[`...)
 	n := 0
-	if r.SV != "" && !hasKey(r.RK, "service.name") {
-		b = appendAttr(b, "service.name", r.SV)
+	if len(r.SV) > 0 && !hasKey(r.RK, "service.name") {
+		b = appendAttr(b, serviceName, r.SV)
 		n++
 	}
 	b = appendAttrs(b, r.RK, r.RV, n)
 	b = append(b, `]},"scopeSpans":[{`...)
-	if r.SN != "" || r.SR != "" {
+	if len(r.SN) > 0 || len(r.SR) > 0 {
 		b = append(b, `"scope":{"name":`...)
 		b = appendString(b, r.SN)
 		b = append(b, `,"version":`...)
@@ -63,11 +64,11 @@ func (c *converter) line() []byte {
 	b = appendString(b, r.T)
 	b = append(b, `,"spanId":`...)
 	b = appendString(b, r.I)
-	if r.P != "" {
+	if len(r.P) > 0 {
 		b = append(b, `,"parentSpanId":`...)
 		b = appendString(b, r.P)
 	}
-	if r.TS != "" {
+	if len(r.TS) > 0 {
 		b = append(b, `,"traceState":`...)
 		b = appendString(b, r.TS)
 	}
@@ -92,7 +93,7 @@ func (c *converter) line() []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			var vals []string
+			var vals [][]byte
 			if i < len(r.EV) {
 				vals = r.EV[i]
 			}
@@ -104,7 +105,7 @@ func (c *converter) line() []byte {
 	}
 	b = append(b, `,"status":{"code":`...)
 	b = strconv.AppendInt(b, int64(statusNumber(r.C)), 10)
-	if r.M != "" {
+	if len(r.M) > 0 {
 		b = append(b, `,"message":`...)
 		b = appendString(b, r.M)
 	}
@@ -113,9 +114,11 @@ func (c *converter) line() []byte {
 	return b
 }
 
-func hasKey(keys []string, k string) bool {
+var serviceName = []byte("service.name")
+
+func hasKey(keys [][]byte, k string) bool {
 	for _, x := range keys {
-		if x == k {
+		if string(x) == k {
 			return true
 		}
 	}
@@ -124,7 +127,7 @@ func hasKey(keys []string, k string) bool {
 
 // appendAttrs appends the pairs of keys and vals (as many as both have),
 // after n attributes already written.
-func appendAttrs(b []byte, keys, vals []string, n int) []byte {
+func appendAttrs(b []byte, keys, vals [][]byte, n int) []byte {
 	for i := 0; i < len(keys) && i < len(vals); i++ {
 		if n > 0 {
 			b = append(b, ',')
@@ -135,7 +138,7 @@ func appendAttrs(b []byte, keys, vals []string, n int) []byte {
 	return b
 }
 
-func appendAttr(b []byte, k, v string) []byte {
+func appendAttr(b []byte, k, v []byte) []byte {
 	b = append(b, `{"key":`...)
 	b = appendString(b, k)
 	b = append(b, `,"value":{"stringValue":`...)
@@ -147,8 +150,12 @@ const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD,
 // as encoding/json writes it.
-func appendString(b []byte, s string) []byte {
+func appendString(b []byte, s []byte) []byte {
 	b = append(b, '"')
+	if plain(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -172,7 +179,7 @@ func appendString(b []byte, s string) []byte {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, `\ufffd`...)
 		} else {
@@ -183,6 +190,22 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// plain reports whether s goes into a JSON string as it is: valid UTF-8
+// without a quote, a backslash or a control character.
+func plain(s []byte) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(s)
+}
+
 // kindNames are the spellings of OTLP's span kinds: the exporter's
 // (Server), OTLP's enum (SPAN_KIND_SERVER, its prefix cut), and lower case.
 var kindNames = map[string]int{"unspecified": 0, "internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
@@ -190,8 +213,8 @@ var kindNames = map[string]int{"unspecified": 0, "internal": 1, "server": 2, "cl
 // kindNumber is OTLP's number of a span kind as a table spells it: a
 // name in any case, with or without SPAN_KIND_, or its number; 0
 // (unspecified) for anything else.
-func kindNumber(s string) int {
-	s = strings.TrimPrefix(strings.ToLower(s), "span_kind_")
+func kindNumber(b []byte) int {
+	s := strings.TrimPrefix(lower(b), "span_kind_")
 	if n, ok := kindNames[s]; ok {
 		return n
 	}
@@ -203,14 +226,30 @@ func kindNumber(s string) int {
 
 // statusNumber is OTLP's status code of a status as a table spells it
 // (Ok, Error, Unset, STATUS_CODE_…, or 0/1/2); 0 (unset) otherwise.
-func statusNumber(s string) int {
-	switch strings.TrimPrefix(strings.ToLower(s), "status_code_") {
+func statusNumber(b []byte) int {
+	switch strings.TrimPrefix(lower(b), "status_code_") {
 	case "ok", "1":
 		return 1
 	case "error", "2":
 		return 2
 	}
 	return 0
+}
+
+// lower is b in lower case (ASCII), as a string; "" when it is too long
+// to be a kind or a status.
+func lower(b []byte) string {
+	var buf [24]byte
+	if len(b) > len(buf) {
+		return ""
+	}
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return string(buf[:len(b)])
 }
 
 // valid reports whether b is one JSON document a line (for tests).

@@ -138,12 +138,12 @@ func TestHeader(t *testing.T) {
 
 func TestKindAndStatus(t *testing.T) {
 	for in, want := range map[string]int{"Server": 2, "SPAN_KIND_CLIENT": 3, "producer": 4, "5": 5, "": 0, "Unspecified": 0, "weird": 0} {
-		if got := kindNumber(in); got != want {
+		if got := kindNumber([]byte(in)); got != want {
 			t.Errorf("kindNumber(%q) = %d, want %d", in, got, want)
 		}
 	}
 	for in, want := range map[string]int{"Ok": 1, "STATUS_CODE_ERROR": 2, "Unset": 0, "2": 2, "x": 0} {
-		if got := statusNumber(in); got != want {
+		if got := statusNumber([]byte(in)); got != want {
 			t.Errorf("statusNumber(%q) = %d, want %d", in, got, want)
 		}
 	}
@@ -180,8 +180,16 @@ func BenchmarkRow(b *testing.B) {
 	b.SetBytes(int64(len(in)) / 1000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i += 1000 {
-		if _, err := decodeAll(in, 1<<20); err != nil {
+		d, err := newDecoder(bufio.NewReader(bytes.NewReader(in)), 1<<20)
+		if err != nil {
 			b.Fatal(err)
+		}
+		for {
+			if _, err := d.next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
