@@ -1,0 +1,60 @@
+package clickhouse_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/source/clickhouse"
+)
+
+// TestHopFilterEdges: the hop filters pushed into the query keep every
+// span the readers keep, whatever the names (empty service or name,
+// every kind, non-ASCII text) and the pattern (those ClickHouse would
+// read otherwise are left to the readers), under each --hop-by that is
+// pushed.
+func TestHopFilterEdges(t *testing.T) {
+	e := startEngine(t, "")
+	var spans []otlpSpan
+	n := 0
+	for _, svc := range []string{"", "api", "ünï-svc"} {
+		for _, name := range []string{"", "GET /x", "заказ", "a.b*c"} {
+			for _, kind := range []string{"", "internal", "server", "client", "producer", "consumer"} {
+				for k := 0; k < 3; k++ {
+					n++
+					status := 1
+					if n%7 == 0 {
+						status = 2
+					}
+					spans = append(spans, otlpSpan{TraceID: fmt.Sprint("t", n), SpanID: fmt.Sprint("s", n), Service: svc, Name: name, Kind: kind,
+						Start: 1772445600e9 + int64(n)*1e6, Duration: int64(1e6 + (n*7919)%50*1e5), Status: status})
+				}
+			}
+		}
+	}
+	otlp := otlpLines(spans)
+	file := filepath.Join(t.TempDir(), "edges.otlp.jsonl")
+	if err := os.WriteFile(file, otlp, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	e.createExporterTable(t, "otel", "edges")
+	e.load(t, "otel", "edges", otlp)
+	since, until := window(spansOf(t, file, ingest.Options{}))
+	url := "clickhouse://" + e.host + "/otel?table=edges"
+	for _, hopBy := range []string{"", "service", "name"} {
+		for _, pat := range []string{`^api`, `\(client\)$`, `^.{3} `, `^$`, `(?i)get`, `^[^ ]+$`, `заказ`, `^ünï`, `\.b\*`, `^.{7}$`, `(producer|consumer)`} {
+			re := regexp.MustCompile(pat)
+			for _, o := range []ingest.Options{{HopBy: hopBy, Hops: re}, {HopBy: hopBy, ExcludeHops: re}} {
+				what := fmt.Sprintf("--hop-by %q, --hops %q / --exclude-hops %q", hopBy, o.Hops, o.ExcludeHops)
+				a := analyse(t, file, logs.Options{Ingest: o})
+				o.Remote = clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until, HopBy: hopBy, Hops: o.Hops, ExcludeHops: o.ExcludeHops}}
+				b := analyse(t, url, logs.Options{Ingest: o})
+				sameResult(t, what, a, b)
+			}
+		}
+	}
+}
