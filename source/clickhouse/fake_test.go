@@ -109,3 +109,27 @@ func TestStreamFailures(t *testing.T) {
 		t.Errorf("long row: %v", err)
 	}
 }
+
+// TestReadonlyUser: a server that refuses enable_http_compression (a
+// readonly user) is asked again without it, and answers.
+func TestReadonlyUser(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("enable_http_compression") != "" {
+			w.Header().Set("X-ClickHouse-Exception-Code", "164")
+			w.WriteHeader(500)
+			io.WriteString(w, "Code: 164. DB::Exception: Cannot modify 'enable_http_compression' setting in readonly mode. (READONLY)")
+			return
+		}
+		q, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(q), "system.databases") {
+			io.WriteString(w, exporterColumns)
+			return
+		}
+		io.WriteString(w, answer(fakeRow))
+	}))
+	defer s.Close()
+	out, err := read("clickhouse://"+strings.TrimPrefix(s.URL, "http://")+"/otel?compress=1", clickhouse.Options{})
+	if err != nil || strings.Count(out, "\n") != 1 {
+		t.Errorf("got %q, %v", out, err)
+	}
+}

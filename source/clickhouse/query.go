@@ -29,6 +29,9 @@ type client struct {
 	o      Options
 	report func(func(*Progress))
 	wire   atomic.Int64 // the bytes of the answers as they came over the wire
+	// plain is set once the server refused to compress (a readonly user
+	// may not set enable_http_compression): the answers come as they are.
+	plain bool
 }
 
 // plan is the query of a read and what the notes say about it.
@@ -343,6 +346,12 @@ func (c *client) post(ctx context.Context, q string) (*http.Response, error) {
 			out = fmt.Errorf("POST %s: %v: is ClickHouse's HTTP interface there (port %s, %s for clickhouses://)?", c.t.Base.Redacted(), unwrap(err), DefaultPort, DefaultPortTLS)
 		} else {
 			se := c.serverError(resp)
+			if se.code == codeReadonly && c.compress() && strings.Contains(se.text, "enable_http_compression") {
+				// Asked again at once, without the setting.
+				c.plain = true
+				try--
+				continue
+			}
 			out = c.explain(se)
 			retry = se.status == http.StatusTooManyRequests || se.status >= 500 && !fatalCode(se.code)
 		}
@@ -360,6 +369,13 @@ func (c *client) post(ctx context.Context, q string) (*http.Response, error) {
 		wait *= 2
 	}
 }
+
+// codeReadonly is ClickHouse's READONLY: a setting a readonly user may
+// not change.
+const codeReadonly = 164
+
+// compress says whether to ask for a compressed answer.
+func (c *client) compress() bool { return c.t.Compress && !c.plain }
 
 // fatalCode reports whether an exception code says the query itself is
 // wrong, which asking again will not mend (ClickHouse answers some of
@@ -389,7 +405,7 @@ func unwrap(err error) error {
 func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	u := *c.t.Base
-	if c.t.Compress {
+	if c.compress() {
 		u.RawQuery = "enable_http_compression=1"
 	}
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u.String(), strings.NewReader(q))
@@ -409,7 +425,7 @@ func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 		req.Header.Set("X-ClickHouse-Key", c.o.Password)
 	}
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
-	if c.t.Compress {
+	if c.compress() {
 		// Asked for here, not by the transport, so that the bytes on
 		// the wire can be counted before they are inflated.
 		req.Header.Set("Accept-Encoding", "gzip")
