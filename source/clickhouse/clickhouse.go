@@ -154,8 +154,13 @@ func Parse(raw string) (*Target, error) {
 			if !knownField(field) {
 				return nil, fmt.Errorf("source %q: %s: unknown field %q (fields: %s)", shown, k, field, strings.Join(FieldNames(), ", "))
 			}
-			if v != "" && !identRE.MatchString(v) {
-				return nil, fmt.Errorf("source %q: %s=%q: want a column name", shown, k, v)
+			for _, c := range strings.Split(v, ",") {
+				if v != "" && !identRE.MatchString(c) {
+					return nil, fmt.Errorf("source %q: %s=%q: want a column name", shown, k, v)
+				}
+			}
+			if strings.Contains(v, ",") && field != FieldResource && field != FieldAttrs {
+				return nil, fmt.Errorf("source %q: %s=%q: only resource_attrs and span_attrs join several columns (a,b)", shown, k, v)
 			}
 			sc.Columns[field] = v // "" leaves an optional field out
 		default:

@@ -93,21 +93,37 @@ func (c *client) plan(ctx context.Context) (*plan, error) {
 			}
 			continue
 		}
-		typ, ok := cols[col]
-		if !ok {
-			if f.required {
-				missing = append(missing, fmt.Sprintf("%s (column %s)", f.name, col))
-			} else {
-				absent = append(absent, col)
+		// An attribute field may join several Map columns (a,b): their
+		// pairs, in that order.
+		var keys, vals []string
+		for _, col := range strings.Split(col, ",") {
+			typ, ok := cols[col]
+			if !ok {
+				if f.required {
+					missing = append(missing, fmt.Sprintf("%s (column %s)", f.name, col))
+				} else {
+					absent = append(absent, col)
+				}
+				continue
 			}
-			continue
+			e := expr(f.name, col, typ)
+			if e == "" {
+				badType = append(badType, fmt.Sprintf("%s is %s, want %s for %s", col, typ, want[f.name], f.name))
+				continue
+			}
+			if f.name != FieldResource && f.name != FieldAttrs {
+				sel[f.name] = e
+				continue
+			}
+			k, v, _ := strings.Cut(e, pairSep)
+			keys, vals = append(keys, k), append(vals, v)
 		}
-		e := expr(f.name, col, typ)
-		if e == "" {
-			badType = append(badType, fmt.Sprintf("%s is %s, want %s for %s", col, typ, want[f.name], f.name))
-			continue
+		switch {
+		case len(keys) == 1:
+			sel[f.name] = keys[0] + pairSep + vals[0]
+		case len(keys) > 1:
+			sel[f.name] = "arrayConcat(" + strings.Join(keys, ", ") + ")" + pairSep + "arrayConcat(" + strings.Join(vals, ", ") + ")"
 		}
-		sel[f.name] = e
 	}
 	if len(missing) > 0 || len(badType) > 0 {
 		var parts []string
