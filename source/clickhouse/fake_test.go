@@ -133,3 +133,37 @@ func TestReadonlyUser(t *testing.T) {
 		t.Errorf("got %q, %v", out, err)
 	}
 }
+
+// TestTLSAndRedirect: clickhouses:// speaks HTTPS; a redirect to another
+// origin is refused (the credentials would go there), as for every
+// source.
+func TestTLSAndRedirect(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-ClickHouse-Key") != "pw" {
+			w.WriteHeader(401)
+			return
+		}
+		q, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(q), "system.databases") {
+			io.WriteString(w, exporterColumns)
+			return
+		}
+		io.WriteString(w, answer(fakeRow))
+	}))
+	defer s.Close()
+	host := strings.TrimPrefix(s.URL, "https://")
+	out, err := read("clickhouses://"+host+"/otel", clickhouse.Options{Client: s.Client(), Password: "pw"})
+	if err != nil || strings.Count(out, "\n") != 1 {
+		t.Errorf("clickhouses://: %q, %v", out, err)
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("the redirect was followed") }))
+	defer other.Close()
+	redir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/", http.StatusTemporaryRedirect)
+	}))
+	defer redir.Close()
+	_, err = read("clickhouse://"+strings.TrimPrefix(redir.URL, "http://")+"/otel", clickhouse.Options{Password: "pw", Retries: -1})
+	if err == nil || !strings.Contains(err.Error(), "redirected to another origin") || strings.Contains(err.Error(), "pw") {
+		t.Errorf("redirect: %v", err)
+	}
+}
