@@ -172,6 +172,10 @@ type hopView struct {
 	Timed bool
 	// RaisedFrom is the timeout before replay raised it, or "".
 	RaisedFrom string
+	// RecTimeoutText is the recommended timeout as the hop's section says
+	// it in a sentence, each value in its own unit (the tables' cells are
+	// in their column's).
+	RecTimeoutText string
 	// Attrs are the hop's attributions; Examples its example traces.
 	Attrs    []attrView
 	Examples string
@@ -245,7 +249,6 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
-	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	p := &page{
 		Kind: "analyze", Title: "tailscope analyze",
 		Inputs: rep.Inputs, Read: rep.Read, Spans: rep.Spans, Skipped: rep.Skipped, Filtered: rep.Filtered,
@@ -263,9 +266,9 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	p.Cards = []card{
 		{"Requests", fmt.Sprint(rq.Count), fmt.Sprintf("%d succeeded", rq.Succeeded), ""},
 		{"Success rate", units.Percent(rq.SuccessRate, 1), rateNote, rateClass},
-		{"p50", ru.Cell(rq.LatencyMs.P50), "request latency", ""},
-		{"p95", ru.Cell(rq.LatencyMs.P95), "request latency", ""},
-		{"p99", ru.Cell(rq.LatencyMs.P99), "request latency", ""},
+		{"p50", optDur(rq.LatencyMs.P50), "request latency", ""},
+		{"p95", optDur(rq.LatencyMs.P95), "request latency", ""},
+		{"p99", optDur(rq.LatencyMs.P99), "request latency", ""},
 	}
 	av := &analysisView{Tail: tailViewOf(rep)}
 	if hidden > 0 {
@@ -293,6 +296,7 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 		av.EffectHead, _, av.EffectRows, av.EffectNote = effectRows(rep.PredictedEffect)
 	}
 	u50, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p95"), hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")
+	uto, urec := timeoutColumns(rep.Hops)
 	fn := newFootnotes(rep.Warnings)
 	av.Hops = make([]hopView, len(rep.Hops))
 	for i, h := range rep.Hops {
@@ -303,17 +307,18 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 			P50: percentile(u50, l.P50, "p50", h.Censored), P95: percentile(u95, l.P95, "p95", h.Censored),
 			P99: percentile(u99, l.P99, "p99", h.Censored), Max: percentile(umax, l.Max, "max", h.Censored),
 			HeadP50: markText(l.P50, "p50", h.Censored), HeadP99: markText(l.P99, "p99", h.Censored),
-			Timeout: optDur(h.TimeoutMs), TimeoutSource: h.TimeoutSource,
+			Timeout: uto.Cell(h.TimeoutMs), TimeoutSource: h.TimeoutSource,
 			Class: h.FailureClass, Evidence: h.Evidence,
-			Action: h.Recommendation.Action, RecTimeout: recTimeout(h.Recommendation),
+			Action: h.Recommendation.Action, RecTimeout: recTimeout(urec, h.Recommendation),
 			RecRetries: h.Recommendation.Retries, Basis: h.Recommendation.Basis, ShortBasis: basisShort(&h),
 			Timed: timed(h.Recommendation), Examples: hopExamplesText(h.Examples),
 		}
 		for _, a := range h.Attribution {
 			hv.Attrs = append(hv.Attrs, attrViewOf(h.Hop, a))
 		}
+		hv.RecTimeoutText = recTimeoutText(h.Recommendation)
 		if r := h.Recommendation; hv.Timed && r.RaisedFromMs != nil {
-			hv.RecTimeout, hv.RaisedFrom = units.Millis(r.TimeoutMs), units.Millis(*r.RaisedFromMs)
+			hv.RecTimeout, hv.RaisedFrom = urec.Text(r.TimeoutMs), urec.Text(*r.RaisedFromMs)
 		}
 		av.Hops[i] = hv
 	}

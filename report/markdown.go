@@ -104,10 +104,9 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	e := &errWriter{w: w, links: newLinker(rep, opt.TraceURL)}
 	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
-	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("### tailscope analyze\n\n")
 	e.printf("**%s, %d succeeded (%s)** · p50 %s · p95 %s · p99 %s  \n", units.Count(rq.Count, "request", "requests"), rq.Succeeded, units.Percent(rq.SuccessRate, 1)+inferredNote(rq),
-		ru.Cell(rq.LatencyMs.P50), ru.Cell(rq.LatencyMs.P95), ru.Cell(rq.LatencyMs.P99))
+		optDur(rq.LatencyMs.P50), optDur(rq.LatencyMs.P95), optDur(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("Failures land at %s; mean time to failure %s.  \n", landing(rq.FailureLanding), units.Millis(*rq.MeanTimeToFailureMs))
 	}
@@ -123,14 +122,12 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	writeTailMarkdown(e, rep)
 
 	u50, u95, u99, umax := hopColumnUnit(rep.Hops, "p50"), hopColumnUnit(rep.Hops, "p95"), hopColumnUnit(rep.Hops, "p99"), hopColumnUnit(rep.Hops, "max")
+	uto, urec := timeoutColumns(rep.Hops)
 	fn := newFootnotes(rep.Warnings)
 	var rows [][]string
 	for _, h := range rep.Hops {
 		l := h.LatencyMs
-		to := "–"
-		if h.TimeoutMs != nil {
-			to = units.Millis(*h.TimeoutMs)
-		}
+		to := uto.Cell(h.TimeoutMs)
 		name := md(h.Hop)
 		if m := fn.mark(h.Hop); m != "" {
 			name += " " + m
@@ -138,7 +135,7 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 		rows = append(rows, []string{name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
 			percentile(u50, l.P50, "p50", h.Censored), percentile(u95, l.P95, "p95", h.Censored),
 			percentile(u99, l.P99, "p99", h.Censored), percentile(umax, l.Max, "max", h.Censored), to, md(h.FailureClass),
-			md(h.Recommendation.Action), recTimeout(h.Recommendation), recRetries(h.Recommendation)})
+			md(h.Recommendation.Action), recTimeout(urec, h.Recommendation), recRetries(h.Recommendation)})
 	}
 	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries"},
 		[]bool{false, true, true, true, true, true, true, true, true, false, false, true, true}, rows)
@@ -161,7 +158,7 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	for _, h := range timedHops(rep.Hops) {
 		r := h.Recommendation
-		e.printf("- **%s**: %s timeout %s, %d %s — %s\n", md(h.Hop), md(r.Action), recTimeout(r), r.Retries,
+		e.printf("- **%s**: %s timeout %s, %d %s — %s\n", md(h.Hop), md(r.Action), recTimeoutText(r), r.Retries,
 			units.Plural(r.Retries, "retry", "retries"), md(basisShort(h)))
 		// The full basis, folded: GitHub shows a details block closed.
 		e.printf("  <details><summary>basis</summary>%s</details>\n", html.EscapeString(Visible(r.Basis)))

@@ -85,11 +85,24 @@ func untimedSummary(hops []analyze.Hop) string {
 	return strings.Join(ss, ", ")
 }
 
-// recTimeout is a hop's recommended timeout as a table shows it: "–" for
-// a hop the policy gives no timeout of its own or a timeout action with
-// no value (keep, with no timeout known: the basis says why), never "0s";
-// and the value before replay raised it: "1.2s ↑ from 800ms".
-func recTimeout(r analyze.Recommendation) string {
+// recTimeout is a hop's recommended timeout as a table shows it, in the
+// column's unit u (timeoutColumns): "–" for a hop the policy gives no
+// timeout of its own or a timeout action with no value (keep, with no
+// timeout known: the basis says why), never "0s"; and the value before
+// replay raised it: "1.20s ↑ from 0.800s".
+func recTimeout(u units.Column, r analyze.Recommendation) string {
+	switch {
+	case !timed(r) || r.TimeoutMs <= 0:
+		return "–"
+	case r.RaisedFromMs != nil:
+		return u.Text(r.TimeoutMs) + " ↑ from " + u.Text(*r.RaisedFromMs)
+	}
+	return u.Text(r.TimeoutMs)
+}
+
+// recTimeoutText is recTimeout in a sentence: each value in its own unit,
+// as the summary and the basis print it ("1.2s ↑ from 800ms").
+func recTimeoutText(r analyze.Recommendation) string {
 	switch {
 	case !timed(r) || r.TimeoutMs <= 0:
 		return "–"
@@ -97,6 +110,27 @@ func recTimeout(r analyze.Recommendation) string {
 		return units.Millis(r.TimeoutMs) + " ↑ from " + units.Millis(*r.RaisedFromMs)
 	}
 	return units.Millis(r.TimeoutMs)
+}
+
+// timeoutColumns are the units of a hop table's two timeout columns, the
+// timeout in force and the recommended one (with the values replay raised
+// from): one unit a column, as the latency columns have.
+func timeoutColumns(hops []analyze.Hop) (inForce, rec units.Column) {
+	var a, b []*float64
+	for i := range hops {
+		h := &hops[i]
+		if h.TimeoutMs != nil {
+			a = append(a, h.TimeoutMs)
+		}
+		if r := h.Recommendation; timed(r) && r.TimeoutMs > 0 {
+			v := r.TimeoutMs
+			b = append(b, &v)
+			if r.RaisedFromMs != nil {
+				b = append(b, r.RaisedFromMs)
+			}
+		}
+	}
+	return units.ColumnFor(a...), units.ColumnFor(b...)
 }
 
 // basisShort is a timed hop's basis in a few words, for the BASIS column

@@ -16,6 +16,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/realdata"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -49,14 +50,15 @@ func TestUntimedSummary(t *testing.T) {
 	}{
 		{hops[0], "–"}, {hops[3], "–"}, {hops[4], "120ms"}, {hops[5], "–"},
 	} {
-		if got := recTimeout(c.h.Recommendation); got != c.want {
+		if got := recTimeout(units.ColumnFor(&c.h.Recommendation.TimeoutMs), c.h.Recommendation); got != c.want {
 			t.Errorf("%s (%s): timeout cell %q, want %q", c.h.Hop, c.h.Recommendation.Action, got, c.want)
 		}
 	}
 	from := 800.0
 	r := analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: 1200, RaisedFromMs: &from}
-	if got := recTimeout(r); got != "1.2s ↑ from 800ms" {
-		t.Errorf("raised timeout cell %q", got)
+	// One unit for the column: the raised value and the one it came from.
+	if _, u := timeoutColumns([]analyze.Hop{{Recommendation: r}}); recTimeout(u, r) != "1.20s ↑ from 0.800s" {
+		t.Errorf("raised timeout cell %q", recTimeout(u, r))
 	}
 }
 
@@ -218,6 +220,7 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 	if len(hopRows) != len(rep.Hops) {
 		t.Fatalf("html: %d hop rows, want %d", len(hopRows), len(rep.Hops))
 	}
+	_, urec := timeoutColumns(rep.Hops)
 	for i, h := range rep.Hops {
 		cells := hopRows[i].all(func(n *node) bool { return n.name == "td" })
 		last := cells[len(cells)-1]
@@ -226,7 +229,7 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 			t.Errorf("html: %s: recommendation cell does not start with its action %s", h.Hop, h.Recommendation.Action)
 		}
 		rest := strings.TrimSpace(last.text)
-		switch want := recTimeout(h.Recommendation) + ", "; {
+		switch want := recTimeout(urec, h.Recommendation) + ", "; {
 		case timed(h.Recommendation) && !strings.HasPrefix(rest, want):
 			t.Errorf("html: %s: recommendation cell %q, want %q…", h.Hop, rest, want)
 		case !timed(h.Recommendation) && rest != "":
@@ -292,7 +295,7 @@ func TestRecommendationCheckMissed(t *testing.T) {
 		return b.String()
 	}
 	txt := render("text", Options{})
-	if !regexp.MustCompile(`(?m)^  forward\s+set\s+1\.2s ↑ from 800ms\s+0  `).MatchString(txt) {
+	if !regexp.MustCompile(`(?m)^  forward\s+set\s+1\.20s ↑ from 0\.800s\s+0  `).MatchString(txt) {
 		t.Errorf("text: forward's row does not show the raise:\n%s", txt)
 	}
 	for _, want := range []string{"\n  " + check + "\n", "\n  raised after replay: forward (↑ in the table; the basis says why)\n"} {
@@ -307,7 +310,7 @@ func TestRecommendationCheckMissed(t *testing.T) {
 		t.Errorf("colour text differs from plain text beyond escapes")
 	}
 	mdOut := render("markdown", Options{})
-	for _, want := range []string{"- **forward**: set timeout 1.2s ↑ from 800ms, 0 retries", "⚠️ **" + md(capFirst(check)) + "**", "| set | 1.2s ↑ from 800ms | 0 |"} {
+	for _, want := range []string{"- **forward**: set timeout 1.2s ↑ from 800ms, 0 retries", "⚠️ **" + md(capFirst(check)) + "**", "| set | 1.20s ↑ from 0.800s | 0 |"} {
 		if !strings.Contains(mdOut, want) {
 			t.Errorf("markdown: no %q", want)
 		}
@@ -318,7 +321,7 @@ func TestRecommendationCheckMissed(t *testing.T) {
 		t.Errorf("html: the missed check is not one warning paragraph")
 	}
 	rows := root.all(byAttr("data-rec", "forward"))
-	if len(rows) != 1 || rows[0].attr["class"] != "raised" || !strings.Contains(rows[0].textContent(), "1.2s ↑ from 800ms") {
+	if len(rows) != 1 || rows[0].attr["class"] != "raised" || !strings.Contains(rows[0].textContent(), "1.20s ↑ from 0.800s") {
 		t.Errorf("html: forward's recommendation row does not show the raise")
 	}
 	if r := root.all(func(n *node) bool { return n.attr["class"] == "raised-hops" }); len(r) != 1 || !strings.Contains(r[0].textContent(), "forward") {

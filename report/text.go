@@ -364,12 +364,10 @@ func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warn
 		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", spark},
 		right: []bool{false, true, true, true, true, true, true, true, true, true, false, false},
 	}
+	uto, _ := timeoutColumns(hops)
 	for _, h := range hops {
 		l := h.LatencyMs
-		to := "–"
-		if h.TimeoutMs != nil {
-			to = units.Millis(*h.TimeoutMs)
-		}
+		to := uto.Cell(h.TimeoutMs)
 		name := h.Hop
 		if m := fn.mark(h.Hop); m != "" {
 			name += " " + m
@@ -424,10 +422,9 @@ func writeFailureEvidenceText(e *errWriter, hops []analyze.Hop) {
 // writeRequestsText writes the request-level line: count, successes and
 // percentiles, and where failures land.
 func writeRequestsText(e *errWriter, rq analyze.Requests) {
-	ru := units.ColumnFor(rq.LatencyMs.P50, rq.LatencyMs.P95, rq.LatencyMs.P99)
 	e.printf("\n%s %d, %d succeeded (%s); p50 %s, p95 %s, p99 %s\n", e.paint(ansiBold, "requests:"), rq.Count, rq.Succeeded,
 		e.paint(rateStyle(rq.SuccessRate), units.Percent(rq.SuccessRate, 1)+inferredNote(rq)),
-		ru.Cell(rq.LatencyMs.P50), ru.Cell(rq.LatencyMs.P95), ru.Cell(rq.LatencyMs.P99))
+		optDur(rq.LatencyMs.P50), optDur(rq.LatencyMs.P95), optDur(rq.LatencyMs.P99))
 	if rq.MeanTimeToFailureMs != nil {
 		e.printf("failures land: %s; mean time to failure %s\n", landing(rq.FailureLanding), units.Millis(*rq.MeanTimeToFailureMs))
 	}
@@ -444,9 +441,10 @@ func writeRecommendationText(e *errWriter, rep *analyze.Report, verbose bool) {
 	}
 	if set := timedHops(rep.Hops); len(set) > 0 {
 		rt := &table{head: []string{"HOP", "ACTION", "TIMEOUT", "RETRIES", "BASIS"}, right: []bool{false, false, true, true, false}}
+		_, urec := timeoutColumns(rep.Hops)
 		for _, h := range set {
 			r := h.Recommendation
-			rt.add(h.Hop, r.Action, recTimeout(r), recRetries(r), basisShort(h))
+			rt.add(h.Hop, r.Action, recTimeout(urec, r), recRetries(r), basisShort(h))
 		}
 		rt.paint = func(row, col int, cell string) string {
 			switch {

@@ -8,7 +8,8 @@ import (
 
 // Column is the one unit of a table column of times in ms, so that a
 // column reads without mental conversion: seconds when every value is a
-// second or more, microseconds when every value is below a millisecond,
+// second or more, or when the column reaches a second and no value is
+// below 100ms; microseconds when every value is below a millisecond;
 // else milliseconds. Each cell shows three significant digits in that
 // unit ("5.73ms", "57.3ms", "573ms", "1100ms"; "52.3µs"; "1.42s", "10.6s",
 // "124s"): a column of a
@@ -33,7 +34,10 @@ func ColumnFor(vals ...*float64) Column {
 	switch {
 	case hi == 0:
 		return Column{1, "ms"}
-	case lo >= 1000:
+	case lo >= 1000, hi >= 1000 && lo >= 100:
+		// Seconds when the column reaches a second and nothing in it is
+		// below a tenth of one: 0.800s beside 12.0s, not 800ms beside
+		// 12000ms.
 		return Column{1000, "s"}
 	case hi < 1:
 		return Column{0.001, "µs"}
@@ -72,6 +76,8 @@ func (c Column) Text(v float64) string {
 		// zeros ("1.00s", "10.6s", "124s"), as sentences keep three.
 		d := 0
 		switch {
+		case x < 0.9995:
+			d = 3
 		case x < 9.995:
 			d = 2
 		case x < 99.95:

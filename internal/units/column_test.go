@@ -30,8 +30,10 @@ func TestColumnCells(t *testing.T) {
 		{"negative", []*float64{f(-5.73), f(12)}, []string{"-5.73ms", "12.0ms"}},
 		// A column of nothing, or zeros, is in ms.
 		{"empty", []*float64{nil, f(0)}, []string{"–", "0ms"}},
-		// One value at or above a second among smaller ones keeps ms.
-		{"mixed", []*float64{f(999), f(1000), f(1500)}, []string{"999ms", "1000ms", "1500ms"}},
+		// A column that reaches a second with nothing below 100ms: seconds.
+		{"mixed", []*float64{f(999), f(1000), f(1500), f(120)}, []string{"0.999s", "1.00s", "1.50s", "0.120s"}},
+		// One below 100ms keeps the column in ms.
+		{"mixed ms", []*float64{f(99), f(1000), f(1458)}, []string{"99.0ms", "1000ms", "1460ms"}},
 	} {
 		u := ColumnFor(c.col...)
 		for i, v := range c.col {
