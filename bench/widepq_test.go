@@ -48,9 +48,7 @@ func TestWideParquet(t *testing.T) {
 	if strings.Join(fs, "\n") != strings.Join(ws, "\n") {
 		t.Errorf("the wide file's spans differ from the flat file's")
 	}
-	// k8s.pod.name is read as the service's pod (and so is no attribute
-	// of its own: the service column, before it, names the service).
-	for _, k := range []string{"start_unix_nano", "http.route", "http.request.method", "cloud.region", "deployment.environment", "net.peer.port"} {
+	for _, k := range []string{"start_unix_nano", "k8s.pod.name", "http.route", "http.request.method", "cloud.region", "deployment.environment", "net.peer.port"} {
 		if wa[k] == 0 {
 			t.Errorf("no span has attribute %s: %v", k, wa)
 		}

@@ -132,6 +132,7 @@ type exportAttrRow struct {
 	Build   []byte   `parquet:"build,optional"`
 	Region  string   `parquet:"cloud.region,dict"`
 	Port    *int64   `parquet:"net.peer.port,optional,dict"`
+	Pod     string   `parquet:"k8s.pod.name,optional,dict"` // no field's name (a pod names the service only by --map)
 }
 
 func exportAttrRows(n int, seed uint64) []exportAttrRow {
@@ -167,6 +168,7 @@ func exportAttrRows(n int, seed uint64) []exportAttrRow {
 		if r.IntN(2) == 0 {
 			w.Port = ptr([]int64{8080, 443, 0}[r.IntN(3)])
 		}
+		w.Pod = pick("", "cart-7d9f8b-x2x7z", "cart-7d9f8b-abcde", " ")
 	}
 	return rows
 }
