@@ -16,11 +16,13 @@
 // of the events, only the exception events' attributes), and a fixed
 // order of the rows (so that the stream, hence the trace sample, is the
 // same from run to run). What is pulled: every span of the window that
-// passes those filters, streamed row by row and written as OTLP JSON lines
-// (one span a line) into the same readers that read exported files
-// (package ingest): the numbers of a ClickHouse window and of an OTLP
-// export of the same spans are the same by construction. Memory is
-// bounded by one row, not by the window.
+// passes those filters, streamed row by row (RowBinaryWithNamesAndTypes,
+// gzip-compressed off the loopback) and written as OTLP JSON lines (one
+// span a line) into the same readers that read exported files (package
+// ingest): the numbers of a ClickHouse window and of an OTLP export of the
+// same spans are the same by construction. Memory is bounded by one row,
+// not by the window. The per-hop aggregates are not pushed down yet
+// (docs/clickhouse.md says what that takes).
 //
 // The package only fetches and re-spells rows: it must not decode spans
 // into tailscope's model (the readers do), nor print anything, nor show a

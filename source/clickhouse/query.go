@@ -108,7 +108,7 @@ func (c *client) plan(ctx context.Context) (*plan, error) {
 			}
 			e := expr(f.name, col, typ)
 			if e == "" {
-				badType = append(badType, fmt.Sprintf("%s is %s, want %s for %s", col, typ, want[f.name], f.name))
+				badType = append(badType, fmt.Sprintf("%s is %s, want %s for %s", col, typ, wantType[f.name], f.name))
 				continue
 			}
 			if f.name != FieldResource && f.name != FieldAttrs {
@@ -322,7 +322,7 @@ func pushable(re *regexp.Regexp) bool {
 	return err == nil
 }
 
-// errServer is an answer of the server that is not a result.
+// serverError is an answer of the server that is not a result.
 type serverError struct {
 	status int
 	code   int    // ClickHouse's exception code, 0 when not given

@@ -175,8 +175,8 @@ func isText(t string) bool {
 	return t == "String" || strings.HasPrefix(t, "FixedString(") || strings.HasPrefix(t, "Enum")
 }
 
-// want says what type a field's column must have, for messages.
-var want = map[string]string{
+// wantType says what type a field's column must have, for messages.
+var wantType = map[string]string{
 	FieldStart: "DateTime64, DateTime or an integer of ns", FieldDuration: "an integer of ns",
 	FieldTraceID: "String", FieldSpanID: "String", FieldParentID: "String", FieldName: "String",
 	FieldService: "String", FieldKind: "String or an integer", FieldStatus: "String or an integer",
