@@ -228,9 +228,11 @@ func (c *client) build(sel map[string]string, cols map[string]string) (string, [
 			if x.re == nil || !pushable(x.re) {
 				continue
 			}
-			cond := "match(" + h + ", " + quoteString(x.re.String()) + ")"
+			// A span without a hop is the readers' to skip, with its
+			// reason: the filter never drops it here.
+			cond := "(" + h + " = '' OR match(" + h + ", " + quoteString(x.re.String()) + "))"
 			if x.not {
-				cond = "NOT " + cond
+				cond = "(" + h + " = '' OR NOT match(" + h + ", " + quoteString(x.re.String()) + "))"
 				pushed = append(pushed, "--exclude-hops")
 			} else {
 				pushed = append(pushed, "--hops")

@@ -98,7 +98,7 @@ func window(spans []span.Span) (time.Time, time.Time) {
 // numbers and the recommended policy.
 type result struct {
 	hops, requests, policy string
-	spans                  int64
+	spans, skipped         int64
 	hopNames               []string
 }
 
@@ -115,7 +115,7 @@ func analyse(t *testing.T, path string, o logs.Options) result {
 	for _, x := range rep.Hops {
 		names = append(names, x.Hop)
 	}
-	return result{hops: string(h), requests: string(r), policy: string(pol.Marshal()), spans: rep.Spans, hopNames: names}
+	return result{hops: string(h), requests: string(r), policy: string(pol.Marshal()), spans: rep.Spans, skipped: rep.Skipped, hopNames: names}
 }
 
 // sameResult fails where b differs from a, showing the first difference.
