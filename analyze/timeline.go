@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
@@ -288,7 +289,9 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 			units.Count(measured, "block", "blocks"), tl.Block, units.Plural(measured, "holds", "hold"), minBlockRequests, minMeasuredBlocks)
 	}
 	shift := uint(bits.Len(uint(len(tl.Blocks))))
-	for _, ht := range hts {
+	// Each hop's blocks read that hop alone: all hops at once.
+	par.Each(len(hts), func(x int) {
+		ht := hts[x]
 		h, t := &rep.Hops[ht.i], ht.t
 		bl := make([]HopBlock, len(tl.Blocks))
 		var failed []int
@@ -343,16 +346,16 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 			h.BlockSample = units.Round(1/sc, 6)
 		}
 		h.Blocks = bl
-	}
+	})
 	if !tl.Measured {
 		return
 	}
 	rep.Incidents = detectIncidents(rep, tl)
-	for i := range rep.Hops {
+	par.Each(len(rep.Hops), func(i int) {
 		if h := &rep.Hops[i]; h.Blocks != nil {
 			h.Drift = measureDrift(h.Blocks, tl)
 		}
-	}
+	})
 	measureHeadroom(rep)
 }
 
@@ -378,11 +381,13 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 		return []Incident{}
 	}
 	alpha := incidentAlpha / float64(tests)
-	out := []Incident{}
-	for i := range rep.Hops {
+	// Each hop's incidents read and mark that hop alone: all hops at once,
+	// then in the report's order.
+	byHop := make([][]Incident, len(rep.Hops))
+	par.Each(len(rep.Hops), func(i int) {
 		h := &rep.Hops[i]
 		if h.Blocks == nil {
-			continue
+			return
 		}
 		inc := make([]bool, len(h.Blocks))
 		base := make([]float64, len(h.Blocks))
@@ -421,11 +426,15 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 			slices.Sort(ok)
 			p99 := quantile.Int64(ok, 0.99)
 			above := len(ok) - sort.Search(len(ok), func(k int) bool { return float64(ok[k]) > b99 })
-			out = append(out, Incident{Hop: h.Hop, From: tl.Blocks[b].From, Until: tl.Blocks[e].Until,
+			byHop[i] = append(byHop[i], Incident{Hop: h.Hop, From: tl.Blocks[b].From, Until: tl.Blocks[e].Until,
 				P99Ms: units.Round(p99/1e6, 4), BaselineP99Ms: units.Round(b99/1e6, 4), Slowdown: units.Round(p99/b99, 2),
 				Calls: len(ok), Above: above, Start: tl.Blocks[b].start, End: tl.Blocks[e].end})
 			b = e
 		}
+	})
+	out := []Incident{}
+	for _, in := range byHop {
+		out = append(out, in...)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Start != out[j].Start {
