@@ -38,6 +38,9 @@ func answer(rows ...map[string]any) string {
 // fake serves the schema check, then answers the query with body.
 func fake(t *testing.T, body func(w http.ResponseWriter)) string {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cancel_http_readonly_queries_on_client_close") != "1" {
+			t.Errorf("a request without cancel_http_readonly_queries_on_client_close=1: %s", r.URL)
+		}
 		q, _ := io.ReadAll(r.Body)
 		if strings.Contains(string(q), "system.databases") {
 			io.WriteString(w, exporterColumns)
@@ -110,11 +113,11 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
-// TestReadonlyUser: a server that refuses enable_http_compression (a
-// readonly user) is asked again without it, and answers.
+// TestReadonlyUser: a server that refuses the requests' settings (a
+// readonly user may set none) is asked again without them, and answers.
 func TestReadonlyUser(t *testing.T) {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("enable_http_compression") != "" {
+		if r.URL.RawQuery != "" {
 			w.Header().Set("X-ClickHouse-Exception-Code", "164")
 			w.WriteHeader(500)
 			io.WriteString(w, "Code: 164. DB::Exception: Cannot modify 'enable_http_compression' setting in readonly mode. (READONLY)")

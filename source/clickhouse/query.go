@@ -29,9 +29,10 @@ type client struct {
 	o      Options
 	report func(func(*Progress))
 	wire   atomic.Int64 // the bytes of the answers as they came over the wire
-	// plain is set once the server refused to compress (a readonly user
-	// may not set enable_http_compression): the answers come as they are.
-	plain bool
+	// bare is set once the server refused the settings the requests
+	// carry (a readonly user may set none): they go without them, and
+	// the answers come uncompressed.
+	bare bool
 }
 
 // plan is the query of a read and what the notes say about it.
@@ -364,9 +365,9 @@ func (c *client) post(ctx context.Context, q string) (*http.Response, error) {
 			out = fmt.Errorf("POST %s: %v: is ClickHouse's HTTP interface there (port %s, %s for clickhouses://)?", c.t.Base.Redacted(), unwrap(err), DefaultPort, DefaultPortTLS)
 		} else {
 			se := c.serverError(resp)
-			if se.code == codeReadonly && c.compress() && strings.Contains(se.text, "enable_http_compression") {
-				// Asked again at once, without the setting.
-				c.plain = true
+			if se.code == codeReadonly && !c.bare {
+				// Asked again at once, without the settings.
+				c.bare = true
 				try--
 				continue
 			}
@@ -388,12 +389,26 @@ func (c *client) post(ctx context.Context, q string) (*http.Response, error) {
 	}
 }
 
-// codeReadonly is ClickHouse's READONLY: a setting a readonly user may
-// not change.
+// codeReadonly is ClickHouse's READONLY: a readonly user may change no
+// setting.
 const codeReadonly = 164
 
 // compress says whether to ask for a compressed answer.
-func (c *client) compress() bool { return c.t.Compress && !c.plain }
+func (c *client) compress() bool { return c.t.Compress && !c.bare }
+
+// settings are the settings a request carries in its URL: that a read
+// the client gave up on (an error, ^C) is cancelled on the server instead
+// of running to its end, and gzip when compress says so.
+func (c *client) settings() string {
+	if c.bare {
+		return ""
+	}
+	s := "cancel_http_readonly_queries_on_client_close=1"
+	if c.compress() {
+		s += "&enable_http_compression=1"
+	}
+	return s
+}
 
 // fatalCode reports whether an exception code says the query itself is
 // wrong, which asking again will not mend (ClickHouse answers some of
@@ -423,9 +438,7 @@ func unwrap(err error) error {
 func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	u := *c.t.Base
-	if c.compress() {
-		u.RawQuery = "enable_http_compression=1"
-	}
+	u.RawQuery = c.settings()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u.String(), strings.NewReader(q))
 	if err != nil {
 		cancel()
