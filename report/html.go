@@ -172,6 +172,8 @@ type hopView struct {
 	Timed bool
 	// RaisedFrom is the timeout before replay raised it, or "".
 	RaisedFrom string
+	// PeakRate is the hop's attempts per second in its busiest block.
+	PeakRate string
 	// RecTimeoutText is the recommended timeout as the hop's section says
 	// it in a sentence, each value in its own unit (the tables' cells are
 	// in their column's).
@@ -317,6 +319,7 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 			hv.Attrs = append(hv.Attrs, attrViewOf(h.Hop, a))
 		}
 		hv.RecTimeoutText = recTimeoutText(h.Recommendation)
+		hv.PeakRate = peakRate(rep.Timeline, &h)
 		if r := h.Recommendation; hv.Timed && r.RaisedFromMs != nil {
 			hv.RecTimeout, hv.RaisedFrom = urec.Text(r.TimeoutMs), urec.Text(*r.RaisedFromMs)
 		}

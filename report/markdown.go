@@ -135,10 +135,13 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 		rows = append(rows, []string{name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
 			percentile(u50, l.P50, "p50", h.Censored), percentile(u95, l.P95, "p95", h.Censored),
 			percentile(u99, l.P99, "p99", h.Censored), percentile(umax, l.Max, "max", h.Censored), to, md(h.FailureClass),
-			md(h.Recommendation.Action), recTimeout(urec, h.Recommendation), recRetries(h.Recommendation)})
+			md(h.Recommendation.Action), recTimeout(urec, h.Recommendation), recRetries(h.Recommendation), peakRate(rep.Timeline, &h)})
 	}
-	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries"},
-		[]bool{false, true, true, true, true, true, true, true, true, false, false, true, true}, rows)
+	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries", "peak/s"},
+		[]bool{false, true, true, true, true, true, true, true, true, false, false, true, true, true}, rows)
+	if l := peakRateLegend(rep.Timeline, rep.Hops); l != "" {
+		e.printf("\n%s.\n", capFirst(l))
+	}
 	if hidden > 0 {
 		e.printf("\n%s.\n", md(notShownLine(len(rep.Hops), hidden)))
 	}

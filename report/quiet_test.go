@@ -236,3 +236,46 @@ func TestBasisInDetailsAndVerbose(t *testing.T) {
 		}
 	}
 }
+
+// PEAK/S is a hop's attempts per second in its busiest timeline block:
+// counted here again from the spans, by their starts, in the blocks the
+// report names.
+func TestPeakRateFromTheSpans(t *testing.T) {
+	rep, l := analysisOf(t, "recorded-under-A.jsonl", "")
+	tl := rep.Timeline
+	if tl == nil || len(tl.Blocks) < 2 {
+		t.Fatal("the seed under A has no timeline to count by")
+	}
+	var txt bytes.Buffer
+	if err := Analysis(&txt, "text", rep, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "PEAK/S") || !strings.Contains(txt.String(), "busiest "+tl.Block+" block") {
+		t.Fatalf("the text hop table has no PEAK/S column and legend:\n%s", txt.String())
+	}
+	for i := range rep.Hops {
+		h := &rep.Hops[i]
+		most := 0
+		for _, b := range tl.Blocks {
+			from, err1 := time.Parse(time.RFC3339, b.From)
+			until, err2 := time.Parse(time.RFC3339, b.Until)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("block %s–%s: %v %v", b.From, b.Until, err1, err2)
+			}
+			n := 0
+			for _, s := range l.Spans {
+				if s.Hop == h.Hop && s.Start >= from.UnixNano() && s.Start < until.UnixNano() {
+					n++
+				}
+			}
+			most = max(most, n)
+		}
+		want := sig3(float64(most) / (tl.BlockMs / 1000))
+		if got := peakRate(tl, h); got != want {
+			t.Errorf("%s: peak/s %s, counted from the spans %s (%d attempts in a %s block)", h.Hop, got, want, most, tl.Block)
+		}
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(h.Hop) + ` .*\s` + regexp.QuoteMeta(want) + `\s`).MatchString(txt.String()) {
+			t.Errorf("%s: the text hop table does not show %s", h.Hop, want)
+		}
+	}
+}

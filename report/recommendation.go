@@ -307,3 +307,35 @@ func capFirst(s string) string {
 	}
 	return s
 }
+
+// peakRate is a hop's attempts per second in its busiest block of the
+// timeline ("–" when the logs were not cut into blocks, or the hop has
+// too few attempts for blocks of its own): what the hop carries at its
+// busiest, measured over a block, not over the whole logs' span, whose
+// ends the report does not carry. "~" marks a count estimated from the
+// hop's sample of attempt times (BlockSample).
+func peakRate(tl *analyze.Timeline, h *analyze.Hop) string {
+	if tl == nil || tl.BlockMs <= 0 || len(h.Blocks) == 0 {
+		return "–"
+	}
+	most := 0
+	for _, b := range h.Blocks {
+		most = max(most, b.Attempts)
+	}
+	s := sig3(float64(most) / (tl.BlockMs / 1000))
+	if h.BlockSample > 0 {
+		s = "~" + s
+	}
+	return s
+}
+
+// peakRateLegend says what the PEAK/S column counts, or "" when no hop
+// has a value.
+func peakRateLegend(tl *analyze.Timeline, hops []analyze.Hop) string {
+	for i := range hops {
+		if peakRate(tl, &hops[i]) != "–" {
+			return fmt.Sprintf("peak/s: a hop's attempts per second in its busiest %s block of the timeline", tl.Block)
+		}
+	}
+	return ""
+}

@@ -197,8 +197,9 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 				row = l
 			}
 		}
-		if !strings.HasSuffix(row, "| "+h.Recommendation.Action+" | – | – |") {
-			t.Errorf("markdown: hop row %q should end with its action and no timeout", row)
+		// Its action and no timeout, then the peak/s cell.
+		if want := "| " + h.Recommendation.Action + " | – | – | " + peakRate(rep.Timeline, &h) + " |"; !strings.HasSuffix(row, want) {
+			t.Errorf("markdown: hop row %q should end with its action, no timeout and its peak/s: %q", row, want)
 		}
 	}
 

@@ -332,7 +332,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		e.printf("\n")
 	}
 	writeTailText(e, rep)
-	writeHopTableText(e, rep.Hops, rep.Warnings, hidden)
+	writeHopTableText(e, rep.Hops, rep.Warnings, hidden, rep.Timeline)
 	writeFailureEvidenceText(e, rep.Hops)
 	writeRequestsText(e, rep.Requests)
 	if lines := timelineLines(rep); len(lines) > 0 {
@@ -351,7 +351,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 // unit per column, the logged timeout, the failure class and a latency
 // sparkline on one log axis shared by every hop; hidden is how many hops
 // the bounded table leaves out.
-func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warning, hidden int) {
+func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warning, hidden int, tl *analyze.Timeline) {
 	lo, hi := histRange(hops)
 	u50, u90, u95, u99, umax := hopColumnUnit(hops, "p50"), hopColumnUnit(hops, "p90"), hopColumnUnit(hops, "p95"),
 		hopColumnUnit(hops, "p99"), hopColumnUnit(hops, "max")
@@ -361,8 +361,8 @@ func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warn
 		spark = fmt.Sprintf("LATENCY %s–%s (log)", units.Millis(lo), units.Millis(hi))
 	}
 	t := &table{
-		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", spark},
-		right: []bool{false, true, true, true, true, true, true, true, true, true, false, false},
+		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", "PEAK/S", spark},
+		right: []bool{false, true, true, true, true, true, true, true, true, true, false, true, false},
 	}
 	uto, _ := timeoutColumns(hops)
 	for _, h := range hops {
@@ -375,7 +375,7 @@ func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warn
 		t.add(name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
 			percentile(u50, l.P50, "p50", h.Censored), percentile(u90, l.P90, "p90", h.Censored),
 			percentile(u95, l.P95, "p95", h.Censored), percentile(u99, l.P99, "p99", h.Censored),
-			percentile(umax, l.Max, "max", h.Censored), to, h.FailureClass, sparkline(h.LatencyHistogram, lo, hi, 16))
+			percentile(umax, l.Max, "max", h.Censored), to, h.FailureClass, peakRate(tl, &h), sparkline(h.LatencyHistogram, lo, hi, 16))
 	}
 	t.paint = func(row, col int, cell string) string {
 		switch {
@@ -389,12 +389,15 @@ func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warn
 			return ansiDim
 		case col == 3 && cell != "0":
 			return ansiRed
-		case col == 11:
+		case col == 12:
 			return ansiCyan
 		}
 		return ""
 	}
 	t.write(e, "")
+	if l := peakRateLegend(tl, hops); l != "" {
+		e.printf("%s\n", e.paint(ansiDim, l))
+	}
 	if hidden > 0 {
 		e.printf("%s\n", e.paint(ansiAmber, notShownLine(len(hops), hidden)))
 	}

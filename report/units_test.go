@@ -100,7 +100,7 @@ func TestHopTableUnitsOnRealExports(t *testing.T) {
 			mdCells := map[string][]string{}
 			for _, line := range strings.Split(md.String(), "\n") {
 				cells := strings.Split(strings.Trim(line, "| "), " | ")
-				if len(cells) == 13 && cells[0] != "hop" && !strings.HasPrefix(cells[0], ":--") {
+				if len(cells) == 14 && cells[0] != "hop" && !strings.HasPrefix(cells[0], ":--") {
 					name := strings.TrimRight(cells[0], " ¹²³⁴⁵⁶⁷⁸⁹⁰˒")
 					mdCells[html.UnescapeString(regexp.MustCompile(`\\(.)`).ReplaceAllString(name, "$1"))] = cells[4:8]
 				}
