@@ -12,7 +12,7 @@
 // What is pushed into the query: the window (--since/--until, on the
 // table's time column, which the exporter partitions by), the hop filters
 // when the hop is a function of columns (--hops/--exclude-hops under the
-// default --hop-by, service or name), the columns tailscope reads (and
+// default --hop-by, service, name or attr:KEY), the columns tailscope reads (and
 // of the events, only the exception events' attributes), and a fixed
 // order of the rows (so that the stream, hence the trace sample, is the
 // same from run to run). What is pulled: every span of the window that

@@ -31,8 +31,19 @@ func TestHopFilterEdges(t *testing.T) {
 					if n%7 == 0 {
 						status = 2
 					}
-					spans = append(spans, otlpSpan{TraceID: fmt.Sprint("t", n), SpanID: fmt.Sprint("s", n), Service: svc, Name: name, Kind: kind,
-						Start: 1772445600e9 + int64(n)*1e6, Duration: int64(1e6 + (n*7919)%50*1e5), Status: status})
+					sp := otlpSpan{TraceID: fmt.Sprint("t", n), SpanID: fmt.Sprint("s", n), Service: svc, Name: name, Kind: kind,
+						Start: 1772445600e9 + int64(n)*1e6, Duration: int64(1e6 + (n*7919)%50*1e5), Status: status}
+					// A route on two spans in three, repeated on some
+					// (the last one counts), empty on others.
+					switch n % 6 {
+					case 1, 2:
+						sp.Attrs = [][2]string{{"http.route", "/api/" + name}}
+					case 3:
+						sp.Attrs = [][2]string{{"http.route", "/old"}, {"zone", "a"}, {"http.route", "/api/v2"}}
+					case 4:
+						sp.Attrs = [][2]string{{"http.route", ""}}
+					}
+					spans = append(spans, sp)
 				}
 			}
 		}
@@ -47,8 +58,8 @@ func TestHopFilterEdges(t *testing.T) {
 	// The window holds every span, those the readers skip (no hop) too.
 	since, until := time.Unix(0, spans[0].Start), time.Unix(0, spans[len(spans)-1].Start+1)
 	url := "clickhouse://" + e.host + "/otel?table=edges"
-	for _, hopBy := range []string{"", "service", "name"} {
-		for _, pat := range []string{`^api`, `\(client\)$`, `^.{3} `, `^$`, `(?i)get`, `^[^ ]+$`, `заказ`, `^ünï`, `\.b\*`, `^.{7}$`, `(producer|consumer)`} {
+	for _, hopBy := range []string{"", "service", "name", "attr:http.route"} {
+		for _, pat := range []string{`^api`, `\(client\)$`, `^.{3} `, `^$`, `(?i)get`, `^[^ ]+$`, `заказ`, `^ünï`, `\.b\*`, `^.{7}$`, `(producer|consumer)`, `^/api/v2$`, `^/api/`} {
 			re := regexp.MustCompile(pat)
 			for _, o := range []ingest.Options{{HopBy: hopBy, Hops: re}, {HopBy: hopBy, ExcludeHops: re}} {
 				what := fmt.Sprintf("--hop-by %q, --hops %q / --exclude-hops %q", hopBy, o.Hops, o.ExcludeHops)

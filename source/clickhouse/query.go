@@ -272,6 +272,9 @@ func usable(term string, cols map[string]string) bool {
 // function of columns the query reads (DeriveHop: service, name, or
 // service and name with the caller's kind), or "".
 func (c *client) hopExpr(sel map[string]string) string {
+	if key, ok := strings.CutPrefix(c.o.HopBy, "attr:"); ok {
+		return attrHop(sel, key)
+	}
 	if sel[FieldService] == "" || sel[FieldName] == "" {
 		return ""
 	}
@@ -294,6 +297,25 @@ func (c *client) hopExpr(sel map[string]string) string {
 		return "if(" + base + " != '' AND " + kind + " != '', concat(" + base + ", ' (', " + kind + ", ')'), " + base + ")"
 	}
 	return ""
+}
+
+// attrHop is the hop of --hop-by attr:KEY in SQL: the span's attribute
+// KEY, else the resource's, the last of each when a key repeats, as the
+// OTLP reader takes them; "" when the query reads neither map.
+func attrHop(sel map[string]string, key string) string {
+	k := quoteString(key)
+	pick := func(field, rest string) string {
+		keys, vals, ok := strings.Cut(sel[field], pairSep)
+		if !ok {
+			return rest
+		}
+		i := "arrayLastIndex(x -> x = " + k + ", " + keys + ")"
+		return "if(" + i + " > 0, arrayElement(" + vals + ", " + i + "), " + rest + ")"
+	}
+	if sel[FieldAttrs] == "" && sel[FieldResource] == "" {
+		return ""
+	}
+	return pick(FieldAttrs, pick(FieldResource, "''"))
 }
 
 // kindSQL tests kind text e for OTLP kind number n, as kindNumber does.
