@@ -6,8 +6,12 @@
 // the channel's "grpc.service_config" option (the file's text as it is),
 // waits for the channel to connect, then calls every method at once with
 // an empty message, no deadline and no other option, and prints one JSON
-// line per call: {"method", "ms", "code", "details"}. ms is measured
-// around the call alone (node's startup and the connection do not count).
+// line per call: {"method", "ms", "code", "details", "start", "lag"}. ms
+// is measured around the call alone (node's startup and the connection do
+// not count); start is the call's start on the wall clock (ms since the
+// epoch), so that the test can tell a header sent late from a config
+// misread; lag is the most the event loop ran late while the calls were
+// out (a loaded machine delays the callbacks that measure ms).
 // A config grpc-js refuses is printed as {"error"} with exit status 2.
 'use strict';
 
@@ -38,13 +42,25 @@ try {
 
 const identity = (b) => b;
 
+const { performance } = require('perf_hooks');
+
+// The event loop's lateness: a 5 ms timer that notes how late it fires.
+let lag = 0;
+let last = performance.now();
+const ticker = setInterval(() => {
+  const now = performance.now();
+  lag = Math.max(lag, now - last - 5);
+  last = now;
+}, 5);
+
 function call(method) {
   return new Promise((resolve) => {
+    const wall = performance.timeOrigin + performance.now();
     const start = process.hrtime.bigint();
     client.makeUnaryRequest(method, identity, identity, Buffer.alloc(0), new grpc.Metadata(), {}, (err) => {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const code = err ? err.code : grpc.status.OK;
-      resolve({ method, ms, code: codeName[code] || String(code), details: err ? err.details : '' });
+      resolve({ method, ms, code: codeName[code] || String(code), details: err ? err.details : '', start: wall });
     });
   });
 }
@@ -55,7 +71,9 @@ client.waitForReady(Date.now() + 10000, async (err) => {
     process.exit(3);
   }
   const results = await Promise.all(methods.map(call));
+  clearInterval(ticker);
   for (const r of results) {
+    r.lag = lag;
     console.log(JSON.stringify(r));
   }
   client.close();
