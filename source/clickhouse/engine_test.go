@@ -2,10 +2,11 @@ package clickhouse_test
 
 // A real ClickHouse engine for the tests: chDB (npm chdb, the engine as a
 // library) behind testdata/chfront.js, a loopback front that serves
-// ClickHouse's HTTP interface for plain SQL. The tables are made with the
-// OpenTelemetry Collector clickhouseexporter's own DDL
-// (testdata/otel_traces.sql) and filled with rows written by the
-// exporter's rules (exporterRows) from OTLP JSON.
+// ClickHouse's HTTP interface for plain SQL. The tables are made with
+// tailscope's statement of the OpenTelemetry Collector ClickHouse
+// exporter's otel_traces layout (testdata/otel_traces.sql: its column
+// names and types) and filled with rows written by the exporter's rules
+// (exporterRows) from OTLP JSON.
 
 import (
 	"bufio"
@@ -121,8 +122,8 @@ func (e *engine) exec(t *testing.T, sql string) string {
 	return string(b)
 }
 
-// createExporterTable makes db.table with the exporter's DDL, rendered as
-// the exporter renders it (no cluster, MergeTree, no TTL).
+// createExporterTable makes db.table with the exporter's layout
+// (testdata/otel_traces.sql, {db} and {table} replaced).
 func (e *engine) createExporterTable(t *testing.T, db, table string) {
 	t.Helper()
 	ddl, err := os.ReadFile(filepath.Join("testdata", "otel_traces.sql"))
@@ -130,7 +131,7 @@ func (e *engine) createExporterTable(t *testing.T, db, table string) {
 		t.Fatal(err)
 	}
 	e.exec(t, fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %q", db))
-	e.exec(t, fmt.Sprintf(string(ddl), db, table, "", "MergeTree()", ""))
+	e.exec(t, strings.NewReplacer("{db}", strconv.Quote(db), "{table}", strconv.Quote(table)).Replace(string(ddl)))
 }
 
 // load inserts OTLP JSON documents (one or more, or lines) into db.table

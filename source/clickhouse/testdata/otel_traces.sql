@@ -1,38 +1,53 @@
-CREATE TABLE IF NOT EXISTS %q.%q %s (
-    Timestamp DateTime64(9) CODEC(Delta, ZSTD(3)),
-    TraceId String CODEC(ZSTD(3)),
-    SpanId String CODEC(ZSTD(3)),
-    ParentSpanId String CODEC(ZSTD(3)),
-    TraceState String CODEC(ZSTD(3)),
-    SpanName LowCardinality(String) CODEC(ZSTD(3)),
-    SpanKind LowCardinality(String) CODEC(ZSTD(3)),
-    ServiceName LowCardinality(String) CODEC(ZSTD(3)),
-    ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(3)),
-    ScopeName String CODEC(ZSTD(3)),
-    ScopeVersion String CODEC(ZSTD(3)),
-    SpanAttributes Map(LowCardinality(String), String) CODEC(ZSTD(3)),
-    Duration UInt64 CODEC(ZSTD(3)),
-    StatusCode LowCardinality(String) CODEC(ZSTD(3)),
-    StatusMessage String CODEC(ZSTD(3)),
-    Events Nested (
-        Timestamp DateTime64(9),
-        Name LowCardinality(String),
-        Attributes Map(LowCardinality(String), String)
-    ) CODEC(ZSTD(3)),
-    Links Nested (
-        TraceId String,
-        SpanId String,
-        TraceState String,
-        Attributes Map(LowCardinality(String), String)
-    ) CODEC(ZSTD(3)),
-    INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,
-    INDEX idx_res_attr_key mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_res_attr_value mapValues(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_span_attr_key mapKeys(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_span_attr_value mapValues(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
-    INDEX idx_duration Duration TYPE minmax GRANULARITY 1
-) ENGINE = %s
+-- The spans table the tests read: tailscope's own statement of the
+-- interface it reads, the otel_traces table as the OpenTelemetry
+-- Collector's ClickHouse exporter lays it out (table name, column names,
+-- column types, partition and sorting key). Storage details that do not
+-- change what a query sees (codecs, skip indexes, TTL) are left out.
+--
+-- engine_test.go replaces {db} and {table} before it runs the statement.
+
+CREATE TABLE {db}.{table}
+(
+    -- identity of the span
+    TraceId        String,
+    SpanId         String,
+    ParentSpanId   String,
+    TraceState     String,
+
+    -- what it is, and where it ran
+    ServiceName    LowCardinality(String),
+    SpanName       LowCardinality(String),
+    SpanKind       LowCardinality(String),
+    ScopeName      String,
+    ScopeVersion   String,
+
+    -- when, and how long (nanoseconds)
+    Timestamp      DateTime64(9),
+    Duration       UInt64,
+
+    -- outcome
+    StatusCode     LowCardinality(String),
+    StatusMessage  String,
+
+    -- attributes, every value as text
+    ResourceAttributes  Map(LowCardinality(String), String),
+    SpanAttributes      Map(LowCardinality(String), String),
+
+    -- events and links: parallel arrays, one element per event or link
+    Events Nested
+    (
+        Timestamp   DateTime64(9),
+        Name        LowCardinality(String),
+        Attributes  Map(LowCardinality(String), String)
+    ),
+    Links Nested
+    (
+        TraceId     String,
+        SpanId      String,
+        TraceState  String,
+        Attributes  Map(LowCardinality(String), String)
+    )
+)
+ENGINE = MergeTree
 PARTITION BY toDate(Timestamp)
 ORDER BY (ServiceName, SpanName, toDateTime(Timestamp))
-%s
-SETTINGS index_granularity=8192, ttl_only_drop_parts = 1
