@@ -101,6 +101,9 @@ type warnRow struct {
 }
 
 type analysisView struct {
+	// Outcomes is false on logs in which no span says how it ended: the
+	// hop table then has no failed count and no failure class.
+	Outcomes bool
 	// Timeline is the "over time" section: its lines (headroom,
 	// incidents) and a chart per drawn hop (timeline.go).
 	TimelineLines  []string
@@ -272,7 +275,7 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 		{"p95", optDur(rq.LatencyMs.P95), "request latency", ""},
 		{"p99", optDur(rq.LatencyMs.P99), "request latency", ""},
 	}
-	av := &analysisView{Tail: tailViewOf(rep)}
+	av := &analysisView{Tail: tailViewOf(rep), Outcomes: outcomesKnown(rep)}
 	if hidden > 0 {
 		av.NotShown, av.NotShownNote = hidden, notShownLine(len(rep.Hops), hidden)+"."
 	}

@@ -137,8 +137,12 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 			percentile(u99, l.P99, "p99", h.Censored), percentile(umax, l.Max, "max", h.Censored), to, md(h.FailureClass),
 			md(h.Recommendation.Action), recTimeout(urec, h.Recommendation), recRetries(h.Recommendation), peakRate(rep.Timeline, &h)})
 	}
-	mdTable(e, []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries", "peak/s"},
-		[]bool{false, true, true, true, true, true, true, true, true, false, false, true, true, true}, rows)
+	head := []string{"hop", "attempts", "calls", "failed", "p50", "p95", "p99", "max", "timeout", "class", "action", "rec. timeout", "rec. retries", "peak/s"}
+	keep := outcomeColumns(head, outcomesKnown(rep))
+	for i := range rows {
+		rows[i] = pick(rows[i], keep)
+	}
+	mdTable(e, pick(head, keep), pick([]bool{false, true, true, true, true, true, true, true, true, false, false, true, true, true}, keep), rows)
 	if l := peakRateLegend(rep.Timeline, rep.Hops); l != "" {
 		e.printf("\n%s.\n", capFirst(l))
 	}

@@ -279,3 +279,37 @@ func TestPeakRateFromTheSpans(t *testing.T) {
 		}
 	}
 }
+
+// The hop table of logs without outcomes has no failed count and no
+// failure class, in any human format; with outcomes it has both.
+func TestHopTableWithoutOutcomes(t *testing.T) {
+	nezha := realReports(t)[trainTicketFault]
+	seed, _ := analysisOf(t, "recorded-under-A.jsonl", "")
+	for _, c := range []struct {
+		rep  *analyze.Report
+		want bool
+	}{{nezha, false}, {seed, true}} {
+		if outcomesKnown(c.rep) != c.want {
+			t.Fatalf("outcomes known %v, want %v", outcomesKnown(c.rep), c.want)
+		}
+		out := renderEvery(t, c.rep)
+		heads := map[string]string{"text": "\nHOP ", "markdown": "\n| hop | attempts", "html": `<table id="hop-table">`}
+		for f, head := range heads {
+			i := strings.Index(out[f], head)
+			if i < 0 {
+				t.Fatalf("%s: no hop table", f)
+			}
+			line := out[f][i+1:]
+			line = line[:strings.Index(line, "\n")]
+			if f == "html" {
+				line = out[f][i : i+strings.Index(out[f][i:], "</thead>")]
+			}
+			cols := map[string][]string{"text": {" FAILED ", " CLASS "}, "markdown": {"| failed |", "| class |"}, "html": {">failed<", ">failures<"}}[f]
+			for _, col := range cols {
+				if got := strings.Contains(line, col); got != c.want {
+					t.Errorf("%s, outcomes %v: the hop table's head has %q: %v\n%s", f, c.want, col, got, line)
+				}
+			}
+		}
+	}
+}

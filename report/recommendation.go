@@ -339,3 +339,31 @@ func peakRateLegend(tl *analyze.Timeline, hops []analyze.Hop) string {
 	}
 	return ""
 }
+
+// outcomeColumns says which columns of a hop table to keep: all of them
+// when the logs say how calls ended; without outcomes, not the failed
+// count and the failure class (a column of 0 and "none" says nothing the
+// logs know; the report's unknown-outcomes warning says why).
+func outcomeColumns(head []string, outcomes bool) []bool {
+	keep := make([]bool, len(head))
+	for i, h := range head {
+		switch strings.ToLower(h) {
+		case "failed", "class", "failures":
+			keep[i] = outcomes
+		default:
+			keep[i] = true
+		}
+	}
+	return keep
+}
+
+// pick is the elements of xs whose keep is true.
+func pick[T any](xs []T, keep []bool) []T {
+	out := make([]T, 0, len(xs))
+	for i, x := range xs {
+		if keep[i] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -332,7 +332,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 		e.printf("\n")
 	}
 	writeTailText(e, rep)
-	writeHopTableText(e, rep.Hops, rep.Warnings, hidden, rep.Timeline)
+	writeHopTableText(e, rep.Hops, rep.Warnings, hidden, rep.Timeline, outcomesKnown(rep))
 	writeFailureEvidenceText(e, rep.Hops)
 	writeRequestsText(e, rep.Requests)
 	if lines := timelineLines(rep); len(lines) > 0 {
@@ -351,7 +351,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 // unit per column, the logged timeout, the failure class and a latency
 // sparkline on one log axis shared by every hop; hidden is how many hops
 // the bounded table leaves out.
-func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warning, hidden int, tl *analyze.Timeline) {
+func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warning, hidden int, tl *analyze.Timeline, outcomes bool) {
 	lo, hi := histRange(hops)
 	u50, u90, u95, u99, umax := hopColumnUnit(hops, "p50"), hopColumnUnit(hops, "p90"), hopColumnUnit(hops, "p95"),
 		hopColumnUnit(hops, "p99"), hopColumnUnit(hops, "max")
@@ -360,10 +360,10 @@ func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warn
 	if hi > lo {
 		spark = fmt.Sprintf("LATENCY %s–%s (log)", units.Millis(lo), units.Millis(hi))
 	}
-	t := &table{
-		head:  []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", "PEAK/S", spark},
-		right: []bool{false, true, true, true, true, true, true, true, true, true, false, true, false},
-	}
+	head := []string{"HOP", "ATTEMPTS", "CALLS", "FAILED", "P50", "P90", "P95", "P99", "MAX", "TIMEOUT", "CLASS", "PEAK/S", spark}
+	right := []bool{false, true, true, true, true, true, true, true, true, true, false, true, false}
+	keep := outcomeColumns(head, outcomes)
+	t := &table{head: pick(head, keep), right: pick(right, keep)}
 	uto, _ := timeoutColumns(hops)
 	for _, h := range hops {
 		l := h.LatencyMs
@@ -372,24 +372,25 @@ func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warn
 		if m := fn.mark(h.Hop); m != "" {
 			name += " " + m
 		}
-		t.add(name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
+		t.add(pick([]string{name, fmt.Sprint(h.Attempts), fmt.Sprint(h.Calls), fmt.Sprint(h.FailedAttempts),
 			percentile(u50, l.P50, "p50", h.Censored), percentile(u90, l.P90, "p90", h.Censored),
 			percentile(u95, l.P95, "p95", h.Censored), percentile(u99, l.P99, "p99", h.Censored),
-			percentile(umax, l.Max, "max", h.Censored), to, h.FailureClass, peakRate(tl, &h), sparkline(h.LatencyHistogram, lo, hi, 16))
+			percentile(umax, l.Max, "max", h.Censored), to, h.FailureClass, peakRate(tl, &h), sparkline(h.LatencyHistogram, lo, hi, 16)}, keep)...)
 	}
+	shown := t.head
 	t.paint = func(row, col int, cell string) string {
 		switch {
 		case row < 0:
 			return ansiBold
-		case col == 10:
+		case shown[col] == "CLASS":
 			return classStyle(cell)
 		case strings.HasPrefix(cell, "≥"):
 			return ansiAmber
 		case cell == "–":
 			return ansiDim
-		case col == 3 && cell != "0":
+		case shown[col] == "FAILED" && cell != "0":
 			return ansiRed
-		case col == 12:
+		case col == len(shown)-1:
 			return ansiCyan
 		}
 		return ""
