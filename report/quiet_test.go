@@ -19,7 +19,7 @@ import (
 	"github.com/tailscope/tailscope/replay"
 )
 
-// Quiet where there is nothing to say (issue 39): no outcome columns on
+// Quiet where there is nothing to say: no outcome columns on
 // logs that carry no outcome, a small comparison said to be small, and
 // check's warnings about the policy it checks, each once.
 

@@ -20,7 +20,7 @@ import (
 	"github.com/tailscope/tailscope/replay"
 )
 
-// One rule for numbers (internal/units, issue 39), checked on what the
+// One rule for numbers (internal/units), checked on what the
 // reports print rather than on the functions that print it: every output
 // format of every fixture is scanned for
 //
@@ -449,7 +449,7 @@ func TestNumbersReadAlikeInEveryFormat(t *testing.T) {
 }
 
 // The scan's rules fail where they should: on the report's own bad cases
-// from issue 39, written out.
+// that were reported against it, written out.
 func TestNumberScanCatches(t *testing.T) {
 	bad := "in the table 1458ms; the summary says ≥ p99 1.46s; 46.942% of calls; held out since 1772445601000000000"
 	nums := numbersIn(bad)

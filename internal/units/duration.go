@@ -8,7 +8,7 @@ import (
 )
 
 // Duration writes a duration for people, in the unit it reads in, with
-// at most three significant digits (the one rule for numbers, issue 39):
+// at most three significant digits (the one rule for numbers):
 // ms below a second and seconds from there, to the hundredth of a second
 // below 10s ("812ms", "1.42s", "9.23s", "12s"), to the tenth below 100s
 // ("10.6s", "99.9s"), whole seconds beyond ("124s", "7200s": no minutes,
