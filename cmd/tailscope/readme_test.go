@@ -145,6 +145,26 @@ func TestREADMEFrontDoor(t *testing.T) {
 	if n := bytes.Count(b, []byte("\n")); n > 250 {
 		t.Errorf("README.md has %d lines, more than the 250 of a front door: move the reference under docs/", n)
 	}
+	// The two commands: the test command is the one .ci/run runs, and
+	// the demo is the one the examples run.
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := regexp.MustCompile("(?s)## The two commands\n\n```sh\n(.*?)```").FindSubmatch(b)
+	if two == nil {
+		t.Fatal("the README has no '## The two commands' block")
+	}
+	var cmds []string
+	for _, l := range strings.Split(strings.TrimSpace(string(two[1])), "\n") {
+		cmd, _, _ := strings.Cut(l, "#")
+		cmds = append(cmds, strings.TrimSpace(cmd))
+	}
+	if len(cmds) != 2 || cmds[0] != "go run ./cmd/tailscope demo" {
+		t.Errorf("the two commands are %q, want the demo first", cmds)
+	} else if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(cmds[1]) + `$`).Match(ci) {
+		t.Errorf("the README's test command %q is not a line of .ci/run", cmds[1])
+	}
 	links := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`).FindAllSubmatch(b, -1)
 	if len(links) == 0 {
 		t.Fatal("the README links no document")
