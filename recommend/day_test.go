@@ -116,9 +116,9 @@ type day struct {
 	subset      bool // a copy with a share of the traces
 }
 
-// days are the real days the tests fit and replay: the full days of
-// ../shared/data when present, else their copies under testdata/real
-// (every window, a share of its traces).
+// days are the real days the tests fit and replay: their copies under
+// testdata/real (every window, a share of its traces), or with
+// TAILSCOPE_REALDATA=full the whole days of ../shared/data.
 func days(t *testing.T) []day {
 	var out []day
 	for _, d := range []struct{ dir, faults string }{
@@ -140,8 +140,8 @@ func flatten(ws [][]span.Span) []span.Span {
 }
 
 // TestRealDaySplit fits on one half of a real day and replays the other,
-// both ways, on both systems (the whole days of ../shared/data; skipped
-// without them: a clone holds no day), and holds the rules of a policy
+// both ways, on both systems (the copies; TAILSCOPE_REALDATA=full the
+// whole days of ../shared/data), and holds the rules of a policy
 // that survives a day of traffic: the printed bound covers the other
 // half's loss and says something, the budget is within 3× the slowest
 // successful request, and the loss outside the injected faults is small

@@ -1,10 +1,10 @@
-// Package realdata finds the real span exports the tests read: the full
-// files in ../shared/data beside the repository when they are there, else
-// their copies (whole, or a subset) under testdata/real, which every clone
-// has. A test asks for a file by its name under ../shared/data and so runs
-// in a fresh clone too, on the copy, instead of skipping; Whole says
-// whether the file read is all of it, for the rare assertion (a count)
-// that holds only on the full file. Only tests import it.
+// Package realdata finds the real span exports the tests read: their
+// copies (whole, or a subset) under testdata/real, which every clone has,
+// or with TAILSCOPE_REALDATA=full the full files in ../shared/data beside
+// the repository where they are there. A test asks for a file by its name
+// under ../shared/data and so reads the same input on every machine;
+// Whole says whether the file read is all of it, for the rare assertion
+// (a count) that holds only on the full file. Only tests import it.
 package realdata
 
 import (
@@ -79,14 +79,17 @@ func rel(p string) string {
 }
 
 // SharedDir returns ../shared/data beside the repository, relative to the
-// working directory, and whether it is there.
-//
-// TAILSCOPE_REALDATA=copies makes it absent, so that the tests read what a
-// fresh clone reads.
+// working directory, and whether the tests are to read it: only when
+// TAILSCOPE_REALDATA=full and the folder is there. By default every test
+// reads the copies under testdata/real, which every clone has, so that
+// what a test reads does not depend on the machine it runs on (a clone
+// beside ../shared read other files than CI); TAILSCOPE_REALDATA=full
+// runs the same tests on the full files (docs/DESIGN.md's numbers for the
+// whole days come from there).
 func SharedDir(t testing.TB) (string, bool) {
 	t.Helper()
 	d := filepath.Join(repoRoot(t), "..", "shared", "data")
-	if os.Getenv("TAILSCOPE_REALDATA") == "copies" {
+	if os.Getenv("TAILSCOPE_REALDATA") != "full" {
 		return rel(d), false
 	}
 	fi, err := os.Stat(d)
@@ -109,7 +112,7 @@ func Roots(t testing.TB) []string {
 	if d, ok := SharedDir(t); ok {
 		out = append(out, d)
 	} else {
-		t.Logf("realdata: %s is absent; reading testdata/real only", d)
+		t.Logf("realdata: reading testdata/real only (TAILSCOPE_REALDATA=full adds %s)", d)
 	}
 	return out
 }
@@ -149,7 +152,7 @@ func Path(t testing.TB, name string) string {
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("realdata: %s is neither in ../shared/data nor copied under testdata/real: %v", name, err)
 	}
-	t.Logf("realdata: %s: ../shared/data is absent, reading the copy %s", name, p)
+	t.Logf("realdata: %s: reading the copy %s (TAILSCOPE_REALDATA=full reads ../shared/data)", name, p)
 	return p
 }
 
