@@ -130,7 +130,7 @@ func LoadWith(path string, opt Options, hops ...string) (*Policy, error) {
 func New(p *policy.Policy, opt Options) *Policy {
 	e := &Policy{pol: p, opt: opt, observe: opt.Observe, warn: opt.Warn}
 	if len(opt.Throttle) > 0 {
-		e.bucket = &bucket{budget: opt.Throttle, tokens: map[string]float64{}}
+		e.bucket = &bucket{t: policy.NewThrottle(opt.Throttle)}
 	}
 	if e.observe == nil {
 		e.observe = func(Event) {}
@@ -212,53 +212,30 @@ func (p *Policy) retryable(err error) bool {
 	return DefaultRetryable(err)
 }
 
-// bucket is the retry throttling shared by a Policy: tokens by hop, as
-// gRPC's retryThrottling keeps them per channel.
+// bucket is the retry throttling shared by a Policy (policy.Throttle,
+// the rule the replay runs too) under its lock, as gRPC's retryThrottling
+// keeps it per channel. A nil bucket allows everything.
 type bucket struct {
-	mu     sync.Mutex
-	budget map[string]policy.RetryBudget
-	tokens map[string]float64
+	mu sync.Mutex
+	t  *policy.Throttle
 }
 
-// allows reports whether hop may send a retry or a hedge now: while more
-// than half its tokens are left. A nil bucket allows everything.
+// allows reports whether hop may send a retry or a hedge now.
 func (b *bucket) allows(hop string) bool {
 	if b == nil {
 		return true
 	}
-	rb, ok := b.budget[hop]
-	if !ok || rb.MaxTokens <= 0 {
-		return true
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t, seen := b.tokens[hop]
-	if !seen {
-		t = float64(rb.MaxTokens)
-	}
-	return t > float64(rb.MaxTokens)/2
+	return b.t.Allows(hop)
 }
 
-// count adds an attempt's outcome to hop's tokens: a failure takes one, a
-// success gives back TokenRatio, within [0, MaxTokens].
+// count adds an attempt's outcome to hop's tokens.
 func (b *bucket) count(hop string, ok bool) {
 	if b == nil {
 		return
 	}
-	rb, has := b.budget[hop]
-	if !has || rb.MaxTokens <= 0 {
-		return
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t, seen := b.tokens[hop]
-	if !seen {
-		t = float64(rb.MaxTokens)
-	}
-	if ok {
-		t = min(float64(rb.MaxTokens), t+rb.TokenRatio)
-	} else {
-		t = max(0, t-1)
-	}
-	b.tokens[hop] = t
+	b.t.Count(hop, ok)
 }

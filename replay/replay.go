@@ -355,54 +355,11 @@ func throttled(reqs []*span.Request, p *policy.Policy, pool map[string][]*span.A
 	}
 	sort.SliceStable(order, func(a, b int) bool { return reqs[order[a]].Start < reqs[order[b]].Start })
 	out := make([]Outcome, len(reqs))
-	b := &bucket{budget: th, tokens: map[string]float64{}}
+	b := policy.NewThrottle(th)
 	for _, i := range order {
 		out[i] = oneWith(reqs[i], p, pool, tally, hedges, b)
 	}
 	return out
-}
-
-// bucket is the retry-throttling state of a replay: tokens by hop.
-type bucket struct {
-	budget map[string]policy.RetryBudget
-	tokens map[string]float64
-}
-
-// allows reports whether hop may send a retry or a hedge now.
-func (b *bucket) allows(hop string) bool {
-	if b == nil {
-		return true
-	}
-	rb, ok := b.budget[hop]
-	if !ok || rb.MaxTokens <= 0 {
-		return true
-	}
-	t, seen := b.tokens[hop]
-	if !seen {
-		t = float64(rb.MaxTokens)
-	}
-	return t > float64(rb.MaxTokens)/2
-}
-
-// count adds an attempt's outcome to hop's bucket.
-func (b *bucket) count(hop string, ok bool) {
-	if b == nil {
-		return
-	}
-	rb, has := b.budget[hop]
-	if !has || rb.MaxTokens <= 0 {
-		return
-	}
-	t, seen := b.tokens[hop]
-	if !seen {
-		t = float64(rb.MaxTokens)
-	}
-	if ok {
-		t = min(float64(rb.MaxTokens), t+rb.TokenRatio)
-	} else {
-		t = max(0, t-1)
-	}
-	b.tokens[hop] = t
 }
 
 // One replays a single request. pool is nil for the same-wall model.
@@ -418,22 +375,12 @@ func one(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tal
 
 // oneWith is one with a retry bucket (nil: none). The optimistic run
 // reads the bucket as the pessimistic one left it and does not change it.
-func oneWith(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int, b *bucket) Outcome {
-	var before map[string]float64
-	if b != nil {
-		before = make(map[string]float64, len(b.tokens))
-		for k, v := range b.tokens {
-			before[k] = v
-		}
-	}
+func oneWith(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int, b *policy.Throttle) Outcome {
+	before := b.Clone()
 	lo := simulate(r, p, pool, false, tally, hedges, b)
 	hi := lo
 	if lo.touched {
-		var ro *bucket
-		if b != nil {
-			ro = &bucket{budget: b.budget, tokens: before}
-		}
-		hi = simulate(r, p, pool, true, nil, nil, ro)
+		hi = simulate(r, p, pool, true, nil, nil, before)
 	}
 	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted,
 		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short, Attempts: lo.attempts, Hedges: lo.hedges}
@@ -461,11 +408,11 @@ type run struct {
 	cuts       []Cut
 	short      []Short
 	attempts   int
-	tally      map[string]int // attempts by hop, when counted
-	hedges     int            // hedged attempts sent
-	hedgeTally map[string]int // hedged attempts by hop, when counted
-	bucket     *bucket        // retry throttling, nil without
-	probe      bool           // see Options.Probe
+	tally      map[string]int   // attempts by hop, when counted
+	hedges     int              // hedged attempts sent
+	hedgeTally map[string]int   // hedged attempts by hop, when counted
+	bucket     *policy.Throttle // retry throttling, nil without
+	probe      bool             // see Options.Probe
 }
 
 // probe replays r as Options.Probe says. Attempts cut by a timeout when
@@ -487,7 +434,7 @@ func add(a, b int64) int64 {
 	return a + b
 }
 
-func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally, hedges map[string]int, b *bucket) *run {
+func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally, hedges map[string]int, b *policy.Throttle) *run {
 	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally, hedgeTally: hedges, bucket: b}
 	s.start(r)
 	return s
@@ -644,7 +591,7 @@ func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
 				// A probe runs the logged retries out, to find what comes
 				// after them.
 			}
-			if !s.bucket.allows(c.Hop) {
+			if !s.bucket.Allows(c.Hop) {
 				break // the retry budget is spent
 			}
 			if retryStart < 0 {
@@ -716,7 +663,7 @@ func (s *run) hedged(c *span.Call, hp policy.Hop, next *int, t, deadline int64) 
 	last, lastHop := end, hop // the latest failure, when all fail
 	for j := 1; j <= h.Max; j++ {
 		hs := add(t, int64(h.Delay)*int64(j))
-		if hs >= deadline || win <= hs || win == never && last <= hs || !s.bucket.allows(c.Hop) {
+		if hs >= deadline || win <= hs || win == never && last <= hs || !s.bucket.Allows(c.Hop) {
 			// Past the deadline, answered, or every attempt failed
 			// before the hedge was due: none is sent.
 			break
@@ -790,7 +737,7 @@ func (s *run) single(c *span.Call, hp policy.Hop, a *span.Attempt, t, deadline i
 		attDeadline = t + int64(hp.Timeout)
 	}
 	end, ok, hop, need, censored := s.attempt(a, c.Hop, t, attDeadline)
-	s.bucket.count(c.Hop, ok)
+	s.bucket.Count(c.Hop, ok)
 	if !ok && own && end >= attDeadline {
 		hop = c.Hop // this call's own timeout expired, whatever ran inside it
 		if need >= 0 && !s.optimistic {
