@@ -5,3 +5,9 @@ var (
 	EncodeRowBinary = encodeRowBinary
 	AllAliases      = allAliases
 )
+
+// The push-down's SQL of a sketch bin.
+var (
+	BinSQL  = binSQL
+	BinWith = binWith
+)

@@ -41,6 +41,9 @@ type plan struct {
 	notes  []string
 	pushed []string // what the server applies, for the summary note
 	table  string
+	// sel is each field's expression over the table's columns (the
+	// aggregates' queries build on it: pushdown.go).
+	sel map[string]string
 }
 
 // summary is the note a read ends with.
@@ -144,6 +147,7 @@ func (c *client) plan(ctx context.Context) (*plan, error) {
 		delete(sel, FieldEventAttrs)
 	}
 	p.sql, p.pushed = c.build(sel, cols)
+	p.sel = sel
 	return p, nil
 }
 

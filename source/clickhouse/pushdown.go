@@ -1,0 +1,503 @@
+package clickhouse
+
+// The per-hop aggregates computed on the server (issue 41's push-down):
+// what the readers keep per hop over every span (analyze.HopState's
+// counts and its three duration digests), without pulling the spans.
+//
+// Which class an attempt falls in (success, failure cut by a timeout,
+// other failure) is never written in SQL: the server groups the window's
+// spans by what decides a span's hop and outcome (service, name, kind,
+// status, message, and of the attributes only those the readers read an
+// outcome from), one row per group goes through the readers (the same
+// OTLP line and package ingest as the pull path) into an analyze.Accum,
+// and the class that Accum gives the group's span is the class of every
+// span of the group. The digests are then one GROUP BY per hop and class:
+// the sorted durations while the hop has at most quantile.ExactLimit
+// attempts, the sketch's bins (quantile.Bin, computed in SQL with a
+// correction table so that it is the same bin for every integer) past it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/span"
+)
+
+// outcomeKeys are the span attributes the readers take a span's outcome
+// from (record.TraceRecord.AddAttr, and "error", the OpenTracing flag):
+// the only attributes a group's representative carries. A key added to
+// the readers and not here makes TestPushdownClasses fail on the
+// fixtures that use it.
+var outcomeKeys = []string{
+	"error", "error.type", "http.response.status_code", "http.status_code", "rpc.grpc.status_code", "grpc.status_code",
+	"otel.status_code", "otel.status_description", "response_flags", "envoy.response_flags", "upstream.response_flags",
+}
+
+// groupHopKey is the attribute a group's span carries the server's name
+// of its hop in, to be checked against the readers' name.
+const groupHopKey = "tailscope.pushdown.hop"
+
+// ErrNotPushable says a read cannot be aggregated on the server and
+// must take the pull path; the message says why.
+var ErrNotPushable = errors.New("not pushable")
+
+// Aggregates are a window's per-hop state computed on the server.
+type Aggregates struct {
+	// Hops are by name, with the counts and digests of analyze.HopState
+	// (the rest of a HopState is not pushed down yet).
+	Hops []analyze.HopState
+	// Spans counts the spans aggregated; Groups the outcome groups the
+	// readers classified.
+	Spans  int64
+	Groups int
+	// Bytes is what came over the wire for all the queries.
+	Bytes int64
+}
+
+// Aggregate computes the per-hop counts and digests of the window of raw
+// on the server. in is how the readers are asked to read (HopBy and Map
+// as for the pull path); only the default hop is pushed down.
+func Aggregate(ctx context.Context, raw string, o Options, in ingest.Options) (*Aggregates, error) {
+	if in.HopBy != "" && in.HopBy != "service+name" || len(in.Map) > 0 || in.Hops != nil || in.ExcludeHops != nil {
+		return nil, fmt.Errorf("%w: only the default hop, without --map or hop filters, is aggregated on the server", ErrNotPushable)
+	}
+	t, err := Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	o = o.withDefaults(time.Now())
+	var mu sync.Mutex
+	var prog Progress
+	c := &client{t: t, o: o, report: func(f func(*Progress)) { mu.Lock(); f(&prog); mu.Unlock() }}
+	p, err := c.plan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hop := c.hopExpr(p.sel)
+	if hop == "" {
+		return nil, fmt.Errorf("%w: the hop is not a function of the table's columns", ErrNotPushable)
+	}
+	inner, _, _ := strings.Cut(p.sql, " ORDER BY ")
+	if strings.Count(p.sql, " ORDER BY ") != 1 {
+		return nil, fmt.Errorf("%w: the query's shape", ErrNotPushable)
+	}
+	has := aliases(inner)
+	for _, a := range []string{aService, aName, aStatus} {
+		if !has[a] {
+			return nil, fmt.Errorf("%w: the table has no %s", ErrNotPushable, a)
+		}
+	}
+	extra := hop + " AS h, "
+	for _, a := range []string{aKind, aMessage} {
+		if !has[a] {
+			extra += "'' AS " + a + ", "
+		}
+	}
+	inner = strings.Replace(inner, "SELECT ", "SELECT "+extra, 1)
+	cls, groups, err := c.classes(ctx, inner, in)
+	if err != nil {
+		return nil, err
+	}
+	agg, err := c.digests(ctx, inner, cls)
+	if err != nil {
+		return nil, err
+	}
+	agg.Groups = groups
+	agg.Bytes = c.wire.Load()
+	return agg, nil
+}
+
+// sigSQL is the outcome group of a row of inner: the hash of what the
+// readers take its outcome from.
+const sigSQL = "cityHash64(c, m, fk, fv, fek, fev)"
+
+// groupCols are the outcome group's columns over inner's aliases.
+func groupCols(has map[string]bool) []string {
+	keys := make([]string, len(outcomeKeys))
+	for i, k := range outcomeKeys {
+		keys[i] = quoteString(k)
+	}
+	in := "(" + strings.Join(keys, ", ") + ")"
+	exc := "('exception.type', 'exception.message')"
+	arr := func(a, e string) string {
+		if has[a] {
+			return e
+		}
+		return "CAST([], 'Array(String)')"
+	}
+	arr2 := func(a, e string) string {
+		if has[a] {
+			return e
+		}
+		return "CAST([], 'Array(Array(String))')"
+	}
+	return []string{
+		arr(aKeys, "arrayFilter(x -> x IN "+in+", ak)") + " AS fk",
+		arr(aKeys, "arrayFilter((v, x) -> x IN "+in+", av, ak)") + " AS fv",
+		arr(aResKeys, "arrayFilter(x -> x = 'service.name', rk)") + " AS frk",
+		arr(aResKeys, "arrayFilter((v, x) -> x = 'service.name', rv, rk)") + " AS frv",
+		arr2(aExcKeys, "arrayMap(e -> arrayFilter(x -> x IN "+exc+", e), ek)") + " AS fek",
+		arr2(aExcKeys, "arrayMap((v, e) -> arrayFilter((y, x) -> x IN "+exc+", v, e), ev, ek)") + " AS fev",
+	}
+}
+
+// aliases lists which of the pull query's aliases inner selects.
+func aliases(inner string) map[string]bool {
+	has := map[string]bool{}
+	for a := range aliasType {
+		if strings.Contains(inner, " AS "+a+",") || strings.Contains(inner, " AS "+a+" FROM") {
+			has[a] = true
+		}
+	}
+	return has
+}
+
+// class is an attempt's class in a hop's digests.
+type class uint8
+
+const (
+	cSucc class = iota
+	cFlagged
+	cOther
+)
+
+// classes reads one span of every outcome group through the readers and
+// returns each group's class, by the group's hash.
+func (c *client) classes(ctx context.Context, inner string, in ingest.Options) (map[uint64]class, int, error) {
+	has := aliases(inner)
+	// A span the readers skip (no trace or span id, no hop) is counted
+	// by them, not here: such a window takes the pull path.
+	q := "SELECT h, " + strings.Join(groupCols(has), ", ") + ", sv, n, k, c, m, any(s) AS s0, any(d) AS d0, count() AS cnt, " +
+		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad FROM (" + inner + ") GROUP BY h, sv, n, k, c, m, fk, fv, frk, frv, fek, fev"
+	// The representative rows, spelled with the pull query's aliases so
+	// that the same decoder writes them as OTLP lines: the group's hash
+	// is its trace and span id, by which its span comes back.
+	rep := "SELECT s0 AS s, d0 AS d, leftPad(lower(hex(" + sigSQL + ")), 32, '0') AS t, lower(hex(cityHash64(h, sv, n, k, " + sigSQL + "))) AS i, sv, n, k, c, m, frk AS rk, frv AS rv, arrayConcat(fk, ['tailscope.pushdown.hop']) AS ak, arrayConcat(fv, [h]) AS av, fek AS ek, fev AS ev, h AS hh, cnt, bad FROM (" + q + ")"
+	body, err := c.query(ctx, "SELECT sum(bad) AS bad, count() AS groups FROM ("+rep+") FORMAT JSONEachRow")
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", c.t.Raw, err)
+	}
+	var head struct{ Bad, Groups json.Number }
+	if err := json.Unmarshal(bytes.TrimSpace(body), &head); err != nil {
+		return nil, 0, fmt.Errorf("%s: the groups' count is not JSON: %q", c.t.Raw, body)
+	}
+	if head.Bad.String() != "0" {
+		return nil, 0, fmt.Errorf("%w: %s spans of the window lack an id or a hop (the readers skip them with their reason)", ErrNotPushable, head.Bad)
+	}
+	cols := "s, d, t, i, sv, n, k, c, m, rk, rv, ak, av, ek, ev"
+	if !has[aExcKeys] {
+		cols = strings.TrimSuffix(cols, ", ek, ev")
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := c.stream(ctx, &plan{sql: "SELECT " + cols + " FROM (" + rep + ") FORMAT RowBinaryWithNamesAndTypes"}, pw)
+		pw.CloseWithError(err)
+	}()
+	out := map[uint64]class{}
+	var bad error
+	groups := 0
+	iopt := in
+	iopt.Since, iopt.Until, iopt.HasSince, iopt.HasUntil = 0, 0, false, false
+	iopt.Exclude = nil
+	_, err = ingest.ReadStream("clickhouse-groups.jsonl", pr, iopt, ingest.SinkFunc(func(sp *span.Span) {
+		sig, perr := strconv.ParseUint(strings.TrimLeft(sp.TraceID, "0"), 16, 64)
+		if perr != nil || len(sp.TraceID) != 32 {
+			bad = fmt.Errorf("a group's span came back with trace id %q", sp.TraceID)
+			return
+		}
+		h := ""
+		for _, a := range sp.Attrs {
+			if a.Key == groupHopKey {
+				h = a.Value
+			}
+		}
+		groups++
+		if h != sp.Hop {
+			bad = fmt.Errorf("%w: the server names a hop %q, the readers %q", ErrNotPushable, h, sp.Hop)
+			return
+		}
+		acc := analyze.NewAccum(1)
+		x := *sp
+		x.Attrs = nil
+		acc.Add(&x)
+		hs := acc.State().Hops[0]
+		k := cSucc
+		switch {
+		case hs.Cut == 1:
+			k = cFlagged
+		case hs.Failed == 1:
+			k = cOther
+		}
+		if prev, ok := out[sig]; ok && prev != k {
+			bad = fmt.Errorf("%w: one outcome group in two classes", ErrNotPushable)
+		}
+		out[sig] = k
+	}))
+	pr.Close()
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	n, _ := strconv.Atoi(head.Groups.String())
+	if groups != n {
+		return nil, 0, fmt.Errorf("%w: %d groups, %d came back from the readers", ErrNotPushable, n, groups)
+	}
+	return out, n, nil
+}
+
+// classSQL is the class of a row of inner, given the groups' classes.
+func classSQL(has map[string]bool, cls map[uint64]class) string {
+	keys := make([]uint64, 0, len(cls))
+	for k := range cls {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	var ks, vs []string
+	for _, k := range keys {
+		ks = append(ks, strconv.FormatUint(k, 10))
+		vs = append(vs, strconv.Itoa(int(cls[k])))
+	}
+	// A row of a group the readers did not classify is class 255, which
+	// fails the read (digests): never counted as a success.
+	return "transform(" + sigSQL + ", CAST([" + strings.Join(ks, ",") + "], 'Array(UInt64)'), CAST([" + strings.Join(vs, ",") + "], 'Array(UInt8)'), toUInt8(255))"
+}
+
+// digests computes each hop's counts and digests.
+func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class) (*Aggregates, error) {
+	has := aliases(inner)
+	gc := groupCols(has)
+	rows := "SELECT h, d, " + classSQL(has, cls) + " AS cl FROM (SELECT *, " + strings.Join(gc, ", ") + " FROM (" + inner + "))"
+	type cnt struct {
+		H               string
+		Cl              int
+		N, Lo, Hi, Zero json.Number
+		Vals            []json.Number
+		Bins, Counts    []json.Number
+	}
+	body, err := c.queryAll(ctx, "SELECT h, cl, count() AS n, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero FROM ("+rows+") GROUP BY h, cl FORMAT JSONEachRow")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
+	}
+	agg := &Aggregates{}
+	byHop := map[string]*analyze.HopState{}
+	var names []string
+	counts := map[string]*[3]cnt{}
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r cnt
+		if err := json.Unmarshal(line, &r); err != nil || r.Cl < 0 {
+			return nil, fmt.Errorf("%s: a hop's counts are not what was asked: %q", c.t.Raw, line)
+		}
+		if r.Cl > 2 {
+			return nil, fmt.Errorf("%w: %s spans of hop %q fall in no outcome group the readers classified", ErrNotPushable, r.N, r.H)
+		}
+		if counts[r.H] == nil {
+			counts[r.H] = &[3]cnt{}
+			names = append(names, r.H)
+		}
+		counts[r.H][r.Cl] = r
+	}
+	sort.Strings(names)
+	var exact, sketched []string
+	for _, name := range names {
+		hs := &analyze.HopState{Name: name}
+		for k, r := range counts[name] {
+			n := num(r.N)
+			switch class(k) {
+			case cSucc:
+			case cFlagged:
+				hs.Failed += n
+				hs.Cut += n
+			case cOther:
+				hs.Failed += n
+			}
+			hs.Attempts += n
+		}
+		agg.Spans += int64(hs.Attempts)
+		byHop[name] = hs
+		if hs.Attempts > quantile.ExactLimit {
+			sketched = append(sketched, quoteString(name))
+		} else {
+			exact = append(exact, quoteString(name))
+		}
+	}
+	dig := func(hs *analyze.HopState, k int) *quantile.State {
+		return [3]*quantile.State{&hs.Succ, &hs.Flagged, &hs.Other}[k]
+	}
+	for _, name := range names {
+		hs := byHop[name]
+		for k, r := range counts[name] {
+			s := dig(hs, k)
+			*s = quantile.State{N: num(r.N)}
+			if s.N > 0 {
+				s.Min, s.Max = int64(num(r.Lo)), int64(num(r.Hi))
+			}
+			if hs.Attempts > quantile.ExactLimit {
+				s.Sketch, s.Zero = true, num(r.Zero)
+			}
+		}
+	}
+	if len(exact) > 0 {
+		body, err := c.queryAll(ctx, "SELECT h, cl, arraySort(groupArray(d)) AS vals FROM ("+rows+") WHERE h IN ("+strings.Join(exact, ", ")+") GROUP BY h, cl FORMAT JSONEachRow")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
+		}
+		for _, line := range bytes.Split(body, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var r cnt
+			if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil || r.Cl < 0 || r.Cl > 2 {
+				return nil, fmt.Errorf("%s: a hop's durations are not what was asked: %.100q", c.t.Raw, line)
+			}
+			s := dig(byHop[r.H], r.Cl)
+			s.Values = make([]int64, len(r.Vals))
+			for i, v := range r.Vals {
+				s.Values[i] = int64(num(v))
+			}
+		}
+	}
+	if len(sketched) > 0 {
+		body, err := c.queryAll(ctx, binWith()+"SELECT h, cl, groupArray(b) AS bins, groupArray(n) AS counts FROM (SELECT h, cl, "+binSQL("d")+
+			" AS b, count() AS n FROM ("+rows+") WHERE d >= 1 AND h IN ("+strings.Join(sketched, ", ")+") GROUP BY h, cl, b ORDER BY h, cl, b) GROUP BY h, cl FORMAT JSONEachRow")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
+		}
+		for _, line := range bytes.Split(body, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var r cnt
+			if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil || r.Cl < 0 || r.Cl > 2 || len(r.Bins) != len(r.Counts) || len(r.Bins) == 0 {
+				return nil, fmt.Errorf("%s: a hop's bins are not what was asked: %.100q", c.t.Raw, line)
+			}
+			s := dig(byHop[r.H], r.Cl)
+			bins := make([]int, len(r.Bins))
+			for i, b := range r.Bins {
+				bins[i] = num(b)
+			}
+			sort.Ints(bins) // groupArray after ORDER BY keeps it; checked anyway
+			s.Lo = bins[0]
+			s.Bins = make([]uint64, bins[len(bins)-1]-bins[0]+1)
+			for i, b := range r.Bins {
+				s.Bins[num(b)-s.Lo] += uint64(num(r.Counts[i]))
+			}
+		}
+	}
+	for _, name := range names {
+		hs := byHop[name]
+		for k := range 3 {
+			if _, err := quantile.FromState(*dig(hs, k)); err != nil {
+				return nil, fmt.Errorf("%s: hop %q: the server's digest does not check: %v", c.t.Raw, name, err)
+			}
+		}
+		agg.Hops = append(agg.Hops, *hs)
+	}
+	return agg, nil
+}
+
+// num reads a count ClickHouse wrote as a number or as a quoted one.
+func num(n json.Number) int {
+	x, _ := strconv.ParseInt(strings.Trim(string(n), `"`), 10, 64)
+	return int(x)
+}
+
+// queryAll POSTs q and returns the whole answer, however long (the
+// aggregates' answers: at most ExactLimit durations a hop and class).
+func (c *client) queryAll(ctx context.Context, q string) ([]byte, error) {
+	resp, err := c.post(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// Bins in SQL. quantile.Bin(x) is ceil(ln x / ln γ); ClickHouse's log
+// may round differently from Go's at a bin's edge, so the SQL takes its
+// own estimate c and settles it against the least integer of bins c and
+// c+1 (binLo, computed here with quantile.Bin itself): the estimate is
+// never off by more than one bin. Below binSmall, where bins hold at
+// most one integer, a table gives the bin outright.
+const binSmall = 1024
+
+var binTables = sync.OnceValues(func() (small []int, lo []uint64) {
+	small = make([]int, binSmall)
+	for x := 1; x < binSmall; x++ {
+		small[x] = quantile.Bin(int64(x))
+	}
+	// lo[j] is the least integer whose bin is at least first+j, for the
+	// bins from that of binSmall up to MaxBin+1 (2^63: no int64 there).
+	first := quantile.Bin(binSmall)
+	for b := first; b <= quantile.MaxBin+1; b++ {
+		if b == quantile.MaxBin+1 {
+			lo = append(lo, 1<<63)
+			break
+		}
+		// The least x ≥ binSmall with Bin(x) ≥ b.
+		l, h := int64(binSmall), int64(math.MaxInt64)
+		for l < h {
+			m := l + (h-l)/2
+			if quantile.Bin(m) >= b {
+				h = m
+			} else {
+				l = m + 1
+			}
+		}
+		lo = append(lo, uint64(l))
+	}
+	return small, lo
+})
+
+// binWith is the WITH clause binSQL needs: the tables, once a query.
+func binWith() string {
+	small, lo := binTables()
+	var sb strings.Builder
+	sb.WriteString("WITH CAST([")
+	for i, b := range small[1:] {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.Itoa(b))
+	}
+	sb.WriteString("], 'Array(Int32)') AS _bsmall, CAST([")
+	for i, v := range lo {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatUint(v, 10))
+	}
+	sb.WriteString("], 'Array(UInt64)') AS _blo ")
+	return sb.String()
+}
+
+// binSQL is quantile.Bin of the Int64 expression x (≥ 1) in SQL, in a
+// query that starts with binWith.
+func binSQL(x string) string {
+	first := quantile.Bin(binSmall)
+	lnG := strconv.FormatFloat(math.Log((1+quantile.SketchAlpha)/(1-quantile.SketchAlpha)), 'g', -1, 64)
+	// c is the estimate; _blo[c - first + 1] is bin c's least integer,
+	// _blo[c - first + 2] bin c+1's.
+	c := "toInt32(ceil(log(toFloat64(" + x + ")) / " + lnG + "))"
+	j := "greatest(" + c + " - " + strconv.Itoa(first) + " + 1, 1)"
+	u := "toUInt64(" + x + ")"
+	return "if(" + x + " < " + strconv.Itoa(binSmall) + ", arrayElement(_bsmall, toUInt32(greatest(" + x + ", 1))), " +
+		c + " + toInt32(" + u + " >= arrayElement(_blo, " + j + " + 1)) - toInt32(" + u + " < arrayElement(_blo, " + j + ")))"
+}

@@ -1,0 +1,297 @@
+package clickhouse_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/source/clickhouse"
+	"github.com/tailscope/tailscope/span"
+)
+
+// TestBinSQL: the sketch bin computed in ClickHouse SQL is quantile.Bin
+// for every integer from 1 to 5,000, at every bin's lowest integer and
+// the integers beside it up to 2^63−1, and on random values of every
+// magnitude.
+func TestBinSQL(t *testing.T) {
+	e := startEngine(t, "")
+	var xs []int64
+	for x := int64(1); x <= 5000; x++ {
+		xs = append(xs, x)
+	}
+	prev := quantile.Bin(5000)
+	for x := int64(5000); x > 0 && x < math.MaxInt64/2; {
+		// Walk the bins' edges: the next integer whose bin differs.
+		lo, hi := x, x*2
+		for lo < hi {
+			m := lo + (hi-lo)/2
+			if quantile.Bin(m) > prev {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		xs = append(xs, lo-1, lo, lo+1)
+		prev, x = quantile.Bin(lo), lo
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		xs = append(xs, int64(math.Exp(r.Float64()*43)))
+	}
+	xs = append(xs, math.MaxInt64, math.MaxInt64-1)
+	for len(xs) > 0 {
+		n := min(len(xs), 4000)
+		var vals []string
+		for _, x := range xs[:n] {
+			if x >= 1 {
+				vals = append(vals, strconv.FormatInt(x, 10))
+			}
+		}
+		out := e.exec(t, clickhouse.BinWith()+"SELECT x, "+clickhouse.BinSQL("x")+" AS b FROM (SELECT arrayJoin(CAST(["+
+			strings.Join(vals, ",")+"], 'Array(Int64)')) AS x) FORMAT TSV")
+		bad := 0
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(line)
+			x, _ := strconv.ParseInt(f[0], 10, 64)
+			b, _ := strconv.Atoi(f[1])
+			if b != quantile.Bin(x) {
+				if bad++; bad < 10 {
+					t.Errorf("bin of %d: %d in SQL, %d in quantile", x, b, quantile.Bin(x))
+				}
+			}
+		}
+		xs = xs[n:]
+	}
+}
+
+// outcomeSpans are spans of every outcome the readers tell apart:
+// statuses, HTTP and gRPC codes as numbers and as text, error.type, a
+// timeout in the status message or an exception event, Envoy's flags,
+// the OpenTracing error flag, otel.status_code — on a server, a client
+// and an internal hop, with attributes beside them that say nothing of
+// the outcome.
+func outcomeSpans(n int, seed uint64) []byte {
+	type variant struct {
+		status  int
+		message string
+		attrs   [][2]string
+		exc     [][2]string
+	}
+	vs := []variant{
+		{status: 0}, {status: 1}, {status: 2}, {status: 2, message: "context deadline exceeded"},
+		{status: 2, message: "connection refused"}, {status: 0, message: "timeout while idle"},
+		{attrs: [][2]string{{"http.response.status_code", "503"}}},
+		{attrs: [][2]string{{"http.response.status_code", "504"}}},
+		{status: 2, attrs: [][2]string{{"http.response.status_code", "500"}}},
+		{attrs: [][2]string{{"http.status_code", "408"}}},
+		{attrs: [][2]string{{"http.status_code", "503 Service Unavailable"}}},
+		{attrs: [][2]string{{"http.status_code", "ECONNRESET"}}},
+		{attrs: [][2]string{{"rpc.grpc.status_code", "4"}}},
+		{attrs: [][2]string{{"rpc.grpc.status_code", "14"}}},
+		{attrs: [][2]string{{"grpc.status_code", "UNAVAILABLE"}}},
+		{attrs: [][2]string{{"grpc.status_code", "DEADLINE_EXCEEDED"}}},
+		{attrs: [][2]string{{"error.type", "timeout"}}},
+		{attrs: [][2]string{{"error.type", "java.net.SocketTimeoutException"}}},
+		{attrs: [][2]string{{"error.type", "ECONNREFUSED"}}},
+		{attrs: [][2]string{{"error", "true"}}},
+		{attrs: [][2]string{{"error", "false"}}},
+		{attrs: [][2]string{{"otel.status_code", "ERROR"}}},
+		{attrs: [][2]string{{"otel.status_code", "OK"}, {"http.response.status_code", "500"}}},
+		{status: 2, attrs: [][2]string{{"otel.status_description", "deadline exceeded"}}},
+		{attrs: [][2]string{{"response_flags", "UT"}}},
+		{attrs: [][2]string{{"envoy.response_flags", "UF,URX"}}},
+		{status: 2, exc: [][2]string{{"exception.type", "java.net.SocketTimeoutException"}, {"exception.message", "Read timed out"}}},
+		{status: 2, exc: [][2]string{{"exception.type", "java.io.IOException"}, {"exception.message", "broken pipe"}}},
+		{status: 0, exc: [][2]string{{"exception.type", "TimeoutError"}}},
+	}
+	hops := []struct{ service, name string }{{"front", "GET /"}, {"front", "call back"}, {"back", "query"}}
+	kinds := []int{2, 3, 1}
+	r := rand.New(rand.NewPCG(seed, 7))
+	var b strings.Builder
+	t0 := int64(1772445600000000000)
+	kv := func(k, v string) string {
+		kj, _ := json.Marshal(k)
+		vj, _ := json.Marshal(v)
+		return `{"key":` + string(kj) + `,"value":{"stringValue":` + string(vj) + `}}`
+	}
+	for i := range n {
+		h := r.IntN(len(hops))
+		v := vs[r.IntN(len(vs))]
+		start := t0 + int64(i)*1_000_000
+		d := int64(math.Exp(7 + 4*r.Float64()))
+		if r.IntN(50) == 0 {
+			d = 0
+		}
+		attrs := []string{kv("zone", []string{"a", "b"}[r.IntN(2)])}
+		for _, a := range v.attrs {
+			attrs = append(attrs, kv(a[0], a[1]))
+		}
+		ev := ""
+		if len(v.exc) > 0 {
+			var ea []string
+			for _, a := range v.exc {
+				ea = append(ea, kv(a[0], a[1]))
+			}
+			ev = fmt.Sprintf(`,"events":[{"timeUnixNano":"%d","name":"exception","attributes":[%s]}]`, start+d/2, strings.Join(ea, ","))
+		}
+		msg, _ := json.Marshal(v.message)
+		fmt.Fprintf(&b, `{"resourceSpans":[{"resource":{"attributes":[%s]},"scopeSpans":[{"spans":[{"traceId":"%032x","spanId":"%016x","name":%q,"kind":%d,"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[%s],"status":{"code":%d,"message":%s}%s}]}]}]}`+"\n",
+			kv("service.name", hops[h].service), i/3+1, i+1, hops[h].name, kinds[h], start, start+d, strings.Join(attrs, ","), v.status, msg, ev)
+	}
+	return []byte(b.String())
+}
+
+// pushState is the per-hop part of an Accum's state that the push-down
+// computes: counts and digests.
+func pushState(hs []analyze.HopState) []analyze.HopState {
+	var out []analyze.HopState
+	for _, h := range hs {
+		out = append(out, analyze.HopState{Name: h.Name, Attempts: h.Attempts, Failed: h.Failed, Cut: h.Cut, Succ: h.Succ, Flagged: h.Flagged, Other: h.Other})
+	}
+	return out
+}
+
+// norm makes empty and nil slices alike for the comparison.
+func norm(hs []analyze.HopState) {
+	for i := range hs {
+		for _, s := range []*quantile.State{&hs[i].Succ, &hs[i].Flagged, &hs[i].Other} {
+			if len(s.Values) == 0 {
+				s.Values = nil
+			}
+			if len(s.Bins) == 0 {
+				s.Bins = nil
+			}
+		}
+	}
+}
+
+// samePushdown checks that the server's per-hop counts and digests of
+// url's window are those the readers keep reading file.
+func samePushdown(t *testing.T, what, file, url string, since, until time.Time, o ingest.Options) *clickhouse.Aggregates {
+	t.Helper()
+	s, err := logs.Summarize([]string{file}, logs.Options{Ingest: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pushState(s.Accum.State().Hops)
+	agg, err := clickhouse.Aggregate(context.Background(), url, clickhouse.Options{Since: since, Until: until}, o)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	got := agg.Hops
+	norm(want)
+	norm(got)
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d hops from the server, %d from the file", what, len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			g, w := got[i], want[i]
+			t.Errorf("%s: hop %q: server %d/%d/%d attempts/failed/cut (digests %d %d %d, sketch %v), file %q %d/%d/%d (%d %d %d, sketch %v)",
+				what, g.Name, g.Attempts, g.Failed, g.Cut, g.Succ.N, g.Flagged.N, g.Other.N, g.Succ.Sketch,
+				w.Name, w.Attempts, w.Failed, w.Cut, w.Succ.N, w.Flagged.N, w.Other.N, w.Succ.Sketch)
+		}
+	}
+	if agg.Spans != s.Accum.State().Total {
+		t.Errorf("%s: %d spans aggregated, %d read from the file", what, agg.Spans, s.Accum.State().Total)
+	}
+	return agg
+}
+
+// TestPushdownClasses: on spans of every outcome the readers tell apart,
+// and on the fixtures of TestSameAsFile, the per-hop attempts, failures,
+// cut attempts and the three digests computed on the server equal those
+// the readers keep from the OTLP file, value for value.
+func TestPushdownClasses(t *testing.T) {
+	e := startEngine(t, "")
+	dir := t.TempDir()
+	otlp := outcomeSpans(3000, 1)
+	file := filepath.Join(dir, "outcomes.jsonl")
+	if err := os.WriteFile(file, otlp, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	e.createExporterTable(t, "otel", "outcomes")
+	e.load(t, "otel", "outcomes", otlp)
+	spans := spansOf(t, file, ingest.Options{})
+	since, until := window(spans)
+	agg := samePushdown(t, "outcomes", file, "clickhouse://"+e.host+"/otel?table=outcomes", since, until, ingest.Options{})
+	t.Logf("outcomes: %d spans in %d outcome groups, %d bytes over the wire", agg.Spans, agg.Groups, agg.Bytes)
+	var failed, cut int
+	for _, h := range agg.Hops {
+		failed, cut = failed+h.Failed, cut+h.Cut
+	}
+	if failed == 0 || cut == 0 || cut == failed {
+		t.Errorf("the outcome spans give %d failures, %d cut: want both kinds", failed, cut)
+	}
+	for _, fx := range fixtures {
+		if fx.sample != 0 {
+			continue
+		}
+		t.Run(fx.name, func(t *testing.T) {
+			var otlp []byte
+			if fx.raw {
+				var err error
+				if otlp, err = os.ReadFile(fx.path); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				otlp = otlpLines(asOTLP(spansOf(t, fx.path, fx.opt), fx.service))
+			}
+			file := filepath.Join(dir, fx.name+".otlp.jsonl")
+			if err := os.WriteFile(file, otlp, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			spans := spansOf(t, file, ingest.Options{})
+			table := "p_" + strings.ReplaceAll(fx.name, "-", "_")
+			e.createExporterTable(t, "otel", table)
+			e.load(t, "otel", table, otlp)
+			since, until := window(spans)
+			agg := samePushdown(t, fx.name, file, "clickhouse://"+e.host+"/otel?table="+table, since, until, ingest.Options{})
+			t.Logf("%s: %d spans in %d outcome groups, %d bytes over the wire", fx.name, agg.Spans, agg.Groups, agg.Bytes)
+		})
+	}
+}
+
+var _ = span.OK
+
+// TestPushdownSketch: past quantile.ExactLimit attempts a hop's digests
+// are sketches; the server's bins equal those the readers fill from the
+// same spans pulled (the pull path, which TestSameAsFile holds to the
+// file's numbers), bin for bin, with the exact hops beside them.
+func TestPushdownSketch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("520,000 spans")
+	}
+	e := startEngine(t, "")
+	e.generate(t, "otel", "big", 520_000)
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	url := "clickhouse://" + e.host + "/otel?table=big"
+	for _, w := range []struct{ since, until time.Time }{{t0, t0.Add(time.Hour)}, {t0, t0.Add(50 * time.Second)}} {
+		o := ingest.Options{Remote: clickhouse.Remote{Options: clickhouse.Options{Since: w.since, Until: w.until}}}
+		start := time.Now()
+		agg := samePushdown(t, "generated", url, url, w.since, w.until, o)
+		sketched := 0
+		for _, h := range agg.Hops {
+			if h.Succ.Sketch {
+				sketched++
+			}
+		}
+		if w.until.Sub(w.since) == time.Hour && sketched != 5 {
+			t.Errorf("%d of %d hops sketched, want 5", sketched, len(agg.Hops))
+		}
+		t.Logf("%v: %d spans, %d hops sketched, %d outcome groups, %d bytes over the wire (both paths: %v)", w.until.Sub(w.since), agg.Spans, sketched, agg.Groups, agg.Bytes, time.Since(start))
+	}
+}
