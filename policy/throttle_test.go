@@ -16,7 +16,7 @@ func TestThrottle(t *testing.T) {
 		{false, false}, // 2, not more than half
 		{true, true},   // 2.5
 		{true, true},   // 3
-		{false, true},  // 2
+		{false, false}, // 2, not more than half
 		{false, false}, // 1
 		{false, false}, // 0
 		{false, false}, // stays 0
