@@ -313,3 +313,35 @@ func TestHopTableWithoutOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// The text report's warnings wrap at TextWidth, each continuation under
+// its footnote, and read back whole.
+func TestWarningsWrap(t *testing.T) {
+	for _, file := range []string{"spans.jsonl", "recorded-under-A.jsonl"} {
+		rep, _ := analysisOf(t, file, "A")
+		var b bytes.Buffer
+		if err := Analysis(&b, "text", rep, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		sec := out[strings.Index(out, "\nwarnings\n"):]
+		wrapped := false
+		for _, l := range strings.Split(sec, "\n") {
+			if n := len([]rune(l)); n > TextWidth {
+				t.Errorf("%s: a warnings line of %d runes: %s", file, n, l)
+			}
+			if strings.HasPrefix(l, "    ") {
+				wrapped = true
+			}
+		}
+		if !wrapped {
+			t.Errorf("%s: no warning needed wrapping: the test shows nothing", file)
+		}
+		whole := unwrapWarnings(out)
+		for _, w := range rep.Warnings {
+			if !strings.Contains(whole, Visible(w.Message)) {
+				t.Errorf("%s: warning %s does not read back whole", file, w.Code)
+			}
+		}
+	}
+}

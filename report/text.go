@@ -631,8 +631,41 @@ func writeWarnings(e *errWriter, ws []analyze.Warning) {
 		if w.Hop != "" {
 			hop = " " + Visible(w.Hop) + ":"
 		}
-		e.printf("  %s %s%s %s\n", superscript(i+1), e.paint(ansiAmber, Visible(w.Code)), hop, Visible(w.Message))
+		mark := superscript(i + 1)
+		lead := "  " + mark + " " + Visible(w.Code) + hop + " "
+		lines := wrapWords(Visible(w.Message), TextWidth-runeLen(lead), TextWidth-4)
+		e.printf("  %s %s%s %s\n", mark, e.paint(ansiAmber, Visible(w.Code)), hop, lines[0])
+		for _, l := range lines[1:] {
+			e.printf("    %s\n", l)
+		}
 	}
+}
+
+// TextWidth is where the text report wraps its sentences (warnings):
+// the summary's width, so that a terminal shows them whole. Tables and
+// their rows do not wrap.
+const TextWidth = SummaryMaxWidth
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+// wrapWords cuts s at spaces into lines of at most first runes for the
+// first and rest for the others; a word longer than a line (a URL, a
+// long hop name) stands alone on its line, uncut.
+func wrapWords(s string, first, rest int) []string {
+	var out []string
+	line, width := "", max(first, 20)
+	for _, w := range strings.Split(s, " ") {
+		switch {
+		case line == "":
+			line = w
+		case runeLen(line)+1+runeLen(w) <= width:
+			line += " " + w
+		default:
+			out = append(out, line)
+			line, width = w, max(rest, 20)
+		}
+	}
+	return append(out, line)
 }
 
 // landing describes a failure-landing histogram in words: "9–10s: 12, 10–11s: 7".
