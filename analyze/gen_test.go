@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"bytes"
-	"os"
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest"
@@ -45,15 +44,6 @@ func measured(a *Accum, opt Options) *Report {
 	MapEndpoints(rep, reqs)
 	a.Complete(rep, reqs)
 	return rep
-}
-
-func loadFile(t *testing.T, path string) ([]span.Span, []*span.Request, span.Problems) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loadBytes(t, data)
 }
 
 func loadBytes(t *testing.T, data []byte) ([]span.Span, []*span.Request, span.Problems) {

@@ -96,9 +96,6 @@ import (
 // digest's own), which keeps EM's cost fixed on big hops.
 const maxTailPoints = 1000
 
-// minTailPoints is the fewest successes a tail is fitted to.
-const minTailPoints = MinSamplesRecommend
-
 // minTopTail is the fewest values the exponential and Pareto tails are
 // fitted to.
 const minTopTail = 10

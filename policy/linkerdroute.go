@@ -71,11 +71,10 @@ func LinkerdRoutes(p *Policy, eps []Endpoint, namespace string) (string, []strin
 	var body strings.Builder
 	for _, svc := range sortedKeys(by) {
 		type route struct {
-			e                 Endpoint
-			hops              []string
-			bound, perTry     time.Duration
-			retries           int
-			noRetry, backoffs []string
+			e             Endpoint
+			hops          []string
+			bound, perTry time.Duration
+			retries       int
 		}
 		var routes []*route
 		idx := map[string]*route{}

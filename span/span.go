@@ -6,8 +6,6 @@
 // format and must not compute statistics; it only assembles the tree.
 package span
 
-import "time"
-
 // Status is a span's outcome as the tracer recorded it.
 type Status uint8
 
@@ -118,6 +116,3 @@ func (s *Span) End() int64 { return s.Start + s.Duration }
 // Failed reports whether the span ended in an error.
 func (s *Span) Failed() bool { return s.Status == Error || s.Timeout }
 
-// Ms converts nanoseconds to milliseconds as a float, the unit of every
-// JSON report field that ends in _ms.
-func Ms(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }

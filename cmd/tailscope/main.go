@@ -57,13 +57,6 @@ type cleanupList struct {
 	fns  map[int]func()
 }
 
-// addCleanup registers fn to run if the process is interrupted; forget
-// unregisters it.
-func addCleanup(fn func()) (forget func()) {
-	forget, _ = addCleanupFor(func() (func(), error) { return fn, nil })
-	return forget
-}
-
 // addCleanupFor runs create — which makes something, such as a file, and
 // returns how to undo it — and registers the undoing, both under the lock
 // the signal handler takes: a signal cannot fall between the creation and

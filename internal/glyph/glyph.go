@@ -34,18 +34,6 @@ func Invisible(r rune, n int) bool {
 	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point)
 }
 
-// Any reports whether s holds a character Invisible escapes.
-func Any(s string) bool {
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if Invisible(r, n) {
-			return true
-		}
-		i += n
-	}
-	return false
-}
-
 // Escape writes every character Invisible picks as a Go-style escape
 // (\x1b, \t, \n, \r, \u202e, \U000e0041; a byte that is not UTF-8 as
 // \x9b) and returns s unchanged when it has none. A backslash is not
