@@ -86,27 +86,10 @@ func Aggregate(ctx context.Context, raw string, o Options, in ingest.Options) (*
 	if err != nil {
 		return nil, err
 	}
-	hop := c.hopExpr(p.sel)
-	if hop == "" {
-		return nil, fmt.Errorf("%w: the hop is not a function of the table's columns", ErrNotPushable)
+	inner, err := c.inner(p)
+	if err != nil {
+		return nil, err
 	}
-	inner, _, _ := strings.Cut(p.sql, " ORDER BY ")
-	if strings.Count(p.sql, " ORDER BY ") != 1 {
-		return nil, fmt.Errorf("%w: the query's shape", ErrNotPushable)
-	}
-	has := aliases(inner)
-	for _, a := range []string{aService, aName, aStatus} {
-		if !has[a] {
-			return nil, fmt.Errorf("%w: the table has no %s", ErrNotPushable, a)
-		}
-	}
-	extra := hop + " AS h, "
-	for _, a := range []string{aKind, aMessage} {
-		if !has[a] {
-			extra += "'' AS " + a + ", "
-		}
-	}
-	inner = strings.Replace(inner, "SELECT ", "SELECT "+extra, 1)
 	cls, groups, err := c.classes(ctx, inner, in)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/logs"
 	"github.com/tailscope/tailscope/quantile"
+	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/source/clickhouse"
 	"github.com/tailscope/tailscope/span"
 )
@@ -293,5 +294,100 @@ func TestPushdownSketch(t *testing.T) {
 			t.Errorf("%d of %d hops sketched, want 5", sketched, len(agg.Hops))
 		}
 		t.Logf("%v: %d spans, %d hops sketched, %d outcome groups, %d bytes over the wire (both paths: %v)", w.until.Sub(w.since), agg.Spans, sketched, agg.Groups, agg.Bytes, time.Since(start))
+		// The whole state, with the trace sample at a level above 0 and
+		// hops whose attempt times are sampled: the report of the pull
+		// path but for attribution (not pushed down).
+		want := analyse(t, url, logs.Options{Ingest: o})
+		want.hops = analyseNoAttr(t, url, logs.Options{Ingest: o}).hops
+		got, p := pushedResult(t, url, w.since, w.until, 0)
+		got.skipped = want.skipped
+		sameResult(t, "generated", want, got)
+		t.Logf("%v: level %d, %d spans pulled, %d bytes over the wire in all", w.until.Sub(w.since), p.State.Level, p.Sampled, p.Bytes)
 	}
+}
+
+// pushedResult is the report and policy of a state computed on the
+// server, as logs.Read's Recommend makes them from an Accum.
+func pushedResult(t *testing.T, url string, since, until time.Time, sample int) (result, *clickhouse.Pushed) {
+	t.Helper()
+	p, err := clickhouse.Pushdown(context.Background(), url, clickhouse.Options{Since: since, Until: until}, ingest.Options{}, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := analyze.FromState(p.State)
+	if err != nil {
+		t.Fatalf("the server's state does not check: %v", err)
+	}
+	spans := acc.Spans()
+	reqs, probs := span.Assemble(spans)
+	rep, pol := recommend.RunAccum(acc, reqs, probs, analyze.Options{})
+	h, _ := json.MarshalIndent(rep.Hops, "", " ")
+	r, _ := json.MarshalIndent(rep.Requests, "", " ")
+	var names []string
+	for _, x := range rep.Hops {
+		names = append(names, x.Hop)
+	}
+	return result{hops: string(h), requests: string(r), policy: string(pol.Marshal()), spans: acc.State().Total, hopNames: names}, p
+}
+
+// TestPushdownReport: the state computed on the server gives the report
+// (every field of every hop, the requests) and the policy that the
+// readers give from the OTLP file of the same spans.
+func TestPushdownReport(t *testing.T) {
+	e := startEngine(t, "")
+	dir := t.TempDir()
+	cases := append([]fixture{{name: "outcomes"}}, fixtures...)
+	for _, fx := range cases {
+		t.Run(fx.name, func(t *testing.T) {
+			var otlp []byte
+			switch {
+			case fx.name == "outcomes":
+				otlp = outcomeSpans(3000, 2)
+			case fx.raw:
+				var err error
+				if otlp, err = os.ReadFile(fx.path); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				otlp = otlpLines(asOTLP(spansOf(t, fx.path, fx.opt), fx.service))
+			}
+			file := filepath.Join(dir, fx.name+".otlp.jsonl")
+			if err := os.WriteFile(file, otlp, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			spans := spansOf(t, file, ingest.Options{})
+			table := "r_" + strings.ReplaceAll(fx.name, "-", "_")
+			e.createExporterTable(t, "otel", table)
+			e.load(t, "otel", table, otlp)
+			since, until := window(spans)
+			want := analyse(t, file, logs.Options{SampleSpans: fx.sample})
+			got, p := pushedResult(t, "clickhouse://"+e.host+"/otel?table="+table, since, until, fx.sample)
+			got.skipped = want.skipped
+			// Attribution is not pushed down: the hops' attribution is
+			// the one thing left out, and nothing else may differ.
+			noAttr := analyseNoAttr(t, file, logs.Options{SampleSpans: fx.sample})
+			if noAttr.hops != want.hops {
+				t.Logf("%s: the file's hops have attribution; compared without it", fx.name)
+				want.hops = noAttr.hops
+			}
+			sameResult(t, fx.name, want, got)
+			t.Logf("%s: %d spans, %d outcome groups, %d pulled, %d bytes over the wire", fx.name, got.spans, p.Groups, p.Sampled, p.Bytes)
+		})
+	}
+}
+
+// analyseNoAttr is analyse's hops with every hop's attribution left out
+// (what the push-down does not compute).
+func analyseNoAttr(t *testing.T, path string, o logs.Options) result {
+	t.Helper()
+	l, err := logs.Read([]string{path}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := l.Recommend(analyze.Options{})
+	for i := range rep.Hops {
+		rep.Hops[i].Attribution = nil
+	}
+	h, _ := json.MarshalIndent(rep.Hops, "", " ")
+	return result{hops: string(h)}
 }
