@@ -987,8 +987,8 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 		cutCount := map[int64]int{}
 		acc.flagged.Each(func(v int64, c int) { cutCount[roundMs(v)] += c })
 		nearT.each(func(v int64, c int) { cutCount[roundMs(v)] += c })
-		h.Censored = &Censored{TimeoutMs: ms(modeKey(cutCount)), Attempts: cut, Fraction: units.Round(float64(cut)/float64(all.n()), 4),
-			AtLeastMs: ms(cutMin), Unknown: orEmpty(unknown)}
+		h.Censored = &Censored{TimeoutMs: units.Ms(modeKey(cutCount)), Attempts: cut, Fraction: units.Round(float64(cut)/float64(all.n()), 4),
+			AtLeastMs: units.Ms(cutMin), Unknown: orEmpty(unknown)}
 	} else {
 		h.Censored = nil
 	}

@@ -420,8 +420,6 @@ type Warning struct {
 	Message string `json:"message"`
 }
 
-func ms(ns int64) float64 { return float64(ns) / 1e6 }
-
 // Measure analyses spans: the statistics of the report, without the
 // recommendation (package recommend runs after it and fills that in).
 // reqs and probs come from span.Assemble(spans).
@@ -754,10 +752,10 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt 
 	h.LatencyMs, unknown = percentiles(all, known)
 	if censored > 0 {
 		h.Censored = &Censored{
-			TimeoutMs: ms(modeKey(cutCount)),
+			TimeoutMs: units.Ms(modeKey(cutCount)),
 			Attempts:  censored,
 			Fraction:  units.Round(float64(censored)/float64(len(all)), 4),
-			AtLeastMs: ms(cutMin),
+			AtLeastMs: units.Ms(cutMin),
 			Unknown:   orEmpty(unknown),
 		}
 	}

@@ -667,7 +667,7 @@ func ofRank(of string) int {
 func hopExamples(h *Hop, e *hopEx) *HopExamples {
 	var out HopExamples
 	if e.slowest.trace != "" {
-		out.SlowestTraceID, out.SlowestMs = e.slowest.trace, ms(e.slowest.d)
+		out.SlowestTraceID, out.SlowestMs = e.slowest.trace, units.Ms(e.slowest.d)
 	}
 	T := nsOf(h.TimeoutMs)
 	if e.flagged.trace != "" {

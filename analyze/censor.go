@@ -132,7 +132,7 @@ func kmLatency(sortedSucc, cut []int64) Latency {
 		surv *= 1 - float64(d)/atRisk
 		atRisk -= float64(d)
 		for k < len(qs) && 1-surv >= qs[k].q-1e-12 {
-			*qs[k].dst = units.RoundPtr(ms(t), 3)
+			*qs[k].dst = units.RoundPtr(units.Ms(t), 3)
 			k++
 		}
 	}

@@ -286,7 +286,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		}
 		m := h.successesAbove(t)
 		r := &hr{upper: BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
-			risk: &HopRisk{Hop: hop, TimeoutMs: ms(int64(t)), Successes: h.ttsCount, Above: m}}
+			risk: &HopRisk{Hop: hop, TimeoutMs: units.Ms(int64(t)), Successes: h.ttsCount, Above: m}}
 		r.lu, r.le = math.Log1p(-min(r.upper, 1-1e-15)), math.Log1p(-min(r.mean, 1-1e-15))
 		r.risk.Upper = units.Round(r.upper, 6)
 		if tm := h.Recommendation.Tail; tm != nil {

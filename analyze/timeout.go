@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/tailscope/tailscope/internal/units"
 	"math"
 	"sort"
 
@@ -57,7 +58,7 @@ func near(d, target int64) bool {
 func timeoutOf(hop string, ss []*span.Span, opt Options) (*float64, string) {
 	if p := opt.PolicyInForce; p != nil {
 		if t := p.ForCall(hop, span.CallerSide(commonKind(ss))).Timeout; t > 0 {
-			v := ms(int64(t))
+			v := units.Ms(int64(t))
 			return &v, SourcePolicy
 		}
 	}
@@ -78,7 +79,7 @@ func timeoutOf(hop string, ss []*span.Span, opt Options) (*float64, string) {
 		}
 	}
 	if len(attr) > 0 {
-		v := ms(modeKey(attr))
+		v := units.Ms(modeKey(attr))
 		return &v, SourceAttribute
 	}
 	if len(flagged) > 0 {
@@ -87,13 +88,13 @@ func timeoutOf(hop string, ss []*span.Span, opt Options) (*float64, string) {
 		// it).
 		quantile.SortInt64(flagged)
 		lo, hi := densest(flagged)
-		v := ms(pileValue(flagged[lo:hi]))
+		v := units.Ms(pileValue(flagged[lo:hi]))
 		return &v, SourceTimedOut
 	}
 	quantile.SortInt64(failed)
 	quantile.SortInt64(succ)
 	if t, ok := InferPile(failed, succ); ok {
-		v := ms(t)
+		v := units.Ms(t)
 		return &v, SourcePile
 	}
 	return nil, SourceUnknown

@@ -65,7 +65,7 @@ func applyHeadroom(rep *analyze.Report, h *analyze.Hop, hp *policy.Hop, rec *ana
 		rec.Basis += fmt.Sprintf(" (capped at %.0f× the slowest success)", MaxExtrapolation)
 	}
 	hp.Timeout = t
-	rec.TimeoutMs = ms(int64(t))
+	rec.TimeoutMs = units.Ms(int64(t))
 	// What the hop is taken to need on new traffic now includes the
 	// drift: check's rule on timeouts far above the tail measures
 	// against it, so that it never calls the headroom waste.
@@ -239,7 +239,7 @@ func carryScale(rep *analyze.Report, reqs []*span.Request, p *policy.Policy, br 
 			continue
 		}
 		now := p.Hops[n].Timeout
-		h.Recommendation.TimeoutMs = ms(int64(now))
+		h.Recommendation.TimeoutMs = units.Ms(int64(now))
 		h.Recommendation.TailNeed = max(h.Recommendation.TailNeed, time.Duration(float64(now)/(1+opt.Margin)))
 		h.Recommendation.Basis += fmt.Sprintf("; held out by time, drift still cut more than the target: every timeout ×%s, %s → %s",
 			units.Decimal(g, 2), units.Duration(before[n]), units.Duration(now))
@@ -312,7 +312,7 @@ func clampToBudget(rep *analyze.Report, p *policy.Policy, br *budgetRule, margin
 		if h := byHop[name]; h != nil {
 			h.Recommendation.Basis += fmt.Sprintf("; lowered %s → %s: the budget, at most %.0f× the slowest successful request (%s), cuts first above that",
 				units.Duration(hp.Timeout), units.Duration(t), MaxBudgetExtrapolation, units.Duration(br.slowest))
-			h.Recommendation.TimeoutMs = ms(int64(t))
+			h.Recommendation.TimeoutMs = units.Ms(int64(t))
 		}
 		hp.Timeout = t
 		p.Hops[name] = hp

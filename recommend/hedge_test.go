@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -111,7 +112,7 @@ func TestRecommendHedges(t *testing.T) {
 	if c := hopOf(rep, "wall").FailureClass; c != analyze.ClassRanToTimeout {
 		t.Errorf("wall is %s, want %s", c, analyze.ClassRanToTimeout)
 	}
-	if doc := rep.RecommendedPolicy.Hops["jittery"].Hedge; doc == nil || doc.DelayMs != ms(int64(jit.Hedge.Delay)) || doc.Max != 1 {
+	if doc := rep.RecommendedPolicy.Hops["jittery"].Hedge; doc == nil || doc.DelayMs != units.Ms(int64(jit.Hedge.Delay)) || doc.Max != 1 {
 		t.Errorf("recommended_policy.hops.jittery.hedge = %+v", doc)
 	}
 

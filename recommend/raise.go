@@ -226,7 +226,7 @@ func (rs *raising) explain(chk *analyze.RecommendationCheck, k float64) {
 		}
 		hp := p.Hops[n]
 		h.Recommendation.Retries = hp.Retries
-		h.Recommendation.BackoffMs = ms(int64(hp.Backoff.Base))
+		h.Recommendation.BackoffMs = units.Ms(int64(hp.Backoff.Base))
 		h.Recommendation.Basis += fmt.Sprintf("; retries %d → %d: replayed on these logs, requests that succeeded only on a retry of this hop would fail without it",
 			rs.moreRetries[n], hp.Retries)
 		if _, ok := rs.raised[n]; !ok {
@@ -241,8 +241,8 @@ func (rs *raising) explain(chk *analyze.RecommendationCheck, k float64) {
 			continue
 		}
 		now := p.Hops[n].Timeout
-		h.Recommendation.TimeoutMs = ms(int64(now))
-		h.Recommendation.RaisedFromMs = units.RoundPtr(ms(int64(r.from)), 3)
+		h.Recommendation.TimeoutMs = units.Ms(int64(now))
+		h.Recommendation.RaisedFromMs = units.RoundPtr(units.Ms(int64(r.from)), 3)
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s: replayed on these logs, %s cut %d of the %d requests that succeeded (~%s calls per request: small cuts per hop compound)",
 			units.Duration(r.from), units.Duration(now), units.Duration(r.from), r.requests, chk.LoggedOK, units.Decimal(k, 1))
 	}
@@ -307,9 +307,9 @@ func coverNestedRetries(rep *analyze.Report, reqs []*span.Request, p *policy.Pol
 			continue
 		}
 		now := p.Hops[hop].Timeout
-		h.Recommendation.TimeoutMs = ms(int64(now))
+		h.Recommendation.TimeoutMs = units.Ms(int64(now))
 		if h.Recommendation.RaisedFromMs == nil {
-			h.Recommendation.RaisedFromMs = units.RoundPtr(ms(int64(was)), 3)
+			h.Recommendation.RaisedFromMs = units.RoundPtr(units.Ms(int64(was)), 3)
 		}
 		h.Recommendation.Basis += fmt.Sprintf("; raised %s → %s %s × %.2f)",
 			units.Duration(was), units.Duration(now), because[hop], 1+opt.Margin)

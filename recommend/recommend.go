@@ -177,7 +177,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 		hp := policy.Hop{Timeout: p.Default.Timeout, BudgetAware: true}
 		hp.Retries, _ = retriesFor(h)
 		p.Hops[h.Hop] = hp
-		h.Recommendation.TimeoutMs = ms(int64(hp.Timeout))
+		h.Recommendation.TimeoutMs = units.Ms(int64(hp.Timeout))
 		h.Recommendation.Retries = hp.Retries
 		h.Recommendation.Basis = strings.Replace(h.Recommendation.Basis, "the policy's default", "the policy's default, "+units.Duration(hp.Timeout), 1)
 	}
@@ -282,7 +282,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		cut := time.Duration(h.Censored.AtLeastMs * 1e6)
 		canary := max(RoundUpNice(cut*4), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 		need := int(math.Ceil(10 / (1 - opt.Percentile/100)))
-		rec = analyze.Recommendation{Action: analyze.ActionObserveFirst, TimeoutMs: ms(int64(canary)),
+		rec = analyze.Recommendation{Action: analyze.ActionObserveFirst, TimeoutMs: units.Ms(int64(canary)),
 			Basis: fmt.Sprintf("%s unknown: %s of attempts were cut at %s; run a canary at %s to observe the tail (about %d attempts give p%s)",
 				units.PercentileRounded(opt.Percentile), units.PercentWholeEven(h.Censored.Fraction), units.Duration(cut), units.Duration(canary), need, units.Decimal(opt.Percentile, 1))}
 		hp.Timeout = canary
@@ -302,7 +302,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
-		rec = analyze.Recommendation{Action: analyze.ActionKeep, TimeoutMs: ms(int64(t)), Basis: basis}
+		rec = analyze.Recommendation{Action: analyze.ActionKeep, TimeoutMs: units.Ms(int64(t)), Basis: basis}
 		hp.Timeout = t
 	case known:
 		n := tts.N
@@ -321,7 +321,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
-		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: units.Round(100*(1-float64(m)/float64(n)), 4)}
+		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: units.Ms(int64(t)), Basis: basis, Percentile: units.Round(100*(1-float64(m)/float64(n)), 4)}
 		hp.Timeout = t
 	default:
 		// Too few successes to certify the share with an order statistic:
@@ -339,7 +339,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 			t = MinTimeout
 			basis += fmt.Sprintf(", raised to the %s floor", units.Duration(MinTimeout))
 		}
-		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: ms(int64(t)), Basis: basis, Percentile: units.Round(100*(1-share), 4), Extrapolated: true}
+		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: units.Ms(int64(t)), Basis: basis, Percentile: units.Round(100*(1-share), 4), Extrapolated: true}
 		hp.Timeout = t
 	}
 	rec.Tail, rec.TailNeed = tail, time.Duration(tailNeed)
@@ -348,7 +348,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 	rec.Retries = retries
 	if retries > 0 {
 		hp.Backoff = backoffFor(h)
-		rec.BackoffMs = ms(int64(hp.Backoff.Base))
+		rec.BackoffMs = units.Ms(int64(hp.Backoff.Base))
 		why += fmt.Sprintf(", full-jitter backoff from %s (half the median success)", units.Duration(hp.Backoff.Base))
 	}
 	rec.Basis += "; " + why

@@ -1,7 +1,7 @@
 package replay
 
 import (
-	"math"
+	"github.com/tailscope/tailscope/internal/units"
 
 	"github.com/tailscope/tailscope/outcome"
 	"github.com/tailscope/tailscope/quantile"
@@ -20,22 +20,12 @@ type (
 	RetryTime    = outcome.RetryTime
 )
 
-func msPtr(ns float64) *float64 {
-	if math.IsNaN(ns) || math.IsInf(ns, 0) {
-		return nil
-	}
-	v := math.Round(ns/1e3) / 1e3
-	return &v
-}
-
-func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
-
 // Summary converts a replay result to its report form.
 func (r *Result) Summary() Summary {
 	out := Summary{
 		Requests: r.Requests, Succeeded: r.Succeeded, Failed: r.Failed, Undetermined: r.Undetermined,
-		SuccessRate:    Range{Low: round4(r.SuccessLow), High: round4(r.SuccessHigh)},
-		LatencyMs:      Latency{P50: msPtr(r.P50), P95: msPtr(r.P95), P99: msPtr(r.P99)},
+		SuccessRate:    Range{Low: units.Round(r.SuccessLow, 4), High: units.Round(r.SuccessHigh, 4)},
+		LatencyMs:      Latency{P50: units.MsPtr(r.P50), P95: units.MsPtr(r.P95), P99: units.MsPtr(r.P99)},
 		FailureLanding: r.FailureLanding,
 		FailuresByHop:  r.FailuresByHop,
 		RetryMs:        RetryTime{Spent: float64(r.RetrySpent) / 1e6, Wasted: float64(r.RetryWasted) / 1e6},
@@ -48,18 +38,18 @@ func (r *Result) Summary() Summary {
 	}
 	if len(ok) > 0 {
 		quantile.SortInt64(ok)
-		out.LatencyOKMs = Latency{P50: msPtr(quantile.Int64(ok, 0.50)), P95: msPtr(quantile.Int64(ok, 0.95)), P99: msPtr(quantile.Int64(ok, 0.99))}
+		out.LatencyOKMs = Latency{P50: units.MsPtr(quantile.Int64(ok, 0.50)), P95: units.MsPtr(quantile.Int64(ok, 0.95)), P99: units.MsPtr(quantile.Int64(ok, 0.99))}
 	}
 	if r.Failed > 0 {
-		out.FailureMs = FailureTimes{Min: msPtr(float64(r.FailMin)), Max: msPtr(float64(r.FailMax)), Mean: msPtr(r.FailMean)}
+		out.FailureMs = FailureTimes{Min: units.MsPtr(float64(r.FailMin)), Max: units.MsPtr(float64(r.FailMax)), Mean: units.MsPtr(r.FailMean)}
 	}
 	out.AttemptsPerRequest = r.attemptsPerRequest()
 	if r.Hedges > 0 && len(r.Outcomes) > 0 {
 		n := float64(len(r.Outcomes))
-		h := &Hedges{Fired: r.Hedges, PerRequest: round4(float64(r.Hedges) / n), ByHop: map[string]float64{}}
+		h := &Hedges{Fired: r.Hedges, PerRequest: units.Round(float64(r.Hedges)/n, 4), ByHop: map[string]float64{}}
 		for hop, c := range r.HedgesByHop {
 			if c > 0 {
-				h.ByHop[hop] = round4(float64(c) / n)
+				h.ByHop[hop] = units.Round(float64(c)/n, 4)
 			}
 		}
 		out.Hedges = h
@@ -81,10 +71,10 @@ func (r *Result) attemptsPerRequest() Attempts {
 	}
 	quantile.SortInt64(counts)
 	n := float64(len(counts))
-	a.Mean = round4(float64(sum) / n)
-	a.P99 = round4(quantile.Int64(counts, 0.99))
+	a.Mean = units.Round(float64(sum)/n, 4)
+	a.P99 = units.Round(quantile.Int64(counts, 0.99), 4)
 	for hop, c := range r.AttemptsByHop {
-		a.ByHop[hop] = round4(float64(c) / n)
+		a.ByHop[hop] = units.Round(float64(c)/n, 4)
 	}
 	return a
 }
