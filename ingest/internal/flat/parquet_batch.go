@@ -162,6 +162,15 @@ type pqWorker struct {
 	need  []int32
 	again []bool
 	one   span.Span
+	// With filters, the options that decide them and, per hop name,
+	// whether --hops and --exclude-hops keep it (leftOut).
+	filters bool
+	opt     *record.Options
+	hopKept map[string]bool
+	// slow counts batches left to read as records without trying fast
+	// rows first: when a filter leaves most rows of a batch out, they
+	// are the records' anyway (both ways give the same spans).
+	slow int
 }
 
 // idBuf is where the batch's id text goes: the chunk's buffer, or with a
@@ -315,7 +324,9 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) (int, bool) {
 		w.ids = grow(w.ids, m*64)
 	}
 	w.text.reset()
-	if w.roles != nil {
+	if w.roles != nil && w.slow > 0 {
+		w.slow-- // most rows of the batches before went to the records
+	} else if w.roles != nil {
 		n, ok, handled := w.fastBatch(ch, base, m)
 		if handled {
 			return n, ok

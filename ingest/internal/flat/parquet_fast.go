@@ -114,9 +114,11 @@ func roleOf(c *pqCursor) pqRole {
 
 // fastPlan gives the worker its column roles when the file and the
 // options allow fast rows: a Fork with borrowed spans, hops named by the
-// hop column, no filter (a filtered row is an event of its own), and
-// every column one the first pass reads, with a hop and a duration among
-// them.
+// hop column, and every column one the first pass reads, with a hop and a
+// duration among them. With filters (--since, --until, --exclude, --hops,
+// --exclude-hops) a row a filter would leave out goes to the records
+// (filtered is an event of its own, counted by the span's key): the rows
+// kept stay fast.
 func (w *pqWorker) fastPlan(src *record.Source) {
 	if w.branch == nil || !w.borrow || PQFastOff {
 		return
@@ -126,8 +128,12 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 	if hopBy == "" {
 		hopBy = src.DefaultHopBy()
 	}
-	if hopBy != "hop" || o.SinceOn() || o.UntilOn() || len(o.Exclude) > 0 || o.Hops != nil || o.ExcludeHops != nil {
+	if hopBy != "hop" {
 		return
+	}
+	w.filters = o.SinceOn() || o.UntilOn() || len(o.Exclude) > 0 || o.Hops != nil || o.ExcludeHops != nil
+	if w.filters {
+		w.opt, w.hopKept = o, map[string]bool{}
 	}
 	roles := make([]pqRole, len(w.curs))
 	var hop, dur bool
@@ -241,6 +247,7 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 	}
 	// The rows the Branch takes here, and those left for the records.
 	need := w.need[:0]
+	out := 0 // rows a filter leaves out
 	again := w.again[:m]
 	sp := &w.one
 	for i := range lite {
@@ -249,6 +256,11 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 		if l.odd || !l.hasDur || l.dur < 0 || l.hop == "" ||
 			(l.hasStart && (l.start < 0 || (l.start > 0 && l.start+l.dur < l.start))) {
 			need = append(need, int32(i))
+			continue
+		}
+		if w.filters && w.leftOut(l) {
+			need = append(need, int32(i))
+			out++
 			continue
 		}
 		l.fill(sp)
@@ -270,6 +282,9 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 		}
 	}
 	w.need = need
+	if w.filters && 2*out > m && m >= 64 {
+		w.slow = pqSlowBatches
+	}
 	if len(need) > 0 {
 		w.records(ch, base, need, again)
 	}
@@ -478,4 +493,39 @@ func (w *pqWorker) valsOf(vx []int32) []int32 {
 		}
 	}
 	return vals
+}
+
+// pqSlowBatches is how many batches a worker reads as records after one
+// whose rows a filter mostly left out, before it tries fast rows again.
+const pqSlowBatches = 8
+
+// leftOut reports whether Accept's filters would leave the row out: its
+// start (0 when it has none, as the record's) outside the window or in an
+// excluded one, or its hop not kept by --hops and --exclude-hops (decided
+// once per hop name).
+func (w *pqWorker) leftOut(l *pqLite) bool {
+	o := w.opt
+	start := int64(0)
+	if l.hasStart {
+		start = l.start
+	}
+	if (o.SinceOn() && start < o.Since) || (o.UntilOn() && start >= o.Until) {
+		return true
+	}
+	for _, x := range o.Exclude {
+		if x.Holds(start) {
+			return true
+		}
+	}
+	if o.Hops == nil && o.ExcludeHops == nil {
+		return false
+	}
+	kept, ok := w.hopKept[l.hop]
+	if !ok {
+		kept = (o.Hops == nil || o.Hops.MatchString(l.hop)) && (o.ExcludeHops == nil || !o.ExcludeHops.MatchString(l.hop))
+		if len(w.hopKept) < 1<<12 {
+			w.hopKept[l.hop] = kept
+		}
+	}
+	return !kept
 }
