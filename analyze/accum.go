@@ -93,6 +93,8 @@ type Accum struct {
 	// giant is the most spans the sample held when it had to drop them
 	// all, their traces being over maxHold times SampleSpans (see fit).
 	giant int
+	// noHoldFloor: see hold.
+	noHoldFloor bool
 }
 
 // maxHold bounds, in multiples of SampleSpans (of holdFloor when that is
@@ -103,13 +105,19 @@ type Accum struct {
 // whole.
 const maxHold = 4
 
-// holdFloor is the SampleSpans that hold is at least computed from (a
-// variable so that tests can bound it without millions of spans).
-var holdFloor = DefaultSampleSpans
+// holdFloor is the SampleSpans that hold is at least computed from.
+const holdFloor = DefaultSampleSpans
 
 // hold is how many spans the sample may hold for traces that alone
-// exceed its limit (see maxHold).
-func (a *Accum) hold() int { return maxHold * max(a.SampleSpans, holdFloor) }
+// exceed its limit (see maxHold). noHoldFloor (set by tests only, so
+// that they can reach the bound without millions of spans) computes it
+// from SampleSpans alone.
+func (a *Accum) hold() int {
+	if a.noHoldFloor {
+		return maxHold * a.SampleSpans
+	}
+	return maxHold * max(a.SampleSpans, holdFloor)
+}
 
 // hopAcc is what an Accum keeps of one hop over all spans. The fields a
 // successful attempt touches come first, in three cache lines (the name,

@@ -208,9 +208,8 @@ func TestAccumSampled(t *testing.T) {
 // whole rather than leaving an empty sample (a larger one leaves the
 // sample: TestGiantTraceLeavesTheSample).
 func TestAccumOneHugeTrace(t *testing.T) {
-	defer func(f int) { holdFloor = f }(holdFloor)
-	holdFloor = 0
 	acc := NewAccum(100)
+	acc.noHoldFloor = true
 	n := maxHold * 100
 	for i := range n {
 		acc.Add(&span.Span{TraceID: "big", SpanID: time.Duration(i).String(), Hop: "h", Duration: int64(i+1) * 1e6, Weight: 1})

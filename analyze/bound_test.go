@@ -103,13 +103,12 @@ func TestHopLimit(t *testing.T) {
 // traces keep their place in the sample.
 func TestGiantTraceLeavesTheSample(t *testing.T) {
 	const sample = 50
-	defer func(f int) { holdFloor = f }(holdFloor)
-	holdFloor = 0
 	for _, c := range []struct {
 		giant int
 		whole bool
 	}{{giant: 3 * sample, whole: true}, {giant: 20 * sample, whole: false}} {
 		a := NewAccum(sample)
+		a.noHoldFloor = true
 		var n int
 		add := func(s span.Span) {
 			a.Add(&s)
