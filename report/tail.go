@@ -245,11 +245,12 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		}
 		e.printf("\n")
 		for i, x := range rows {
-			e.printf("  %d. %s %s: %s", i+1, e.paint(ansiBold, Visible(x.Hop)), units.Percent(x.Share, 1), Visible(x.Reason))
+			text := Visible(x.Reason)
 			if len(x.Examples) > 0 {
-				e.printf("; %s", Visible(examplesText(x.Examples)))
+				text += "; " + Visible(examplesText(x.Examples))
 			}
-			e.printf("\n")
+			rank, share := fmt.Sprintf("  %d. ", i+1), " "+units.Percent(x.Share, 1)+": "
+			e.para(rank+e.paint(ansiBold, Visible(x.Hop))+share, rank+Visible(x.Hop)+share, text, "     ")
 		}
 		if more != "" {
 			e.printf("  %s\n", e.paint(ansiDim, more))
@@ -270,7 +271,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 	if gs := gapHops(rep); len(gs) > 0 {
 		e.printf("  %s\n", e.paint(ansiAmber, gapRule()))
 		for _, h := range gs {
-			e.printf("    %s\n", Visible(gapLine(h)))
+			e.para("    ", "    ", Visible(gapLine(h)), "      ")
 		}
 	}
 	if c := rep.Compare; c != nil {

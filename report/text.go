@@ -411,14 +411,15 @@ func writeHopTableText(e *errWriter, hops []analyze.Hop, warnings []analyze.Warn
 func writeFailureEvidenceText(e *errWriter, hops []analyze.Hop) {
 	for _, h := range hops {
 		if h.FailedAttempts > 0 {
-			e.printf("  %s: %s", Visible(h.Hop), Visible(h.Evidence))
+			text := Visible(h.Evidence)
 			if h.TimeoutMs != nil {
-				e.printf(" (timeout %s: %s)", units.Millis(*h.TimeoutMs), Visible(h.TimeoutSource))
+				text += fmt.Sprintf(" (timeout %s: %s)", units.Millis(*h.TimeoutMs), Visible(h.TimeoutSource))
 			}
 			if x := hopExamplesText(h.Examples); x != "" {
-				e.printf("; %s", Visible(x))
+				text += "; " + Visible(x)
 			}
-			e.printf("\n")
+			lead := "  " + Visible(h.Hop) + ": "
+			e.para(lead, lead, text, "    ")
 		}
 	}
 }
@@ -641,6 +642,16 @@ func writeWarnings(e *errWriter, ws []analyze.Warning) {
 	}
 }
 
+// para prints a sentence after lead (shown as painted, counted as
+// plain), wrapped at TextWidth with its continuations under indent.
+func (e *errWriter) para(painted, plain, text, indent string) {
+	lines := wrapWords(text, TextWidth-runeLen(plain), TextWidth-runeLen(indent))
+	e.printf("%s%s\n", painted, lines[0])
+	for _, l := range lines[1:] {
+		e.printf("%s%s\n", indent, l)
+	}
+}
+
 // TextWidth is where the text report wraps its sentences (warnings):
 // the summary's width, so that a terminal shows them whole. Tables and
 // their rows do not wrap.
@@ -783,7 +794,8 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 			if f.Hop != "" {
 				hop = " " + Visible(f.Hop) + ":"
 			}
-			e.printf("  %s %s%s %s\n", e.paint(severityStyle(f.Severity), fmt.Sprintf("%-7s", Visible(f.Severity))), Visible(f.Code), hop, Visible(f.Message))
+			sev := fmt.Sprintf("%-7s", Visible(f.Severity))
+			e.para("  "+e.paint(severityStyle(f.Severity), sev)+" "+Visible(f.Code)+hop+" ", "  "+sev+" "+Visible(f.Code)+hop+" ", Visible(f.Message), "          ")
 		}
 		for _, g := range r.Gates {
 			mark := e.paint(ansiGreen, "pass")
