@@ -120,8 +120,9 @@ type TailModel struct {
 	eu, beta float64
 }
 
-// FitTail fits the model to ascending positive durations in ns (at least
-// minTailPoints). It never fails: degenerate samples (all equal) give a
+// FitTail fits the model to ascending positive durations in ns (package
+// recommend fits hops with at least its MinTailFit successes). It never
+// fails: degenerate samples (all equal) give a
 // model whose quantiles are that value.
 func FitTail(xs []float64) TailModel {
 	n := len(xs)
