@@ -146,7 +146,7 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 		t.Fatal("text: no recommendation")
 	}
 	rec, _, _ = strings.Cut(rec, "\n\n")
-	lines := strings.Split(rec, "\n")[1:]
+	lines := strings.Split(unwrapContinued(rec), "\n")[1:]
 	safety, _ := safetyLines(rep.RecommendedPolicy.Safety)
 	if !strings.HasPrefix(lines[0], "  HOP ") || len(lines) != 1+len(set)+3+len(safety) {
 		t.Fatalf("text: %d lines under the recommendation, want header, %d hops, where the basis is, summary, check and %d safety lines:\n%s", len(lines), len(set), len(safety), rec)
@@ -300,11 +300,14 @@ func TestRecommendationCheckMissed(t *testing.T) {
 		t.Errorf("text: forward's row does not show the raise:\n%s", txt)
 	}
 	for _, want := range []string{"\n  " + check + "\n", "\n  raised after replay: forward (↑ in the table; the basis says why)\n"} {
-		if !strings.Contains(txt, want) {
+		if !strings.Contains(unwrapContinued(txt), want) {
 			t.Errorf("text: no line %q", want)
 		}
 	}
-	if col := render("text", Options{Color: true}); !strings.Contains(col, ansiRed+ansiBold+check+ansiReset) {
+	// The check line wraps; each of its lines is red.
+	col := render("text", Options{Color: true})
+	first := wrapWords(check, TextWidth-2, TextWidth-4)[0]
+	if !strings.Contains(col, "  "+ansiRed+ansiBold+first+ansiReset+"\n") {
 		t.Errorf("colour text: the missed check is not red")
 	}
 	if col := render("text", Options{Color: true}); stripANSI(col) != txt {
@@ -530,4 +533,18 @@ func BenchmarkAnalysisJSON(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// unwrapContinued joins the text report's wrapped sentences back: a line
+// that starts four spaces in continues the line before it.
+func unwrapContinued(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "    ") && len(out) > 0 {
+			out[len(out)-1] += " " + strings.TrimLeft(l, " ")
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }

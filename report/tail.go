@@ -253,10 +253,10 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 			e.para(rank+e.paint(ansiBold, Visible(x.Hop))+share, rank+Visible(x.Hop)+share, text, "     ")
 		}
 		if more != "" {
-			e.printf("  %s\n", e.paint(ansiDim, more))
+			e.line("  ", ansiDim, more)
 		}
 		if d := dominantLine(rep); d != "" {
-			e.printf("  %s\n", e.paint(ansiAmber, Visible(d)))
+			e.line("  ", ansiAmber, Visible(d))
 		}
 	}
 	if len(attrs) > 0 {
@@ -269,7 +269,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		}
 	}
 	if gs := gapHops(rep); len(gs) > 0 {
-		e.printf("  %s\n", e.paint(ansiAmber, gapRule()))
+		e.line("  ", ansiAmber, gapRule())
 		for _, h := range gs {
 			e.para("    ", "    ", Visible(gapLine(h)), "      ")
 		}
@@ -279,7 +279,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		outcomes := outcomesKnown(rep)
 		e.printf("  before: %s\n  after:  %s\n", windowLine(c.Before, outcomes), windowLine(c.After, outcomes))
 		if few := fewCompared(c); few != "" {
-			e.printf("  %s\n", e.paint(ansiAmber, few))
+			e.line("  ", ansiAmber, few)
 		}
 		rows := compareRows(c)
 		if len(rows) == 0 {
@@ -299,7 +299,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 				return ""
 			}
 			t.write(e, "  ")
-			e.printf("  %s\n", e.paint(ansiDim, compareLegend))
+			e.line("  ", ansiDim, compareLegend)
 			for _, h := range rows[:min(len(rows), reasonsShown)] {
 				e.printf("  %s: %s", Visible(h.Hop), Visible(h.Reason))
 				if len(h.Examples) > 0 {

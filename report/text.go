@@ -468,23 +468,23 @@ func writeRecommendationText(e *errWriter, rep *analyze.Report, verbose bool) {
 		if verbose {
 			e.printf("  %s\n", e.paint(ansiBold, "basis"))
 			for _, h := range set {
-				e.printf("    %s: %s\n", Visible(h.Hop), Visible(h.Recommendation.Basis))
+				e.line("    ", "", Visible(h.Hop)+": "+Visible(h.Recommendation.Basis))
 			}
 		} else {
 			e.printf("  %s\n", e.paint(ansiDim, "each hop's full basis: --verbose, or -f json (hops[].recommendation.basis)"))
 		}
 	}
 	if s := untimedSummary(rep.Hops); s != "" {
-		e.printf("  %s %s\n", e.paint(ansiDim, "not timed out:"), s)
+		e.line("  ", ansiDim, "not timed out: "+s)
 	}
 	if c := rep.RecommendationCheck; c != nil {
 		style := ansiDim
 		if !c.Met {
 			style = ansiRed + ansiBold
 		}
-		e.printf("  %s\n", e.paint(style, checkLine(c)))
+		e.line("  ", style, checkLine(c))
 		if s := raisedLine(c); s != "" {
-			e.printf("  %s\n", e.paint(ansiAmber, Visible(s)))
+			e.line("  ", ansiAmber, Visible(s))
 		}
 	}
 	if rp := rep.RecommendedPolicy; rp != nil {
@@ -494,7 +494,7 @@ func writeRecommendationText(e *errWriter, rep *analyze.Report, verbose bool) {
 			style = ansiAmber
 		}
 		for _, l := range lines {
-			e.printf("  %s\n", e.paint(style, l))
+			e.line("  ", style, l)
 		}
 	}
 }
@@ -512,7 +512,7 @@ func writePredictedEffectText(e *errWriter, effects []analyze.Effect) {
 		}
 		et.write(e, "  ")
 		if note != "" {
-			e.printf("  %s\n", e.paint(ansiDim, Visible(note)))
+			e.line("  ", ansiDim, Visible(note))
 		}
 	}
 }
@@ -652,6 +652,20 @@ func (e *errWriter) para(painted, plain, text, indent string) {
 	}
 }
 
+// line prints a painted sentence at indent, wrapped at TextWidth, each
+// line painted on its own (so that a colour never runs across a line
+// break) and the continuations two spaces further in.
+func (e *errWriter) line(indent, style, text string) {
+	lines := wrapWords(text, TextWidth-runeLen(indent), TextWidth-runeLen(indent)-2)
+	for i, l := range lines {
+		in := indent
+		if i > 0 {
+			in += "  "
+		}
+		e.printf("%s%s\n", in, e.paint(style, l))
+	}
+}
+
 // TextWidth is where the text report wraps its sentences (warnings):
 // the summary's width, so that a terminal shows them whole. Tables and
 // their rows do not wrap.
@@ -776,7 +790,7 @@ func checkText(w io.Writer, rep *check.Report, opt Options) error {
 	}
 	t.write(e, "")
 	if note := cutShortNote(names, sums); note != "" {
-		e.printf("%s\n", e.paint(ansiDim, Visible(note)))
+		e.line("", ansiDim, Visible(note))
 	}
 	for i, r := range rows {
 		if rep.Baseline != nil && i == 0 {
