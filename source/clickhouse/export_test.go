@@ -11,3 +11,9 @@ var (
 	BinSQL  = binSQL
 	BinWith = binWith
 )
+
+// The push-down's trace hash and leading zeros.
+var (
+	TraceHash32SQL = traceHashSQL
+	ClzSQL         = clzSQL
+)

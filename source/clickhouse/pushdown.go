@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +67,18 @@ type Aggregates struct {
 	Groups int
 	// Bytes is what came over the wire for all the queries.
 	Bytes int64
+
+	// What the same scan gave for the rest of the state (state.go): the
+	// examples by hop, the attempts' keepTime ranks by hop, and the
+	// traces' ranks (leading zeros of the trace hash) over all spans.
+	examples map[string]*analyze.HopExampleState
+	aranks   map[string][]int
+	tranks   []int64
+	// times are each hop's attempt times of rank ≥ floor[hop], timeRank
+	// their ranks.
+	floor    map[string]int
+	times    map[string]*analyze.TimesState
+	timeRank map[string][]uint8
 }
 
 // Aggregate computes the per-hop counts and digests of the window of raw
@@ -90,11 +104,11 @@ func Aggregate(ctx context.Context, raw string, o Options, in ingest.Options) (*
 	if err != nil {
 		return nil, err
 	}
-	cls, groups, err := c.classes(ctx, inner, in)
+	cls, hops, groups, err := c.classes(ctx, inner, in)
 	if err != nil {
 		return nil, err
 	}
-	agg, err := c.digests(ctx, inner, cls)
+	agg, err := c.digests(ctx, inner, cls, hops)
 	if err != nil {
 		return nil, err
 	}
@@ -159,27 +173,15 @@ const (
 
 // classes reads one span of every outcome group through the readers and
 // returns each group's class, by the group's hash.
-func (c *client) classes(ctx context.Context, inner string, in ingest.Options) (map[uint64]class, int, error) {
+func (c *client) classes(ctx context.Context, inner string, in ingest.Options) (map[uint64]class, map[string]int, int, error) {
 	has := aliases(inner)
-	// A span the readers skip (no trace or span id, no hop) is counted
-	// by them, not here: such a window takes the pull path.
-	q := "SELECT h, " + strings.Join(groupCols(has), ", ") + ", sv, n, k, c, m, any(s) AS s0, any(d) AS d0, count() AS cnt, " +
-		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad FROM (" + inner + ") GROUP BY h, sv, n, k, c, m, fk, fv, frk, frv, fek, fev"
+	// A group whose span the readers skip is classified by none: its
+	// rows are class 255, which fails the read (digests).
+	q := "SELECT h, " + strings.Join(groupCols(has), ", ") + ", sv, n, k, c, m, any(s) AS s0, any(d) AS d0, count() AS cnt FROM (" + inner + ") GROUP BY h, sv, n, k, c, m, fk, fv, frk, frv, fek, fev"
 	// The representative rows, spelled with the pull query's aliases so
 	// that the same decoder writes them as OTLP lines: the group's hash
 	// is its trace and span id, by which its span comes back.
-	rep := "SELECT s0 AS s, d0 AS d, leftPad(lower(hex(" + sigSQL + ")), 32, '0') AS t, lower(hex(cityHash64(h, sv, n, k, " + sigSQL + "))) AS i, sv, n, k, c, m, frk AS rk, frv AS rv, arrayConcat(fk, ['tailscope.pushdown.hop']) AS ak, arrayConcat(fv, [h]) AS av, fek AS ek, fev AS ev, h AS hh, cnt, bad FROM (" + q + ")"
-	body, err := c.query(ctx, "SELECT sum(bad) AS bad, count() AS groups FROM ("+rep+") FORMAT JSONEachRow")
-	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", c.t.Raw, err)
-	}
-	var head struct{ Bad, Groups json.Number }
-	if err := json.Unmarshal(bytes.TrimSpace(body), &head); err != nil {
-		return nil, 0, fmt.Errorf("%s: the groups' count is not JSON: %q", c.t.Raw, body)
-	}
-	if head.Bad.String() != "0" {
-		return nil, 0, fmt.Errorf("%w: %s spans of the window lack an id or a hop (the readers skip them with their reason)", ErrNotPushable, head.Bad)
-	}
+	rep := "SELECT s0 AS s, d0 AS d, leftPad(lower(hex(" + sigSQL + ")), 32, '0') AS t, lower(hex(cityHash64(h, sv, n, k, " + sigSQL + "))) AS i, sv, n, k, c, m, frk AS rk, frv AS rv, arrayConcat(fk, ['tailscope.pushdown.hop', 'tailscope.pushdown.count']) AS ak, arrayConcat(fv, [h, toString(cnt)]) AS av, fek AS ek, fev AS ev FROM (" + q + ")"
 	cols := "s, d, t, i, sv, n, k, c, m, rk, rv, ak, av, ek, ev"
 	if !has[aExcKeys] {
 		cols = strings.TrimSuffix(cols, ", ek, ev")
@@ -190,23 +192,29 @@ func (c *client) classes(ctx context.Context, inner string, in ingest.Options) (
 		pw.CloseWithError(err)
 	}()
 	out := map[uint64]class{}
+	hops := map[string]int{}
 	var bad error
 	groups := 0
 	iopt := in
 	iopt.Since, iopt.Until, iopt.HasSince, iopt.HasUntil = 0, 0, false, false
 	iopt.Exclude = nil
-	_, err = ingest.ReadStream("clickhouse-groups.jsonl", pr, iopt, ingest.SinkFunc(func(sp *span.Span) {
+	_, err := ingest.ReadStream("clickhouse-groups.jsonl", pr, iopt, ingest.SinkFunc(func(sp *span.Span) {
 		sig, perr := strconv.ParseUint(strings.TrimLeft(sp.TraceID, "0"), 16, 64)
 		if perr != nil || len(sp.TraceID) != 32 {
 			bad = fmt.Errorf("a group's span came back with trace id %q", sp.TraceID)
 			return
 		}
 		h := ""
+		n := 0
 		for _, a := range sp.Attrs {
-			if a.Key == groupHopKey {
+			switch a.Key {
+			case groupHopKey:
 				h = a.Value
+			case groupHopKey[:len(groupHopKey)-3] + "count":
+				n, _ = strconv.Atoi(a.Value)
 			}
 		}
+		hops[h] += n
 		groups++
 		if h != sp.Hop {
 			bad = fmt.Errorf("%w: the server names a hop %q, the readers %q", ErrNotPushable, h, sp.Hop)
@@ -234,13 +242,9 @@ func (c *client) classes(ctx context.Context, inner string, in ingest.Options) (
 		err = bad
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	n, _ := strconv.Atoi(head.Groups.String())
-	if groups != n {
-		return nil, 0, fmt.Errorf("%w: %d groups, %d came back from the readers", ErrNotPushable, n, groups)
-	}
-	return out, n, nil
+	return out, hops, groups, nil
 }
 
 // classSQL is the class of a row of inner, given the groups' classes.
@@ -260,23 +264,81 @@ func classSQL(has map[string]bool, cls map[uint64]class) string {
 	return "transform(" + sigSQL + ", CAST([" + strings.Join(ks, ",") + "], 'Array(UInt64)'), CAST([" + strings.Join(vs, ",") + "], 'Array(UInt8)'), toUInt8(255))"
 }
 
-// digests computes each hop's counts and digests.
-func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class) (*Aggregates, error) {
+// digests computes each hop's counts and digests, and what the rest of
+// the state needs (Aggregates' unexported fields), in one scan: the
+// classes' counts, examples and ranks; the sorted durations of the hops
+// of at most quantile.ExactLimit attempts (hops counts each hop's
+// attempts, from the classes' scan), the sketch's bins of the others;
+// and the attempt times of each hop, all of them for a hop of at most
+// analyze.MaxHopTimes attempts, else those of a rank that the hop's level
+// cannot be below (times.go settles the level and, in the rare case it
+// is lower, asks again).
+func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class, hops map[string]int) (*Aggregates, error) {
 	has := aliases(inner)
 	gc := groupCols(has)
-	rows := "SELECT h, d, " + classSQL(has, cls) + " AS cl FROM (SELECT *, " + strings.Join(gc, ", ") + " FROM (" + inner + "))"
+	rows := rowsSQL(inner, has, gc, cls)
 	type cnt struct {
-		H               string
-		Cl              int
-		N, Lo, Hi, Zero json.Number
-		Vals            []json.Number
-		Bins, Counts    []json.Number
+		H                    string
+		Cl                   int
+		N, Lo, Hi, Zero, Bad json.Number
+		Odd                  json.Number
+		Sl, Ff               [2]json.RawMessage
+		Tra, Ara             [2][]json.Number
+		Vals                 []json.Number
+		Bns                  [2][]json.Number
+		Tms                  [][3]json.Number
 	}
-	body, err := c.queryAll(ctx, "SELECT h, cl, count() AS n, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero FROM ("+rows+") GROUP BY h, cl FORMAT JSONEachRow")
+	var exact, sketched, hk, hl []string
+	agg := &Aggregates{examples: map[string]*analyze.HopExampleState{}, aranks: map[string][]int{}, tranks: make([]int64, 65),
+		floor: map[string]int{}, times: map[string]*analyze.TimesState{}, timeRank: map[string][]uint8{}}
+	for h, n := range hops {
+		if n > quantile.ExactLimit {
+			sketched = append(sketched, quoteString(h))
+		} else {
+			exact = append(exact, quoteString(h))
+		}
+		// The level a hop's times cannot be below: the least whose
+		// expected share of n is under a quarter of the bound (ranks are
+		// the leading zeros of a 64-bit hash: a level l keeps 1 in 2^l).
+		l := 0
+		for n>>l > analyze.MaxHopTimes*4 {
+			l++
+		}
+		l = max(0, l-1)
+		if n <= analyze.MaxHopTimes {
+			l = 0
+		}
+		agg.floor[h] = l
+		hk, hl = append(hk, quoteString(h)), append(hl, strconv.Itoa(l))
+	}
+	sort.Strings(exact)
+	sort.Strings(sketched)
+	in := func(list []string) string {
+		if len(list) == 0 {
+			return "0"
+		}
+		return "h IN (" + strings.Join(list, ", ") + ")"
+	}
+	floor := "toUInt8(0)"
+	if len(hk) > 0 {
+		floor = "transform(h, [" + strings.Join(hk, ", ") + "], CAST([" + strings.Join(hl, ", ") + "], 'Array(UInt8)'), toUInt8(0))"
+	}
+	// A span the readers would skip (no trace or span id, no hop, a
+	// negative duration) makes the read ErrNotPushable: the readers
+	// count it with its reason.
+	q := binWith() + "SELECT h, cl, count() AS n, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero, " +
+		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad, countIf(NOT match(t, '^[0-9a-fA-F]+$') OR match(t, '^0+$') OR length(tn) != 32) AS odd, " +
+		"argMin((d, tn), (-d, tn)) AS sl, argMin((d, tn), (d, tn)) AS ff, " +
+		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ar)], [toUInt64(1)]) AS ara, " +
+		"groupArrayIf(d, " + in(exact) + ") AS vals, " +
+		"sumMapIf([toInt32(b)], [toUInt64(1)], " + in(sketched) + " AND d >= 1) AS bns, " +
+		"groupArrayIf((s, dd, ar), ar >= " + floor + ") AS tms " +
+		"FROM (SELECT *, " + clzSQL(traceHashSQL("tn")) + " AS tr, " + clzSQL(keepMixSQL("s", "dd")) + " AS ar, " +
+		"if(" + in(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" + rows + ")) GROUP BY h, cl FORMAT JSONEachRow"
+	body, err := c.queryAll(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
 	}
-	agg := &Aggregates{}
 	byHop := map[string]*analyze.HopState{}
 	var names []string
 	counts := map[string]*[3]cnt{}
@@ -285,8 +347,8 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 			continue
 		}
 		var r cnt
-		if err := json.Unmarshal(line, &r); err != nil || r.Cl < 0 {
-			return nil, fmt.Errorf("%s: a hop's counts are not what was asked: %q", c.t.Raw, line)
+		if err := json.Unmarshal(line, &r); err != nil || r.Cl < 0 || len(r.Bns[0]) != len(r.Bns[1]) {
+			return nil, fmt.Errorf("%s: a hop's counts are not what was asked: %.200q", c.t.Raw, line)
 		}
 		if r.Cl > 2 {
 			return nil, fmt.Errorf("%w: %s spans of hop %q fall in no outcome group the readers classified", ErrNotPushable, r.N, r.H)
@@ -296,15 +358,58 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 			names = append(names, r.H)
 		}
 		counts[r.H][r.Cl] = r
+		if num(r.Bad) != 0 {
+			return nil, fmt.Errorf("%w: %s spans of hop %q lack an id or a hop or have a negative duration (the readers skip them with their reason)", ErrNotPushable, r.Bad, r.H)
+		}
+		if num(r.Odd) != 0 {
+			return nil, fmt.Errorf("%w: trace ids the readers would write otherwise (%s of hop %q)", ErrNotPushable, r.Odd, r.H)
+		}
+		if err := agg.ranks(r.H, r.Tra, r.Ara); err != nil {
+			return nil, fmt.Errorf("%s: %v", c.t.Raw, err)
+		}
+		sl, err1 := example(r.Sl)
+		ff, err2 := example(r.Ff)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s: a hop's examples are not what was asked: %.200q", c.t.Raw, line)
+		}
+		ex := agg.examples[r.H]
+		if ex == nil {
+			ex = &analyze.HopExampleState{}
+			agg.examples[r.H] = ex
+		}
+		// The longest attempt of every class, the longest cut attempt,
+		// the longest and the shortest other failure (analyze's top1
+		// and bottom1).
+		if len(ex.Slowest) == 0 || sl.Duration > ex.Slowest[0].Duration || sl.Duration == ex.Slowest[0].Duration && sl.Trace < ex.Slowest[0].Trace {
+			ex.Slowest = []analyze.Example{sl}
+		}
+		switch class(r.Cl) {
+		case cFlagged:
+			ex.Flagged = []analyze.Example{sl}
+		case cOther:
+			ex.Other, ex.FastFail = []analyze.Example{sl}, []analyze.Example{ff}
+		}
+		ts := agg.times[r.H]
+		if ts == nil {
+			ts = &analyze.TimesState{}
+			agg.times[r.H] = ts
+		}
+		for _, x := range r.Tms {
+			ts.At = append(ts.At, int64(num(x[0])))
+			ts.D = append(ts.D, int64(num(x[1])))
+			agg.timeRank[r.H] = append(agg.timeRank[r.H], uint8(num(x[2])))
+		}
 	}
 	sort.Strings(names)
-	var exact, sketched []string
 	for _, name := range names {
+		if hops[name] == 0 {
+			return nil, fmt.Errorf("%w: hop %q is not among the outcome groups' hops", ErrNotPushable, name)
+		}
 		hs := &analyze.HopState{Name: name}
+		sk := hops[name] > quantile.ExactLimit
 		for k, r := range counts[name] {
 			n := num(r.N)
 			switch class(k) {
-			case cSucc:
 			case cFlagged:
 				hs.Failed += n
 				hs.Cut += n
@@ -312,88 +417,99 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 				hs.Failed += n
 			}
 			hs.Attempts += n
-		}
-		agg.Spans += int64(hs.Attempts)
-		byHop[name] = hs
-		if hs.Attempts > quantile.ExactLimit {
-			sketched = append(sketched, quoteString(name))
-		} else {
-			exact = append(exact, quoteString(name))
-		}
-	}
-	dig := func(hs *analyze.HopState, k int) *quantile.State {
-		return [3]*quantile.State{&hs.Succ, &hs.Flagged, &hs.Other}[k]
-	}
-	for _, name := range names {
-		hs := byHop[name]
-		for k, r := range counts[name] {
-			s := dig(hs, k)
-			*s = quantile.State{N: num(r.N)}
-			if s.N > 0 {
-				s.Min, s.Max = int64(num(r.Lo)), int64(num(r.Hi))
-			}
-			if hs.Attempts > quantile.ExactLimit {
-				s.Sketch, s.Zero = true, num(r.Zero)
-			}
-		}
-	}
-	if len(exact) > 0 {
-		body, err := c.queryAll(ctx, "SELECT h, cl, arraySort(groupArray(d)) AS vals FROM ("+rows+") WHERE h IN ("+strings.Join(exact, ", ")+") GROUP BY h, cl FORMAT JSONEachRow")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
-		}
-		for _, line := range bytes.Split(body, []byte("\n")) {
-			if len(bytes.TrimSpace(line)) == 0 {
+			st := [3]*quantile.State{&hs.Succ, &hs.Flagged, &hs.Other}[k]
+			*st = quantile.State{N: n, Sketch: sk}
+			if n == 0 {
 				continue
 			}
-			var r cnt
-			if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil || r.Cl < 0 || r.Cl > 2 {
-				return nil, fmt.Errorf("%s: a hop's durations are not what was asked: %.100q", c.t.Raw, line)
-			}
-			s := dig(byHop[r.H], r.Cl)
-			s.Values = make([]int64, len(r.Vals))
-			for i, v := range r.Vals {
-				s.Values[i] = int64(num(v))
-			}
-		}
-	}
-	if len(sketched) > 0 {
-		body, err := c.queryAll(ctx, binWith()+"SELECT h, cl, groupArray(b) AS bins, groupArray(n) AS counts FROM (SELECT h, cl, "+binSQL("d")+
-			" AS b, count() AS n FROM ("+rows+") WHERE d >= 1 AND h IN ("+strings.Join(sketched, ", ")+") GROUP BY h, cl, b ORDER BY h, cl, b) GROUP BY h, cl FORMAT JSONEachRow")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
-		}
-		for _, line := range bytes.Split(body, []byte("\n")) {
-			if len(bytes.TrimSpace(line)) == 0 {
+			st.Min, st.Max = int64(num(r.Lo)), int64(num(r.Hi))
+			if !sk {
+				st.Values = make([]int64, len(r.Vals))
+				for i, v := range r.Vals {
+					st.Values[i] = int64(num(v))
+				}
+				slices.Sort(st.Values)
 				continue
 			}
-			var r cnt
-			if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil || r.Cl < 0 || r.Cl > 2 || len(r.Bins) != len(r.Counts) || len(r.Bins) == 0 {
-				return nil, fmt.Errorf("%s: a hop's bins are not what was asked: %.100q", c.t.Raw, line)
+			st.Sketch, st.Zero = true, num(r.Zero)
+			if len(r.Bns[0]) == 0 {
+				continue
 			}
-			s := dig(byHop[r.H], r.Cl)
-			bins := make([]int, len(r.Bins))
-			for i, b := range r.Bins {
-				bins[i] = num(b)
+			lo, hi := num(r.Bns[0][0]), num(r.Bns[0][0])
+			for _, b := range r.Bns[0] {
+				lo, hi = min(lo, num(b)), max(hi, num(b))
 			}
-			sort.Ints(bins) // groupArray after ORDER BY keeps it; checked anyway
-			s.Lo = bins[0]
-			s.Bins = make([]uint64, bins[len(bins)-1]-bins[0]+1)
-			for i, b := range r.Bins {
-				s.Bins[num(b)-s.Lo] += uint64(num(r.Counts[i]))
+			st.Lo, st.Bins = lo, make([]uint64, hi-lo+1)
+			for i, b := range r.Bns[0] {
+				st.Bins[num(b)-lo] += uint64(num(r.Bns[1][i]))
 			}
 		}
-	}
-	for _, name := range names {
-		hs := byHop[name]
-		for k := range 3 {
-			if _, err := quantile.FromState(*dig(hs, k)); err != nil {
+		for _, st := range []*quantile.State{&hs.Succ, &hs.Flagged, &hs.Other} {
+			st.Sketch = sk // a class without attempts too
+		}
+		if hs.Attempts != hops[name] || sk != (hs.Attempts > quantile.ExactLimit) {
+			return nil, fmt.Errorf("%w: hop %q: %d attempts, %d in its outcome groups", ErrNotPushable, name, hs.Attempts, hops[name])
+		}
+		for _, d := range []quantile.State{hs.Succ, hs.Flagged, hs.Other} {
+			if _, err := quantile.FromState(d); err != nil {
 				return nil, fmt.Errorf("%s: hop %q: the server's digest does not check: %v", c.t.Raw, name, err)
 			}
 		}
-		agg.Hops = append(agg.Hops, *hs)
+		agg.Spans += int64(hs.Attempts)
+		byHop[name] = hs
+	}
+	for _, name := range names {
+		agg.Hops = append(agg.Hops, *byHop[name])
 	}
 	return agg, nil
+}
+
+// example reads a (duration, trace id) tuple.
+func example(raw [2]json.RawMessage) (analyze.Example, error) {
+	var d json.Number
+	var tr string
+	if err := json.Unmarshal(raw[0], &d); err != nil {
+		return analyze.Example{}, err
+	}
+	if err := json.Unmarshal(raw[1], &tr); err != nil || tr == "" {
+		return analyze.Example{}, fmt.Errorf("no trace id")
+	}
+	return analyze.Example{Duration: int64(num(d)), Trace: tr}, nil
+}
+
+// ranks adds a hop's and class's rank counts (sumMap's keys and counts).
+func (a *Aggregates) ranks(hop string, tra, ara [2][]json.Number) error {
+	if len(tra[0]) != len(tra[1]) || len(ara[0]) != len(ara[1]) {
+		return fmt.Errorf("hop %q: the ranks are not what was asked", hop)
+	}
+	if a.aranks[hop] == nil {
+		a.aranks[hop] = make([]int, 65)
+	}
+	for i, r := range tra[0] {
+		if num(r) < 0 || num(r) > 64 {
+			return fmt.Errorf("hop %q: rank %s", hop, r)
+		}
+		a.tranks[num(r)] += int64(num(tra[1][i]))
+	}
+	for i, r := range ara[0] {
+		if num(r) < 0 || num(r) > 64 {
+			return fmt.Errorf("hop %q: rank %s", hop, r)
+		}
+		a.aranks[hop][num(r)] += num(ara[1][i])
+	}
+	return nil
+}
+
+// rowsSQL is the rows of inner with their class (cl), the readers'
+// trace id (tn) and the duration as a hop's times hold it (dd: −1 − the
+// duration for a failure).
+func rowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class) string {
+	p := "p"
+	if !has[aParent] {
+		p = "'' AS p"
+	}
+	return "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, " + p + ", cl, if(cl = 0, d, -1 - d) AS dd FROM (SELECT h, d, s, t, i, " + p + ", " +
+		classSQL(has, cls) + " AS cl FROM (SELECT *, " + strings.Join(gc, ", ") + " FROM (" + inner + ")))"
 }
 
 // num reads a count ClickHouse wrote as a number or as a quoted one.
@@ -405,13 +521,20 @@ func num(n json.Number) int {
 // queryAll POSTs q and returns the whole answer, however long (the
 // aggregates' answers: at most ExactLimit durations a hop and class).
 func (c *client) queryAll(ctx context.Context, q string) ([]byte, error) {
+	t0 := time.Now()
 	resp, err := c.post(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if debugQueries {
+		fmt.Fprintf(os.Stderr, "%v %d bytes: %.150s\n", time.Since(t0), len(b), q[max(0, strings.Index(q, "SELECT")):])
+	}
+	return b, err
 }
+
+var debugQueries = os.Getenv("TAILSCOPE_CH_DEBUG") != ""
 
 // Bins in SQL. quantile.Bin(x) is ceil(ln x / ln γ); ClickHouse's log
 // may round differently from Go's at a bin's edge, so the SQL takes its

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -390,4 +391,53 @@ func analyseNoAttr(t *testing.T, path string, o logs.Options) result {
 	}
 	h, _ := json.MarshalIndent(rep.Hops, "", " ")
 	return result{hops: string(h)}
+}
+
+// TestTraceHash32SQL: the push-down's unrolled trace hash (ids of 32
+// bytes, as the readers write a trace id) equals analyze.TraceHash.
+func TestTraceHash32SQL(t *testing.T) {
+	e := startEngine(t, "")
+	r := rand.New(rand.NewPCG(3, 4))
+	var ids, lits []string
+	for range 2000 {
+		id := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
+		ids, lits = append(ids, id), append(lits, "'"+id+"'")
+	}
+	out := strings.Fields(e.exec(t, "SELECT "+clickhouse.TraceHash32SQL("s")+" FROM (SELECT arrayJoin(["+strings.Join(lits, ",")+"]) AS s) FORMAT TSV"))
+	if len(out) != len(ids) {
+		t.Fatalf("%d hashes for %d ids", len(out), len(ids))
+	}
+	for i, id := range ids {
+		if h, _ := strconv.ParseUint(out[i], 10, 64); h != analyze.TraceHash(id) {
+			t.Errorf("%s: SQL %d, Go %d", id, h, analyze.TraceHash(id))
+		}
+	}
+}
+
+// TestClzSQL: the leading zeros in SQL are bits.LeadingZeros64 at 0,
+// at every power of two and beside it, and on random values.
+func TestClzSQL(t *testing.T) {
+	e := startEngine(t, "")
+	xs := []uint64{0, math.MaxUint64}
+	for k := range 64 {
+		x := uint64(1) << k
+		xs = append(xs, x, x-1, x+1, x|x>>1)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		xs = append(xs, r.Uint64()>>r.IntN(64))
+	}
+	var lits []string
+	for _, x := range xs {
+		lits = append(lits, strconv.FormatUint(x, 10))
+	}
+	out := strings.Fields(e.exec(t, "SELECT "+clickhouse.ClzSQL("x")+" FROM (SELECT arrayJoin(CAST(["+strings.Join(lits, ",")+"], 'Array(UInt64)')) AS x) FORMAT TSV"))
+	if len(out) != len(xs) {
+		t.Fatalf("%d answers for %d values", len(out), len(xs))
+	}
+	for i, x := range xs {
+		if n, _ := strconv.Atoi(out[i]); n != bits.LeadingZeros64(x) {
+			t.Errorf("%#x: %d leading zeros in SQL, %d", x, n, bits.LeadingZeros64(x))
+		}
+	}
 }

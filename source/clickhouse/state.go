@@ -36,16 +36,24 @@ type Pushed struct {
 }
 
 // mixSQL is analyze's 64-bit mixer (the trace hash's) of x, in SQL.
+// Each step binds its input once (a lambda over a one-element array),
+// so that the expression grows linearly and x is computed once.
 func mixSQL(x string) string {
-	x = "bitXor(" + x + ", bitShiftRight(" + x + ", 30))"
-	x = "(" + x + " * 13787848793156543929)"
-	x = "bitXor(" + x + ", bitShiftRight(" + x + ", 27))"
-	x = "(" + x + " * 10723151780598845931)"
-	return "bitXor(" + x + ", bitShiftRight(" + x + ", 31))"
+	x = bind(x, "bitXor(v, bitShiftRight(v, 30)) * 13787848793156543929")
+	x = bind(x, "bitXor(v, bitShiftRight(v, 27)) * 10723151780598845931")
+	return bind(x, "bitXor(v, bitShiftRight(v, 31))")
+}
+
+// bind is f(v) with v the value of x, computed once.
+func bind(x, f string) string {
+	return "arrayElement(arrayMap(v -> " + f + ", [" + x + "]), 1)"
 }
 
 // traceHashSQL is analyze.TraceHash of the text expression s (the rule
-// TestTraceHashSQL holds to the Go hash).
+// TestTraceHashSQL holds to the Go hash; TestTraceHash32SQL this copy):
+// the length times the golden ratio, each 8-byte little-endian word
+// xored in and mixed, then the rest (zero padded) and 0xff, mixed once
+// more.
 func traceHashSQL(s string) string {
 	h0 := "(toUInt64(length(" + s + ")) * 11400714819323198485)"
 	words := "arrayMap(i -> reinterpretAsUInt64(substring(" + s + ", i * 8 + 1, 8)), range(intDiv(length(" + s + "), 8)))"
@@ -55,16 +63,18 @@ func traceHashSQL(s string) string {
 }
 
 // clzSQL is the number of leading zero bits of the UInt64 x: a trace's
-// (or an attempt's) rank, which decides the levels that keep it.
+// (or an attempt's) rank, which decides the levels that keep it. The
+// highest set bit is floor(log2 x), settled against x's bits where the
+// float rounds across a power of two.
 func clzSQL(x string) string {
-	return "if(" + x + " = 0, 64, arrayFirstIndex(j -> bitShiftRight(" + x + ", 64 - j) != 0, range(1, 65)) - 1)"
+	return bind(x, "if(v = 0, 64, 63 - arrayElement(arrayMap(e -> if(bitShiftRight(v, e) = 0, e - 1, if(e < 63 AND bitShiftRight(v, e + 1) != 0, e + 1, e)), [toUInt8(floor(log2(v)))]), 1))")
 }
 
-// keepSQL is analyze's keepTime rank of an attempt: the leading zeros
-// of mix(at ^ d * 0x9E3779B97F4A7C15), d being the duration or, for a
+// keepMixSQL is the hash analyze's keepTime ranks an attempt by:
+// mix(at ^ d * 0x9E3779B97F4A7C15), d being the duration or, for a
 // failure, −1 − the duration (a level l keeps the attempts of rank ≥ l).
-func keepSQL(at, d string) string {
-	return clzSQL(mixSQL("bitXor(toUInt64(" + at + "), toUInt64(" + d + ") * 11400714819323198485)"))
+func keepMixSQL(at, d string) string {
+	return mixSQL("bitXor(toUInt64(" + at + "), toUInt64(" + d + ") * 11400714819323198485)")
 }
 
 // Pushdown computes the state of the window of raw on the server: the
@@ -95,35 +105,31 @@ func Pushdown(ctx context.Context, raw string, o Options, in ingest.Options, sam
 	if err != nil {
 		return nil, err
 	}
-	cls, groups, err := c.classes(ctx, inner, in)
+	cls, hops, groups, err := c.classes(ctx, inner, in)
 	if err != nil {
 		return nil, err
 	}
-	agg, err := c.digests(ctx, inner, cls)
+	agg, err := c.digests(ctx, inner, cls, hops)
 	if err != nil {
 		return nil, err
 	}
-	has := aliases(inner)
-	rows := "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, p, " + classSQL(has, cls) + " AS cl FROM (SELECT *, " + strings.Join(groupCols(has), ", ") + " FROM (" + inner + "))"
-	if !has[aParent] {
-		rows = strings.Replace(rows, "SELECT h, d, s, t, "+normTraceSQL("t")+" AS tn, i, p,", "SELECT h, d, s, t, "+normTraceSQL("t")+" AS tn, i, '' AS p,", 1)
-	}
+	rows := rowsSQL(inner, aliases(inner), groupCols(aliases(inner)), cls)
 	st := &analyze.State{SampleSpans: sampleSpans, Limit: sampleSpans, Total: agg.Spans}
 	byHop := map[string]*analyze.HopState{}
 	for i := range agg.Hops {
 		byHop[agg.Hops[i].Name] = &agg.Hops[i]
 	}
-	if err := c.examples(ctx, rows, byHop); err != nil {
-		return nil, err
+	for name, ex := range agg.examples {
+		byHop[name].Examples = *ex
 	}
-	if err := c.times(ctx, rows, byHop); err != nil {
+	if err := c.times(ctx, rows, agg, byHop); err != nil {
 		return nil, err
 	}
 	pulled, err := c.firsts(ctx, p, in, byHop)
 	if err != nil {
 		return nil, err
 	}
-	n, err := c.sample(ctx, p, rows, in, st)
+	n, err := c.sample(ctx, p, agg.tranks, in, st)
 	if err != nil {
 		return nil, err
 	}
@@ -182,68 +188,16 @@ func normTraceSQL(x string) string {
 	return "leftPad(lower(" + x + "), greatest(32, length(" + x + ")), '0')"
 }
 
-// examples fills each hop's examples: the longest attempt, cut attempt
-// and other failure, the shortest other failure (ties: the smaller
-// trace id), as analyze's top1 and bottom1 keep them.
-func (c *client) examples(ctx context.Context, rows string, byHop map[string]*analyze.HopState) error {
-	q := "SELECT h, countIf(NOT match(t, '^[0-9a-fA-F]+$') OR match(t, '^0+$')) AS odd, " +
-		"argMin((d, tn), (-d, tn)) AS sl, argMinIf((d, tn), (-d, tn), cl = 1) AS fl, argMinIf((d, tn), (-d, tn), cl = 2) AS ot, argMinIf((d, tn), (d, tn), cl = 2) AS ff FROM (" + rows + ") GROUP BY h"
-	return c.jsonLines(ctx, q, func(line []byte) error {
-		var r struct {
-			H              string
-			Odd            json.Number
-			Sl, Fl, Ot, Ff [2]json.RawMessage
-		}
-		if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil {
-			return fmt.Errorf("%s: a hop's examples are not what was asked: %.200q", c.t.Raw, line)
-		}
-		if num(r.Odd) != 0 {
-			return fmt.Errorf("%w: trace ids the readers would write otherwise (%s of hop %q)", ErrNotPushable, r.Odd, r.H)
-		}
-		hs := byHop[r.H]
-		for _, x := range []struct {
-			dst *[]analyze.Example
-			src [2]json.RawMessage
-		}{{&hs.Examples.Slowest, r.Sl}, {&hs.Examples.Flagged, r.Fl}, {&hs.Examples.Other, r.Ot}, {&hs.Examples.FastFail, r.Ff}} {
-			var d json.Number
-			var tr string
-			if json.Unmarshal(x.src[0], &d) != nil || json.Unmarshal(x.src[1], &tr) != nil {
-				return fmt.Errorf("%s: a hop's examples are not what was asked: %.200q", c.t.Raw, line)
-			}
-			if tr != "" {
-				*x.dst = []analyze.Example{{Duration: int64(num(d)), Trace: tr}}
-			}
-		}
-		return nil
-	})
-}
-
 // times fills each hop's attempt times: all of them while the hop has
 // at most analyze.MaxHopTimes, else those of the least level at which
-// the attempts it keeps fit (hoptimes.go), in the query's order.
-func (c *client) times(ctx context.Context, rows string, byHop map[string]*analyze.HopState) error {
-	tr := "SELECT h, s, t, i, p, d, if(cl = 0, d, -1 - d) AS dd, " + keepSQL("s", "dd") + " AS r FROM (" + rows + ")"
+// the attempts it keeps fit (hoptimes.go). The scan of digests brought
+// the attempts of rank ≥ a floor under that level; a hop whose level is
+// below its floor (a hash that far from its expectation) is asked for
+// again.
+func (c *client) times(ctx context.Context, rows string, agg *Aggregates, byHop map[string]*analyze.HopState) error {
 	level := map[string]uint8{}
-	ranks := map[string][]int{}
-	err := c.jsonLines(ctx, "SELECT h, r, count() AS n FROM ("+tr+") GROUP BY h, r", func(line []byte) error {
-		var x struct {
-			H    string
-			R, N json.Number
-		}
-		if err := json.Unmarshal(line, &x); err != nil || byHop[x.H] == nil || num(x.R) < 0 || num(x.R) > 64 {
-			return fmt.Errorf("%s: a hop's attempt ranks are not what was asked: %.200q", c.t.Raw, line)
-		}
-		if ranks[x.H] == nil {
-			ranks[x.H] = make([]int, 65)
-		}
-		ranks[x.H][num(x.R)] += num(x.N)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	var cond []string
-	for h, rs := range ranks {
+	var again []string
+	for h, rs := range agg.aranks {
 		// The least level whose kept attempts (rank ≥ level) fit.
 		kept, l := 0, 0
 		for _, n := range rs {
@@ -254,16 +208,34 @@ func (c *client) times(ctx context.Context, rows string, byHop map[string]*analy
 			l++
 		}
 		level[h] = uint8(l)
-		if l > 0 {
-			cond = append(cond, "(h = "+quoteString(h)+" AND r < "+strconv.Itoa(l)+")")
+		if l < agg.floor[h] {
+			again = append(again, h)
 		}
 	}
-	where := ""
-	if len(cond) > 0 {
-		where = " WHERE NOT (" + strings.Join(cond, " OR ") + ")"
+	for h, ts := range agg.times {
+		hs := byHop[h]
+		if hs == nil {
+			return fmt.Errorf("%s: attempt times of hop %q, not among the hops", c.t.Raw, h)
+		}
+		hs.Times.Level = level[h]
+		for i, r := range agg.timeRank[h] {
+			if r >= level[h] {
+				hs.Times.At = append(hs.Times.At, ts.At[i])
+				hs.Times.D = append(hs.Times.D, ts.D[i])
+			}
+		}
 	}
-	q := "SELECT h, arrayMap(x -> x.1, arraySort(x -> (x.1, x.3, x.4, x.5, x.6), groupArray((s, dd, t, i, p, d)))) AS xat, " +
-		"arrayMap(x -> x.2, arraySort(x -> (x.1, x.3, x.4, x.5, x.6), groupArray((s, dd, t, i, p, d)))) AS xdd FROM (" + tr + ")" + where + " GROUP BY h"
+	if len(again) == 0 {
+		return nil
+	}
+	var cond, list []string
+	for _, h := range again {
+		byHop[h].Times = analyze.TimesState{Level: level[h]}
+		list = append(list, quoteString(h))
+		cond = append(cond, "(h = "+quoteString(h)+" AND r >= "+strconv.Itoa(int(level[h]))+")")
+	}
+	tr := "SELECT h, s, dd, " + clzSQL(keepMixSQL("s", "dd")) + " AS r FROM (" + rows + ") WHERE h IN (" + strings.Join(list, ", ") + ")"
+	q := "SELECT h, groupArray(s) AS xat, groupArray(dd) AS xdd FROM (" + tr + ") WHERE " + strings.Join(cond, " OR ") + " GROUP BY h"
 	return c.jsonLines(ctx, q, func(line []byte) error {
 		var x struct {
 			H  string
@@ -274,12 +246,9 @@ func (c *client) times(ctx context.Context, rows string, byHop map[string]*analy
 			return fmt.Errorf("%s: a hop's attempt times are not what was asked: %.200q", c.t.Raw, line)
 		}
 		ts := &byHop[x.H].Times
-		ts.Level = level[x.H]
-		ts.At, ts.D = make([]int64, len(x.At)), make([]int64, len(x.At))
 		for i := range x.At {
-			a, _ := strconv.ParseInt(strings.Trim(string(x.At[i]), `"`), 10, 64)
-			d, _ := strconv.ParseInt(strings.Trim(string(x.Dd[i]), `"`), 10, 64)
-			ts.At[i], ts.D[i] = a, d
+			ts.At = append(ts.At, int64(num(x.At[i])))
+			ts.D = append(ts.D, int64(num(x.Dd[i])))
 		}
 		return nil
 	})
@@ -334,19 +303,7 @@ func (c *client) firsts(ctx context.Context, p *plan, in ingest.Options, byHop m
 // spans of the traces of rank ≥ level fit sampleSpans (what an Accum
 // reaches level by level), and those traces' spans are pulled, in the
 // query's order, through the readers.
-func (c *client) sample(ctx context.Context, p *plan, rows string, in ingest.Options, st *analyze.State) (int64, error) {
-	ranks := make([]int64, 65)
-	err := c.jsonLines(ctx, "SELECT "+clzSQL(traceHashSQL("tn"))+" AS r, count() AS n FROM ("+rows+") GROUP BY r", func(line []byte) error {
-		var x struct{ R, N json.Number }
-		if err := json.Unmarshal(line, &x); err != nil || num(x.R) < 0 || num(x.R) > 64 {
-			return fmt.Errorf("%s: the traces' ranks are not what was asked: %.200q", c.t.Raw, line)
-		}
-		ranks[num(x.R)] += int64(num(x.N))
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
+func (c *client) sample(ctx context.Context, p *plan, ranks []int64, in ingest.Options, st *analyze.State) (int64, error) {
 	var kept int64
 	for _, n := range ranks {
 		kept += n
