@@ -105,14 +105,9 @@ func Scrub(s string) string {
 	}
 	s = pairs(s)
 	s = userinfo.ReplaceAllString(s, "$1:"+Redacted+"@")
-	s = scheme.ReplaceAllStringFunc(s, func(m string) string {
-		i := strings.IndexAny(m, " \t\r\n")
-		j := i
-		for j < len(m) && (m[j] == ' ' || m[j] == '\t' || m[j] == '\r' || m[j] == '\n') {
-			j++
-		}
-		return m[:j] + Redacted
-	})
+	// The scheme and the white space after it (any \s: a form feed too,
+	// which a hand-written list once missed) stay; the token goes.
+	s = scheme.ReplaceAllString(s, "${1}${2}"+Redacted)
 	return shaped.ReplaceAllString(s, Redacted)
 }
 
