@@ -171,7 +171,7 @@ func FromState(s *State) (*Accum, error) {
 		}
 		h, err := hopFromState(hs)
 		if err != nil {
-			return nil, fmt.Errorf("hop %q: %v", hs.Name, err)
+			return nil, fmt.Errorf("hop %q: %w", hs.Name, err)
 		}
 		a.hops[hs.Name] = h
 		sum += int64(h.n)
@@ -274,10 +274,10 @@ func attrIn(keys []AttrKey, hopN int) (*hopAttr, error) {
 			va := &valAttr{name: v.Value, n: v.Attempts, failed: v.Failed, flag: v.Flagged, zero: v.Zero, lo: v.Lo, bins: v.Bins}
 			var err error
 			if va.slow, err = exIn(v.Slow, AttrExamples); err != nil {
-				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
+				return nil, fmt.Errorf("attribute %s=%q: %w", k.Key, v.Value, err)
 			}
 			if va.fail, err = exIn(v.Fail, AttrExamples); err != nil {
-				return nil, fmt.Errorf("attribute %s=%q: %v", k.Key, v.Value, err)
+				return nil, fmt.Errorf("attribute %s=%q: %w", k.Key, v.Value, err)
 			}
 			if same := ka.find(va.name); same != nil {
 				same.merge(va)
@@ -299,7 +299,7 @@ func hopFromState(s *HopState) (*hopAcc, error) {
 	}{{&h.ex.slowest, s.Examples.Slowest}, {&h.ex.flagged, s.Examples.Flagged}, {&h.ex.other, s.Examples.Other}, {&h.ex.fastFail, s.Examples.FastFail}} {
 		xs, err := exIn(x.src, 1)
 		if err != nil {
-			return nil, fmt.Errorf("examples: %v", err)
+			return nil, fmt.Errorf("examples: %w", err)
 		}
 		if len(xs) == 1 {
 			*x.dst = xs[0]
@@ -325,7 +325,7 @@ func hopFromState(s *HopState) (*hopAcc, error) {
 		src  quantile.State
 	}{{"successes", &h.succ, s.Succ}, {"cut failures", &h.flagged, s.Flagged}, {"other failures", &h.other, s.Other}} {
 		if *d.dst, err = quantile.FromState(d.src); err != nil {
-			return nil, fmt.Errorf("%s: %v", d.what, err)
+			return nil, fmt.Errorf("%s: %w", d.what, err)
 		}
 		if sketched := !d.dst.Exact(); sketched != (h.n > quantile.ExactLimit) {
 			return nil, fmt.Errorf("%s: %d attempts, but the digest is %s", d.what, h.n, map[bool]string{true: "a sketch", false: "exact"}[sketched])
