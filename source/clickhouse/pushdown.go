@@ -297,14 +297,15 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 		} else {
 			exact = append(exact, quoteString(h))
 		}
-		// The level a hop's times cannot be below: the least whose
-		// expected share of n is under a quarter of the bound (ranks are
-		// the leading zeros of a 64-bit hash: a level l keeps 1 in 2^l).
+		// A floor under the level of a hop's times: two below the least
+		// level whose expected share of n fits the bound (a level l keeps
+		// the attempts whose hash has l leading zeros: 1 in 2^l), so that
+		// the scan brings at most about four times the bound.
 		l := 0
-		for n>>l > analyze.MaxHopTimes*4 {
+		for n>>l > analyze.MaxHopTimes {
 			l++
 		}
-		l = max(0, l-1)
+		l = max(0, l-2)
 		if n <= analyze.MaxHopTimes {
 			l = 0
 		}
