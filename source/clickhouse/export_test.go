@@ -17,3 +17,7 @@ var (
 	TraceHash32SQL = traceHashSQL
 	ClzSQL         = clzSQL
 )
+
+// SetFloorBelow sets how far under the expected level the attempt times'
+// floor lies, and returns the old value.
+func SetFloorBelow(n int) int { old := floorBelow; floorBelow = n; return old }

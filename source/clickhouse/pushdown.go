@@ -297,15 +297,18 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 		} else {
 			exact = append(exact, quoteString(h))
 		}
-		// A floor under the level of a hop's times: two below the least
-		// level whose expected share of n fits the bound (a level l keeps
-		// the attempts whose hash has l leading zeros: 1 in 2^l), so that
-		// the scan brings at most about four times the bound.
+		// A floor under the level of a hop's times: one below the least
+		// level e whose expected share of n fits the bound (a level l
+		// keeps the attempts whose hash has l leading zeros: 1 in 2^l),
+		// so that the scan brings at most about twice the bound. The
+		// level is below the floor only if the attempts of rank ≥ e−2,
+		// expected to be 2 to 4 times the bound, fit it: then times asks
+		// again.
 		l := 0
 		for n>>l > analyze.MaxHopTimes {
 			l++
 		}
-		l = max(0, l-2)
+		l = max(0, l-floorBelow)
 		if n <= analyze.MaxHopTimes {
 			l = 0
 		}
@@ -464,6 +467,10 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 	}
 	return agg, nil
 }
+
+// floorBelow is how many levels under the expected one the attempt
+// times' floor lies (a test sets it negative to reach the second ask).
+var floorBelow = 1
 
 // example reads a (duration, trace id) tuple.
 func example(raw [2]json.RawMessage) (analyze.Example, error) {

@@ -304,6 +304,13 @@ func TestPushdownSketch(t *testing.T) {
 		got.skipped = want.skipped
 		sameResult(t, "generated", want, got)
 		t.Logf("%v: level %d, %d spans pulled, %d bytes over the wire in all", w.until.Sub(w.since), p.State.Level, p.Sampled, p.Bytes)
+		// A floor above the hops' level: the times are asked for again,
+		// and the state is the same.
+		old := clickhouse.SetFloorBelow(-4)
+		again, _ := pushedResult(t, url, w.since, w.until, 0)
+		clickhouse.SetFloorBelow(old)
+		again.skipped = want.skipped
+		sameResult(t, "generated, times asked again", want, again)
 	}
 }
 
