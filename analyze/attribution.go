@@ -238,6 +238,9 @@ type keyAttr struct {
 	// hop repeat their neighbour's).
 	lastVal string
 	last    *valAttr
+	// byRaw finds a value by its raw text (before secret.Scrub), once the
+	// key has more than one (see remember).
+	byRaw map[string]*valAttr
 }
 
 // keyScan is how many values a key finds by comparing names (instances,
@@ -395,24 +398,31 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 		if k.secret && v != nil {
 			// Every value of the key is the one redacted value.
 		} else if v == nil || k.lastVal != at.Value {
-			// Values are kept, compared and shown with their credentials
-			// hidden (package secret), so that no report or summary
-			// holds one and a summary merges as the logs read at once.
-			shown := secret.Redacted
-			if !k.secret {
-				shown = secret.Scrub(at.Value)
-			}
-			v = k.find(shown)
-			if v == nil {
-				if len(k.list) == AttrMaxValues {
-					k.drop()
-					continue
+			if r := k.byRaw[at.Value]; r != nil {
+				// A value met before, not the last one: no scrub again.
+				v = r
+			} else {
+				// Values are kept, compared and shown with their
+				// credentials hidden (package secret), so that no report
+				// or summary holds one and a summary merges as the logs
+				// read at once.
+				shown := secret.Redacted
+				if !k.secret {
+					shown = secret.Scrub(at.Value)
 				}
-				v = &valAttr{name: strings.Clone(shown)}
-				k.insert(v)
+				v = k.find(shown)
+				if v == nil {
+					if len(k.list) == AttrMaxValues {
+						k.drop()
+						continue
+					}
+					v = &valAttr{name: strings.Clone(shown)}
+					k.insert(v)
+				}
+				k.remember(at.Value, v)
 			}
 			k.last, k.lastVal = v, v.name
-			if shown != at.Value {
+			if v.name != at.Value {
 				k.lastVal = strings.Clone(at.Value)
 			}
 		}
@@ -423,7 +433,29 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 // drop frees a high-cardinality (or pushed out) key's values; it stays a
 // marker, so that it is not counted again.
 func (k *keyAttr) drop() {
-	k.dropped, k.index, k.last, k.lastVal, k.list = true, nil, nil, "", nil
+	k.dropped, k.index, k.last, k.lastVal, k.list, k.byRaw = true, nil, nil, "", nil, nil
+}
+
+// maxRaw bounds the raw values a key remembers: values that scrub to one
+// shown value (tokens) could be many.
+const maxRaw = 4 * AttrMaxValues
+
+// remember notes that the raw text raw is value v, once the key has two
+// values (most keys of a hop have one, and need no map): spans whose
+// values alternate then find theirs without scrubbing it again (measured:
+// secret.Scrub was 27% of the CPU on a Parquet file whose region column
+// alternates three values).
+func (k *keyAttr) remember(raw string, v *valAttr) {
+	if len(k.list) < 2 || len(k.byRaw) >= maxRaw {
+		return
+	}
+	if k.byRaw == nil {
+		k.byRaw = make(map[string]*valAttr, len(k.list))
+		if k.last != nil && k.last != v {
+			k.byRaw[k.lastVal] = k.last
+		}
+	}
+	k.byRaw[strings.Clone(raw)] = v
 }
 
 // keyLess orders attribute keys for the AttrMaxKeys bound: instance-like
