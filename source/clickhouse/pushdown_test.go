@@ -137,7 +137,7 @@ func outcomeSpans(n int, seed uint64) []byte {
 		if r.IntN(50) == 0 {
 			d = 0
 		}
-		attrs := []string{kv("zone", []string{"a", "b"}[r.IntN(2)])}
+		attrs := []string{kv("zone", []string{"a", "b"}[r.IntN(2)]), kv("http.route", fmt.Sprintf("/r/%d", r.IntN(7)))}
 		for _, a := range v.attrs {
 			attrs = append(attrs, kv(a[0], a[1]))
 		}
@@ -344,12 +344,12 @@ func pushedResult(t *testing.T, url string, since, until time.Time, sample int) 
 func TestPushdownReport(t *testing.T) {
 	e := startEngine(t, "")
 	dir := t.TempDir()
-	cases := append([]fixture{{name: "outcomes"}}, fixtures...)
+	cases := append([]fixture{{name: "outcomes"}, {name: "outcomes-sampled", sample: 500}}, fixtures...)
 	for _, fx := range cases {
 		t.Run(fx.name, func(t *testing.T) {
 			var otlp []byte
 			switch {
-			case fx.name == "outcomes":
+			case strings.HasPrefix(fx.name, "outcomes"):
 				otlp = outcomeSpans(3000, 2)
 			case fx.raw:
 				var err error
@@ -369,7 +369,8 @@ func TestPushdownReport(t *testing.T) {
 			e.load(t, "otel", table, otlp)
 			since, until := window(spans)
 			want := analyse(t, file, logs.Options{SampleSpans: fx.sample})
-			got, p := pushedResult(t, "clickhouse://"+e.host+"/otel?table="+table, since, until, fx.sample)
+			url := "clickhouse://" + e.host + "/otel?table=" + table
+			got, p := pushedResult(t, url, since, until, fx.sample)
 			got.skipped = want.skipped
 			// Attribution is not pushed down: the hops' attribution is
 			// the one thing left out, and nothing else may differ.
@@ -379,6 +380,18 @@ func TestPushdownReport(t *testing.T) {
 				want.hops = noAttr.hops
 			}
 			sameResult(t, fx.name, want, got)
+			// Each hop's first span is the pull path's (the table keeps
+			// no file order: the query's order decides which is first).
+			pulled, err := logs.Summarize([]string{url}, logs.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
+				Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, h := range pulled.Accum.State().Hops {
+				if i >= len(p.State.Hops) || p.State.Hops[i].First != h.First {
+					t.Errorf("%s: hop %q: first span %+v pushed down, %+v pulled", fx.name, h.Name, p.State.Hops[min(i, len(p.State.Hops)-1)].First, h.First)
+				}
+			}
 			t.Logf("%s: %d spans, %d outcome groups, %d pulled, %d bytes over the wire", fx.name, got.spans, p.Groups, p.Sampled, p.Bytes)
 		})
 	}

@@ -125,16 +125,12 @@ func Pushdown(ctx context.Context, raw string, o Options, in ingest.Options, sam
 	if err := c.times(ctx, rows, agg, byHop); err != nil {
 		return nil, err
 	}
-	pulled, err := c.firsts(ctx, p, in, byHop)
-	if err != nil {
-		return nil, err
-	}
-	n, err := c.sample(ctx, p, agg.tranks, in, st)
+	n, err := c.sample(ctx, p, inner, agg.tranks, in, st, byHop)
 	if err != nil {
 		return nil, err
 	}
 	st.Hops = agg.Hops
-	return &Pushed{State: st, Groups: groups, Sampled: n + pulled, Bytes: c.wire.Load()}, nil
+	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load()}, nil
 }
 
 // inner is the pull query without its order and format, with the hop
@@ -272,38 +268,14 @@ func (c *client) readSpans(ctx context.Context, q string, in ingest.Options, f f
 	return n, err
 }
 
-// firsts fills each hop's first span (its service, name and route), the
-// first in the query's order, read through the readers.
-func (c *client) firsts(ctx context.Context, p *plan, in ingest.Options, byHop map[string]*analyze.HopState) (int64, error) {
-	body, _, _ := strings.Cut(p.sql, " FORMAT ")
-	q := body + " LIMIT 1 BY " + c.hopExpr(p.sel) + " FORMAT RowBinaryWithNamesAndTypes"
-	seen := map[string]bool{}
-	var bad error
-	n, err := c.readSpans(ctx, q, in, func(sp *span.Span) {
-		hs := byHop[sp.Hop]
-		if hs == nil || seen[sp.Hop] {
-			bad = fmt.Errorf("%w: a first span of hop %q the aggregates do not have", ErrNotPushable, sp.Hop)
-			return
-		}
-		seen[sp.Hop] = true
-		acc := analyze.NewAccum(1)
-		acc.Add(sp)
-		hs.First = acc.State().Hops[0].First
-	})
-	if err == nil {
-		err = bad
-	}
-	if err == nil && len(seen) != len(byHop) {
-		err = fmt.Errorf("%w: %d hops' first spans for %d hops", ErrNotPushable, len(seen), len(byHop))
-	}
-	return n, err
-}
-
-// sample fills st's trace sample: the level is the least at which the
-// spans of the traces of rank ≥ level fit sampleSpans (what an Accum
-// reaches level by level), and those traces' spans are pulled, in the
-// query's order, through the readers.
-func (c *client) sample(ctx context.Context, p *plan, ranks []int64, in ingest.Options, st *analyze.State) (int64, error) {
+// sample fills st's trace sample and each hop's first span (its
+// service, name and route), in one ordered read through the readers: the
+// level is the least at which the spans of the traces of rank ≥ level
+// fit sampleSpans (what an Accum reaches level by level); the read takes
+// those traces' spans and each hop's first row in the pull query's order
+// (the least of its order terms), so that the first span of a hop in the
+// read is the hop's first.
+func (c *client) sample(ctx context.Context, p *plan, inner string, ranks []int64, in ingest.Options, st *analyze.State, byHop map[string]*analyze.HopState) (int64, error) {
 	var kept int64
 	for _, n := range ranks {
 		kept += n
@@ -317,15 +289,41 @@ func (c *client) sample(ctx context.Context, p *plan, ranks []int64, in ingest.O
 		return 0, fmt.Errorf("%w: one trace outgrows the sample", ErrNotPushable)
 	}
 	st.Level = uint(l)
-	body, _, _ := strings.Cut(p.sql, " ORDER BY ")
-	_, order, _ := strings.Cut(p.sql, " ORDER BY ")
+	body, order, _ := strings.Cut(p.sql, " ORDER BY ")
+	terms, _, _ := strings.Cut(order, " FORMAT ")
 	q := body
 	if l > 0 {
-		q += " AND bitShiftRight(" + traceHashSQL(normTraceSQL("ifNull(toString("+p.sel[FieldTraceID]+"), '')")) + ", " + strconv.Itoa(64-l) + ") = 0"
+		hop := c.hopExpr(p.sel)
+		firsts := "(" + hop + ", tuple(" + terms + ")) IN (SELECT h, min(ord) FROM (" +
+			strings.Replace(inner, "SELECT ", "SELECT tuple("+terms+") AS ord, ", 1) + ") GROUP BY h)"
+		q += " AND (bitShiftRight(" + traceHashSQL(normTraceSQL("ifNull(toString("+p.sel[FieldTraceID]+"), '')")) + ", " + strconv.Itoa(64-l) + ") = 0 OR " + firsts + ")"
 	}
 	q += " ORDER BY " + order
 	acc := analyze.NewAccum(st.SampleSpans)
-	n, err := c.readSpans(ctx, q, in, func(sp *span.Span) { acc.Add(sp) })
+	seen := map[string]bool{}
+	var bad error
+	n, err := c.readSpans(ctx, q, in, func(sp *span.Span) {
+		if !seen[sp.Hop] {
+			seen[sp.Hop] = true
+			hs := byHop[sp.Hop]
+			if hs == nil {
+				bad = fmt.Errorf("%w: a span of hop %q the aggregates do not have", ErrNotPushable, sp.Hop)
+				return
+			}
+			first := analyze.NewAccum(1)
+			first.Add(sp)
+			hs.First = first.State().Hops[0].First
+		}
+		if l == 0 || analyze.TraceHash(sp.TraceID)>>(64-l) == 0 {
+			acc.Add(sp)
+		}
+	})
+	if err == nil {
+		err = bad
+	}
+	if err == nil && len(seen) != len(byHop) {
+		err = fmt.Errorf("%w: %d hops' first spans for %d hops", ErrNotPushable, len(seen), len(byHop))
+	}
 	if err != nil {
 		return n, err
 	}
