@@ -150,9 +150,12 @@ type Prediction struct {
 type HopRisk struct {
 	Hop       string  `json:"hop"`
 	TimeoutMs float64 `json:"timeout_ms"`
-	// Successes is n, Above m: successes longer than the timeout (cut
+	// Successes is n, the hop's times to success: its successes, and its
+	// attempts cut by a timeout (Cut of them), whose time is known to be
+	// at least their cut; Above m: those longer than the timeout (cut
 	// attempts whose cut is below it count as longer: unknown).
 	Successes int `json:"successes"`
+	Cut       int `json:"cut,omitempty"`
 	Above     int `json:"above"`
 	// Upper is the per-call bound at Level; CallsPerRequest the mean
 	// number of its successful calls in a successful request.
@@ -286,7 +289,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 		}
 		m := h.successesAbove(t)
 		r := &hr{upper: BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
-			risk: &HopRisk{Hop: hop, TimeoutMs: units.Ms(int64(t)), Successes: h.ttsCount, Above: m}}
+			risk: &HopRisk{Hop: hop, TimeoutMs: units.Ms(int64(t)), Successes: h.ttsCount, Cut: min(h.TimeoutAttempts, h.ttsCount), Above: m}}
 		r.lu, r.le = math.Log1p(-min(r.upper, 1-1e-15)), math.Log1p(-min(r.mean, 1-1e-15))
 		r.risk.Upper = units.Round(r.upper, 6)
 		if tm := h.Recommendation.Tail; tm != nil {
@@ -399,7 +402,13 @@ func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
 			short = append(short, fmt.Sprintf("%s (%d of its %d successes are longer than its %s timeout)", h.Hop, h.Above, h.Successes, units.Duration(time.Duration(h.TimeoutMs*1e6))))
 			continue
 		}
-		short = append(short, fmt.Sprintf("%s (%d)", h.Hop, h.Successes))
+		if h.Cut > 0 {
+			// n counts the cut attempts too (each at least its cut):
+			// say so, as the count is of successful calls.
+			short = append(short, fmt.Sprintf("%s (%d successes and %d cut attempts)", h.Hop, h.Successes-h.Cut, h.Cut))
+		} else {
+			short = append(short, fmt.Sprintf("%s (%d)", h.Hop, h.Successes))
+		}
 		if h.CallsPerRequest > 0 {
 			worst = max(worst, float64(pr.NeedSuccesses-h.Successes)/h.CallsPerRequest)
 		}
