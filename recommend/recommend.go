@@ -380,8 +380,11 @@ func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Durat
 	case v < floor:
 		basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", units.Duration(slowest), 1+margin, units.Duration(t))
 	case t > capT:
+		// A model value past the cap is beyond anything the data can
+		// support: said as such, never as if it were a measurement.
 		t = max(RoundDownNice(capT), RoundUpNice(floor))
-		basis += fmt.Sprintf(", capped at %.0f× the slowest success (%s): the model is not trusted further from its data", MaxExtrapolation, units.Duration(t))
+		basis = fmt.Sprintf("extrapolated: %s; beyond the data, the model puts %s at %s, past %.0f× the slowest success %s, so the timeout stops there: %s",
+			analyze.DescribeModel(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v), MaxExtrapolation, units.Duration(slowest), units.Duration(t))
 	default:
 		basis += " → " + units.Duration(t)
 	}
