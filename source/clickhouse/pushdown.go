@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -529,20 +528,13 @@ func num(n json.Number) int {
 // queryAll POSTs q and returns the whole answer, however long (the
 // aggregates' answers: at most ExactLimit durations a hop and class).
 func (c *client) queryAll(ctx context.Context, q string) ([]byte, error) {
-	t0 := time.Now()
 	resp, err := c.post(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if debugQueries {
-		fmt.Fprintf(os.Stderr, "%v %d bytes: %.150s\n", time.Since(t0), len(b), q[max(0, strings.Index(q, "SELECT")):])
-	}
-	return b, err
+	return io.ReadAll(resp.Body)
 }
-
-var debugQueries = os.Getenv("TAILSCOPE_CH_DEBUG") != ""
 
 // Bins in SQL. quantile.Bin(x) is ceil(ln x / ln γ); ClickHouse's log
 // may round differently from Go's at a bin's edge, so the SQL takes its

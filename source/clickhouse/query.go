@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"regexp/syntax"
 	"sort"
@@ -596,10 +595,6 @@ func (c *client) explain(se serverError) error {
 // lines, returning how many it wrote. Its errors do not name the source:
 // the reader of the stream does (ingest names the path it read).
 func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error) {
-	if debugQueries {
-		t0 := time.Now()
-		defer func() { fmt.Fprintf(os.Stderr, "%v stream: %.150s\n", time.Since(t0), p.sql) }()
-	}
 	resp, err := c.post(ctx, p.sql)
 	if err != nil {
 		return 0, err
