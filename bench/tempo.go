@@ -143,14 +143,13 @@ const tempoRowGroupBytes = 100_000_000
 // time: only the current trace and the row group's buffered columns are
 // in memory.
 type tempoWriter struct {
-	w          *parquet.GenericWriter[tempoTrace]
-	rowGroup   int64 // bytes above which the buffered row group is flushed
-	buffered   int64 // tempoTraceSize of the traces since the last flush
-	spans      []genSpan
-	tr         tempoTrace
-	resources  map[tempoResKey]int // index of a resource in tr.ResourceSpans
-	instances  map[tempoResKey]*tempoInstance
-	cleanStats map[string]tempoServiceStats
+	w         *parquet.GenericWriter[tempoTrace]
+	rowGroup  int64 // bytes above which the buffered row group is flushed
+	buffered  int64 // tempoTraceSize of the traces since the last flush
+	spans     []genSpan
+	tr        tempoTrace
+	resources map[tempoResKey]int // index of a resource in tr.ResourceSpans
+	instances map[tempoResKey]*tempoInstance
 }
 
 type tempoResKey struct {

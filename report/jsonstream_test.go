@@ -147,9 +147,10 @@ type (
 		deeper
 		*inner2
 		*unexportedInner
-		Tagged   inner              `json:"tagged"`
-		Named    inner              // no tag: the Go name
-		Skip     int                `json:"-"`
+		Tagged inner `json:"tagged"`
+		Named  inner // no tag: the Go name
+		Skip   int   `json:"-"`
+		//lint:ignore SA5008 "-," names a member "-": the case this test holds the stream to encoding/json on
 		Dash     int                `json:"-,"`
 		hidden   int                //nolint:unused // unexported: not written
 		Ptr      *inner             `json:"ptr"`
@@ -232,7 +233,7 @@ func TestStreamedJSONEdges(t *testing.T) {
 		for i := range n {
 			k := fmt.Sprintf("k%03d<&>\u2028", n-i)
 			e.Slice = append(e.Slice, inner{A: i, B: strings.Repeat("é", i%3)})
-			e.Nested = append(e.Nested, []float64{float64(i) / 7, 1e-7, 1e21, -0.0})
+			e.Nested = append(e.Nested, []float64{float64(i) / 7, 1e-7, 1e21, math.Copysign(0, -1)})
 			e.Map[k] = inner{A: i}
 			e.TextMap[textKey(k)] = i
 			e.IntMap[n-i] = k

@@ -145,12 +145,6 @@ func quoteString(s string) string {
 	return b.String()
 }
 
-// column is a column of the table as system.columns describes it.
-type column struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-}
-
 // baseType is t without LowCardinality(…) and Nullable(…).
 func baseType(t string) string {
 	for {

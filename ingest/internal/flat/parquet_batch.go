@@ -53,7 +53,6 @@ type pqChunk struct {
 	ids          []byte      // the id text the spans' ids alias (Options.Borrowed)
 	attrs        []span.Attr // the spans' attributes (Options.Borrowed: their Attrs alias it)
 	err          error       // a read error after the rows of this chunk: the last chunk
-	used         int64       // spans a Branch took (Source.Fork)
 	owner        chan *pqChunk
 }
 

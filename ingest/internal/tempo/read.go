@@ -135,7 +135,7 @@ func newReader(src *record.Source, s *parquet.Schema, l *tempoLayout, meta *temp
 		}
 	}
 	if t.cols[tcDur] == nil && (t.cols[tcEnd] == nil || t.cols[tcStart] == nil) {
-		return nil, fmt.Errorf("Tempo block without span durations: no %sDurationNano, nor start and end columns", l.span)
+		return nil, fmt.Errorf("a Tempo block without span durations: no %sDurationNano, nor start and end columns", l.span)
 	}
 	if t.anchor < 0 {
 		t.anchor = tcDur

@@ -70,9 +70,6 @@ func newWalker(src *record.Source) *jsonWalker {
 	return &jsonWalker{src: src, s: newJStream(src.R), hopAttr: src.Options().HopAttr(), resyncAt: -1}
 }
 
-// offset is the position in the input of the next byte.
-func (w *jsonWalker) offset() int64 { return w.s.off }
-
 // here is the position of the next byte.
 func (w *jsonWalker) here() pos { return pos{w.s.off, w.s.line} }
 
