@@ -115,4 +115,3 @@ func (s *Span) End() int64 { return s.Start + s.Duration }
 
 // Failed reports whether the span ended in an error.
 func (s *Span) Failed() bool { return s.Status == Error || s.Timeout }
-
