@@ -84,6 +84,30 @@ type Aggregates struct {
 // on the server. in is how the readers are asked to read (HopBy and Map
 // as for the pull path); only the default hop is pushed down.
 func Aggregate(ctx context.Context, raw string, o Options, in ingest.Options) (*Aggregates, error) {
+	sa, err := serverAggregates(ctx, raw, o, in)
+	if err != nil {
+		return nil, err
+	}
+	sa.agg.Groups = sa.groups
+	sa.agg.Bytes = sa.c.wire.Load()
+	return sa.agg, nil
+}
+
+// serverSide is what Aggregate and Pushdown both compute first: the
+// client and its plan, the window's row query (inner), the outcome class
+// of each group of rows, and the per-hop counts and digests.
+type serverSide struct {
+	c      *client
+	p      *plan
+	inner  string
+	cls    map[uint64]class
+	groups int
+	agg    *Aggregates
+}
+
+// serverAggregates runs the steps Aggregate and Pushdown share, refusing
+// what only the pull path reads exactly (another hop, --map, hop filters).
+func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Options) (*serverSide, error) {
 	if in.HopBy != "" && in.HopBy != "service+name" || len(in.Map) > 0 || in.Hops != nil || in.ExcludeHops != nil {
 		return nil, fmt.Errorf("%w: only the default hop, without --map or hop filters, is aggregated on the server", ErrNotPushable)
 	}
@@ -111,9 +135,7 @@ func Aggregate(ctx context.Context, raw string, o Options, in ingest.Options) (*
 	if err != nil {
 		return nil, err
 	}
-	agg.Groups = groups
-	agg.Bytes = c.wire.Load()
-	return agg, nil
+	return &serverSide{c: c, p: p, inner: inner, cls: cls, groups: groups, agg: agg}, nil
 }
 
 // sigSQL is the outcome group of a row of inner: the hash of what the

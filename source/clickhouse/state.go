@@ -15,8 +15,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
@@ -86,33 +84,11 @@ func Pushdown(ctx context.Context, raw string, o Options, in ingest.Options, sam
 	if sampleSpans <= 0 {
 		sampleSpans = analyze.DefaultSampleSpans
 	}
-	if in.HopBy != "" && in.HopBy != "service+name" || len(in.Map) > 0 || in.Hops != nil || in.ExcludeHops != nil {
-		return nil, fmt.Errorf("%w: only the default hop, without --map or hop filters, is aggregated on the server", ErrNotPushable)
-	}
-	t, err := Parse(raw)
+	sa, err := serverAggregates(ctx, raw, o, in)
 	if err != nil {
 		return nil, err
 	}
-	o = o.withDefaults(time.Now())
-	var mu sync.Mutex
-	var prog Progress
-	c := &client{t: t, o: o, report: func(f func(*Progress)) { mu.Lock(); f(&prog); mu.Unlock() }}
-	p, err := c.plan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	inner, err := c.inner(p)
-	if err != nil {
-		return nil, err
-	}
-	cls, hops, groups, err := c.classes(ctx, inner, in)
-	if err != nil {
-		return nil, err
-	}
-	agg, err := c.digests(ctx, inner, cls, hops)
-	if err != nil {
-		return nil, err
-	}
+	c, p, inner, cls, groups, agg := sa.c, sa.p, sa.inner, sa.cls, sa.groups, sa.agg
 	rows := rowsSQL(inner, aliases(inner), groupCols(aliases(inner)), cls)
 	st := &analyze.State{SampleSpans: sampleSpans, Limit: sampleSpans, Total: agg.Spans}
 	byHop := map[string]*analyze.HopState{}
