@@ -242,30 +242,23 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 	}
 	// The blocks are those that hold a request or a hop's attempt, in time
 	// order.
-	keys := map[int64]bool{}
+	idx := newBlockIndex((last-tl.origin)/tl.size + 1)
 	for _, r := range reqs {
-		keys[(r.Start-tl.origin)/tl.size] = true
+		idx.mark((r.Start - tl.origin) / tl.size)
 	}
 	for _, ht := range hts {
 		for _, at := range ht.t.at {
 			if at != 0 && at < until {
-				keys[(at-tl.origin)/tl.size] = true
+				idx.mark((at - tl.origin) / tl.size)
 			}
 		}
 	}
-	ks := make([]int64, 0, len(keys))
-	for k := range keys {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	idx := make(map[int64]int, len(ks))
-	for b, k := range ks {
-		idx[k] = b
+	for _, k := range idx.number() {
 		st := tl.origin + k*tl.size
 		tl.Blocks = append(tl.Blocks, TimeBlock{start: st, end: st + tl.size, From: rfc3339(st), Until: rfc3339(st + tl.size)})
 	}
 	for _, r := range reqs {
-		tb := &tl.Blocks[idx[(r.Start-tl.origin)/tl.size]]
+		tb := &tl.Blocks[idx.of((r.Start-tl.origin)/tl.size)]
 		tb.Requests++
 		if r.Failed {
 			tb.Failed++
@@ -303,7 +296,7 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 			if at == 0 || at >= until {
 				return
 			}
-			b := idx[(at-tl.origin)/tl.size]
+			b := idx.of((at - tl.origin) / tl.size)
 			if f {
 				if failed == nil {
 					failed = make([]int, len(bl))
@@ -443,6 +436,65 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 		return out[i].Hop < out[j].Hop
 	})
 	return out
+}
+
+// blockIndex numbers the blocks that hold something: mark each block
+// number (from 0, below n) that does, then number them in order, then look
+// each one's index up. Every attempt of every hop is marked and looked up:
+// a slice over the numbers when there are not too many (the default
+// blocks number at most MaxBlocks; --block 1s over a month is 2.6M), a
+// map beyond.
+type blockIndex struct {
+	dense  []int32
+	sparse map[int64]int
+}
+
+// maxDenseBlocks is the most block numbers blockIndex keeps in a slice.
+const maxDenseBlocks = 1 << 22
+
+func newBlockIndex(n int64) *blockIndex {
+	if n <= maxDenseBlocks {
+		return &blockIndex{dense: make([]int32, n)}
+	}
+	return &blockIndex{sparse: map[int64]int{}}
+}
+
+func (x *blockIndex) mark(k int64) {
+	if x.dense != nil {
+		x.dense[k] = 1
+	} else {
+		x.sparse[k] = 0
+	}
+}
+
+// number gives the marked blocks their indexes in order and returns their
+// numbers.
+func (x *blockIndex) number() []int64 {
+	var ks []int64
+	if x.dense != nil {
+		for k, m := range x.dense {
+			if m != 0 {
+				x.dense[k] = int32(len(ks))
+				ks = append(ks, int64(k))
+			}
+		}
+		return ks
+	}
+	for k := range x.sparse {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	for i, k := range ks {
+		x.sparse[k] = i
+	}
+	return ks
+}
+
+func (x *blockIndex) of(k int64) int {
+	if x.dense != nil {
+		return int(x.dense[k])
+	}
+	return x.sparse[k]
 }
 
 // measureDrift compares each quiet block of a hop with its other quiet
