@@ -733,20 +733,7 @@ func (h *hopAcc) merge(o *hopAcc) {
 }
 
 func (h *hopAcc) add(sp *span.Span) {
-	h.n++
-	flagged := false
-	switch {
-	case !sp.Failed():
-		h.succ.Add(sp.Duration)
-	case sp.Timeout || timeoutCode(sp.Code):
-		h.failed++
-		h.cut++
-		h.flagged.Add(sp.Duration)
-		flagged = true
-	default:
-		h.failed++
-		h.other.Add(sp.Duration)
-	}
+	flagged := h.addDurations(sp)
 	h.ex.add(sp, flagged)
 	h.times.add(sp)
 	if len(sp.Attrs) > 0 {
@@ -755,6 +742,26 @@ func (h *hopAcc) add(sp *span.Span) {
 		}
 		h.at.add(sp, flagged)
 	}
+}
+
+// addDurations counts sp where the per-hop statistics read it (stats):
+// the attempts, and its duration among the successes, the failures its
+// span marks as cut (markedCut), or the other failures. It reports
+// whether the span marks it as cut.
+func (h *hopAcc) addDurations(sp *span.Span) (flagged bool) {
+	h.n++
+	switch {
+	case !sp.Failed():
+		h.succ.Add(sp.Duration)
+	case markedCut(sp):
+		h.failed++
+		h.cut++
+		h.flagged.Add(sp.Duration)
+		flagged = true
+	default:
+		h.failed++
+		h.other.Add(sp.Duration)
+	}
 	// A hop past the exact range turns all its digests into sketches
 	// together, so that merging them never mixes forms.
 	if h.n == quantile.ExactLimit+1 {
@@ -762,6 +769,37 @@ func (h *hopAcc) add(sp *span.Span) {
 		h.flagged.Sketch()
 		h.other.Sketch()
 	}
+	return flagged
+}
+
+// cutValues are the hop's successful durations and those of its attempts
+// cut by a timeout T (cutBy: marked, or failed within its tolerance),
+// each ascending; past the exact range, the sketches' values.
+func (h *hopAcc) cutValues(T int64) (succ, cut []int64) {
+	lo, hi := cutWindow(T)
+	h.other.Each(func(v int64, c int) {
+		if T > 0 && v >= lo && v <= hi {
+			for range c {
+				cut = append(cut, v)
+			}
+		}
+	})
+	return digestValues(&h.succ), mergeAscending(digestValues(&h.flagged), cut)
+}
+
+// digestValues are d's values ascending: its own when exact, else each
+// sketch value as often as it counts.
+func digestValues(d *quantile.Digest) []int64 {
+	if d.Exact() {
+		return d.Sorted()
+	}
+	var out []int64
+	d.Each(func(v int64, c int) {
+		for range c {
+			out = append(out, v)
+		}
+	})
+	return out
 }
 
 // hashID is a fixed (seedless, so deterministic across runs) 64-bit hash
@@ -828,10 +866,7 @@ type Sample struct {
 func (a *Accum) Measure(reqs []*span.Request, probs span.Problems, opt Options) *Report {
 	// Attribution and examples come from the per-hop state over every
 	// span: the sample keeps no attributes.
-	src := measureSources{state: a.hopAcc, seen: a.seen(), times: a.timesSource()}
-	if a.Sampled() {
-		src.fill = a.fill
-	}
+	src := measureSources{state: a.hopAcc, seen: a.seen(), times: a.timesSource(), overAll: a.Sampled()}
 	return measure(spanPointers(a.spans), reqs, probs, opt, src)
 }
 
@@ -891,7 +926,7 @@ func (a *Accum) addUnsampledHops(rep *Report) []string {
 		acc := a.hops[name]
 		h := Hop{Hop: name, FailureHistogram: []quantile.Bucket{}, CallFailureHistogram: []quantile.Bucket{}, TimeoutSource: SourceUnknown,
 			FailureClass: ClassTooFew, Evidence: units.Count(acc.n, "attempt", "attempts") + ", none in the trace sample: class and retry yield unknown"}
-		a.fill(&h, rep, len(rep.Warnings))
+		acc.stats(&h, nsOf(h.TimeoutMs), optionsOf(rep), rep, true)
 		attribute(&h, acc)
 		// No tree shows its place: a call, as flat logs' spans are.
 		h.Role = RoleCall
@@ -917,32 +952,28 @@ func wilson(k, n int) (float64, float64) {
 	return units.Round(math.Max(0, c-w), 4), units.Round(math.Min(1, c+w), 4)
 }
 
-// fill replaces the per-hop numbers of h, computed by hopStats on the
-// sample, with those over all spans. T is the hop's timeout as hopStats
-// found it on the sample (the policy in force, the span attribute, or
-// inferred: the sample holds thousands of attempts per hop).
-func (a *Accum) fill(h *Hop, rep *Report, from int) {
-	acc := a.hops[h.Hop]
-	if acc == nil {
-		return
-	}
-	T := nsOf(h.TimeoutMs)
+// stats sets h's counts, percentiles, cut attempts (Censored), time to
+// success and, with histograms, its latency and failure histograms from
+// the hop's accumulated durations, and adds the hop's warnings on them to
+// rep: the one implementation of the per-hop statistics, over every span
+// (an Accum's state) or over the spans a report was given (hopStats). T
+// is the hop's timeout as found on its spans (the policy in force, the
+// span attribute, or inferred): a failure that ended within its tolerance
+// was cut by it (cutBy).
+func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms bool) {
 	h.Attempts, h.FailedAttempts = acc.n, acc.failed
 	// Cut attempts: marked by the span, or failed and ended at T. Within
 	// the exact range the unions below are of sorted lists, each merged in
 	// one pass into one new list (fillValues); past it, of digests.
-	tol := int64(0)
-	if T > 0 {
-		tol = tolerance(T)
-	}
+	lo, hi := cutWindow(T)
 	var all, tts, failed, nearT fillValues
 	if acc.succ.Exact() {
 		succ, flagged, other := acc.succ.Sorted(), acc.flagged.Sorted(), acc.other.Sorted()
 		var near []int64
 		if T > 0 {
-			lo := sort.Search(len(other), func(i int) bool { return other[i] >= T-tol })
-			hi := sort.Search(len(other), func(i int) bool { return other[i] > T+tol })
-			near = other[lo:hi]
+			a := sort.Search(len(other), func(i int) bool { return other[i] >= lo })
+			b := sort.Search(len(other), func(i int) bool { return other[i] > hi })
+			near = other[a:b]
 		}
 		all.s = mergeAscending3(succ, flagged, other)
 		failed.s = mergeAscending(flagged, other)
@@ -953,7 +984,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 		var nd quantile.Digest
 		if T > 0 {
 			acc.other.Each(func(v int64, c int) {
-				if v >= T-tol && v <= T+tol {
+				if v >= lo && v <= hi {
 					for range c {
 						nd.Add(v)
 					}
@@ -1003,11 +1034,16 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	h.SuccessLatencyMs, _ = tts.percentiles(knownTTS)
 	h.ttsCount = tts.n()
 	h.targetKnown = false
-	if q := optionsOf(rep).Percentile / 100; PercentileKnown(tts.n(), knownTTS, q) {
+	if q := opt.Percentile / 100; PercentileKnown(tts.n(), knownTTS, q) {
 		h.target, h.targetKnown = tts.quantile(q), true
 	}
 	if tts.n() > 0 && knownTTS > 0 {
-		h.p50TTS = tts.quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.n()-1)))
+		// The median of the certain values (below any cut).
+		if tts.exact {
+			h.p50TTS = quantile.Int64(tts.s[:knownTTS], 0.5)
+		} else {
+			h.p50TTS = tts.quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.n()-1)))
+		}
 		h.maxTTS = int64(tts.at(knownTTS - 1))
 	}
 	h.ttsAt, h.ttsKnown = tts.quantileFunc(), knownTTS
@@ -1017,28 +1053,20 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 		}
 		return tts.n() - tts.below(t+1)
 	}
-	if failed.exact {
+	switch {
+	case !histograms:
+	case failed.exact:
 		h.FailureHistogram = quantile.Histogram(failed.s, failureWidth(failed.s))
-	} else {
+	default:
 		h.FailureHistogram = digestHistogram(failed.d, quantile.NiceWidth(failed.d.Max(), 100))
 	}
-	if all.exact {
+	switch {
+	case !histograms:
+	case all.exact:
 		h.LatencyHistogram = LogHistogram(all.s)
-	} else {
+	default:
 		h.LatencyHistogram = digestLogHistogram(all.d)
 	}
-
-	// Replace the sample's per-hop warnings with the full numbers. They
-	// were added from index from on (by hopStats for this hop), so only
-	// those are scanned: linear in hops, not quadratic.
-	ws := rep.Warnings[:from]
-	for _, w := range rep.Warnings[from:] {
-		if w.Hop == h.Hop && (w.Code == "too-few-samples" || w.Code == "censored-tail") {
-			continue
-		}
-		ws = append(ws, w)
-	}
-	rep.Warnings = ws
 	if h.Attempts < MinSamplesP99 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: h.Hop,
 			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", units.Count(h.Attempts, "attempt", "attempts"), MinSamplesP99)})
@@ -1050,7 +1078,7 @@ func (a *Accum) fill(h *Hop, rep *Report, from int) {
 	}
 }
 
-// fillValues is one of the unions fill reads: its values ascending
+// fillValues is one of the unions stats reads: its values ascending
 // (exact: what a Digest of them would hold, sorted) or, past the exact
 // range, a sketch; each method answers what the Digest's would.
 type fillValues struct {

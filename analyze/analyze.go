@@ -464,11 +464,6 @@ func spanPointers(spans []span.Span) []*span.Span {
 	return out
 }
 
-// hopFiller replaces the per-hop numbers that hopStats computed on spans
-// with better ones (Accum.fill: over all spans when spans are a sample).
-// from is the index of the hop's first warning in rep.Warnings.
-type hopFiller func(h *Hop, rep *Report, from int)
-
 // hopState gives a hop's state accumulated over every span (Accum.hopAcc):
 // attribution and examples come from it, since the sample's spans carry no
 // attributes. When nil, measure accumulates each hop's spans itself.
@@ -476,10 +471,10 @@ type hopState func(name string) *hopAcc
 
 // measureSources is where measure takes what the spans alone cannot give.
 type measureSources struct {
-	// fill (when not nil) is called on each hop before it is added, so
-	// that everything computed after the hop table (recommendation,
-	// replay, ranking) sees the filled numbers.
-	fill hopFiller
+	// overAll takes each hop's counts, percentiles and histograms from
+	// state (over every span) rather than from the spans, a sample of
+	// them.
+	overAll bool
 	// state gives each hop's accumulated state (nil: from the spans).
 	state hopState
 	// seen lists every hop for the cardinality rule (cardinality.go); nil
@@ -600,17 +595,14 @@ func hopTable(rep *Report, reqs []*span.Request, in hopInputs, opt Options, src 
 			for i := lo; i < hi; i++ {
 				n := in.names[i]
 				scratch := &Report{opt: opt}
-				// What no one reads is not computed: the histograms
-				// fill replaces with those over every span, and in a fit
-				// the report's own figures.
-				need := hopNeeds{histograms: true, report: !src.fitOnly}
-				if src.fitOnly || src.fill != nil && src.state != nil && src.state(n) != nil {
-					need.histograms = false
+				// What no one reads is not computed: in a fit, the
+				// report's own figures.
+				need := hopNeeds{histograms: !src.fitOnly, report: !src.fitOnly}
+				var all *hopAcc
+				if src.overAll && src.state != nil {
+					all = src.state(n)
 				}
-				h := hopStats(n, in.byHop[n], in.calls[n], in.roots[n], opt, scratch, need)
-				if src.fill != nil {
-					src.fill(&h, scratch, 0)
-				}
+				h := hopStats(n, in.byHop[n], in.calls[n], in.roots[n], all, opt, scratch, need)
 				switch {
 				case src.fitOnly:
 				case src.state != nil:
@@ -704,99 +696,43 @@ func PercentileKnown(n, known int, q float64) bool {
 }
 
 // hopNeeds says which of hopStats' figures its caller reads: the latency
-// and failure histograms (fill replaces them with those over every span),
-// and the figures only the report shows (a held-out fit is not reported:
-// the Kaplan–Meier latency and the calls' failure histogram).
+// and failure histograms, and the figures only the report shows (a
+// held-out fit is not reported: the Kaplan–Meier latency and the calls'
+// failure histogram).
 type hopNeeds struct {
 	histograms, report bool
 }
 
-func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, opt Options, rep *Report, need hopNeeds) Hop {
-	h := Hop{Hop: name, Attempts: len(ss), Calls: len(cs) + rootCalls}
-	var succ, failed []int64
-	cutMin := int64(math.MaxInt64)
-	cutCount := map[int64]int{}
-	censored := 0
+// hopStats is a hop's row. Its counts, percentiles, cut attempts and
+// histograms are those of all, the hop's state over every span when the
+// spans are a sample of them (an Accum's), else nil and taken from ss
+// (hopAcc.stats: one implementation either way); what needs the call
+// trees (retry yield, class, the calls' failures, Kaplan–Meier) is from
+// ss and cs.
+func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, all *hopAcc, opt Options, rep *Report, need hopNeeds) Hop {
+	h := Hop{Hop: name, Calls: len(cs) + rootCalls}
 	// The timeout comes first: an error span that ended at it was cut by
 	// it (censored) even when it lacks a timeout mark (see cutBy).
 	h.Kind = commonKind(ss)
 	h.TimeoutMs, h.TimeoutSource = timeoutOf(name, ss, opt)
 	T := nsOf(h.TimeoutMs)
+	sample := &hopAcc{name: name}
 	for _, s := range ss {
-		if s.Failed() {
-			h.FailedAttempts++
-			failed = append(failed, s.Duration)
-		} else {
-			succ = append(succ, s.Duration)
-		}
-		if cutBy(s, T) {
-			h.TimeoutAttempts++
-			censored++
-			cutCount[roundMs(s.Duration)]++
-			if s.Duration < cutMin {
-				cutMin = s.Duration
-			}
-		}
+		sample.addDurations(s)
 	}
-	// Every attempt, and the time-to-success samples below, are sorted
-	// unions of lists sorted once: merging is linear, sorting again is not.
-	quantile.SortInt64(succ)
-	quantile.SortInt64(failed)
-	all := mergeAscending(succ, failed)
-	// Values certainly among the smallest: those below the lowest cut.
-	known := len(all)
-	if censored > 0 {
-		known = sort.Search(len(all), func(i int) bool { return all[i] >= cutMin })
-	}
-	var unknown []string
-	h.LatencyMs, unknown = percentiles(all, known)
-	if censored > 0 {
-		h.Censored = &Censored{
-			TimeoutMs: units.Ms(modeKey(cutCount)),
-			Attempts:  censored,
-			Fraction:  units.Round(float64(censored)/float64(len(all)), 4),
-			AtLeastMs: units.Ms(cutMin),
-			Unknown:   orEmpty(unknown),
-		}
-	}
-	// Time to success: successes, with censored attempts as ≥ their cut.
-	cens := quantile.SortInt64(censoredDurations(ss, T))
-	tts := mergeAscending(succ, cens)
-	knownTTS := len(tts)
-	if censored > 0 {
-		knownTTS = sort.Search(len(tts), func(i int) bool { return tts[i] >= cutMin })
-	}
-	h.SuccessLatencyMs, _ = percentiles(tts, knownTTS)
-	h.ttsCount = len(tts)
-	if q := opt.Percentile / 100; PercentileKnown(len(tts), knownTTS, q) {
-		h.target, h.targetKnown = quantile.Int64(tts, q), true
-	}
-	if len(tts) > 0 && knownTTS > 0 {
-		h.p50TTS = quantile.Int64(tts[:knownTTS], 0.5)
-		h.maxTTS = tts[knownTTS-1]
-	}
-	h.ttsAt, h.ttsKnown = func(q float64) float64 { return quantile.Int64(tts, q) }, knownTTS
-	h.ttsAbove = func(t int64) int { return len(tts) - sort.Search(len(tts), func(i int) bool { return tts[i] > t }) }
-
 	if need.report {
-		h.KMLatencyMs = kmLatency(succ, cens)
+		succ, cut := sample.cutValues(T)
+		h.KMLatencyMs = kmLatency(succ, cut)
 		h.CallFailureHistogram = callFailureHistogram(cs)
 	}
-	if need.histograms {
-		h.FailureHistogram = quantile.Histogram(failed, failureWidth(failed))
-		h.LatencyHistogram = LogHistogram(all)
-	}
 	h.RetryYield = retryYield(cs, func(s *span.Span) bool { return cutBy(s, T) })
+	// The class reads the sample's failures, as its evidence counts them.
+	h.FailedAttempts = sample.failed
 	h.FailureClass, h.Evidence = Classify(&h, ss, cs, opt)
-	if len(ss) < MinSamplesP99 {
-		rep.Warnings = append(rep.Warnings, Warning{Code: "too-few-samples", Hop: name,
-			Message: fmt.Sprintf("%s: p99 needs at least %d to be more than the largest values", units.Count(len(ss), "attempt", "attempts"), MinSamplesP99)})
+	if all == nil {
+		all = sample
 	}
-	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
-		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: name,
-			Message: fmt.Sprintf("%d of %d attempts (%.1f%%) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
-				censored, len(ss), 100*float64(censored)/float64(len(ss)), units.Millis(h.Censored.TimeoutMs), joinNames(unknown), units.Millis(h.Censored.AtLeastMs))})
-	}
+	all.stats(&h, T, opt, rep, need.histograms)
 	return h
 }
 

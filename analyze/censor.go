@@ -31,13 +31,24 @@ func nsOf(msv *float64) int64 {
 // A successful attempt that ended near T is a real, measured success and
 // is never censored.
 func cutBy(s *span.Span, T int64) bool {
-	if s.Timeout {
-		return true
-	}
 	if !s.Failed() {
 		return false
 	}
-	return timeoutCode(s.Code) || near(s.Duration, T)
+	return markedCut(s) || near(s.Duration, T)
+}
+
+// markedCut reports whether a failed attempt's span says a timeout cut it:
+// the flag, or a timeout code (span.Span.Timeout implies failed). The rest
+// of cutBy's rule, a failure that ended near T, is cutWindow's.
+func markedCut(s *span.Span) bool { return s.Timeout || timeoutCode(s.Code) }
+
+// cutWindow is the range of durations within the tolerance of T (near):
+// a failure that ended in it was cut by T. Empty when T is not set.
+func cutWindow(T int64) (lo, hi int64) {
+	if T <= 0 {
+		return 0, -1
+	}
+	return T - tolerance(T), T + tolerance(T)
 }
 
 // timeoutCode reports whether an HTTP or gRPC status code says that a
@@ -53,18 +64,6 @@ func timeoutCode(c int) bool {
 // resets and refused connections).
 func transientCode(c int) bool {
 	return c == 429 || c == 502 || c == 503 || c == 8 || c == 14
-}
-
-// censoredDurations returns the durations of the attempts cut by a
-// timeout: lower bounds of their true latency.
-func censoredDurations(ss []*span.Span, T int64) []int64 {
-	var out []int64
-	for _, s := range ss {
-		if cutBy(s, T) {
-			out = append(out, s.Duration)
-		}
-	}
-	return out
 }
 
 // callFailureHistogram buckets the durations of a hop's failed calls, from

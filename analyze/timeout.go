@@ -37,14 +37,8 @@ func tolerance(T int64) int64 {
 
 // near reports whether d lies within the tolerance of target.
 func near(d, target int64) bool {
-	if target <= 0 {
-		return false
-	}
-	diff := d - target
-	if diff < 0 {
-		diff = -diff
-	}
-	return diff <= tolerance(target)
+	lo, hi := cutWindow(target)
+	return d >= lo && d <= hi
 }
 
 // timeoutOf finds the per-attempt timeout in force on a hop and says where
