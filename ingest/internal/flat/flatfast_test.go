@@ -219,7 +219,7 @@ func TestScanNumberAgrees(t *testing.T) {
 	for _, c := range cases {
 		// Tails long and short: a number followed by eight bytes or more
 		// is read a word at a time, one near the end a byte at a time.
-		for _, tail := range []string{"", ",", "}", " x", `,"attempt":1}`, "\x00\xff\xfa\x3a\x2f\x40`\xfa\x39"} {
+		for _, tail := range []string{"", ",", "}", " x", `,"attempt":1}`, "\x00\xff\xfa\x3a\x2f\x40`\xfa\x39", "0123456789.123456789,\"x\":1}", ".5e3,\"abcdefgh\"", "\xfa\xfb\xff0000000000"} {
 			in := []byte(c + tail)
 			var nt numText
 			scanNumber(in, 0, &nt)
@@ -228,6 +228,11 @@ func TestScanNumberAgrees(t *testing.T) {
 			_, want, _ := sc.Value()
 			if string(nt.text) != string(want) {
 				t.Fatalf("%q: scanned %q, scanner.value %q", in, nt.text, want)
+			}
+			var ref numText
+			scanNumberBytes(in, 0, &ref)
+			if string(ref.text) != string(nt.text) || ref.m != nt.m || ref.nd != nt.nd || ref.frac != nt.frac || ref.neg != nt.neg || ref.plain != nt.plain || ref.dot != nt.dot {
+				t.Fatalf("%q: scanned %+v, byte by byte %+v", in, nt, ref)
 			}
 			n, ok := nt.int()
 			wn, wok := record.AtoiBytes(nt.text)
@@ -412,4 +417,93 @@ func TestStringEnd(t *testing.T) {
 			t.Fatalf("stringEnd(%q, %d, %d) = %d, %v; PlainString gives %d, %v", line, i, n, j, ok, wj, wok)
 		}
 	}
+}
+
+// scanNumberBytes is scanNumber a byte at a time, as it was before it read
+// words: the reference its every field is held to.
+func scanNumberBytes(b []byte, i int, nt *numText) {
+	start := i
+	nt.neg = b[i] == '-'
+	if nt.neg {
+		i++
+	}
+	var m uint64
+	nd, frac := 0, 0
+	dot, other := false, false
+	for ; i < len(b); i++ {
+		c := b[i]
+		if d := c - '0'; d < 10 {
+			m = m*10 + uint64(d)
+			nd++
+			if dot {
+				frac++
+			}
+		} else if c == '.' && !dot {
+			dot = true
+		} else if jsonscan.IsNumberByte(c) {
+			other = true
+		} else {
+			break
+		}
+	}
+	nt.text, nt.m, nt.nd, nt.frac, nt.dot, nt.plain = b[start:i], m, nd, frac, dot, !other && nd > 0
+}
+
+// flatMixedLines are n lines of the shape bench/ writes (gen.go): traces
+// of a gateway root (no parent_id, attempt or timeout_ms) and its calls to
+// a dozen services, whose names, hops and durations vary in length from
+// line to line as a real log's do, some failing with 503 or timing out
+// (a "timeout" key between status and code). flatBenchLines repeats one
+// shape, which lets a branch predictor learn every value's length.
+func flatMixedLines(n int) []byte {
+	r := rand.New(rand.NewPCG(7, 11))
+	svcs := [][2]string{{"auth", "auth"}, {"session", "session"}, {"catalog", "catalog"}, {"search", "search"}, {"retrieval", "retrieve"},
+		{"ranker", "rank"}, {"llm", "generate"}, {"pricing", "price"}, {"inventory", "inventory"}, {"render", "render"}, {"billing", "billing.Export"}, {"ledger-2", "ledger-2.Search"}}
+	var b bytes.Buffer
+	start := int64(1767225600000000000)
+	trace, calls := "", 0
+	for range n {
+		if calls == 0 {
+			trace = fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
+			calls = 6 + r.IntN(5)
+			fmt.Fprintf(&b, `{"trace_id":"%s","span_id":"%016x","service":"gateway","name":"gateway","kind":"server","hop":"gateway","start":%d,"duration_ms":%.3f,"status":"ok","code":200}`+"\n",
+				trace, r.Uint64(), start, math.Exp(5+r.NormFloat64()))
+			continue
+		}
+		calls--
+		s := svcs[r.IntN(len(svcs))]
+		d := math.Exp(2 + 2*r.Float64() + 0.5*r.NormFloat64())
+		status, code, timeout := "ok", 200, ""
+		switch x := r.IntN(100); {
+		case x < 2:
+			status, code, timeout, d = "error", 504, `"timeout":true,`, 3000+r.Float64()
+		case x < 4:
+			status, code = "error", 503
+		}
+		start += int64(r.IntN(50_000_000))
+		fmt.Fprintf(&b, `{"trace_id":"%s","span_id":"%016x","parent_id":"%016x","service":"%s","name":"%s","kind":"client","hop":"%s","start":%d,"duration_ms":%.3f,"status":"%s",%s"code":%d,"attempt":%d,"timeout_ms":3000}`+"\n",
+			trace, r.Uint64(), r.Uint64(), s[0], s[1], s[1], start, d, status, timeout, code, 1+r.IntN(2))
+	}
+	return b.Bytes()
+}
+
+// BenchmarkFastLineMixed is BenchmarkFastLine on flatMixedLines.
+func BenchmarkFastLineMixed(b *testing.B) {
+	data := bytes.TrimSpace(flatMixedLines(10_000))
+	lines := bytes.Split(data, []byte("\n"))
+	tab := newFieldTable(&record.Options{})
+	// As analyze reads them: ids borrowed, service and name deferred
+	// (hops named by the hop field).
+	rec := &flatRecord{intern: &record.Interner{}, block: data, lazy: true}
+	var ly layout
+	b.SetBytes(int64(len(data) + 1))
+	for b.Loop() {
+		for _, l := range lines {
+			if !tab.fastLine(rec, &ly, l) {
+				b.Fatal("not taken")
+			}
+			rec.finish()
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(len(lines))/b.Elapsed().Seconds(), "lines/s")
 }

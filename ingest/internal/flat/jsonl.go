@@ -296,31 +296,43 @@ func (d *blockDecoder) decode(b *block) {
 		rec.block = buf
 	}
 	for len(buf) > 0 {
-		var l []byte
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			l, buf = buf[:i+1], buf[i+1:]
-		} else {
-			l, buf = buf, nil
-		}
 		ln := line
 		line++
+		// The usual line starts with '{' and takes the fast path, which
+		// finds its end as it goes (fastEnd); any other line is cut at
+		// its newline first.
+		var l []byte
+		fast := false
+		if buf[0] == '{' {
+			if end := d.tab.fastEnd(rec, &d.lay, buf); end >= 0 {
+				end = min(end+1, len(buf)) // with its newline
+				l, buf, fast = buf[:end], buf[end:], true
+			}
+		}
+		if !fast {
+			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+				l, buf = buf[:i+1], buf[i+1:]
+			} else {
+				l, buf = buf, nil
+			}
+		}
 		if len(l) > d.max+1 {
 			b.Events = append(b.Events, record.Event{Before: len(b.Spans), At: ln, Reason: "record too long", Detail: fmt.Sprintf("over %d bytes (raise with --max-record)", d.max)})
 			continue
 		}
-		l = trimEOL(l)
-		if len(l) > 0 && l[0] == '{' {
-			// The usual line: not blank, no need to look.
-		} else if isBlank(l) {
-			continue
-		}
 		var reason, detail string
-		if d.tab.fastLine(rec, &d.lay, l) {
+		if fast {
 			reason, detail = rec.finish()
 			if rec.sp.Hop == "" {
 				rec.materialize() // the hop may be named by service and name
 			}
 		} else {
+			// The fast path did not take it (or it does not start with
+			// '{'): the fast path would not take it cut at its newline
+			// either (fastEnd), so it goes to the general one.
+			if l = trimEOL(l); isBlank(l) {
+				continue
+			}
 			reason, detail = d.tab.decodeLine(&d.sc, rec, l)
 		}
 		if reason == "" && d.branch != nil {

@@ -509,7 +509,7 @@ func (w *pqWorker) leftOut(l *pqLite) bool {
 	if l.hasStart {
 		start = l.start
 	}
-	if (o.SinceOn() && start < o.Since) || (o.UntilOn() && start >= o.Until) {
+	if ((o.HasSince || o.Since != 0) && start < o.Since) || ((o.HasUntil || o.Until != 0) && start >= o.Until) { // not o.SinceOn(): it copies *o
 		return true
 	}
 	for _, x := range o.Exclude {

@@ -96,7 +96,8 @@ func (s *Source) Accept(sp *span.Span) (reason, detail string) {
 	if reason, detail := validate(sp); reason != "" {
 		return reason, detail
 	}
-	hopBy := s.opt.HopBy
+	o := s.opt
+	hopBy := o.HopBy
 	if hopBy == "" {
 		hopBy = s.hopDefault
 	}
@@ -104,15 +105,18 @@ func (s *Source) Accept(sp *span.Span) (reason, detail string) {
 	if sp.Hop == "" {
 		return ReasonNoHop, "no " + hopBy + " to name the hop by (see --hop-by)"
 	}
-	if (s.opt.SinceOn() && sp.Start < s.opt.Since) || (s.opt.UntilOn() && sp.Start >= s.opt.Until) {
+	// The window's fields are read through o, not with o.SinceOn(): a
+	// value receiver on *o copied the whole Options (~300 bytes) twice a
+	// span.
+	if ((o.HasSince || o.Since != 0) && sp.Start < o.Since) || ((o.HasUntil || o.Until != 0) && sp.Start >= o.Until) {
 		return ReasonOutsideWindow, ""
 	}
-	for _, w := range s.opt.Exclude {
+	for _, w := range o.Exclude {
 		if w.Holds(sp.Start) {
 			return ReasonExcluded, ""
 		}
 	}
-	if (s.opt.Hops != nil && !s.opt.Hops.MatchString(sp.Hop)) || (s.opt.ExcludeHops != nil && s.opt.ExcludeHops.MatchString(sp.Hop)) {
+	if (o.Hops != nil && !o.Hops.MatchString(sp.Hop)) || (o.ExcludeHops != nil && o.ExcludeHops.MatchString(sp.Hop)) {
 		return ReasonHopFiltered, ""
 	}
 	if sp.Weight == 0 {
