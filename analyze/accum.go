@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/internal/fastlog"
 	"math"
 	"math/bits"
 	"slices"
@@ -1228,7 +1229,7 @@ func digestLogHistogram(d *quantile.Digest) []quantile.Bucket {
 		if float64(ns)/1e6 < 1 {
 			return -1
 		}
-		return int(math.Floor(10 * log10(float64(ns)/1e6)))
+		return int(math.Floor(10 * fastlog.Log10(float64(ns)/1e6)))
 	}
 	edge := func(i int) float64 {
 		if i < 0 {

@@ -15,6 +15,7 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/internal/fastlog"
 	"math"
 	"sort"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/tail"
 )
 
 // Schema is the value of the report's "schema" key.
@@ -231,7 +233,7 @@ type Recommendation struct {
 	// value before, which cut requests that succeeded as logged.
 	RaisedFromMs *float64 `json:"raised_from_ms,omitempty"`
 	// Extrapolated is set when the timeout comes from the hop's fitted tail
-	// (tailfit.go): it had too few successes for an order statistic to
+	// (package tail): it had too few successes for an order statistic to
 	// certify its share of the request target.
 	Extrapolated bool `json:"extrapolated,omitempty"`
 	// Headroom is the drift headroom the timeout carries (timeline.go):
@@ -243,10 +245,10 @@ type Recommendation struct {
 	Eject *Eject `json:"eject,omitempty"`
 
 	// Tail is the fitted tail when the timeout was extrapolated from one
-	// (tailfit.go), nil otherwise: the out-of-sample bound reports the
+	// (package tail), nil otherwise: the out-of-sample bound reports the
 	// model's own risk (risk.go), check's rule on timeouts far above the
 	// tail measures against it. Not part of the JSON contract.
-	Tail *TailModel `json:"-"`
+	Tail *tail.Model `json:"-"`
 	// TailNeed is what the recommendation took the hop's tail to need on
 	// new traffic before rounding, where it went past the slowest success
 	// (an extrapolation, or recommend.MaxExtrapolation × the slowest success where
@@ -805,7 +807,7 @@ func LogHistogram(sorted []int64) []quantile.Bucket {
 		if msv < 1 {
 			return -1
 		}
-		return int(math.Floor(10 * log10(msv)))
+		return int(math.Floor(10 * fastlog.Log10(msv)))
 	}
 	edge := func(i int) float64 {
 		if i < 0 {

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/bound"
 	"math"
 	"sort"
 	"strings"
@@ -167,68 +168,6 @@ type HopRisk struct {
 	ModelRisk    float64 `json:"model_risk,omitempty"`
 }
 
-// BetaUpper is the level-quantile of Beta(m+1, n−m): an upper bound on
-// the probability that a new value exceeds a threshold that m of n values
-// exceeded (1 when m ≥ n, or n is 0).
-func BetaUpper(level float64, m, n int) float64 {
-	if n <= 0 || m >= n {
-		return 1
-	}
-	if m < 0 {
-		m = 0
-	}
-	if m == 0 {
-		return 1 - math.Pow(1-level, 1/float64(n))
-	}
-	// P(Beta(m+1, n−m) ≤ x) = P(Binomial(n, x) ≥ m+1); bisect x. The
-	// binomial coefficients do not depend on x: computed once, not at
-	// each of the 80 steps (two log-gammas a term: most of the cost).
-	coef := binomLogCoefs(m, n)
-	lo, hi := 0.0, 1.0
-	for i := 0; i < 80; i++ {
-		x := (lo + hi) / 2
-		if 1-binomCDF(coef, n, x) < level {
-			lo = x
-		} else {
-			hi = x
-		}
-	}
-	return hi
-}
-
-// binomLogCoefs is log C(n, j) for j = 0..m.
-func binomLogCoefs(m, n int) []float64 {
-	ln, _ := math.Lgamma(float64(n) + 1)
-	coef := make([]float64, m+1)
-	for j := range coef {
-		a, _ := math.Lgamma(float64(j) + 1)
-		b, _ := math.Lgamma(float64(n-j) + 1)
-		coef[j] = ln - a - b
-	}
-	return coef
-}
-
-// binomCDF is P(Binomial(n, x) ≤ m), summed in log space from the
-// coefficients binomLogCoefs(m, n).
-func binomCDF(coef []float64, n int, x float64) float64 {
-	m := len(coef) - 1
-	if x <= 0 {
-		return 1
-	}
-	if x >= 1 {
-		if m >= n {
-			return 1
-		}
-		return 0
-	}
-	lx, l1x := math.Log(x), math.Log1p(-x)
-	s := 0.0
-	for j, c := range coef {
-		s += math.Exp(c + float64(j)*lx + float64(n-j)*l1x)
-	}
-	return min(s, 1)
-}
-
 // successesAbove counts a hop's successes longer than t, and its cut
 // attempts whose cut lies below t (their time to success is unknown past
 // the cut: counted as longer, so the bound stays an upper bound).
@@ -241,15 +180,6 @@ func (h *Hop) successesAbove(t time.Duration) int {
 		m += h.Censored.Attempts
 	}
 	return min(m, h.ttsCount)
-}
-
-// NeedSuccesses is how many successes make a timeout above all of them
-// certify a per-call share s at RiskLevel.
-func NeedSuccesses(s float64) int {
-	if s <= 0 || s >= 1 {
-		return 0
-	}
-	return int(math.Ceil(math.Log(1-RiskLevel) / math.Log1p(-s)))
 }
 
 // PredictFalseTimeouts bounds the share of successful requests on new
@@ -288,7 +218,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 			return nil
 		}
 		m := h.successesAbove(t)
-		r := &hr{upper: BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
+		r := &hr{upper: bound.BetaUpper(RiskLevel, m, h.ttsCount), mean: float64(m+1) / float64(h.ttsCount+1),
 			risk: &HopRisk{Hop: hop, TimeoutMs: units.Ms(int64(t)), Successes: h.ttsCount, Cut: min(h.TimeoutAttempts, h.ttsCount), Above: m}}
 		r.lu, r.le = math.Log1p(-min(r.upper, 1-1e-15)), math.Log1p(-min(r.mean, 1-1e-15))
 		r.risk.Upper = units.Round(r.upper, 6)
@@ -378,7 +308,7 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 	}
 	pr.Met = pr.Upper <= target
 	if k > 0 {
-		pr.NeedSuccesses = NeedSuccesses(target / k)
+		pr.NeedSuccesses = bound.NeedSuccesses(target/k, RiskLevel)
 	}
 	pr.Basis = fmt.Sprintf("distribution-free: per call, the %s quantile of Beta(m+1, n−m) for a hop with n successes, m of them longer than its timeout; combined over the calls each of the %d successful requests makes (~%s per request, retries not credited)",
 		units.Percent(RiskLevel, 3), ok, units.Decimal(k, 1))

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/bound"
 	"math"
 	"math/bits"
 	"slices"
@@ -396,7 +397,7 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 				above := len(hb.ok) - sort.Search(len(hb.ok), func(k int) bool { return float64(hb.ok[k]) > b99 })
 				p99 := quantile.Int64(hb.ok, 0.99)
 				inc[b] = above >= incidentMinCalls && float64(above) >= incidentMinShare*float64(len(hb.ok)) &&
-					p99 >= IncidentSlowdown*b99 && binomUpper(above, len(hb.ok), 0.01) < alpha
+					p99 >= IncidentSlowdown*b99 && bound.BinomialTail(above, len(hb.ok), 0.01) < alpha
 				base[b] = b99
 			}
 		}
@@ -530,7 +531,7 @@ func measureDrift(bl []HopBlock, tl *Timeline) *Drift {
 		if r <= 0 {
 			continue
 		}
-		ratio := float64(lowerQuantile(hb.ok, q)) / r
+		ratio := float64(bound.LowerQuantile(hb.ok, q)) / r
 		n++
 		if d == nil || ratio > d.Ratio {
 			d = &Drift{Ratio: ratio, Level: units.Round(100*q, 2), From: tl.Blocks[b].From}
@@ -541,16 +542,6 @@ func measureDrift(bl []HopBlock, tl *Timeline) *Drift {
 	}
 	d.Blocks, d.Ratio = n, units.Round(d.Ratio, 3)
 	return d
-}
-
-// lowerQuantile is a 95% lower confidence bound of the q-quantile of
-// ascending xs: the k-th smallest, k the count of values below the true
-// quantile (Binomial(n, q)) exceeds with 95% probability (normal
-// approximation, 1.645 standard deviations below n·q).
-func lowerQuantile(xs []int64, q float64) int64 {
-	n := float64(len(xs))
-	k := int(math.Floor(n*q - 1.645*math.Sqrt(n*q*(1-q))))
-	return xs[min(max(k, 1), len(xs))-1]
 }
 
 // quietHalf marks the blocks whose p90 is at or below the median block's
@@ -672,30 +663,6 @@ func msQ(xs []int64, q float64) *float64 {
 }
 
 func rfc3339(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) }
-
-// binomUpper is P(X ≥ k) for X ~ Binomial(n, p), summed in log space from
-// k up until the terms no longer matter.
-func binomUpper(k, n int, p float64) float64 {
-	if k <= 0 {
-		return 1
-	}
-	if k > n {
-		return 0
-	}
-	lp, lq := math.Log(p), math.Log1p(-p)
-	lgn, _ := math.Lgamma(float64(n + 1))
-	var s float64
-	for x := k; x <= n; x++ {
-		a, _ := math.Lgamma(float64(x + 1))
-		b, _ := math.Lgamma(float64(n - x + 1))
-		t := math.Exp(lgn - a - b + float64(x)*lp + float64(n-x)*lq)
-		s += t
-		if x > k && t < s*1e-12 {
-			break
-		}
-	}
-	return min(1, s)
-}
 
 // DefaultHeadroom is the drift headroom of logs too short or too sparse to
 // measure drift in: on the two real days tailscope is validated on (Online
@@ -952,7 +919,7 @@ func incidentRisk(rep *Report, reqs []*span.Request) *IncidentRisk {
 	ir.Moved = units.Round(moved, 6)
 	count := max(ir.Requests, int(math.Round(moved*float64(ok))))
 	ir.Share = units.Round(float64(ir.Requests)/float64(ok), 6)
-	ir.Upper = units.Round(BetaUpper(RiskLevel, count, ok), 6)
+	ir.Upper = units.Round(bound.BetaUpper(RiskLevel, count, ok), 6)
 	return ir
 }
 
@@ -980,7 +947,7 @@ func ConsistentLosses(n int, target float64) int {
 		return 0
 	}
 	k := int(math.Floor(target * float64(n)))
-	for k < n && binomUpper(k+1, n, target) >= 0.05 {
+	for k < n && bound.BinomialTail(k+1, n, target) >= 0.05 {
 		k++
 	}
 	return k

@@ -2,6 +2,7 @@ package recommend
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/bound"
 	"math"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/tail"
 )
 
 // A policy fitted on today must hold tomorrow (docs/DESIGN.md §5, "Drift,
@@ -108,12 +110,12 @@ func requestBudget(rep *analyze.Report, reqs []*span.Request, opt analyze.Option
 	br.cap = max(RoundDownNice(time.Duration(MaxBudgetExtrapolation*float64(br.slowest))), RoundUpNice(time.Duration(float64(br.slowest)*(1+opt.Margin))))
 	share := max(target, 1e-12)
 	var v time.Duration
-	if m, certified := certifyingRank(n, share, opt.Percentile/100); certified {
+	if m, certified := bound.CertifyingRank(n, share, opt.Percentile/100, analyze.RiskLevel); certified {
 		v = time.Duration(ok[n-1-m])
 		br.basis = fmt.Sprintf("the %s slowest of %d successful requests, %s, certifies the %s target", units.Ordinal(m+1), n, units.Duration(v), units.Percent(target, 3))
 	} else if n >= MinTailFit {
 		at := func(q float64) float64 { return quantileOf(ok, q) }
-		model := analyze.FitTail(analyze.TailPoints(at, n))
+		model := tail.Fit(tail.Points(at, n))
 		v = min(max(time.Duration(model.Quantile(share)), br.slowest), br.cap)
 		br.basis = fmt.Sprintf("the requests' tail (%d successes, slowest %s) extrapolated to the %s target: %s", n, units.Duration(br.slowest), units.Percent(target, 3), units.Duration(v))
 	} else {

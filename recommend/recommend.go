@@ -2,6 +2,7 @@ package recommend
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/bound"
 	"math"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/tail"
 )
 
 // MinTimeout is the floor of a recommended timeout: below it, network and
@@ -29,28 +31,6 @@ const MaxExtrapolation = 4.0
 // fewer, its top tenth is a handful of values and the fit a guess, so the
 // timeout is MaxExtrapolation × the slowest success.
 const MinTailFit = 100
-
-// certifyingRank returns the largest m such that a timeout at or above the
-// (n−m)-th smallest of n successes bounds a new call's chance of exceeding
-// it by share at RiskLevel (analyze/risk.go), with m ≤ n × (1 − floorQ) so that the
-// timeout is never below the requested percentile; ok is false when even
-// the slowest success cannot certify share.
-func certifyingRank(n int, share, floorQ float64) (m int, ok bool) {
-	if n <= 0 || analyze.BetaUpper(analyze.RiskLevel, 0, n) > share {
-		return 0, false
-	}
-	hi := int(math.Floor(float64(n)*(1-floorQ) + 1e-9))
-	lo := 0
-	for lo < hi { // BetaUpper grows with m: the last m within share
-		mid := (lo + hi + 1) / 2
-		if analyze.BetaUpper(analyze.RiskLevel, mid, n) <= share {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo, true
-}
 
 // RoundUpNice rounds a duration up to two significant digits, or to a half
 // step when the leading digit is 1 (1.25s, not 1.3s, and 12s): numbers a
@@ -258,7 +238,7 @@ func capDurations(rep *analyze.Report, p *policy.Policy) {
 func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (policy.Hop, analyze.Recommendation) {
 	tts := h.TimeToSuccess()
 	var tailNeed float64
-	var tail *analyze.TailModel
+	var fit *tail.Model
 	margin := opt.Margin
 	pname := units.PercentileRounded(q * 100)
 	var current time.Duration
@@ -274,7 +254,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 	if share <= 0 {
 		share = 1e-12
 	}
-	m, certified := certifyingRank(tts.N, share, opt.Percentile/100)
+	m, certified := bound.CertifyingRank(tts.N, share, opt.Percentile/100, analyze.RiskLevel)
 	known := certified && tts.At != nil && tts.N-m <= tts.Known
 	slowest := time.Duration(tts.Max)
 	switch {
@@ -313,7 +293,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 			rank = fmt.Sprintf("the %s slowest", units.Ordinal(m+1))
 		}
 		basis := fmt.Sprintf("%s of %d successes %s × %.2f → %s: with %d of %d longer, a new call exceeds it with probability ≤ %s (%s confidence), within its share %s of the request target",
-			rank, n, units.Duration(v), 1+margin, units.Duration(t), m, n, units.Percent(units.Round(analyze.BetaUpper(analyze.RiskLevel, m, n), 6), 3), units.Percent(analyze.RiskLevel, 3), units.Percent(units.Round(share, 6), 3))
+			rank, n, units.Duration(v), 1+margin, units.Duration(t), m, n, units.Percent(units.Round(bound.BetaUpper(analyze.RiskLevel, m, n), 6), 3), units.Percent(analyze.RiskLevel, 3), units.Percent(units.Round(share, 6), 3))
 		if share < 1-opt.Percentile/100-1e-12 {
 			basis += fmt.Sprintf(" (~%s calls per request share the %s target)", units.Decimal(k, 1), units.Percent(target, 3))
 		}
@@ -325,12 +305,12 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		hp.Timeout = t
 	default:
 		// Too few successes to certify the share with an order statistic:
-		// the timeout comes from the fitted tail (analyze/tailfit.go), never below
+		// the timeout comes from the fitted tail (package tail), never below
 		// the slowest success × margin and never beyond MaxExtrapolation ×
 		// the slowest success, where a model of n successes says nothing.
 		t, basis, need, model := extrapolate(tts, share, margin)
-		tailNeed, tail = need, model
-		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", tts.N, units.Percent(units.Round(share, 6), 3), analyze.NeedSuccesses(share))
+		tailNeed, fit = need, model
+		basis += fmt.Sprintf(" (%d successes cannot certify a per-call share of %s, which needs %d", tts.N, units.Percent(units.Round(share, 6), 3), bound.NeedSuccesses(share, analyze.RiskLevel))
 		if share < 1-opt.Percentile/100-1e-12 {
 			basis += fmt.Sprintf("; ~%s calls per request share the %s request target", units.Decimal(k, 1), units.Percent(target, 3))
 		}
@@ -342,7 +322,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 		rec = analyze.Recommendation{Action: analyze.ActionSet, TimeoutMs: units.Ms(int64(t)), Basis: basis, Percentile: units.Round(100*(1-share), 4), Extrapolated: true}
 		hp.Timeout = t
 	}
-	rec.Tail, rec.TailNeed = tail, time.Duration(tailNeed)
+	rec.Tail, rec.TailNeed = fit, time.Duration(tailNeed)
 	retries, why := retriesFor(h)
 	hp.Retries = retries
 	rec.Retries = retries
@@ -362,7 +342,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 // successes, that cap. It returns the timeout, the basis's opening, what
 // the tail was taken to need (ns, before rounding) and the model (nil
 // when none was fitted).
-func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Duration, basis string, need float64, tail *analyze.TailModel) {
+func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Duration, basis string, need float64, fitted *tail.Model) {
 	slowest := time.Duration(tts.Max)
 	capT := time.Duration(MaxExtrapolation * float64(slowest))
 	if tts.Known < MinTailFit {
@@ -371,11 +351,11 @@ func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Durat
 			tts.N, units.Duration(slowest), MaxExtrapolation, units.Duration(t), MinTailFit)
 		return t, basis, float64(capT), nil
 	}
-	model := analyze.FitTail(analyze.TailPoints(tts.At, tts.Known))
+	model := tail.Fit(tail.Points(tts.At, tts.Known))
 	v := time.Duration(model.Quantile(share))
 	floor := time.Duration(float64(slowest) * (1 + margin))
 	t = RoundUpNice(max(v, floor))
-	basis = fmt.Sprintf("extrapolated: %s puts %s at %s", analyze.DescribeModel(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v))
+	basis = fmt.Sprintf("extrapolated: %s puts %s at %s", tail.Describe(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v))
 	switch {
 	case v < floor:
 		basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", units.Duration(slowest), 1+margin, units.Duration(t))
@@ -384,7 +364,7 @@ func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Durat
 		// support: said as such, never as if it were a measurement.
 		t = max(RoundDownNice(capT), RoundUpNice(floor))
 		basis = fmt.Sprintf("extrapolated: %s; beyond the data, the model puts %s at %s, past %.0f× the slowest success %s, so the timeout stops there: %s",
-			analyze.DescribeModel(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v), MaxExtrapolation, units.Duration(slowest), units.Duration(t))
+			tail.Describe(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v), MaxExtrapolation, units.Duration(slowest), units.Duration(t))
 	default:
 		basis += " → " + units.Duration(t)
 	}

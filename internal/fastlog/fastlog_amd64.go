@@ -1,8 +1,8 @@
-package analyze
+package fastlog
 
 import "math"
 
-// logSum is math.Log(x) for x ≥ 1 (the sums of the E step, 1 ≤ x ≤
+// Log is math.Log(x) for x ≥ 1 (the sums of the E step, 1 ≤ x ≤
 // maxComponents; a latency in ms at least 1): the steps math.Log takes on
 // amd64 (math/log_amd64.s, the algorithm of its Go log), each operation
 // as it does them and rounded as it rounds them (the conversions keep the
@@ -10,8 +10,8 @@ import "math"
 // bits, without the call and the tests for values x ≥ 1 never is; any
 // other x goes to math.Log. A call per bin and iteration, it was a third
 // of EM's time (TestLogSum). Elsewhere math.Log is not this assembly, and
-// logSum is math.Log (logsum_other.go).
-func logSum(x float64) float64 {
+// Log is math.Log (fastlog_other.go).
+func Log(x float64) float64 {
 	if !(x >= 1 && x < math.MaxFloat64) {
 		return math.Log(x)
 	}
@@ -45,6 +45,6 @@ func logSum(x float64) float64 {
 	return float64(k*ln2Hi) - ((hfsq - (float64(s*(hfsq+r)) + float64(k*ln2Lo))) - f)
 }
 
-// log10 is math.Log10(x) for x ≥ 1: on amd64 math.Log10 is math.Log(x)
-// × (1/Ln10) (math/log10.go), so logSum gives its bits without the calls.
-func log10(x float64) float64 { return logSum(x) * (1 / math.Ln10) }
+// Log10 is math.Log10(x) for x ≥ 1: on amd64 math.Log10 is math.Log(x)
+// × (1/Ln10) (math/Log10.go), so Log gives its bits without the calls.
+func Log10(x float64) float64 { return Log(x) * (1 / math.Ln10) }

@@ -1,19 +1,11 @@
-package analyze
-
-import (
-	"fmt"
-	"math"
-	"slices"
-	"sort"
-)
-
-// This file models a hop's time to success beyond its data: where a hop has
-// too few successes for the order statistic a request-level target asks for
-// (risk.go), its timeout comes from a fitted tail instead of "the slowest
-// success × margin", whose out-of-sample risk is about 1/(n+1) per call
-// whatever the margin.
+// Package tail models a hop's time to success beyond its data: where a hop
+// has too few successes for the order statistic a request-level target
+// asks for (analyze/risk.go), its timeout comes from a fitted tail instead
+// of "the slowest success × margin", whose out-of-sample risk is about
+// 1/(n+1) per call whatever the margin. It is mathematics over durations
+// (float64 ns): no span, hop or policy type enters it.
 //
-// The model, and why (validated on generated samples in tailfit_test.go and
+// The model, and why (validated on generated samples in tail_test.go and
 // recommend/oos_test.go; docs/DESIGN.md §5):
 //
 //   - On log durations, a mixture of one to four normals fitted by EM, the
@@ -53,7 +45,7 @@ import (
 // 1,000 — EM on every point from about ten starts run to the end, on every
 // core, then a 4,000-step integral, and an Exceed that bisected Quantile —
 // and EM was 96% of the 41 s of CPU `tailscope analyze` took on a million
-// spans over 1,000 hops. Now, BenchmarkFitTail (a fit with its Quantile
+// spans over 1,000 hops. Now, BenchmarkFit (a fit with its Quantile
 // and Exceed; before in brackets, on one core):
 //
 //	             100 points        300 points       1,000 points
@@ -84,12 +76,22 @@ import (
 //     (a third each lognormal, bimodal and Pareto), CPU time per fit went
 //     from about 200 µs to 112 µs.
 //
-// On 2,160 generated samples (tailfit_test.go's families at 100, 300 and
+// On 2,160 generated samples (tail_test.go's families at 100, 300 and
 // 1,000 points, 40 seeds each), 76 of the 4,320 quantiles at 1.25e-4 and
 // 1e-3 moved by more than 5% against the old fit, 65 of them on Pareto
 // samples, whose mean loss (300 and 1,000 points) went from 1.50 to 1.47
 // times the asked probability at 1.25e-4 and from 0.84 to 0.82 at 1e-3;
 // the other families' losses are the same to 0.03.
+package tail
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/tailscope/tailscope/internal/fastlog"
+)
 
 // maxTailPoints bounds the points the tail model is fitted to: above it the
 // model reads evenly spaced quantiles of the hop's time to success (the
@@ -104,8 +106,8 @@ const minTopTail = 10
 // mixture's mean log-excess before the tail is called heavier than it.
 const heavySlack = 1.5
 
-// TailModel is a fitted upper tail of a hop's time to success.
-type TailModel struct {
+// Model is a fitted upper tail of a hop's time to success.
+type Model struct {
 	// Kind names the model in the basis ("lognormal", "two-lognormal
 	// mixture", with "+ Pareto tail" when the sample's tail is heavier).
 	Kind string
@@ -120,17 +122,17 @@ type TailModel struct {
 	eu, beta float64
 }
 
-// FitTail fits the model to ascending positive durations in ns (package
+// Fit fits the model to ascending positive durations in ns (package
 // recommend fits hops with at least its MinTailFit successes). It never
 // fails: degenerate samples (all equal) give a
 // model whose quantiles are that value.
-func FitTail(xs []float64) TailModel {
+func Fit(xs []float64) Model {
 	n := len(xs)
 	y := make([]float64, n)
 	for i, x := range xs {
-		y[i] = logSum(max(x, 1e3)) // 1 µs floor: a log of 0 is no duration (math.Log: x ≥ 1)
+		y[i] = fastlog.Log(max(x, 1e3)) // 1 µs floor: a log of 0 is no duration (math.Log: x ≥ 1)
 	}
-	m := TailModel{n: n, lo: y[0] - 60, hi: y[n-1] + 60}
+	m := Model{n: n, lo: y[0] - 60, hi: y[n-1] + 60}
 	mix, one := mixture(y)
 	m.mix = mix
 	m.Kind = mix.name()
@@ -177,13 +179,13 @@ func FitTail(xs []float64) TailModel {
 }
 
 // Quantile is the duration (ns) a new success exceeds with probability p.
-func (m TailModel) Quantile(p float64) float64 {
+func (m Model) Quantile(p float64) float64 {
 	v, _ := m.QuantileBy(p)
 	return v
 }
 
 // QuantileBy is Quantile and the part of the model that set it.
-func (m TailModel) QuantileBy(p float64) (float64, string) {
+func (m Model) QuantileBy(p float64) (float64, string) {
 	lo, hi := m.lo, m.hi
 	for i := 0; i < 200 && hi-lo > 1e-9; i++ {
 		mid := (lo + hi) / 2
@@ -214,7 +216,7 @@ func (m TailModel) QuantileBy(p float64) (float64, string) {
 // one of their survivals at t, and Exceed is the largest of those, each
 // in closed form (within [1e-15, 1], the range the bisection it replaces
 // searched).
-func (m TailModel) Exceed(t float64) float64 {
+func (m Model) Exceed(t float64) float64 {
 	p := 0.0
 	if t > 0 {
 		p = m.mix.surv(math.Log(t))
@@ -245,7 +247,7 @@ func (m TailModel) Exceed(t float64) float64 {
 // search stops at the first k none of whose fits beats, in BIC, the best
 // fit with fewer components; and EM gives up on a fit once it can no
 // longer reach the BIC that would make it count (emGiveUp). Measured on
-// the validation samples (tailfit_test.go) against trying every start to
+// the validation samples (tail_test.go) against trying every start to
 // the end: a quarter of the EM iterations; 37 of the 4,320 quantiles moved
 // by more than 5%, 32 of them on Pareto samples (three or two components
 // instead of four), whose mean loss at 1.25e-4 (300 and 1,000 points)
@@ -634,7 +636,7 @@ func fitNormals(b binned, y []float64, cuts []int, need float64) normals {
 		}
 		for i, sum := range sums[:nb] {
 			if sum != 1 { // every other component underflowed: log(1) is 0
-				tops[i] += logSum(sum)
+				tops[i] += fastlog.Log(sum)
 			}
 		}
 		var ll float64
@@ -722,11 +724,11 @@ const expNegligible = -40.0
 
 func normSurv(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
 
-// TailPoints reads a hop's time to success for the model: every success
+// Points reads a hop's time to success for the model: every success
 // when there are at most maxTailPoints, else evenly spaced quantiles.
 // ttsAt is the hop's quantile function (type 7: at i/(n−1) it is the i-th
 // smallest exactly).
-func TailPoints(at func(q float64) float64, n int) []float64 {
+func Points(at func(q float64) float64, n int) []float64 {
 	if n < 2 {
 		return nil
 	}
@@ -742,8 +744,8 @@ func TailPoints(at func(q float64) float64, n int) []float64 {
 	return xs
 }
 
-// DescribeModel is the basis's words for a model's quantile at p.
-func DescribeModel(m TailModel, p float64) string {
+// Describe is the basis's words for a model's quantile at p.
+func Describe(m Model, p float64) string {
 	_, by := m.QuantileBy(p)
 	s := fmt.Sprintf("the tail of the %d successes (%s", m.n, m.Kind)
 	if m.heavy {

@@ -1,4 +1,4 @@
-package analyze
+package tail
 
 import (
 	"fmt"
@@ -141,7 +141,7 @@ func TestFitTailOnGeneratedHops(t *testing.T) {
 		}
 		for _, n := range []int{300, 1000} {
 			for seed := uint64(1); seed <= 20; seed++ {
-				m := FitTail(drawSorted(d, n, seed))
+				m := Fit(drawSorted(d, n, seed))
 				for i, p := range []float64{1e-3, 1.25e-4} {
 					s := d.surv(m.Quantile(p) / 1e6)
 					a := &got[fam][i]
@@ -183,7 +183,7 @@ func TestTailExceedInvertsQuantile(t *testing.T) {
 	parts := map[string]bool{}
 	for _, kind := range []string{"lognormal", "bimodal", "pareto"} {
 		for _, n := range []int{100, 300, 1000} {
-			m := FitTail(tailSample(n, kind, 3))
+			m := Fit(tailSample(n, kind, 3))
 			for p := 0.5; p > 1e-9; p /= 3 {
 				q, by := m.QuantileBy(p)
 				parts[by] = true
@@ -233,7 +233,7 @@ func TestFitTailDegenerate(t *testing.T) {
 	for i := range xs {
 		xs[i] = 25e6
 	}
-	m := FitTail(xs)
+	m := Fit(xs)
 	for _, p := range []float64{0.1, 1e-3, 1e-6} {
 		if q := m.Quantile(p); math.Abs(q-25e6) > 1e-3*25e6 {
 			t.Errorf("Quantile(%g) = %g, want 25e6", p, q)
@@ -312,26 +312,5 @@ func TestWidestGaps(t *testing.T) {
 		if got := widestGaps(y); !slices.Equal(got, want) {
 			t.Fatalf("n %d: %v, want %v", n, got, want)
 		}
-	}
-}
-
-// logSum gives math.Log's bits on every value the E step takes (sums of
-// one to maxComponents exponentials, the largest 1) and beyond.
-func TestLogSum(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 11))
-	check := func(x float64) {
-		if got, want := logSum(x), math.Log(x); math.Float64bits(got) != math.Float64bits(want) {
-			t.Fatalf("logSum(%v) = %v (%#x), math.Log gives %v (%#x)", x, got, math.Float64bits(got), want, math.Float64bits(want))
-		}
-	}
-	for _, x := range []float64{1, math.Nextafter(1, 2), 2, 3, 4, math.Sqrt2, 2 * math.Sqrt2,
-		7.07106781186547524401e-01 * 2, 7.07106781186547524401e-01 * 4, math.Nextafter(math.Sqrt2, 0), math.Nextafter(math.Sqrt2, 2),
-		0, -1, 0.5, math.Inf(1), math.NaN(), math.MaxFloat64, math.SmallestNonzeroFloat64, 1e300, 1e-300} {
-		check(x)
-	}
-	for range 2_000_000 {
-		check(1 + 3*r.Float64())
-		check(1 + r.ExpFloat64())
-		check(1 + math.Ldexp(r.Float64(), -r.IntN(60)))
 	}
 }

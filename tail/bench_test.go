@@ -1,4 +1,4 @@
-package analyze
+package tail
 
 import (
 	"fmt"
@@ -31,16 +31,16 @@ func tailSample(n int, kind string, seed uint64) []float64 {
 	return xs
 }
 
-// BenchmarkFitTail is one hop's tail fit, the quantile the recommendation
+// BenchmarkFit is one hop's tail fit, the quantile the recommendation
 // reads from it and the exceedance the risk report reads.
-func BenchmarkFitTail(b *testing.B) {
+func BenchmarkFit(b *testing.B) {
 	for _, kind := range []string{"lognormal", "bimodal", "pareto"} {
 		for _, n := range []int{100, 300, 1000} {
 			xs := tailSample(n, kind, 1)
 			b.Run(fmt.Sprintf("%s/%d", kind, n), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					m := FitTail(xs)
+					m := Fit(xs)
 					q := m.Quantile(1e-4)
 					m.Exceed(q)
 				}
