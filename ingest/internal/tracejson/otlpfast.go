@@ -238,6 +238,12 @@ func fastStatus(v []byte, rec *record.TraceRecord) bool {
 // returns the index after the list, or -1.
 func otlpFastKVs(b []byte, i int, f func(key, text []byte, str bool)) int {
 	end, ok := fastElems(b, i, func(at int) int {
+		if key, text, str, found, e := compactKV(b, at); e >= 0 {
+			if len(key) > 0 && found {
+				f(key, text, str)
+			}
+			return e
+		}
 		var key, text []byte
 		var hasKey, hasVal, str, found bool
 		e, ok := fastObject(b, at, func(mk []byte, vat int) int {
@@ -288,6 +294,43 @@ func otlpFastKVs(b []byte, i int, f func(key, text []byte, str bool)) int {
 		return -1
 	}
 	return end
+}
+
+// compactKV reads the KeyValue at b[at] when it is written as the
+// collector's file exporter writes every one, {"key":"K","value":{"T":V}}
+// with no whitespace and a plain key, and returns what otlpFastKVs's
+// general walk of the element gives for it (key, text, str and found)
+// and the index after it; end is -1, with nothing decided, for any other
+// shape, which the walk then reads. The element's members are matched as
+// literal bytes rather than walked with a callback each: three objects'
+// worth of keys, every attribute of every span.
+func compactKV(b []byte, at int) (key, text []byte, str, found bool, end int) {
+	const head, mid = `{"key":"`, `","value":{"`
+	if len(b)-at < len(head) || bstr(b[at:at+len(head)]) != head {
+		return nil, nil, false, false, -1
+	}
+	j, ok := jsonscan.PlainString(b, at+len(head))
+	if !ok || len(b)-j < len(mid) || bstr(b[j:j+len(mid)]) != mid {
+		return nil, nil, false, false, -1
+	}
+	key = b[at+len(head) : j]
+	k := j + len(mid)
+	q, ok := jsonscan.PlainString(b, k)
+	if !ok || q+1 >= len(b) || b[q+1] != ':' {
+		return nil, nil, false, false, -1
+	}
+	vk := bstr(b[k:q])
+	kind, v, e, ok := fastValue(b, q+2)
+	if !ok || len(b)-e < 2 || b[e] != '}' || b[e+1] != '}' {
+		return nil, nil, false, false, -1
+	}
+	switch vk {
+	case "stringValue", "string_value":
+		text, str, found = v, true, kind == jsonscan.KString
+	case "intValue", "int_value", "doubleValue", "double_value", "boolValue", "bool_value":
+		text, str, found = v, false, kind == jsonscan.KString || kind == jsonscan.KNumber || kind == jsonscan.KBool
+	}
+	return key, text, str, found, e + 2
 }
 
 // otlpFastAttrs reads a span's attributes at b[i] as otlpSpan's callback
