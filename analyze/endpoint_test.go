@@ -8,7 +8,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/policy"
 )
 
@@ -24,7 +24,7 @@ func realReport(t *testing.T, rel string) (*analyze.Report, *policy.Policy) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("real export missing from testdata/real (every clone has it): %v", err)
 	}
-	l, err := logs.Read([]string{path}, logs.Options{Ingest: ingest.Options{Map: nezhaMap}})
+	l, err := pipeline.Read([]string{path}, pipeline.Options{Ingest: ingest.Options{Map: nezhaMap}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestEndpointsFromAttributes(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := logs.Read([]string{path}, logs.Options{})
+	l, err := pipeline.Read([]string{path}, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/summary"
 )
 
@@ -80,7 +80,7 @@ func (f *summarizeFn) ProcessElement(ctx context.Context, m fileio.FileMetadata,
 		return fmt.Errorf("%s: %w", m.Path, err)
 	}
 	defer r.Close()
-	sum, err := logs.SummarizeStream(m.Path, r, logs.Options{Ingest: ingest.Options{HopBy: f.HopBy}, SampleSpans: f.SampleSpans})
+	sum, err := pipeline.SummarizeStream(m.Path, r, pipeline.Options{Ingest: ingest.Options{HopBy: f.HopBy}, SampleSpans: f.SampleSpans})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/tailscope/tailscope/analyze"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/summary"
 )
 
@@ -67,7 +67,7 @@ func TestPipelineEqualsSummarize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := logs.Summarize(files, logs.Options{})
+	want, err := pipeline.Summarize(files, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestPipelineEqualsSummarize(t *testing.T) {
 		t.Error("the pipeline's summary differs from summarize's")
 	}
 	report := func(paths ...string) []byte {
-		l, err := logs.Read(paths, logs.Options{})
+		l, err := pipeline.Read(paths, pipeline.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

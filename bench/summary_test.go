@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/summary"
 )
 
@@ -50,7 +50,7 @@ func benchSummaries(b *testing.B) ([]string, []string) {
 			if partsOnce.err != nil {
 				return
 			}
-			s, err := logs.Summarize([]string{p}, logs.Options{})
+			s, err := pipeline.Summarize([]string{p}, pipeline.Options{})
 			if err != nil {
 				partsOnce.err = err
 				return
@@ -106,7 +106,7 @@ func BenchmarkSummarize(b *testing.B) {
 	b.ReportAllocs()
 	var spans int64
 	for b.Loop() {
-		s, err := logs.Summarize(ls[:1], logs.Options{})
+		s, err := pipeline.Summarize(ls[:1], pipeline.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/enforce"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -282,11 +282,11 @@ func runAll(t *testing.T, p *policy.Policy, throttle map[string]policy.RetryBudg
 // configurations: the source article's table, and the replay's outcome
 // for every request.
 func TestSeedTable(t *testing.T) {
-	l, err := logs.Seed("spans.jsonl")
+	l, err := pipeline.Seed("spans.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pols, err := logs.SeedPolicies()
+	pols, err := pipeline.SeedPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}

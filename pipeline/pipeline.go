@@ -1,14 +1,17 @@
-// Package logs reads span logs into what every command works on: the
-// per-hop analysis state over all spans, the spans kept whole for call
-// trees and replay, the trees built from them, and what was read. It is
-// the one path from files to a report; cmd/tailscope only parses flags,
-// calls it and renders, and demo and tests take the same path.
+// Package pipeline is what a command runs: it reads span logs (files,
+// folders, URLs of a tracing backend, partial summaries) into the per-hop
+// analysis state over all spans, the spans kept whole for call trees and
+// replay, the trees built from them, and what was read; then it hands them
+// to the analysis (Logs.Report) or the recommendation (Logs.Recommend). It
+// is the one path from input to a report, and the one package that knows
+// the order of the stages: cmd/tailscope only parses flags, calls it and
+// renders, and demo and tests take the same path.
 //
 // Spans stream from the reader into an analyze.Accum, never into one big
 // slice: per-hop statistics are kept over all spans in bounded memory, and
 // Spans is every span while the logs fit in the sample size, a
 // deterministic sample of whole traces beyond (the report then says so).
-package logs
+package pipeline
 
 import (
 	"fmt"

@@ -13,7 +13,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/realdata"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
@@ -165,7 +165,7 @@ func TestRealDaySplit(t *testing.T) {
 			// The fit reads the files as the CLI does (the default trace
 			// sample); the replay is of every request of the other half.
 			t0 := time.Now()
-			l, err := logs.Read(w.files, logs.Options{Ingest: ingest.Options{Map: nezhaColumns}, SampleSpans: analyze.DefaultSampleSpans})
+			l, err := pipeline.Read(w.files, pipeline.Options{Ingest: ingest.Options{Map: nezhaColumns}, SampleSpans: analyze.DefaultSampleSpans})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +234,7 @@ func TestRealDaySplit(t *testing.T) {
 			// The budget stops what can no longer succeed: at most 3× the
 			// fitted half's slowest successful request (a nice value up).
 			var slowReq int64
-			for _, r := range logs.FromSpans(w.fit, &ingest.Stats{}).Requests {
+			for _, r := range pipeline.FromSpans(w.fit, &ingest.Stats{}).Requests {
 				if !r.Failed {
 					slowReq = max(slowReq, r.Latency())
 				}
@@ -302,7 +302,7 @@ func TestRealDayIncidentsNamed(t *testing.T) {
 	for _, c := range days(t) {
 		faults := readFaultsTyped(t, c.faults)
 		// Read as the CLI reads: the default trace sample.
-		l, err := logs.Read(dayFiles(c.dir), logs.Options{Ingest: ingest.Options{Map: nezhaColumns}, SampleSpans: analyze.DefaultSampleSpans})
+		l, err := pipeline.Read(dayFiles(c.dir), pipeline.Options{Ingest: ingest.Options{Map: nezhaColumns}, SampleSpans: analyze.DefaultSampleSpans})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/realdata"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -96,7 +96,7 @@ func TestRealWindowsOutOfSample(t *testing.T) {
 			fit, test []span.Span
 		}{{"early → late", a, b}, {"late → early", b, a}} {
 			fit := append([]span.Span(nil), w.fit...)
-			rep, pol := logs.FromSpans(fit, &ingest.Stats{}).Recommend(analyze.Options{})
+			rep, pol := pipeline.FromSpans(fit, &ingest.Stats{}).Recommend(analyze.Options{})
 			test := append([]span.Span(nil), w.test...)
 			reqs, _ := span.Assemble(test)
 			ok, lost := 0, 0

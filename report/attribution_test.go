@@ -15,7 +15,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/units"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -53,7 +53,7 @@ func badPodReport(t *testing.T) *analyze.Report {
 		spans = append(spans, root)
 		t0 += int64(time.Second)
 	}
-	l := logs.FromSpans(spans, &ingest.Stats{Files: []string{"bad-pod.jsonl"}})
+	l := pipeline.FromSpans(spans, &ingest.Stats{Files: []string{"bad-pod.jsonl"}})
 	return l.Report(analyze.Options{})
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
 )
@@ -19,25 +19,25 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // readLogs decodes one generated input into Logs (package logs: the same
 // path from spans to a report as the commands take).
-func readLogs(t *testing.T, name string, data []byte) *logs.Logs {
+func readLogs(t *testing.T, name string, data []byte) *pipeline.Logs {
 	t.Helper()
 	var spans []span.Span
 	st, err := ingest.ReadStream(name, bytes.NewReader(data), ingest.Options{}, ingest.SinkFunc(func(s *span.Span) { spans = append(spans, *s) }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return logs.FromSpans(spans, st)
+	return pipeline.FromSpans(spans, st)
 }
 
 // analysisOf analyses an embedded seed file as demo reads it; inForce is
 // "" or a policy name (A…E).
-func analysisOf(t *testing.T, file, inForce string) (*analyze.Report, *logs.Logs) {
+func analysisOf(t *testing.T, file, inForce string) (*analyze.Report, *pipeline.Logs) {
 	t.Helper()
-	l, err := logs.Seed(file)
+	l, err := pipeline.Seed(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pols, err := logs.SeedPolicies()
+	pols, err := pipeline.SeedPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func analysisOf(t *testing.T, file, inForce string) (*analyze.Report, *logs.Logs
 func demoCheck(t *testing.T) *check.Report {
 	t.Helper()
 	rep, l := analysisOf(t, "spans.jsonl", "")
-	pols, err := logs.SeedPolicies()
+	pols, err := pipeline.SeedPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}

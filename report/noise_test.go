@@ -13,7 +13,7 @@ import (
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/units"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/replay"
@@ -95,7 +95,7 @@ func htmlText(s string) string {
 // and bloom filter are listed in the JSON inputs with the reason they were
 // passed over, not counted as files read.
 func TestHeaderCountsFilesRead(t *testing.T) {
-	l, err := logs.Read([]string{"../testdata/bad/tempo-block"}, logs.Options{})
+	l, err := pipeline.Read([]string{"../testdata/bad/tempo-block"}, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestHeaderCountsFilesRead(t *testing.T) {
 // The header's span count says how many spans repeated an id and were
 // left out of the requests.
 func TestHeaderCountsDuplicates(t *testing.T) {
-	l, err := logs.Read([]string{"../testdata/bad/jsonl/duplicate-ids.jsonl"}, logs.Options{})
+	l, err := pipeline.Read([]string{"../testdata/bad/jsonl/duplicate-ids.jsonl"}, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCutShortLatencyLabelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	short.Name = "short"
-	pols, err := logs.SeedPolicies()
+	pols, err := pipeline.SeedPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestWeightsOnRealShapes(t *testing.T) {
 	nezha := ingest.Options{Map: map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
 		"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}}
 	read := func(p string, opt ingest.Options) *analyze.Report {
-		l, err := logs.Read([]string{p}, logs.Options{Ingest: opt})
+		l, err := pipeline.Read([]string{p}, pipeline.Options{Ingest: opt})
 		if err != nil {
 			t.Fatal(err)
 		}

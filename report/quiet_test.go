@@ -14,7 +14,7 @@ import (
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/internal/units"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 )
@@ -43,7 +43,7 @@ func renderEvery(t *testing.T, rep *analyze.Report) map[string]string {
 func TestCompareWithoutOutcomesHasNoOutcomeColumns(t *testing.T) {
 	nezha := map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "parent_id": "ParentID",
 		"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
-	l, err := logs.Read([]string{realdata.Path(t, trainTicketFault)}, logs.Options{Ingest: ingest.Options{Map: nezha}})
+	l, err := pipeline.Read([]string{realdata.Path(t, trainTicketFault)}, pipeline.Options{Ingest: ingest.Options{Map: nezha}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestCheckWarningsSpeakOfThePolicyChecked(t *testing.T) {
 	if !hasOOS {
 		t.Fatal("the analysis carries no warning about its recommended policy: the test checks nothing")
 	}
-	pols, err := logs.SeedPolicies()
+	pols, err := pipeline.SeedPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
@@ -107,7 +107,7 @@ func trainTicketReport(t *testing.T) *analyze.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return logs.FromSpans(spans, st).Report(analyze.Options{})
+	return pipeline.FromSpans(spans, st).Report(analyze.Options{})
 }
 
 // TestRecommendationOnlyTimedHops: on a real export whose hops are mostly

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 )
@@ -96,7 +96,7 @@ func scanFixtures(t *testing.T) []scanned {
 		analysis(n, reals[n])
 	}
 	checkOf("demo", demoCheck(t))
-	pols, err := logs.SeedPolicies()
+	pols, err := pipeline.SeedPolicies()
 	if err != nil {
 		t.Fatal(err)
 	}

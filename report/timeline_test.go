@@ -12,7 +12,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -44,7 +44,7 @@ func incidentLogs() []span.Span {
 // chart per hop whose bars are the blocks' p99s (as in the JSON) and a
 // band on the incident's block.
 func TestTimelineReports(t *testing.T) {
-	rep, _ := logs.FromSpans(incidentLogs(), &ingest.Stats{}).Recommend(analyze.Options{})
+	rep, _ := pipeline.FromSpans(incidentLogs(), &ingest.Stats{}).Recommend(analyze.Options{})
 	if len(rep.Incidents) != 1 || rep.Incidents[0].Hop != "db" || !strings.HasPrefix(rep.Incidents[0].From, "2026-03-02T10:30") {
 		t.Fatalf("incidents %+v: want db's at 10:30", rep.Incidents)
 	}

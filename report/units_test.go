@@ -13,7 +13,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/realdata"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 )
 
 // sigDigitsOf counts the significant digits a cell shows ("0.029ms": 2,
@@ -66,7 +66,7 @@ func realReports(t *testing.T) map[string]*analyze.Report {
 		"service": "PodName", "name": "OperationName", "start": "StartTimeUnixNano", "end": "EndTimeUnixNano"}
 	out := map[string]*analyze.Report{}
 	for _, name := range []string{trainTicketFault, trainTicketBaseline, "nezha-online-boutique/2022-08-23-12_02_trace.csv"} {
-		l, err := logs.Read([]string{realdata.Path(t, name)}, logs.Options{Ingest: ingest.Options{Map: nezha}})
+		l, err := pipeline.Read([]string{realdata.Path(t, name)}, pipeline.Options{Ingest: ingest.Options{Map: nezha}})
 		if err != nil {
 			t.Fatal(err)
 		}

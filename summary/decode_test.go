@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/summary"
 )
 
@@ -20,7 +20,7 @@ func small(t testing.TB) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	files := writeChunks(t, dir, rand.New(rand.NewPCG(1, 1)), generate(5, genOptions{traces: 40, dbAttempts: 3, loose: true, bad: true}), 2)
-	s, err := logs.Summarize(append(files, "../samples/seed-chain/spans.jsonl"), logs.Options{})
+	s, err := pipeline.Summarize(append(files, "../samples/seed-chain/spans.jsonl"), pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +107,8 @@ func TestBadSummaries(t *testing.T) {
 			}
 			// Through the readers of analyze, recommend and check too.
 			if c.name != "not a summary" {
-				if _, err := logs.Read([]string{p}, logs.Options{}); err == nil || !strings.Contains(err.Error(), p) {
-					t.Errorf("logs.Read: %v", err)
+				if _, err := pipeline.Read([]string{p}, pipeline.Options{}); err == nil || !strings.Contains(err.Error(), p) {
+					t.Errorf("pipeline.Read: %v", err)
 				}
 			}
 		})
@@ -126,7 +126,7 @@ func TestBadSummaries(t *testing.T) {
 func tiny(t testing.TB) []byte {
 	t.Helper()
 	files := writeChunks(t, t.TempDir(), rand.New(rand.NewPCG(1, 1)), generate(5, genOptions{traces: 4, dbAttempts: 3, loose: true, bad: true}), 2)
-	s, err := logs.Summarize(files, logs.Options{})
+	s, err := pipeline.Summarize(files, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/summary"
 )
 
@@ -18,7 +18,7 @@ import (
 // beside logs; the same options merge as before.
 func TestHopDefMismatchRefused(t *testing.T) {
 	make1 := func(hopBy string, m map[string]string) *summary.Summary {
-		s, err := logs.Summarize([]string{"../samples/seed-chain/spans.jsonl"}, logs.Options{Ingest: ingest.Options{HopBy: hopBy, Map: m}})
+		s, err := pipeline.Summarize([]string{"../samples/seed-chain/spans.jsonl"}, pipeline.Options{Ingest: ingest.Options{HopBy: hopBy, Map: m}})
 		if err != nil {
 			t.Fatal(err)
 		}

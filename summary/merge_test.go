@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/analyze"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/summary"
 )
@@ -108,7 +108,7 @@ func writeChunks(t testing.TB, dir string, r *rand.Rand, lines []string, n int) 
 // reportJSON is the JSON report on paths read whole.
 func reportJSON(t testing.TB, paths []string, sampleSpans int) []byte {
 	t.Helper()
-	l, err := logs.Read(paths, logs.Options{SampleSpans: sampleSpans})
+	l, err := pipeline.Read(paths, pipeline.Options{SampleSpans: sampleSpans})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func shardedJSON(t testing.TB, r *rand.Rand, files []string, k, sampleSpans int)
 		} else {
 			slices.Sort(sh)
 		}
-		s, err := logs.Summarize(sh, logs.Options{SampleSpans: sampleSpans})
+		s, err := pipeline.Summarize(sh, pipeline.Options{SampleSpans: sampleSpans})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func shardedJSON(t testing.TB, r *rand.Rand, files []string, k, sampleSpans int)
 	if err := os.WriteFile(p, summary.Encode(parts[0]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Through the same path as the command: logs.Read sniffs the summary.
+	// Through the same path as the command: pipeline.Read sniffs the summary.
 	return reportJSON(t, []string{p}, sampleSpans)
 }
 

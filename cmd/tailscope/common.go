@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/report"
 )
 
@@ -202,7 +202,7 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 
 // load reads the logs a command works on (package logs) as the input
 // flags say: progress on stderr, --strict, the reader's notes and skips.
-func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
+func load(e *env, paths []string, f *inputFlags) (*pipeline.Logs, error) {
 	if len(paths) == 0 {
 		return nil, usagef("no input: give one or more files, directories, globs, or - for stdin")
 	}
@@ -210,13 +210,13 @@ func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
 	if err != nil {
 		return nil, err
 	}
-	lo := logs.Options{Ingest: opt, SampleSpans: f.sampleSpans, MaxHops: f.maxHops}
+	lo := pipeline.Options{Ingest: opt, SampleSpans: f.sampleSpans, MaxHops: f.maxHops}
 	m := newMeter(e, f.quiet)
 	if m != nil {
 		lo.Progress = m
 	}
 	f.src.m = m
-	l, err := logs.Read(paths, lo)
+	l, err := pipeline.Read(paths, lo)
 	m.done()
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func load(e *env, paths []string, f *inputFlags) (*logs.Logs, error) {
 	if f.strict {
 		// Every record read, and every file under a path read or
 		// accounted for.
-		if err := logs.Strict(st); err != nil {
+		if err := pipeline.Strict(st); err != nil {
 			return nil, err
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 )
 
 // tailFlags are analyze's flags for where the tail comes from: the order
@@ -44,7 +44,7 @@ func (t *tailFlags) check() error {
 }
 
 // apply adds the comparison, if asked, and orders the hop table.
-func (t *tailFlags) apply(e *env, rep *analyze.Report, l *logs.Logs, paths []string, in *inputFlags, opt analyze.Options) error {
+func (t *tailFlags) apply(e *env, rep *analyze.Report, l *pipeline.Logs, paths []string, in *inputFlags, opt analyze.Options) error {
 	switch {
 	case len(t.compare) > 0:
 		lb, err := load(e, t.compare, in)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tailscope/tailscope/export"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 )
 
 const convertUsage = `Usage: tailscope convert [flags] PATH... -o OUT.{jsonl,parquet,arrow}
@@ -85,10 +85,10 @@ func runConvert(e *env, args []string) error {
 	if err := notAnInput(e, output, paths); err != nil {
 		return err
 	}
-	copt := logs.ConvertOptions{Format: to, Attributes: attrs, Name: describe(output), Strict: in.strict}
+	copt := pipeline.ConvertOptions{Format: to, Attributes: attrs, Name: describe(output), Strict: in.strict}
 	var st *ingest.Stats
 	err = writeTo(e, output, func(w io.Writer) error {
-		st, err = logs.Convert(paths, opt, w, copt)
+		st, err = pipeline.Convert(paths, opt, w, copt)
 		return err
 	})
 	if err != nil {

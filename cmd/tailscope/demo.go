@@ -7,7 +7,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/report"
 )
 
@@ -45,11 +45,11 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pols, err := logs.SeedPolicies()
+	pols, err := pipeline.SeedPolicies()
 	if err != nil {
 		return err
 	}
-	l, err := logs.Seed("spans.jsonl")
+	l, err := pipeline.Seed("spans.jsonl")
 	if err != nil {
 		return err
 	}

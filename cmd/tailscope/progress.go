@@ -65,7 +65,7 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// bytes is what the reader reports through logs.Progress.Bytes (the
+// bytes is what the reader reports through pipeline.Progress.Bytes (the
 // read's ingest.ProgressSink).
 func (m *meter) bytes(read, total int64) {
 	if m == nil {

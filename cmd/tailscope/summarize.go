@@ -7,7 +7,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"io"
 
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/summary"
 )
 
@@ -56,18 +56,18 @@ func runSummarize(e *env, args []string) error {
 	if err := notAnInput(e, output, paths); err != nil {
 		return err
 	}
-	lo := logs.Options{Ingest: opt, SampleSpans: in.sampleSpans, MaxHops: in.maxHops}
+	lo := pipeline.Options{Ingest: opt, SampleSpans: in.sampleSpans, MaxHops: in.maxHops}
 	m := newMeter(e, in.quiet)
 	if m != nil {
 		lo.Progress = m
 	}
-	s, err := logs.Summarize(paths, lo)
+	s, err := pipeline.Summarize(paths, lo)
 	m.done()
 	if err != nil {
 		return err
 	}
 	if in.strict && s.Stats.Skipped > 0 {
-		return logs.Strict(s.Stats)
+		return pipeline.Strict(s.Stats)
 	}
 	return writeTo(e, output, func(w io.Writer) error { return summary.Write(w, s) })
 }

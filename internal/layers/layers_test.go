@@ -23,18 +23,18 @@ var groups = []struct{ prefix, group string }{
 	{"check", "check"},
 	{"summary", "summary"},
 	{"source", "source"},
-	{"logs", "logs"},
+	{"pipeline", "pipeline"},
 	{"report", "report"},
 	{"enforce", "enforce"},
 	{"cmd", "cmd"}, {"bench", "tool"}, {"examples", "tool"},
-	// samples is the embedded seed (data, read by logs.Seed); its
+	// samples is the embedded seed (data, read by pipeline.Seed); its
 	// generators are tools.
 	{"samples", "base"}, {"samples/gen", "tool"}, {"samples/matrix", "tool"},
 }
 
 // allowed says which groups a group's production code may import (its
 // own always): data flows one way, ingest → span → analyze and replay →
-// recommend → check → report, with logs (the pipeline the commands call)
+// recommend → check → report, with pipeline (what the commands call)
 // and summary and source beside the readers; analyze never imports replay
 // (statistics stay usable on any policy), replay never imports analyze (a
 // simulator of any policy), enforce links nothing but the policy file's
@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 	"check":     {"base", "analyze", "replay", "recommend"},
 	"summary":   {"base", "analyze", "ingest"},
 	"source":    {"base", "analyze", "ingest"},
-	"logs":      {"base", "ingest", "analyze", "recommend", "summary"},
+	"pipeline":  {"base", "ingest", "analyze", "recommend", "summary"},
 	"report":    {"base", "analyze", "check"},
 	"enforce":   {"base"},
 	"cmd":       {"*"},
@@ -144,10 +144,10 @@ func TestRuleRefuses(t *testing.T) {
 		ok       bool
 	}{
 		{"analyze", "replay", false}, {"replay", "analyze", false}, {"analyze", "recommend", false},
-		{"recommend", "check", false}, {"check", "report", false}, {"report", "logs", false},
+		{"recommend", "check", false}, {"check", "report", false}, {"report", "pipeline", false},
 		{"ingest/internal/flat", "analyze", false}, {"enforce", "replay", false}, {"span", "analyze", false},
-		{"recommend", "replay", true}, {"report", "check", true}, {"cmd/tailscope", "logs", true},
-		{"ingest/internal/flat", "span", true}, {"logs", "samples", true}, {"enforce/enforcegrpc", "enforce", true},
+		{"recommend", "replay", true}, {"report", "check", true}, {"cmd/tailscope", "pipeline", true},
+		{"ingest/internal/flat", "span", true}, {"pipeline", "samples", true}, {"enforce/enforcegrpc", "enforce", true},
 	} {
 		if got := may(groupOf(c.pkg), groupOf(c.dep)); got != c.ok {
 			t.Errorf("%s → %s: allowed %v, want %v", c.pkg, c.dep, got, c.ok)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/source/clickhouse"
 )
 
@@ -63,9 +63,9 @@ func TestHopFilterEdges(t *testing.T) {
 			re := regexp.MustCompile(pat)
 			for _, o := range []ingest.Options{{HopBy: hopBy, Hops: re}, {HopBy: hopBy, ExcludeHops: re}} {
 				what := fmt.Sprintf("--hop-by %q, --hops %q / --exclude-hops %q", hopBy, o.Hops, o.ExcludeHops)
-				a := analyse(t, file, logs.Options{Ingest: o})
+				a := analyse(t, file, pipeline.Options{Ingest: o})
 				o.Remote = clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until, HopBy: hopBy, Hops: o.Hops, ExcludeHops: o.ExcludeHops}}
-				b := analyse(t, url, logs.Options{Ingest: o})
+				b := analyse(t, url, pipeline.Options{Ingest: o})
 				sameResult(t, what, a, b)
 				if a.skipped != b.skipped {
 					t.Errorf("%s: %d spans skipped from the file, %d from ClickHouse", what, a.skipped, b.skipped)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/source/clickhouse"
 )
 
@@ -45,7 +45,7 @@ func TestManyChunks(t *testing.T) {
 		// the loopback): the same report, fewer bytes on the wire.
 		for i, compress := range []string{"0", "1"} {
 			progress := func(p clickhouse.Progress) { wire[i] = p.Bytes }
-			l, err := logs.Read([]string{"clickhouse://" + e.host + "/otel?table=gen&compress=" + compress}, logs.Options{Ingest: ingest.Options{
+			l, err := pipeline.Read([]string{"clickhouse://" + e.host + "/otel?table=gen&compress=" + compress}, pipeline.Options{Ingest: ingest.Options{
 				Remote: clickhouse.Remote{Options: clickhouse.Options{Since: c.since, Until: c.until, Progress: progress}}}})
 			if err != nil {
 				t.Fatal(err)

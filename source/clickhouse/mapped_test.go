@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/source/clickhouse"
 )
 
@@ -44,7 +44,7 @@ func TestMappedSchema(t *testing.T) {
 		q = append(q, "col."+k+"="+cols[k])
 	}
 	url := "clickhouse://" + e.host + "/otel?table=mapped&" + strings.Join(q, "&")
-	fromFile := analyse(t, file, logs.Options{})
-	fromCH := analyse(t, url, logs.Options{Ingest: ingest.Options{Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until}}}})
+	fromFile := analyse(t, file, pipeline.Options{})
+	fromCH := analyse(t, url, pipeline.Options{Ingest: ingest.Options{Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until}}}})
 	sameResult(t, "mapped", fromFile, fromCH)
 }

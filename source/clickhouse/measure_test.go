@@ -12,7 +12,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/source/clickhouse"
 	"github.com/tailscope/tailscope/span"
@@ -66,7 +66,7 @@ func TestMeasurePushdown(t *testing.T) {
 			// Pull.
 			var wire int64
 			w0, c0 = time.Now(), cpu()
-			l, err := logs.Read([]string{u}, logs.Options{Ingest: ingest.Options{Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until,
+			l, err := pipeline.Read([]string{u}, pipeline.Options{Ingest: ingest.Options{Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until,
 				Progress: func(p clickhouse.Progress) { wire = p.Bytes }}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -93,7 +93,7 @@ func TestMeasurePushdown(t *testing.T) {
 		}
 		size := fi.Size()
 		exported := time.Since(w0)
-		l, err := logs.Read([]string{file}, logs.Options{})
+		l, err := pipeline.Read([]string{file}, pipeline.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

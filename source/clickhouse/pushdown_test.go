@@ -17,7 +17,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/source/clickhouse"
@@ -184,7 +184,7 @@ func norm(hs []analyze.HopState) {
 // url's window are those the readers keep reading file.
 func samePushdown(t *testing.T, what, file, url string, since, until time.Time, o ingest.Options) *clickhouse.Aggregates {
 	t.Helper()
-	s, err := logs.Summarize([]string{file}, logs.Options{Ingest: o})
+	s, err := pipeline.Summarize([]string{file}, pipeline.Options{Ingest: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,8 +298,8 @@ func TestPushdownSketch(t *testing.T) {
 		// The whole state, with the trace sample at a level above 0 and
 		// hops whose attempt times are sampled: the report of the pull
 		// path but for attribution (not pushed down).
-		want := analyse(t, url, logs.Options{Ingest: o})
-		want.hops = analyseNoAttr(t, url, logs.Options{Ingest: o}).hops
+		want := analyse(t, url, pipeline.Options{Ingest: o})
+		want.hops = analyseNoAttr(t, url, pipeline.Options{Ingest: o}).hops
 		got, p := pushedResult(t, url, w.since, w.until, 0)
 		got.skipped = want.skipped
 		sameResult(t, "generated", want, got)
@@ -315,7 +315,7 @@ func TestPushdownSketch(t *testing.T) {
 }
 
 // pushedResult is the report and policy of a state computed on the
-// server, as logs.Read's Recommend makes them from an Accum.
+// server, as pipeline.Read's Recommend makes them from an Accum.
 func pushedResult(t *testing.T, url string, since, until time.Time, sample int) (result, *clickhouse.Pushed) {
 	t.Helper()
 	p, err := clickhouse.Pushdown(context.Background(), url, clickhouse.Options{Since: since, Until: until}, ingest.Options{}, sample)
@@ -368,13 +368,13 @@ func TestPushdownReport(t *testing.T) {
 			e.createExporterTable(t, "otel", table)
 			e.load(t, "otel", table, otlp)
 			since, until := window(spans)
-			want := analyse(t, file, logs.Options{SampleSpans: fx.sample})
+			want := analyse(t, file, pipeline.Options{SampleSpans: fx.sample})
 			url := "clickhouse://" + e.host + "/otel?table=" + table
 			got, p := pushedResult(t, url, since, until, fx.sample)
 			got.skipped = want.skipped
 			// Attribution is not pushed down: the hops' attribution is
 			// the one thing left out, and nothing else may differ.
-			noAttr := analyseNoAttr(t, file, logs.Options{SampleSpans: fx.sample})
+			noAttr := analyseNoAttr(t, file, pipeline.Options{SampleSpans: fx.sample})
 			if noAttr.hops != want.hops {
 				t.Logf("%s: the file's hops have attribution; compared without it", fx.name)
 				want.hops = noAttr.hops
@@ -382,7 +382,7 @@ func TestPushdownReport(t *testing.T) {
 			sameResult(t, fx.name, want, got)
 			// Each hop's first span is the pull path's (the table keeps
 			// no file order: the query's order decides which is first).
-			pulled, err := logs.Summarize([]string{url}, logs.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
+			pulled, err := pipeline.Summarize([]string{url}, pipeline.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
 				Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -399,9 +399,9 @@ func TestPushdownReport(t *testing.T) {
 
 // analyseNoAttr is analyse's hops with every hop's attribution left out
 // (what the push-down does not compute).
-func analyseNoAttr(t *testing.T, path string, o logs.Options) result {
+func analyseNoAttr(t *testing.T, path string, o pipeline.Options) result {
 	t.Helper()
-	l, err := logs.Read([]string{path}, o)
+	l, err := pipeline.Read([]string{path}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

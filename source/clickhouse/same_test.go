@@ -15,7 +15,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
-	"github.com/tailscope/tailscope/logs"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/source/clickhouse"
 	"github.com/tailscope/tailscope/span"
 	"github.com/tailscope/tailscope/summary"
@@ -102,9 +102,9 @@ type result struct {
 	hopNames               []string
 }
 
-func analyse(t *testing.T, path string, o logs.Options) result {
+func analyse(t *testing.T, path string, o pipeline.Options) result {
 	t.Helper()
-	l, err := logs.Read([]string{path}, o)
+	l, err := pipeline.Read([]string{path}, o)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -201,9 +201,9 @@ func TestSameAsFile(t *testing.T) {
 				t.Fatalf("loaded %d rows for %d spans", n, len(spans))
 			}
 			since, until := window(spans)
-			fromFile := analyse(t, file, logs.Options{SampleSpans: fx.sample})
+			fromFile := analyse(t, file, pipeline.Options{SampleSpans: fx.sample})
 			url := "clickhouse://" + e.host + "/otel?table=" + table
-			fromCH := analyse(t, url, logs.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
+			fromCH := analyse(t, url, pipeline.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
 				Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until}}}})
 			sameResult(t, fx.name, fromFile, fromCH)
 			if t.Failed() {
@@ -222,11 +222,11 @@ func TestSameAsFile(t *testing.T) {
 			if err := os.WriteFile(ordered, otlpLines(queryOrder(asOTLP(spansOf(t, fx.path, fx.opt), fx.service))), 0o666); err != nil {
 				t.Fatal(err)
 			}
-			sf, err := logs.Summarize([]string{ordered}, logs.Options{SampleSpans: fx.sample})
+			sf, err := pipeline.Summarize([]string{ordered}, pipeline.Options{SampleSpans: fx.sample})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc, err := logs.Summarize([]string{url}, logs.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
+			sc, err := pipeline.Summarize([]string{url}, pipeline.Options{SampleSpans: fx.sample, Ingest: ingest.Options{
 				Remote: clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -246,11 +246,11 @@ func TestSameAsFile(t *testing.T) {
 			re := regexp.MustCompile("^" + regexp.QuoteMeta(fromFile.hopNames[0]) + "$")
 			ex := regexp.MustCompile(regexp.QuoteMeta(fromFile.hopNames[1]))
 			for _, o := range []ingest.Options{{Hops: re}, {ExcludeHops: ex}} {
-				a := analyse(t, file, logs.Options{SampleSpans: fx.sample, Ingest: o})
+				a := analyse(t, file, pipeline.Options{SampleSpans: fx.sample, Ingest: o})
 				var rows int64
 				progress := func(p clickhouse.Progress) { rows = p.Rows }
 				o.Remote = clickhouse.Remote{Options: clickhouse.Options{Since: since, Until: until, Hops: o.Hops, ExcludeHops: o.ExcludeHops, Progress: progress}}
-				b := analyse(t, url, logs.Options{SampleSpans: fx.sample, Ingest: o})
+				b := analyse(t, url, pipeline.Options{SampleSpans: fx.sample, Ingest: o})
 				sameResult(t, fx.name+" filtered", a, b)
 				// The server left out what the filter drops.
 				if rows != a.spans {
