@@ -12,13 +12,6 @@ import (
 	"github.com/tailscope/tailscope/ingest/internal/tracejson"
 )
 
-// Sniff names the format of a decompressed input from its first bytes,
-// without consuming them: Parquet and Arrow by their magic, JSON by the keys
-// of its first object (resourceSpans → OTLP, data/traceID+spans → Jaeger),
-// a JSON array → Zipkin, any other JSON object → flat JSON lines, and a first
-// line with commas, tabs or semicolons (as many on the next line) → CSV. A
-// UTF-8 byte order mark is passed over. An empty input is flat JSON lines
-// with no records.
 // summaryMagic starts a partial summary (package summary's Magic, which
 // this package cannot import: summary imports it).
 var summaryMagic = []byte("\x89TSS\r\n\x1a\n")
@@ -28,6 +21,13 @@ var summaryMagic = []byte("\x89TSS\r\n\x1a\n")
 // regular files, before the log readers see the rest.
 var errSummary = errors.New("a tailscope summary (.tss), which is read only as a file named on the command line (by name or glob), not from standard input, compressed, or inside a directory: name the file itself, uncompressed")
 
+// Sniff names the format of a decompressed input from its first bytes,
+// without consuming them: Parquet and Arrow by their magic, JSON by the keys
+// of its first object (resourceSpans → OTLP, data/traceID+spans → Jaeger),
+// a JSON array → Zipkin, any other JSON object → flat JSON lines, and a first
+// line with commas, tabs or semicolons (as many on the next line) → CSV. A
+// UTF-8 byte order mark is passed over. An empty input is flat JSON lines
+// with no records.
 func Sniff(br *bufio.Reader) (string, error) {
 	head, _ := br.Peek(record.SniffWindow)
 	switch {
