@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -249,7 +250,7 @@ func noteCaller(m map[string]*outlivesObs, hop, caller string, ct time.Duration)
 
 // lintLayers reports what layers found.
 func (l *linter) lintLayers() {
-	for _, hop := range sortedKeys(l.amp) {
+	for _, hop := range slices.Sorted(maps.Keys(l.amp)) {
 		a := l.amp[hop]
 		parts := make([]string, 0, len(a.chain)+1)
 		for i, h := range a.chain {
@@ -260,7 +261,7 @@ func (l *linter) lintLayers() {
 			"retries at %d layers of one path: %s: up to %d attempts of %s for one call of %s, on %s; when the hop is down, every layer retries it, and the load multiplies; retry at one layer",
 			len(a.chain)+1, strings.Join(parts, " → "), a.product, hop, a.chain[0], units.Count(a.paths, "path", "paths"))
 	}
-	for _, hop := range sortedKeys(l.outlives) {
+	for _, hop := range slices.Sorted(maps.Keys(l.outlives)) {
 		o := l.outlives[hop]
 		if o.calls == l.timed[hop] {
 			l.add(CodeCalleeOutlives, SevWarning, hop,
@@ -274,7 +275,7 @@ func (l *linter) lintLayers() {
 			"%s timeout %s is longer than its caller %s's %s on %d of its %s: there the caller gives up first",
 			l.source(hop), units.Duration(l.forHop(hop).Timeout), o.caller, units.Duration(o.ct), o.calls, units.Count(l.timed[hop], "call", "calls"))
 	}
-	for _, hop := range sortedKeys(l.outlast) {
+	for _, hop := range slices.Sorted(maps.Keys(l.outlast)) {
 		o := l.outlast[hop]
 		hp := l.forHop(hop)
 		l.add(CodeRetriesOutlast, SevWarning, hop,
@@ -295,15 +296,6 @@ func attemptsNeed(hp policy.Hop) time.Duration {
 
 // forHop is the policy of a hop's calls.
 func (l *linter) forHop(hop string) policy.Hop { return l.p.ForCall(hop, true) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // part is one thing a path spends before a retry can run: another hop's
 // first attempt at its timeout, or an enclosing call's earlier attempts.

@@ -2,7 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,10 +112,10 @@ func Envoy(p *Policy, eps []Endpoint, opt EnvoyOptions) (string, []string) {
 	b.WriteString("# OPTIONS, TRACE, PUT, DELETE) or gRPC verb (Get, List, Read, Query, Check, Watch, ...); any other is\n")
 	b.WriteString("# retried only on " + envoyBeforeUpstream + ", never hedged.\n")
 	var body strings.Builder
-	for _, caller := range sortedKeys(callers) {
+	for _, caller := range slices.Sorted(maps.Keys(callers)) {
 		body.WriteString("---\n# envoy.config.route.v3.RouteConfiguration\n")
 		fmt.Fprintf(&body, "name: %s\nvirtual_hosts:\n", quoteKey(caller))
-		for _, svc := range sortedKeys(callers[caller]) {
+		for _, svc := range slices.Sorted(maps.Keys(callers[caller])) {
 			v := callers[caller][svc]
 			if strings.Contains(svc, ":") {
 				// A service named with its port: that port only.
@@ -282,15 +284,6 @@ func notRouted(e Endpoint) string {
 	return fmt.Sprintf("%s: not routed: %s", e.Hop, e.Unmapped)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // envoyClusters writes what goes on each called service's cluster: the
 // recommended retry budget (circuit_breakers retry_budget) and, for a hop
 // whose tail or failures concentrate on one instance, outlier_detection.
@@ -337,7 +330,7 @@ func envoyClusters(b *strings.Builder, p *Policy, eps []Endpoint, opt EnvoyOptio
 			c.ejectHops = append(c.ejectHops, e.Hop)
 		}
 	}
-	for _, name := range sortedKeys(clusters) {
+	for _, name := range slices.Sorted(maps.Keys(clusters)) {
 		c := clusters[name]
 		b.WriteString("---\n# envoy.config.cluster.v3.Cluster: merge these fields into the cluster of that name.\n")
 		fmt.Fprintf(b, "name: %s\n", quoteKey(name))

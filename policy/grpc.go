@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,13 +219,13 @@ func GRPCChannels(p *Policy, eps []Endpoint, opt GRPCOptions) ([]GRPCChannel, []
 	def := p.Default
 	if def.Timeout > 0 || def.Retries > 0 || def.Hedge.Delay > 0 {
 		idem, why := idempotentDefault(def)
-		for _, ch := range sortedKeys(channels) {
+		for _, ch := range slices.Sorted(maps.Keys(channels)) {
 			if c := channels[ch]; !c.whole {
 				c.cfg.MethodConfig = append(c.cfg.MethodConfig, grpcMethodFor(p, "the default", []grpcName{{}}, def, idem, why, client, note))
 			}
 		}
 	}
-	for _, ch := range sortedKeys(budgets) {
+	for _, ch := range slices.Sorted(maps.Keys(budgets)) {
 		if each := budgets[ch]; len(each) > 1 {
 			note(ch + ": retryThrottling applies to a whole channel: this config has the most conservative of its hops' budgets: " + strings.Join(each, ", "))
 		}
@@ -233,7 +234,7 @@ func GRPCChannels(p *Policy, eps []Endpoint, opt GRPCOptions) ([]GRPCChannel, []
 		note(fmt.Sprintf("these configs are for --grpc-client %s: a grpc-go or C-core client ignores hedgingPolicy and would send those methods once, without retries", client))
 	}
 	var out []GRPCChannel
-	for _, ch := range sortedKeys(channels) {
+	for _, ch := range slices.Sorted(maps.Keys(channels)) {
 		c := channels[ch]
 		js, _ := json.MarshalIndent(c.cfg, "", "  ")
 		out = append(out, GRPCChannel{Caller: c.caller, Service: c.service, Config: JSONVisible(string(js)) + "\n"})

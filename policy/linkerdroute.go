@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +71,7 @@ func LinkerdRoutes(p *Policy, eps []Endpoint, namespace string) (string, []strin
 	b.WriteString("# Not covered: backoff, hedging, retry budgets, budget-aware retries and the request budget across\n")
 	b.WriteString("# calls; calls of hops the logs did not map (listed below).\n")
 	var body strings.Builder
-	for _, svc := range sortedKeys(by) {
+	for _, svc := range slices.Sorted(maps.Keys(by)) {
 		type route struct {
 			e             Endpoint
 			hops          []string

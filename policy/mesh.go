@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,7 +105,7 @@ func Istio(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 	b.WriteString("# Not covered: hedging, retry budgets, budget-aware retries and the request budget across calls;\n")
 	b.WriteString("# calls of hops the logs did not map (listed below).\n")
 	var body strings.Builder
-	for _, svc := range sortedKeys(by) {
+	for _, svc := range slices.Sorted(maps.Keys(by)) {
 		body.WriteString("---\napiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n")
 		fmt.Fprintf(&body, "  name: %s\n", quoteKey(k8sName(svc)))
 		if namespace != "" {
@@ -238,7 +240,7 @@ func Linkerd(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 func linkerdProfiles(b *strings.Builder, p *Policy, by map[string][]Endpoint, namespace string, notesp *[]string) {
 	notes := *notesp
 	defer func() { *notesp = notes }()
-	for _, svc := range sortedKeys(by) {
+	for _, svc := range slices.Sorted(maps.Keys(by)) {
 		type route struct {
 			e       Endpoint
 			hops    []string

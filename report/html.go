@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -225,7 +227,7 @@ func warnRows(ws []analyze.Warning) []warnRow {
 
 func skipRows(by map[string]int64) []skipRow {
 	var out []skipRow
-	for _, k := range sortedKeys(by) {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		out = append(out, skipRow{k, by[k]})
 	}
 	return out

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -86,7 +88,7 @@ func mdSkips(e *errWriter, read, skipped int64, by map[string]int64) {
 		return
 	}
 	e.printf("Skipped %d of %s:", skipped, units.Count(read, "record", "records"))
-	for i, r := range sortedKeys(by) {
+	for i, r := range slices.Sorted(maps.Keys(by)) {
 		if i > 0 {
 			e.printf(",")
 		}

@@ -3,8 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -598,19 +599,9 @@ func rateStyle(r float64) string {
 	return ansiAmber
 }
 
-// sortedKeys gives a map's keys in order, for deterministic output.
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func writeSkips(e *errWriter, by map[string]int64, examples []string) {
 	e.printf("skipped:")
-	for _, r := range sortedKeys(by) {
+	for _, r := range slices.Sorted(maps.Keys(by)) {
 		e.printf(" %s %d;", Visible(r), by[r])
 	}
 	e.printf("\n")

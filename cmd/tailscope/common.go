@@ -200,22 +200,47 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	return o, nil
 }
 
-// load reads the logs a command works on (package logs) as the input
-// flags say: progress on stderr, --strict, the reader's notes and skips.
-func load(e *env, paths []string, f *inputFlags) (*pipeline.Logs, error) {
+// inputs is the preamble of a command that reads paths: at least one
+// path, and the readers' options from the input flags; given the command's
+// output (-o, "" for stdout), also that it is none of the paths (commands
+// that read more than paths call notAnInput with them all instead).
+func (f *inputFlags) inputs(e *env, paths []string, output ...string) (ingest.Options, error) {
 	if len(paths) == 0 {
-		return nil, usagef("no input: give one or more files, directories, globs, or - for stdin")
+		return ingest.Options{}, usagef("no input: give one or more files, directories, globs, or - for stdin")
 	}
 	opt, err := f.options(e)
 	if err != nil {
-		return nil, err
+		return ingest.Options{}, err
 	}
+	for _, o := range output {
+		if err := notAnInput(e, o, paths); err != nil {
+			return ingest.Options{}, err
+		}
+	}
+	return opt, nil
+}
+
+// read is the pipeline's options from the input flags and the readers'
+// options, and the meter that shows the read's progress on stderr (nil
+// with --quiet or off a terminal), which a backend's fetch reports to too.
+func (f *inputFlags) read(e *env, opt ingest.Options) (pipeline.Options, *meter) {
 	lo := pipeline.Options{Ingest: opt, SampleSpans: f.sampleSpans, MaxHops: f.maxHops}
 	m := newMeter(e, f.quiet)
 	if m != nil {
 		lo.Progress = m
 	}
 	f.src.m = m
+	return lo, m
+}
+
+// load reads the logs a command works on (package pipeline) as the input
+// flags say: progress on stderr, --strict, the reader's notes and skips.
+func load(e *env, paths []string, f *inputFlags) (*pipeline.Logs, error) {
+	opt, err := f.inputs(e, paths)
+	if err != nil {
+		return nil, err
+	}
+	lo, m := f.read(e, opt)
 	l, err := pipeline.Read(paths, lo)
 	m.done()
 	if err != nil {

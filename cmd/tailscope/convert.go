@@ -75,14 +75,8 @@ func runConvert(e *env, args []string) error {
 		return usagef("--attributes: %s output does not carry attributes yet; write JSON lines (.jsonl) or Arrow (.arrow), or drop --attributes", to)
 	}
 	paths := fs.Args()
-	if len(paths) == 0 {
-		return usagef("no input: give one or more files, directories, globs, or - for stdin")
-	}
-	opt, err := in.options(e)
+	opt, err := in.inputs(e, paths, output)
 	if err != nil {
-		return err
-	}
-	if err := notAnInput(e, output, paths); err != nil {
 		return err
 	}
 	copt := pipeline.ConvertOptions{Format: to, Attributes: attrs, Name: describe(output), Strict: in.strict}

@@ -46,21 +46,11 @@ func runSummarize(e *env, args []string) error {
 		return usagef("say where the summary goes: -o PART.tss (or -o - for stdout)")
 	}
 	paths := fs.Args()
-	if len(paths) == 0 {
-		return usagef("no input: give one or more files, directories, globs, or - for stdin")
-	}
-	opt, err := in.options(e)
+	opt, err := in.inputs(e, paths, output)
 	if err != nil {
 		return err
 	}
-	if err := notAnInput(e, output, paths); err != nil {
-		return err
-	}
-	lo := pipeline.Options{Ingest: opt, SampleSpans: in.sampleSpans, MaxHops: in.maxHops}
-	m := newMeter(e, in.quiet)
-	if m != nil {
-		lo.Progress = m
-	}
+	lo, m := in.read(e, opt)
 	s, err := pipeline.Summarize(paths, lo)
 	m.done()
 	if err != nil {
