@@ -28,26 +28,11 @@ import (
 // wideExtra is how many columns the wide file has beyond the flat schema.
 const wideExtra = 7
 
-// wideRow is export's flat schema (its parquetRow, column for column)
-// with the extra columns after it.
+// wideRow is export's flat schema (its ParquetRow, embedded: parquet-go
+// flattens it into the row's first columns) with the extra columns after
+// it.
 type wideRow struct {
-	TraceID    string  `parquet:"trace_id,optional"`
-	SpanID     string  `parquet:"span_id,optional"`
-	ParentID   string  `parquet:"parent_id,optional"`
-	Service    string  `parquet:"service,optional,dict"`
-	Name       string  `parquet:"name,optional,dict"`
-	Kind       string  `parquet:"kind,optional,dict"`
-	Hop        string  `parquet:"hop,dict"`
-	Start      int64   `parquet:"start,optional"`
-	DurationNs int64   `parquet:"duration_ns"`
-	Status     string  `parquet:"status,dict"`
-	Timeout    bool    `parquet:"timeout"`
-	Code       int32   `parquet:"code,optional"`
-	Attempt    *int32  `parquet:"attempt,optional"`
-	TimeoutMs  float64 `parquet:"timeout_ms,optional"`
-	Weight     float64 `parquet:"weight"`
-	Peer       string  `parquet:"peer,optional,dict"`
-	CodeText   string  `parquet:"code_text,optional,dict"`
+	export.ParquetRow
 
 	StartUnixNano int64  `parquet:"start_unix_nano"`
 	Pod           string `parquet:"k8s.pod.name,optional,dict"`
@@ -87,25 +72,17 @@ func writeWideParquet(path string, n int) (int, error) {
 	count, err := generate(n, func(s *genSpan) error {
 		sp := genToSpan(s, &idb)
 		r := wideRow{
-			TraceID: sp.TraceID, SpanID: sp.SpanID, ParentID: sp.ParentID,
-			Service: sp.Service, Name: sp.Name, Kind: sp.Kind, Hop: sp.Hop,
-			Start: sp.Start, DurationNs: sp.Duration, Status: sp.Status.String(), Timeout: sp.Timeout,
-			Code: int32(sp.Code), TimeoutMs: float64(sp.TimeoutInForce) / 1e6, Weight: sp.Weight,
 			StartUnixNano: s.start,
 			Pod:           s.service + "-7d9f8b-" + strconv.Itoa(int(s.id>>60&3)),
 			Region:        wideRegions[s.trace[0]%uint64(len(wideRegions))],
 			Env:           "prod",
 		}
+		r.Fill(&sp, &att[len(rows)])
 		if s.kind == "client" {
 			r.Route, r.Method, r.PeerPort = "/v1/"+s.hop+"/{id}", "POST", 8080
 			if s.hop == "catalog" || s.hop == "search" {
 				r.Method = "GET"
 			}
-		}
-		if sp.AttemptSet || sp.Attempt != 0 {
-			i := len(rows)
-			att[i] = int32(sp.Attempt)
-			r.Attempt = &att[i]
 		}
 		rows = append(rows, r)
 		if len(rows) == cap(rows) {
