@@ -16,13 +16,13 @@ package analyze
 import (
 	"fmt"
 	"github.com/tailscope/tailscope/internal/fastlog"
+	"github.com/tailscope/tailscope/route"
 	"math"
 	"sort"
 	"time"
 
 	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/internal/units"
-	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 	"github.com/tailscope/tailscope/tail"
@@ -36,10 +36,21 @@ const Schema = "tailscope.report/v1"
 // between the two largest values).
 const MinSamplesP99 = 100
 
+// InForce is what the analysis reads of a policy (a *policy.Policy is
+// one, by its CallTimeouts): the timeout a hop's calls get on the
+// caller's side or the callee's (policy.Policy.ForCall's rule), the
+// retries after it, and the longest backoff before each retry. An
+// interface, so that the statistics need not import the policy file's
+// package (and its YAML).
+type InForce interface {
+	CallTimeouts(hop string, callerSide bool) (timeout time.Duration, retries int, backoff []time.Duration)
+}
+
 // Options tune an analysis.
 type Options struct {
-	// PolicyInForce is the policy the logs were recorded under, if known.
-	PolicyInForce *policy.Policy
+	// PolicyInForce is the policy the logs were recorded under, if known
+	// (a *policy.Policy; see InForce for what the analysis reads of it).
+	PolicyInForce InForce
 	// Percentile is the target percentile of the recommendation (99).
 	Percentile float64
 	// Margin is added on top of the target percentile (0.10).
@@ -306,7 +317,7 @@ type Hop struct {
 	// Endpoints say where a caller-side hop's calls go: caller, called
 	// service, gRPC method or HTTP route, or why they cannot be mapped
 	// (see endpoint.go). Emitted configs route by them.
-	Endpoints []policy.Endpoint `json:"endpoints,omitempty"`
+	Endpoints []route.Endpoint `json:"endpoints,omitempty"`
 	// Blocks are the hop's calls per time block, aligned with the
 	// report's timeline.blocks (hops with at least 10 attempts, over
 	// every span read); Drift how far its tail moved between quiet blocks
@@ -914,10 +925,3 @@ func commonKind(ss []*span.Span) string {
 	return k
 }
 
-// PolicyFor is the policy a hop's calls get (see policy.ForCall).
-func PolicyFor(p *policy.Policy, h *Hop) policy.Hop {
-	if h.Role == "" {
-		return p.ForCall(h.Hop, span.CallerSide(h.Kind))
-	}
-	return p.ForCall(h.Hop, h.Role == RoleCall)
-}

@@ -212,11 +212,11 @@ func echoTargets(hop string, callerSide bool, T int64, opt Options) []int64 {
 	if opt.PolicyInForce == nil || T <= 0 {
 		return nil
 	}
-	hp := opt.PolicyInForce.ForCall(hop, callerSide)
+	_, retries, delays := opt.PolicyInForce.CallTimeouts(hop, callerSide)
 	var out []int64
 	var backoff int64
-	for k := 2; k <= hp.Retries+1; k++ {
-		backoff += int64(hp.Backoff.MaxDelay(k - 1))
+	for k := 2; k <= retries+1 && k-2 < len(delays); k++ {
+		backoff += int64(delays[k-2])
 		out = append(out, int64(k)*T+backoff)
 	}
 	return out

@@ -2,13 +2,14 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/tailscope/tailscope/route"
 	"net"
 	"net/url"
 	"sort"
 	"strings"
 
 	"github.com/tailscope/tailscope/internal/par"
-	"github.com/tailscope/tailscope/policy"
+
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
@@ -86,7 +87,7 @@ const endpointMinPer = 512
 func MapEndpoints(rep *Report, reqs []*span.Request) {
 	type hk struct {
 		hop string
-		e   policy.Endpoint
+		e   route.Endpoint
 	}
 	// The requests are walked on all cores (package par), each range
 	// counting into its own map; the counts are summed after.
@@ -131,7 +132,7 @@ func MapEndpoints(rep *Report, reqs []*span.Request) {
 			counts[k] += n
 		}
 	}
-	byHop := map[string][]policy.Endpoint{}
+	byHop := map[string][]route.Endpoint{}
 	for k, n := range counts {
 		e := k.e
 		e.Hop, e.Calls = k.hop, n
@@ -148,7 +149,7 @@ func MapEndpoints(rep *Report, reqs []*span.Request) {
 	}
 }
 
-func endpointLess(a, b policy.Endpoint) bool {
+func endpointLess(a, b route.Endpoint) bool {
 	if a.Caller != b.Caller {
 		return a.Caller < b.Caller
 	}
@@ -166,7 +167,7 @@ func endpointLess(a, b policy.Endpoint) bool {
 
 // boundRoutes folds a hop's concrete HTTP paths into one unmapped entry
 // per caller and service when there are more than MaxRoutesPerService.
-func boundRoutes(es []policy.Endpoint) []policy.Endpoint {
+func boundRoutes(es []route.Endpoint) []route.Endpoint {
 	type cs struct{ caller, service string }
 	paths := map[cs]int{}
 	for _, e := range es {
@@ -174,7 +175,7 @@ func boundRoutes(es []policy.Endpoint) []policy.Endpoint {
 			paths[cs{e.Caller, e.Service}]++
 		}
 	}
-	var out []policy.Endpoint
+	var out []route.Endpoint
 	folded := map[cs]int{}
 	for _, e := range es {
 		k := cs{e.Caller, e.Service}
@@ -185,7 +186,7 @@ func boundRoutes(es []policy.Endpoint) []policy.Endpoint {
 		out = append(out, e)
 	}
 	for k, n := range folded {
-		out = append(out, policy.Endpoint{Hop: es[0].Hop, Caller: k.caller, Service: k.service, Calls: n,
+		out = append(out, route.Endpoint{Hop: es[0].Hop, Caller: k.caller, Service: k.service, Calls: n,
 			Unmapped: fmt.Sprintf("%d distinct paths of %s without a route template (ids in the path?): log http.route, or name the hop by it (--hop-by attr:http.route)", paths[k], k.service)})
 	}
 	return out
@@ -193,8 +194,8 @@ func boundRoutes(es []policy.Endpoint) []policy.Endpoint {
 
 // resolveShared keeps a route shared by several hops with the hop that
 // has the most calls on it; the others' copies become unmapped.
-func resolveShared(byHop map[string][]policy.Endpoint) {
-	owner := map[string]policy.Endpoint{}
+func resolveShared(byHop map[string][]route.Endpoint) {
+	owner := map[string]route.Endpoint{}
 	for _, es := range byHop {
 		for _, e := range es {
 			if e.Unmapped != "" {
@@ -221,8 +222,8 @@ func resolveShared(byHop map[string][]policy.Endpoint) {
 
 // endpointOf maps one caller-side span, with srv the server span paired
 // below it (nil when none) and caller the service of the call above.
-func endpointOf(s, srv *span.Span, caller string) policy.Endpoint {
-	e := policy.Endpoint{Caller: s.Service}
+func endpointOf(s, srv *span.Span, caller string) route.Endpoint {
+	e := route.Endpoint{Caller: s.Service}
 	if e.Caller == "" {
 		e.Caller = caller
 	}
@@ -343,7 +344,7 @@ var httpMethods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT"
 
 // httpOf reads the HTTP method and route of a call from the client span s
 // and the server span srv.
-func httpOf(s, srv *span.Span) (method, route string) {
+func httpOf(s, srv *span.Span) (method, path string) {
 	nameParts := func(x *span.Span) (m, p string) {
 		if x == nil {
 			return "", ""
@@ -382,7 +383,7 @@ func httpOf(s, srv *span.Span) (method, route string) {
 		}
 	}
 	for _, p := range paths {
-		if (policy.Endpoint{Route: p}).Template() {
+		if (route.Endpoint{Route: p}).Template() {
 			return method, p
 		}
 	}
@@ -407,16 +408,16 @@ func urlPath(v string) string {
 // hop's in its own order, with Hop set: mapped and unmapped alike (the
 // emitters route the mapped ones and list the others with their reasons).
 // A hop without call-side calls in the logs gets one unmapped entry.
-func (r *Report) Endpoints(hops []string) []policy.Endpoint {
+func (r *Report) Endpoints(hops []string) []route.Endpoint {
 	byName := make(map[string]*Hop, len(r.Hops))
 	for i := range r.Hops {
 		byName[r.Hops[i].Hop] = &r.Hops[i]
 	}
-	var out []policy.Endpoint
+	var out []route.Endpoint
 	for _, name := range hops {
 		h := byName[name]
 		if h == nil || len(h.Endpoints) == 0 {
-			out = append(out, policy.Endpoint{Hop: name, Unmapped: "no caller-side call of this hop in the logs (or in their trace sample)"})
+			out = append(out, route.Endpoint{Hop: name, Unmapped: "no caller-side call of this hop in the logs (or in their trace sample)"})
 			continue
 		}
 		for _, e := range h.Endpoints {

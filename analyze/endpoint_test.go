@@ -1,6 +1,7 @@
 package analyze_test
 
 import (
+	"github.com/tailscope/tailscope/route"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func realReport(t *testing.T, rel string) (*analyze.Report, *policy.Policy) {
 	return l.Recommend(analyze.Options{})
 }
 
-func endpointsOf(rep *analyze.Report, hop string) []policy.Endpoint {
+func endpointsOf(rep *analyze.Report, hop string) []route.Endpoint {
 	for _, h := range rep.Hops {
 		if h.Hop == hop {
 			return h.Endpoints
@@ -47,7 +48,7 @@ func endpointsOf(rep *analyze.Report, hop string) []policy.Endpoint {
 // proto service and method, whatever the span name's spelling.
 func TestEndpointsOnlineBoutique(t *testing.T) {
 	rep, p := realReport(t, "nezha-online-boutique/checkout-12_02_trace.csv")
-	want := map[string]policy.Endpoint{
+	want := map[string]route.Endpoint{
 		"checkoutservice hipstershop.CartService/GetCart": {Caller: "checkoutservice", Service: "cartservice",
 			GRPCService: "hipstershop.CartService", GRPCMethod: "GetCart"},
 		"checkoutservice hipstershop.CartService/EmptyCart": {Caller: "checkoutservice", Service: "cartservice",
@@ -149,14 +150,14 @@ func TestEndpointsFromAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := l.Report(analyze.Options{})
-	got := map[string]policy.Endpoint{}
+	got := map[string]route.Endpoint{}
 	for _, h := range rep.Hops {
 		for _, e := range h.Endpoints {
 			e.Calls, e.Hop = 0, ""
 			got[strings.TrimSuffix(h.Hop, " (client)")] = e
 		}
 	}
-	want := map[string]policy.Endpoint{
+	want := map[string]route.Endpoint{
 		"web call cart": {Caller: "web", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "Get"},
 		"web GET":       {Caller: "web", Service: "users", Method: "GET", Route: "/users/{id}"},
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
-	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -187,7 +186,7 @@ func (h *Hop) successesAbove(t time.Duration) int {
 // and the calls the logged requests make. On a held-out fit's report
 // (MeasureFit) it predicts nothing: the fit's policy is replayed on the
 // requests held out instead.
-func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, target float64) *Prediction {
+func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p InForce, target float64) *Prediction {
 	if rep.fit {
 		// A held-out fit's policy is replayed on the requests held out,
 		// which is what its validation reads; its own prediction is read
@@ -261,7 +260,8 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p *policy.Policy, t
 				side = 1
 			}
 			if !hc.known[side] {
-				hc.timeout[side], hc.known[side] = p.ForCall(c.Hop, side == 1).Timeout, true
+				t, _, _ := p.CallTimeouts(c.Hop, side == 1)
+				hc.timeout[side], hc.known[side] = t, true
 			}
 			t := hc.timeout[side]
 			if t <= 0 {

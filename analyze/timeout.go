@@ -51,7 +51,7 @@ func near(d, target int64) bool {
 // would turn scattered failures into a false "ran-to-timeout".
 func timeoutOf(hop string, ss []*span.Span, opt Options) (*float64, string) {
 	if p := opt.PolicyInForce; p != nil {
-		if t := p.ForCall(hop, span.CallerSide(commonKind(ss))).Timeout; t > 0 {
+		if t, _, _ := p.CallTimeouts(hop, span.CallerSide(commonKind(ss))); t > 0 {
 			v := units.Ms(int64(t))
 			return &v, SourcePolicy
 		}

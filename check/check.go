@@ -187,6 +187,15 @@ func resultOf(rep *analyze.Report, p *policy.Policy, rr *replay.Result) Result {
 	return res
 }
 
+// policyFor is the policy a hop's calls get (policy.Policy.ForCall): by
+// the hop's role in the trees, else by its span kind.
+func policyFor(p *policy.Policy, h *analyze.Hop) policy.Hop {
+	if h.Role == "" {
+		return p.ForCall(h.Hop, span.CallerSide(h.Kind))
+	}
+	return p.ForCall(h.Hop, h.Role == analyze.RoleCall)
+}
+
 // summarise gives the hop timeout and retries of a policy for a table:
 // one value when every hop in the logs gets the same, else a range.
 func summarise(rep *analyze.Report, p *policy.Policy) (string, string) {
@@ -196,7 +205,7 @@ func summarise(rep *analyze.Report, p *policy.Policy) (string, string) {
 		if h.Role != "" && h.Role != analyze.RoleCall && !p.Listed(h.Hop) {
 			continue // no call of its own: no timeout of its own to show
 		}
-		hp := analyze.PolicyFor(p, &h)
+		hp := policyFor(p, &h)
 		if tMin < 0 || hp.Timeout < tMin {
 			tMin = hp.Timeout
 		}

@@ -232,6 +232,21 @@ func (p *Policy) ForCall(hop string, callerSide bool) Hop {
 	return p.Default
 }
 
+// CallTimeouts is ForCall's timeout and retries for a hop, with the
+// longest backoff before each retry (Backoff.MaxDelay of retry 1, 2, …):
+// what the analysis reads of the policy a log was recorded under
+// (analyze.InForce). A nil policy gives nothing.
+func (p *Policy) CallTimeouts(hop string, callerSide bool) (timeout time.Duration, retries int, backoff []time.Duration) {
+	if p == nil {
+		return 0, 0, nil
+	}
+	h := p.ForCall(hop, callerSide)
+	for k := 1; k <= h.Retries; k++ {
+		backoff = append(backoff, h.Backoff.MaxDelay(k))
+	}
+	return h.Timeout, h.Retries, backoff
+}
+
 // Listed reports whether the hop has its own entry.
 func (p *Policy) Listed(hop string) bool { _, ok := p.Hops[hop]; return ok }
 

@@ -101,8 +101,11 @@ func complete(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) *p
 	// shared); the tail's sources only read reqs and write the report's
 	// hops and ranking: run them at once. Ejections come after both, as
 	// they read the gaps and write the policy's comments.
+	// The policy in force is replayed whole: the analysis reads only its
+	// timeouts (analyze.InForce), a replay all of it.
+	inForce, _ := opt.PolicyInForce.(*policy.Policy)
 	par.Do(func() {
-		rep.PredictedEffect = predictEffect(reqs, opt.PolicyInForce, rec, last)
+		rep.PredictedEffect = predictEffect(reqs, inForce, rec, last)
 	}, func() {
 		analyze.WhereTailComesFrom(rep, reqs)
 	})
