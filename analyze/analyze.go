@@ -924,4 +924,3 @@ func commonKind(ss []*span.Span) string {
 	}
 	return k
 }
-
