@@ -538,19 +538,6 @@ func (a *hopAttr) merge(o *hopAttr) {
 	}
 }
 
-// size is the number of values and bins the state holds (for tests of
-// its bound).
-func (a *hopAttr) size() (keys, vals, bins int) {
-	for _, k := range a.keys {
-		keys++
-		for _, v := range k.list {
-			vals++
-			bins += len(v.bins)
-		}
-	}
-	return
-}
-
 // outcomeKey reports whether an attribute records the attempt's outcome
 // (a status code, an error, an exception): comparing the failures or the
 // cut attempts over it would only restate them.

@@ -365,3 +365,16 @@ func TestKeyAttrIndex(t *testing.T) {
 		t.Errorf("sorted: %v", names)
 	}
 }
+
+// size is the number of values and bins the state holds (for tests of
+// its bound).
+func (a *hopAttr) size() (keys, vals, bins int) {
+	for _, k := range a.keys {
+		keys++
+		for _, v := range k.list {
+			vals++
+			bins += len(v.bins)
+		}
+	}
+	return
+}

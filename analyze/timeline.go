@@ -936,19 +936,3 @@ func blockText(d time.Duration) string {
 	}
 	return units.Duration(d)
 }
-
-// ConsistentLosses is the most requests of n that a policy may lose while
-// still consistent with losing a share target of them: the largest k whose
-// one-sided binomial tail P(X ≥ k | n, target) is at least 5%. A held-out
-// replay of 900 requests that loses 1 has not shown a 0.1% target missed
-// (P = 59%); one of 4,410 that loses 12 has (P < 0.1%).
-func ConsistentLosses(n int, target float64) int {
-	if n <= 0 || target <= 0 {
-		return 0
-	}
-	k := int(math.Floor(target * float64(n)))
-	for k < n && bound.BinomialTail(k+1, n, target) >= 0.05 {
-		k++
-	}
-	return k
-}

@@ -52,7 +52,7 @@ func TestHeldOutScalesForDrift(t *testing.T) {
 	if h.UnscaledLost == 0 {
 		t.Fatalf("held out %+v: the fit on the flat part should cut the ramp", h)
 	}
-	if h.Scale <= 1 || !h.Met || h.DriftLost > analyze.ConsistentLosses(h.Requests, 0.001) {
+	if h.Scale <= 1 || !h.Met {
 		t.Errorf("held out %+v: want a scale > 1 that brings drift within the target", h)
 	}
 	var db *analyze.Hop

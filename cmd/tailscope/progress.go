@@ -77,19 +77,6 @@ func (m *meter) bytes(read, total int64) {
 	m.tick()
 }
 
-// span counts a span; every few thousand it gives the meter a chance to
-// redraw, for readers that consume their file without streaming it.
-func (m *meter) span() {
-	if m == nil {
-		return
-	}
-	if m.spans.Add(1)&4095 == 0 {
-		m.mu.Lock()
-		m.tick()
-		m.mu.Unlock()
-	}
-}
-
 // Bytes is bytes for package logs' Progress.
 func (m *meter) Bytes(read, total int64) { m.bytes(read, total) }
 

@@ -38,7 +38,7 @@ func TestMeterDrawsThrottledAndClears(t *testing.T) {
 	for i := 1; i <= 400; i++ {
 		c.t = c.t.Add(10 * time.Millisecond)
 		for k := 0; k < 1000; k++ {
-			m.span()
+			m.Spans(1)
 		}
 		before := b.Len()
 		m.bytes(int64(i)*500_000, 400*500_000)
@@ -96,7 +96,6 @@ func TestNilMeterIsInert(t *testing.T) {
 	}{
 		{"bytes", func() { m.bytes(1, 2) }},
 		{"Bytes", func() { m.Bytes(1, 2) }},
-		{"span", func() { m.span() }},
 		{"Spans", func() { m.Spans(5000) }},
 		{"fetched", func() { m.fetched("1 of 2 files") }},
 		{"done", func() { m.done() }},
@@ -147,7 +146,7 @@ func TestMeterConcurrent(t *testing.T) {
 		close(done)
 	}()
 	for i := 0; i < 50000; i++ {
-		m.span()
+		m.Spans(1)
 	}
 	<-done
 	m.done()
