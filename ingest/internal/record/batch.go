@@ -12,14 +12,9 @@ type Event struct {
 	At     int64 // the record's line (Batch.Rows false) or row (true)
 	Reason string
 	Detail string
-	// Index is the record's index in its batch (1-based), when its
-	// messages give one beside its line (the trace formats' span number):
-	// it is reported as Batch.IndexBase + Index. 0: none (flat lines, or
-	// At is the index, Rows).
-	Index int64
-	ID    uint64    // a filtered span's key (FilteredKey)
-	Soft  []SoftErr // values the span before Before lost (or, Taken, the span taken)
-	Taken bool      // Soft: the span was taken by a Branch (used whatever Emit says)
+	ID     uint64    // a filtered span's key (FilteredKey)
+	Soft   []SoftErr // values the span before Before lost (or, Taken, the span taken)
+	Taken  bool      // Soft: the span was taken by a Branch (used whatever Emit says)
 }
 
 // Batch is a run of consecutive records decoded off the reading goroutine
@@ -33,10 +28,6 @@ type Batch struct {
 	// Rows says At holds 1-based row numbers (columnar formats) rather
 	// than line numbers: positions print as "row N" instead of "line N".
 	Rows bool
-	// IndexBase is added to the Index of events that have one: the
-	// records before the batch's, known only in input order (Deliver's
-	// caller sets it).
-	IndexBase int64
 }
 
 // Reset empties the batch for reuse, keeping its capacity.
@@ -55,27 +46,12 @@ func (b *Batch) Reject(sp *span.Span, at int64, reason, detail string) {
 	b.Events = append(b.Events, e)
 }
 
-// posAt is an At value as Source's (line, index) pair.
-func (b *Batch) posAt(at int64) (line, index int64) {
+// pos is an At value as Source's (line, index) pair.
+func (b *Batch) pos(at int64) (line, index int64) {
 	if b.Rows {
 		return 0, at
 	}
 	return at, 0
-}
-
-// pos is an event's position as Source's (line, index) pair.
-func (b *Batch) pos(e *Event) (line, index int64) {
-	if line, index = b.posAt(e.At); e.Index != 0 && !b.Rows {
-		index = b.IndexBase + e.Index
-	}
-	return line, index
-}
-
-// RejectAt is Reject for a record whose messages give its index in the
-// batch (1-based) beside its line.
-func (b *Batch) RejectAt(sp *span.Span, line, index int64, reason, detail string) {
-	b.Reject(sp, line, reason, detail)
-	b.Events[len(b.Events)-1].Index = index
 }
 
 // Deliver hands a decoded batch's spans and events on, in input order.
@@ -87,7 +63,7 @@ func (s *Source) Deliver(b *Batch) {
 	fork := s.fork
 	used := false // whether the last span emitted was used
 	event := func(e *Event) {
-		line, index := b.pos(e)
+		line, index := b.pos(e.At)
 		switch {
 		case e.Soft != nil:
 			if e.Taken || used {
@@ -107,7 +83,7 @@ func (s *Source) Deliver(b *Batch) {
 		if fork != nil {
 			fork.Ordered(&b.Spans[i])
 		} else {
-			line, index := b.posAt(b.At[i])
+			line, index := b.pos(b.At[i])
 			used = s.Emit(&b.Spans[i], line, index)
 		}
 	}

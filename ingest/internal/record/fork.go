@@ -37,27 +37,3 @@ type Branch interface {
 	// that called Read, before Read moves on to the next input.
 	Close()
 }
-
-// Branched returns a Source that reads as s does, but whose Emit hands
-// each span it passes to br, and to the Fork's Ordered when br asks,
-// instead of to the sink: for a parallel reader that decodes part of its
-// input on the goroutine that called Read (a record its workers leave to
-// the general path) while its workers give theirs to their own Branches,
-// so that every span of the input goes through a Branch. s must have a
-// Fork; br is one of its Branches, used on that goroutine only.
-func (s *Source) Branched(br Branch) *Source {
-	c := *s
-	c.sink = branchSink{br: br, fork: s.fork}
-	return &c
-}
-
-type branchSink struct {
-	br   Branch
-	fork Fork
-}
-
-func (b branchSink) Span(sp *span.Span) {
-	if b.br.Take(sp) {
-		b.fork.Ordered(sp)
-	}
-}

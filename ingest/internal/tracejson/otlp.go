@@ -263,14 +263,6 @@ func (w *jsonWalker) otlpScope(raw []byte) []span.Attr {
 }
 
 func (w *jsonWalker) otlpEmit(rec *record.TraceRecord, res *otlpResource, scope []span.Attr, index int64, at pos) {
-	w.otlpFinish(rec, res, scope)
-	w.emit(rec, index, at)
-}
-
-// otlpFinish is what otlpEmit does before the span is emitted: its
-// resource's service, hop and problem, its derived fields and its
-// attributes in tier order.
-func (w *jsonWalker) otlpFinish(rec *record.TraceRecord, res *otlpResource, scope []span.Attr) {
 	rec.Span.Service = res.service
 	if !rec.HopSet && res.hopSet {
 		rec.Hop, rec.HopSet = res.hop, true
@@ -280,6 +272,7 @@ func (w *jsonWalker) otlpFinish(rec *record.TraceRecord, res *otlpResource, scop
 	}
 	rec.Finish(&w.intern)
 	w.setAttrs(&rec.Span, res.attrs, scope, rec.Attrs)
+	w.emit(rec, index, at)
 }
 
 func (w *jsonWalker) otlpReadResource(raw []byte, res *otlpResource) error {

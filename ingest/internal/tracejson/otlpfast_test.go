@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest/internal/pool"
@@ -25,63 +24,7 @@ const (
 	otlpGeneral = iota
 	otlpFastSeq
 	otlpFastPar
-	// With a Fork (testFork): Branches that hand every span back to
-	// Ordered, and Branches that hand back only some (testFork.some).
-	otlpFastFork
-	otlpFastForkSome
 )
-
-// testFork is a Fork that keeps what Ordered gets (deep copies) and
-// counts what its Branches take; with some, a Branch hands back only the
-// spans forkKeeps keeps. Span (a reader that ignores the Fork) counts as a
-// take handed back.
-type testFork struct {
-	some          bool
-	mu            sync.Mutex
-	taken, closed int
-	out           []span.Span
-}
-
-type testBranch struct {
-	f *testFork
-	n int
-}
-
-func (f *testFork) Branch() record.Branch { return &testBranch{f: f} }
-func (f *testFork) Ordered(sp *span.Span) { f.out = append(f.out, deepSpan(sp)) }
-func (f *testFork) Span(sp *span.Span) {
-	f.taken++
-	if !f.some || forkKeeps(sp) {
-		f.Ordered(sp)
-	}
-}
-
-func (b *testBranch) Take(sp *span.Span) bool {
-	b.n++
-	_ = strings.Clone(sp.TraceID + sp.SpanID + sp.Name + sp.Hop) // reads what a Branch reads
-	return !b.f.some || forkKeeps(sp)
-}
-
-func (b *testBranch) Close() {
-	b.f.mu.Lock()
-	b.f.taken += b.n
-	b.f.closed++
-	b.f.mu.Unlock()
-}
-
-// forkKeeps is the spans a testFork with some hands back.
-func forkKeeps(sp *span.Span) bool { return sp.Duration%3 != 0 }
-
-// deepSpan is a copy of sp that outlives the read.
-func deepSpan(sp *span.Span) span.Span {
-	c := *sp
-	c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
-	c.Attrs = nil
-	for _, a := range sp.Attrs {
-		c.Attrs = append(c.Attrs, span.Attr{Key: strings.Clone(a.Key), Value: strings.Clone(a.Value)})
-	}
-	return c
-}
 
 // otlpRead reads input as OTLP one of those ways and returns the spans
 // (deep copies: borrowed strings die with the call) and stats.
@@ -92,7 +35,7 @@ func otlpRead(t testing.TB, input []byte, opt record.Options, mode int) ([]span.
 	}(otlpFastEnabled, otlpWorkersSet, pool.BlockSize, otlpLineBuffer)
 	otlpFastEnabled = mode != otlpGeneral
 	otlpWorkersSet = 1
-	if mode >= otlpFastPar {
+	if mode == otlpFastPar {
 		// Lines over the limit end the parallel reading (some generated
 		// lines are longer, most shorter).
 		otlpWorkersSet, pool.BlockSize, otlpLineBuffer = 2, 512, 6000
@@ -100,25 +43,16 @@ func otlpRead(t testing.TB, input []byte, opt record.Options, mode int) ([]span.
 	if opt.Format == "" {
 		opt.Format = "otlp"
 	}
-	if mode >= otlpFastFork {
-		f := &testFork{some: mode == otlpFastForkSome}
-		st, err := readTraceSink("in.json", bytes.NewReader(input), opt, f)
-		if f.closed != 0 && f.closed != 1+otlpWorkersSet {
-			t.Errorf("%d Branches closed, want %d", f.closed, 1+otlpWorkersSet)
-		}
-		if !f.some && f.taken != len(f.out) {
-			t.Errorf("%d spans taken, %d handed back, want all", f.taken, len(f.out))
-		}
-		if f.some {
-			// What the test compares: every span taken, once.
-			for range f.taken - len(f.out) {
-				f.out = append(f.out, span.Span{Name: "(taken, not handed back)"})
-			}
-		}
-		return f.out, st, err
-	}
 	var out []span.Span
-	st, err := readTrace("in.json", bytes.NewReader(input), opt, func(sp *span.Span) { out = append(out, deepSpan(sp)) })
+	st, err := readTrace("in.json", bytes.NewReader(input), opt, func(sp *span.Span) {
+		c := *sp
+		c.TraceID, c.SpanID, c.ParentID = strings.Clone(sp.TraceID), strings.Clone(sp.SpanID), strings.Clone(sp.ParentID)
+		c.Attrs = nil
+		for _, a := range sp.Attrs {
+			c.Attrs = append(c.Attrs, span.Attr{Key: strings.Clone(a.Key), Value: strings.Clone(a.Value)})
+		}
+		out = append(out, c)
+	})
 	return out, st, err
 }
 
@@ -147,34 +81,8 @@ func otlpSame(t testing.TB, input []byte, opt record.Options) (spans int) {
 	for _, borrowed := range []bool{false, true} {
 		opt.Borrowed = borrowed
 		gs, gst, gerr := otlpRead(t, input, opt, otlpGeneral)
-		for _, mode := range []int{otlpFastSeq, otlpFastPar, otlpFastFork, otlpFastForkSome} {
+		for _, mode := range []int{otlpFastSeq, otlpFastPar} {
 			fs, fst, ferr := otlpRead(t, input, opt, mode)
-			if mode == otlpFastForkSome {
-				// The spans handed back, in input order, then one stand-in
-				// for each span taken and not handed back.
-				var want []span.Span
-				for i := range gs {
-					if forkKeeps(&gs[i]) {
-						want = append(want, gs[i])
-					}
-				}
-				for range len(gs) - len(want) {
-					want = append(want, span.Span{Name: "(taken, not handed back)"})
-				}
-				gs := want
-				if len(gs) != len(fs) {
-					t.Fatalf("mode %d borrowed=%v: %d spans general, %d fast", mode, borrowed, len(gs), len(fs))
-				}
-				for i := range gs {
-					if !reflect.DeepEqual(gs[i], fs[i]) {
-						t.Fatalf("mode %d borrowed=%v: span %d differs:\ngeneral %+v\nfast    %+v\ninput %.3000q", mode, borrowed, i, gs[i], fs[i], input)
-					}
-				}
-				if a, b := otlpStatsText(gst), otlpStatsText(fst); a != b {
-					t.Fatalf("mode %d borrowed=%v: stats differ:\ngeneral %s\nfast    %s\ninput %.3000q", mode, borrowed, a, b, input)
-				}
-				continue
-			}
 			if fmt.Sprint(gerr) != fmt.Sprint(ferr) {
 				t.Fatalf("mode %d borrowed=%v: errors differ: general %v, fast %v\ninput %q", mode, borrowed, gerr, ferr, input)
 			}

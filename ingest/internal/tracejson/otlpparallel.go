@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"sync/atomic"
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
-	"github.com/tailscope/tailscope/span"
 )
 
 // Parallel OTLP JSON lines.
@@ -55,15 +53,6 @@ type otlpBlock struct {
 
 	st    otlpFastState
 	lines []otlpLineResult
-
-	// With a Fork (see otlpTakeBlock): prev tells, once the block before
-	// was parsed, whether the spans of every line before this block may
-	// be taken on the workers; ready tells the same of the lines up to
-	// this block's end, for the next block.
-	prev, ready chan bool
-	batches     []record.Batch // the taken lines' spans and events (nb of them in use)
-	nb          int
-	attrs       []span.Attr // the borrowed spans' attributes in batches (their Attrs alias it)
 }
 
 // otlpLineResult is one line of a block as a worker parsed it.
@@ -71,10 +60,6 @@ type otlpLineResult struct {
 	start, end int // the line in buf, with its newline
 	from, n    int // its records in st.recs, when ok
 	ok         bool
-	// taken: a worker took the line's spans (otlpTakeLine), and
-	// batches[batch] holds what Deliver must see of them.
-	taken bool
-	batch int
 }
 
 // decodeOTLPParallel reads src with the workers; see above. The blocks go
@@ -95,38 +80,11 @@ func decodeOTLPParallel(src *record.Source, workers int) error {
 	for i := range parsers {
 		parsers[i] = &jsonWalker{src: src, hopAttr: w.hopAttr}
 	}
-	// With a Fork the workers also take the spans of the lines they
-	// parsed (otlpTakeBlock), and this goroutine gives the spans it reads
-	// itself to a Branch of its own (Source.Branched), so that every span
-	// goes through a Branch.
-	fork := src.Fork()
-	var branches []record.Branch
-	var last chan bool // the ready of the block sent last
-	if fork != nil {
-		branches = append(branches, fork.Branch())
-		w.src = src.Branched(branches[0])
-		for range parsers {
-			branches = append(branches, fork.Branch())
-		}
-		last = make(chan bool, 1)
-		last <- true // nothing before the first block
-	}
 	run := pool.Start(workers, cap(free), 1,
-		func(send func(*otlpBlock) bool, stop <-chan struct{}) {
-			otlpSplit(src.R, w.s.off, free, stop, func(b *otlpBlock) bool {
-				if fork != nil {
-					b.prev, b.ready = last, make(chan bool, 1)
-					last = b.ready
-				}
-				return send(b)
-			})
-		},
+		func(send func(*otlpBlock) bool, stop <-chan struct{}) { otlpSplit(src.R, w.s.off, free, stop, send) },
 		func(i int, b *otlpBlock, out chan<- *otlpBlock, stop <-chan struct{}) bool {
 			if !seq.Load() {
 				parsers[i].otlpParseBlock(b)
-			}
-			if fork != nil && !parsers[i].otlpTakeBlock(b, branches[1+i], stop) {
-				return false
 			}
 			select {
 			case out <- b:
@@ -135,19 +93,13 @@ func decodeOTLPParallel(src *record.Source, workers int) error {
 				return false
 			}
 		})
-	defer func() {
-		run.Stop()
-		for _, br := range branches {
-			br.Close()
-		}
-	}()
+	defer run.Stop()
 
 	lr := &bytes.Reader{}
 	lbr := bufio.NewReaderSize(lr, 1<<16)
 	resyncing := false
 	recycle := func(b *otlpBlock) {
 		b.st.recs, b.st.res, b.lines = b.st.recs[:0], b.st.res[:0], b.lines[:0]
-		b.nb, b.attrs, b.prev, b.ready = 0, b.attrs[:0], nil, nil
 		select {
 		case free <- b:
 		default:
@@ -171,14 +123,7 @@ func decodeOTLPParallel(src *record.Source, workers int) error {
 			}
 			if l.ok {
 				resyncing = false
-				if l.taken {
-					bt := &b.batches[l.batch]
-					bt.IndexBase = w.index
-					src.Deliver(bt)
-					w.index += int64(l.n)
-				} else {
-					w.otlpFastCommit(&b.st, l.from, l.n)
-				}
+				w.otlpFastCommit(&b.st, l.from, l.n)
 				continue
 			}
 			if !lineContained(line) {
@@ -350,106 +295,6 @@ func (w *jsonWalker) otlpParseBlock(b *otlpBlock) {
 		b.lines = append(b.lines, r)
 		i = end
 		line++
-	}
-}
-
-// otlpTakeBlock does on a worker, with a Fork, what the goroutine that
-// called Read would do with the lines of b the worker parsed
-// (otlpFastCommit): each span's last steps (otlpFinish, checkStart,
-// Source.Accept) and its hand-off, to br; what Deliver must see of a line
-// (skips, filtered spans, lost values, the spans br hands back) goes to a
-// Batch of the line's, placed by line and by index in the line, to which
-// that goroutine adds the spans before (Batch.IndexBase).
-//
-// Only lines that the sequential reader cannot read again are taken. That
-// goroutine leaves the workers' records at the first line that is not
-// self-contained (neither parsed by the fast path nor balanced, see
-// lineContained), and at a rest block, and reads the rest of the input
-// with the sequential reader, which may read the lines after it in other
-// ways than the fast path did; so a worker takes a block's lines only when
-// every block before it has no such line (prev), and those of its own
-// before the first such line, and tells the next block whether it may
-// (ready). Every block is parsed before it waits, in order, so the chain
-// always moves. It reports false when the run stopped while it waited.
-func (w *jsonWalker) otlpTakeBlock(b *otlpBlock, br record.Branch, stop <-chan struct{}) bool {
-	cut := len(b.lines)
-	if b.rest {
-		cut = 0
-	}
-	for i := range b.lines[:cut] {
-		if l := &b.lines[i]; !l.ok && !lineContained(b.buf[l.start:l.end]) {
-			cut = i
-			break
-		}
-	}
-	var prev bool
-	select {
-	case prev = <-b.prev:
-	case <-stop:
-		return false
-	}
-	if prev {
-		for i := range b.lines[:cut] {
-			if l := &b.lines[i]; l.ok {
-				w.otlpTakeLine(b, l, br)
-			}
-		}
-	}
-	b.ready <- prev && !b.rest && cut == len(b.lines)
-	return true
-}
-
-// otlpTakeLine takes the spans of line l of b, in otlpFastCommit's order;
-// see otlpTakeBlock.
-func (w *jsonWalker) otlpTakeLine(b *otlpBlock, l *otlpLineResult, br record.Branch) {
-	if b.nb == len(b.batches) {
-		b.batches = append(b.batches, record.Batch{})
-	}
-	bt := &b.batches[b.nb]
-	bt.Reset()
-	l.taken, l.batch = true, b.nb
-	b.nb++
-	st := &b.st
-	borrow := w.src.Options().Borrowed
-	for i, end := l.from, l.from+l.n; i < end; {
-		r := st.recs[i].res
-		j := i
-		for j < end && st.recs[j].res == r {
-			j++
-		}
-		for _, late := range [2]bool{false, true} {
-			for k := i; k < j; k++ {
-				fr := &st.recs[k]
-				if fr.late != late {
-					continue
-				}
-				rec := &fr.rec
-				w.otlpFinish(rec, &st.res[r], fr.scope)
-				checkStart(rec)
-				sp := &rec.Span
-				index := int64(k-l.from) + 1
-				if reason, detail := w.src.Accept(sp); reason != "" {
-					bt.RejectAt(sp, fr.at.line, index, reason, detail)
-					continue
-				}
-				bt.Used++
-				if len(rec.Soft) > 0 {
-					bt.Events = append(bt.Events, record.Event{Before: len(bt.Spans), At: fr.at.line, Index: index, Soft: slices.Clone(rec.Soft), Taken: true})
-				}
-				if !br.Take(sp) {
-					continue
-				}
-				bt.Spans = append(bt.Spans, *sp)
-				if borrow && len(sp.Attrs) > 0 {
-					// The walker reuses its list for the next span, and the
-					// line's spans reach Ordered after the whole block.
-					s := len(b.attrs)
-					b.attrs = append(b.attrs, sp.Attrs...)
-					bt.Spans[len(bt.Spans)-1].Attrs = b.attrs[s:len(b.attrs):len(b.attrs)]
-				}
-			}
-		}
-		i = j
 	}
 }
 

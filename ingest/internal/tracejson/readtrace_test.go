@@ -14,11 +14,6 @@ import (
 // that the fast-path tests can switch this package's paths and read
 // through the decoders as the face does.
 func readTrace(name string, r io.Reader, opt record.Options, emit func(*span.Span)) (*record.Stats, error) {
-	return readTraceSink(name, r, opt, record.SinkFunc(emit))
-}
-
-// readTraceSink is readTrace into a sink of any kind (a Fork).
-func readTraceSink(name string, r io.Reader, opt record.Options, sink record.Sink) (*record.Stats, error) {
 	if opt.MaxRecord <= 0 {
 		opt.MaxRecord = record.DefaultMaxRecord
 	}
@@ -31,7 +26,7 @@ func readTraceSink(name string, r io.Reader, opt record.Options, sink record.Sin
 	}
 	st := record.NewStats([]string{name})
 	st.Formats[name] = opt.Format
-	err := dec(record.NewSource(name, bufio.NewReaderSize(r, 1<<16), nil, &opt, st, sink))
+	err := dec(record.NewSource(name, bufio.NewReaderSize(r, 1<<16), nil, &opt, st, record.SinkFunc(emit)))
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
 	}

@@ -312,17 +312,11 @@ func (w *jsonWalker) setAttrs(sp *span.Span, res, scope, own []span.Attr) {
 // emit hands a finished span on, counting the values it lost when it is
 // used.
 func (w *jsonWalker) emit(rec *record.TraceRecord, index int64, at pos) {
-	checkStart(rec)
-	w.src.EmitSoft(&rec.Span, at.line, index, rec.Soft)
-}
-
-// checkStart drops a start that cannot be used, counting it as a value
-// the span lost: the duration stands on its own.
-func checkStart(rec *record.TraceRecord) {
 	if err := record.StartProblem(&rec.Span); err != nil {
-		rec.Ignore("start", err)
+		rec.Ignore("start", err) // the duration stands on its own
 		rec.Span.Start = 0
 	}
+	w.src.EmitSoft(&rec.Span, at.line, index, rec.Soft)
 }
 
 // skipSpan records a bad span at its index and position.
