@@ -282,6 +282,15 @@ func stringEnd(line []byte, i, n int) (int, bool) {
 			return i + n, true
 		}
 	}
+	// Short strings (a kind, a status, most names) end in their first
+	// word: that word is tested here, without a call.
+	if i+8 <= len(line) {
+		if m := specialMask(binary.LittleEndian.Uint64(line[i:])); m != 0 {
+			j := i + bits.TrailingZeros64(m)>>3 // the lowest flag is exact
+			return j, line[j] == '"'
+		}
+		return jsonscan.PlainString(line, i+8)
+	}
 	return jsonscan.PlainString(line, i)
 }
 
