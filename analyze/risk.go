@@ -285,15 +285,19 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p InForce, target f
 	if ok > 0 {
 		pr.Upper, pr.Expected = units.Round(sumU/float64(ok), 6), units.Round(sumE/float64(ok), 6)
 	}
-	k := 0.0
+	// The calls a request makes are counted as integers and divided once:
+	// a float sum in the map's order would differ in its last bits from
+	// run to run, and so would the rounded figure printed from it.
+	calls := 0
 	for _, r := range risks {
 		if r == nil || r.calls == 0 {
 			continue
 		}
 		r.risk.CallsPerRequest = units.Round(float64(r.calls)/float64(max(ok, 1)), 4)
-		k += float64(r.calls) / float64(max(ok, 1))
+		calls += r.calls
 		pr.Hops = append(pr.Hops, *r.risk)
 	}
+	k := float64(calls) / float64(max(ok, 1))
 	sort.Slice(pr.Hops, func(i, j int) bool {
 		a, b := pr.Hops[i], pr.Hops[j]
 		if a.Upper*a.CallsPerRequest != b.Upper*b.CallsPerRequest {
