@@ -79,8 +79,8 @@ func wideRows(n int, seed uint64) []wideRow {
 func readBoth(t *testing.T, data []byte, opt record.Options) (batch, row string) {
 	t.Helper()
 	read := func(rp bool) string {
-		flat.RowPath = rp
-		defer func() { flat.RowPath = false }()
+		opt := opt
+		opt.Paths.Rows = rp
 		var b strings.Builder
 		st, err := ReadStream("w.parquet", bytes.NewReader(data), opt, SinkFunc(func(s *span.Span) {
 			b.WriteString(tBrief(*s)) // copies: the ids may be borrowed
@@ -243,10 +243,8 @@ func BenchmarkParquetPaths(b *testing.B) {
 	for _, rp := range []bool{false, true} {
 		name := map[bool]string{false: "batch", true: "rows"}[rp]
 		b.Run(name, func(b *testing.B) {
-			flat.RowPath = rp
-			defer func() { flat.RowPath = false }()
 			for b.Loop() {
-				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true}, SinkFunc(func(*span.Span) {})); err != nil {
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true, Paths: record.Paths{Rows: rp}}, SinkFunc(func(*span.Span) {})); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/tailscope/tailscope/ingest/internal/flat"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -214,10 +213,8 @@ func (b *briefBranch) Close() {
 
 // readFork reads data through a briefFork, with fast rows or without.
 func readFork(t testing.TB, data []byte, opt record.Options, mod uint64, fast bool) (string, int) {
-	flat.PQFastOff = !fast
-	defer func() { flat.PQFastOff = false }()
 	f := &briefFork{mod: mod}
-	opt.Borrowed, opt.MaxErrors = true, 1000
+	opt.Borrowed, opt.MaxErrors, opt.Paths.NoFastRows = true, 1000, !fast
 	st, err := ReadStream("x.parquet", bytes.NewReader(data), opt, forkSink(f, func(*span.Span) { t.Fatal("emit called with a Fork") }))
 	slices.Sort(f.taken)
 	var b strings.Builder
@@ -381,15 +378,13 @@ func TestParquetAttrs(t *testing.T) {
 		data := writeParquet(t, rows, opts...)
 		for _, mode := range []string{"batch", "borrowed", "rows", "fork"} {
 			var got []string
-			opt := record.Options{Borrowed: mode != "batch"}
-			flat.RowPath = mode == "rows"
+			opt := record.Options{Borrowed: mode != "batch", Paths: record.Paths{Rows: mode == "rows"}}
 			f := &attrFork{}
 			var sink record.Sink = SinkFunc(func(sp *span.Span) { got = append(got, attrText(sp)) })
 			if mode == "fork" {
 				sink = forkSink(f, sink.Span)
 			}
 			_, err := ReadStream("a.parquet", bytes.NewReader(data), opt, sink)
-			flat.RowPath = false
 			if mode == "fork" {
 				got = f.ordered
 				slices.Sort(f.taken)
@@ -458,12 +453,10 @@ func BenchmarkParquetFastRows(b *testing.B) {
 	data := writeParquet(b, rows, parquet.MaxRowsPerRowGroup(64<<10))
 	for _, fast := range []bool{true, false} {
 		b.Run(map[bool]string{true: "fast", false: "records"}[fast], func(b *testing.B) {
-			flat.PQFastOff = !fast
-			defer func() { flat.PQFastOff = false }()
 			b.ReportAllocs()
 			for b.Loop() {
 				f := &countFork{}
-				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true}, forkSink(f, func(*span.Span) {})); err != nil || f.n.Load() != int64(len(rows)) {
+				if _, err := ReadStream("b.parquet", bytes.NewReader(data), record.Options{Borrowed: true, Paths: record.Paths{NoFastRows: !fast}}, forkSink(f, func(*span.Span) {})); err != nil || f.n.Load() != int64(len(rows)) {
 					b.Fatal(err, f.n.Load())
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tailscope/tailscope/ingest/internal/flat"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -109,9 +108,7 @@ func TestMapUnitParquet(t *testing.T) {
 		rows = append(rows, row{s, s + int64(i+1)*1_000_000, int64(i+1) * 1000, "h"})
 	}
 	for _, rp := range []bool{false, true} {
-		flat.RowPath = rp
-		_, st := readBytes(t, "u.parquet", writeParquet(t, rows), record.Options{})
-		flat.RowPath = false
+		_, st := readBytes(t, "u.parquet", writeParquet(t, rows), record.Options{Paths: record.Paths{Rows: rp}})
 		if notes := strings.Join(st.Notes, "\n"); !strings.Contains(notes, `duration field "duration_ns" looks like microseconds`) {
 			t.Errorf("row path %v: notes %q", rp, notes)
 		}

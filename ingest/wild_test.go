@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/tailscope/tailscope/ingest/internal/flat"
 	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
@@ -313,9 +312,7 @@ func TestWildAttemptsAndCodes(t *testing.T) {
 	}
 	for _, in := range inputs {
 		t.Run(in.name, func(t *testing.T) {
-			defer func(old bool) { flat.RowPath = old }(flat.RowPath)
-			flat.RowPath = in.rowPath
-			spans, st := readBytes(t, "wild", in.data(t), record.Options{HopBy: in.hopBy})
+			spans, st := readBytes(t, "wild", in.data(t), record.Options{HopBy: in.hopBy, Paths: record.Paths{Rows: in.rowPath}})
 			if st.Skipped != 0 || st.Ignored != 0 || len(spans) != len(wildCases) {
 				t.Fatalf("%d spans, skipped %v %v, ignored %v %v", len(spans), st.SkippedByReason, st.Errors, st.IgnoredByField, st.IgnoredExamples)
 			}

@@ -67,7 +67,7 @@ func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
 	}
 	src.Expect(pf.NumRows(), true)
-	if batchable(pf, cols) && !RowPath {
+	if batchable(pf, cols) && !src.Options().Paths.Rows {
 		return decodeFlatBatch(src, pf, cols)
 	}
 	return decodeFlatRows(src, pf, cols)
@@ -194,10 +194,6 @@ func decodeFlatRows(src *record.Source, pf *parquet.File, cols []flatCol) error 
 	}
 	return nil
 }
-
-// RowPath makes every flat table take the row path: tests set it to
-// compare the two readers on the same file.
-var RowPath = false
 
 func closeAll(cs []*pqguard.Cursor) {
 	for _, c := range cs {

@@ -120,7 +120,7 @@ func roleOf(c *pqCursor) pqRole {
 // (filtered is an event of its own, counted by the span's key): the rows
 // kept stay fast.
 func (w *pqWorker) fastPlan(src *record.Source) {
-	if w.branch == nil || !w.borrow || PQFastOff {
+	if w.branch == nil || !w.borrow || src.Options().Paths.NoFastRows {
 		return
 	}
 	o := src.Options()
@@ -157,10 +157,6 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 		w.vidx[j] = make([]int32, pqBatchRows)
 	}
 }
-
-// pqFastOff turns fast rows off: tests set it to compare both ways of
-// reading the same file.
-var PQFastOff = false
 
 // pqLite is what the first pass reads of a row.
 type pqLite struct {

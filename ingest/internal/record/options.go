@@ -68,6 +68,22 @@ type Options struct {
 	// has Err() error, a read that failed reports that error (unplaced:
 	// the position a decoder met it at means nothing for a fetch).
 	Remote Remote
+	// Paths picks among a decoder's equivalent ways of reading the same
+	// bytes. Every path yields the same spans, counts and errors; the zero
+	// value takes the fastest the input allows. Differential tests set it
+	// to read one file every way and compare.
+	Paths Paths
+}
+
+// Paths names the decoding paths a run may be held to (see Options.Paths).
+type Paths struct {
+	// Rows makes a flat Parquet table take the row-by-row reader instead
+	// of the column batches.
+	Rows bool
+	// NoFastRows keeps a flat Parquet reader from its fast rows (the
+	// first pass that reads only the hop and the duration of a row) and
+	// sends every row through the records.
+	NoFastRows bool
 }
 
 // Remote opens the paths that are not files (see Options.Remote).
