@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -116,8 +115,6 @@ func TestFlatAttrs(t *testing.T) {
 // block keep their own attributes, borrowed or not, on both paths (a line
 // with an escape takes the general one).
 func TestFlatAttrsAcrossSpans(t *testing.T) {
-	defer func(n int) { pool.BlockSize = n }(pool.BlockSize)
-	pool.BlockSize = 256
 	var in strings.Builder
 	var want [][]span.Attr
 	for i := range 500 {
@@ -133,7 +130,7 @@ func TestFlatAttrsAcrossSpans(t *testing.T) {
 			want = append(want, nil)
 		}
 	}
-	got := readAttrs(t, "in.jsonl", in.String(), record.Options{})
+	got := readAttrs(t, "in.jsonl", in.String(), record.Options{Paths: record.Paths{BlockSize: 256}})
 	if len(got) != len(want) {
 		t.Fatalf("%d spans", len(got))
 	}

@@ -55,17 +55,13 @@ func TestJSONLBlocksAgree(t *testing.T) {
 	in.WriteString(`{"hop":"last","duration_ms":7}`) // no final newline
 	input := in.String()
 
-	old := pool.BlockSize
-	defer func() { pool.BlockSize = old }()
-	pool.BlockSize = 1 << 20
 	want, wst := collect(t, input, record.Options{MaxRecord: 2000})
 	if len(want) != 352 || wst.Skipped != 3 {
 		t.Fatalf("reference read: %d spans, %d skipped (%v)", len(want), wst.Skipped, wst.SkippedByReason)
 	}
 	for _, bs := range []int{64, 100, 1000, 4096} {
 		for _, borrow := range []bool{false, true} {
-			pool.BlockSize = bs
-			got, st := collect(t, input, record.Options{MaxRecord: 2000, Borrowed: borrow})
+			got, st := collect(t, input, record.Options{MaxRecord: 2000, Borrowed: borrow, Paths: record.Paths{BlockSize: bs}})
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("block %d, borrowed %v: spans differ", bs, borrow)
 			}
@@ -175,15 +171,12 @@ func TestJSONLFork(t *testing.T) {
 	in.WriteString("not json\n")
 	in.Write(benchLines(100))
 	input := in.String()
-	old := pool.BlockSize
-	defer func() { pool.BlockSize = old }()
 	for _, hopBy := range []string{"", "service+name"} {
 		want, wst := collect(t, input, record.Options{MaxRecord: 2000, HopBy: hopBy})
 		for _, bs := range []int{100, 4096, 1 << 20} {
-			pool.BlockSize = bs
 			for _, all := range []bool{true, false} {
 				f := &recFork{all: all}
-				st, err := ReadStream("in.jsonl", strings.NewReader(input), record.Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true},
+				st, err := ReadStream("in.jsonl", strings.NewReader(input), record.Options{MaxRecord: 2000, HopBy: hopBy, Borrowed: true, Paths: record.Paths{BlockSize: bs}},
 					forkSink(f, func(*span.Span) { t.Fatal("emit called with a Fork") }))
 				if err != nil {
 					t.Fatal(err)

@@ -379,7 +379,7 @@ func TestLongLineMemory(t *testing.T) {
 		}
 		// Blocks of ordinary lines are allocated once per worker: leave
 		// room for them on top of the line itself.
-		blocks := uint64(2*pool.Workers()+2) * uint64(2*pool.BlockSize)
+		blocks := uint64(2*pool.Workers()+2) * uint64(2*record.DefaultBlockSize)
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > c.maxAllocs+blocks {
 			t.Errorf("%s: a %d MB line with --max-record %d MB allocated %d MB", c.name, c.pad>>20, limit>>20, grew>>20)
 		}

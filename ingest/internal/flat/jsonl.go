@@ -98,7 +98,7 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 			// Spans may alias buf (Options.Borrowed): recycle only now.
 			b.Reset()
 			b.attrs, b.err, b.tooLong = b.attrs[:0], nil, 0
-			if cap(b.buf) > 4*pool.BlockSize {
+			if cap(b.buf) > 4*src.Options().Paths.Block() {
 				b.buf = nil // a long line's buffer: not kept in the pool
 			}
 			select {
@@ -145,7 +145,7 @@ func expectLines(src *record.Source) {
 // --max-record of memory, once.
 func splitLines(src *record.Source, free chan *block, stop <-chan struct{}, send func(*block) bool) {
 	r := src.R
-	maxRec := src.Options().MaxRecord
+	maxRec, size := src.Options().MaxRecord, src.Options().Paths.Block()
 	var carry []byte // the start of a line continued in the next block (shorter than a block)
 	var long []byte  // a whole line longer than a block, gathered apart
 	line := int64(1)
@@ -170,8 +170,8 @@ func splitLines(src *record.Source, free chan *block, stop <-chan struct{}, send
 			}
 			continue
 		}
-		if need := len(carry) + pool.BlockSize/2; cap(b.buf) < max(pool.BlockSize, need) {
-			b.buf = make([]byte, 0, max(pool.BlockSize, len(carry)+pool.BlockSize))
+		if need := len(carry) + size/2; cap(b.buf) < max(size, need) {
+			b.buf = make([]byte, 0, max(size, len(carry)+size))
 		}
 		b.buf = append(b.buf[:0], carry...)
 		carry = carry[:0]

@@ -84,6 +84,24 @@ type Paths struct {
 	// first pass that reads only the hop and the duration of a row) and
 	// sends every row through the records.
 	NoFastRows bool
+	// BlockSize is the size in bytes of a block of lines handed to a
+	// decoding worker (JSON lines, OTLP JSON lines); 0 means
+	// DefaultBlockSize. Tests read with tiny blocks so that lines and
+	// their carries cross block edges.
+	BlockSize int
+}
+
+// DefaultBlockSize is the target size of a block of lines: large enough
+// that the hand-off costs nothing per line, small enough to keep the
+// working set in cache.
+const DefaultBlockSize = 1 << 20
+
+// Block is the block size p asks for (DefaultBlockSize unless set).
+func (p Paths) Block() int {
+	if p.BlockSize > 0 {
+		return p.BlockSize
+	}
+	return DefaultBlockSize
 }
 
 // Remote opens the paths that are not files (see Options.Remote).

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/internal/realdata"
 	"github.com/tailscope/tailscope/span"
@@ -30,15 +29,15 @@ const (
 // (deep copies: borrowed strings die with the call) and stats.
 func otlpRead(t testing.TB, input []byte, opt record.Options, mode int) ([]span.Span, *record.Stats, error) {
 	t.Helper()
-	defer func(was bool, workers, bs, lb int) {
-		otlpFastEnabled, otlpWorkersSet, pool.BlockSize, otlpLineBuffer = was, workers, bs, lb
-	}(otlpFastEnabled, otlpWorkersSet, pool.BlockSize, otlpLineBuffer)
+	defer func(was bool, workers, lb int) {
+		otlpFastEnabled, otlpWorkersSet, otlpLineBuffer = was, workers, lb
+	}(otlpFastEnabled, otlpWorkersSet, otlpLineBuffer)
 	otlpFastEnabled = mode != otlpGeneral
 	otlpWorkersSet = 1
 	if mode == otlpFastPar {
 		// Lines over the limit end the parallel reading (some generated
 		// lines are longer, most shorter).
-		otlpWorkersSet, pool.BlockSize, otlpLineBuffer = 2, 512, 6000
+		otlpWorkersSet, opt.Paths.BlockSize, otlpLineBuffer = 2, 512, 6000
 	}
 	if opt.Format == "" {
 		opt.Format = "otlp"

@@ -81,7 +81,9 @@ func decodeOTLPParallel(src *record.Source, workers int) error {
 		parsers[i] = &jsonWalker{src: src, hopAttr: w.hopAttr}
 	}
 	run := pool.Start(workers, cap(free), 1,
-		func(send func(*otlpBlock) bool, stop <-chan struct{}) { otlpSplit(src.R, w.s.off, free, stop, send) },
+		func(send func(*otlpBlock) bool, stop <-chan struct{}) {
+			otlpSplit(src.R, w.s.off, src.Options().Paths.Block(), free, stop, send)
+		},
 		func(i int, b *otlpBlock, out chan<- *otlpBlock, stop <-chan struct{}) bool {
 			if !seq.Load() {
 				parsers[i].otlpParseBlock(b)
@@ -300,9 +302,9 @@ func (w *jsonWalker) otlpParseBlock(b *otlpBlock) {
 
 // otlpSplit cuts r, from input offset off, into blocks that end at a
 // newline and passes them to send in order, until send reports the run
-// stopped. A line longer than otlpLineBuffer, or an I/O error, ends the
-// splitting with a rest block.
-func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop <-chan struct{}, send func(*otlpBlock) bool) {
+// stopped; a block holds about block bytes. A line longer than
+// otlpLineBuffer, or an I/O error, ends the splitting with a rest block.
+func otlpSplit(r *bufio.Reader, off int64, block int, free chan *otlpBlock, stop <-chan struct{}, send func(*otlpBlock) bool) {
 	var carry []byte
 	line := int64(1)
 	for {
@@ -312,8 +314,8 @@ func otlpSplit(r *bufio.Reader, off int64, free chan *otlpBlock, stop <-chan str
 		case <-stop:
 			return
 		}
-		size := max(pool.BlockSize, len(carry)+pool.BlockSize/2)
-		if cap(b.buf) < size || cap(b.buf) > 4*pool.BlockSize && len(carry) < pool.BlockSize {
+		size := max(block, len(carry)+block/2)
+		if cap(b.buf) < size || cap(b.buf) > 4*block && len(carry) < block {
 			b.buf = make([]byte, 0, size)
 		}
 		b.buf = append(b.buf[:0], carry...)
