@@ -6,7 +6,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/tailscope/tailscope/ingest/internal/record"
-	"github.com/tailscope/tailscope/ingest/internal/tempo"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -16,13 +15,10 @@ import (
 // guard for its per-span work.
 func BenchmarkTempoBlock(b *testing.B) {
 	data := writeParquet(b, manyTempoTraces(2000), parquet.MaxRowsPerRowGroup(5000))
-	old := tempo.Workers
-	tempo.Workers = func() int { return 1 }
-	defer func() { tempo.Workers = old }()
 	var n int64
 	for b.Loop() {
 		n = 0
-		if _, err := ReadStream("data.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 1 << 30}, SinkFunc(func(*span.Span) { n++ })); err != nil {
+		if _, err := ReadStream("data.parquet", bytes.NewReader(data), record.Options{Borrowed: true, MaxErrors: 1 << 30, Paths: record.Paths{Workers: 1}}, SinkFunc(func(*span.Span) { n++ })); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/tailscope/tailscope/ingest/internal/record"
-	"github.com/tailscope/tailscope/ingest/internal/tempo"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -51,9 +50,7 @@ func manyTempoTraces(n int) []t4Trace {
 // the error.
 func readTempoWith(t *testing.T, workers int, data []byte, opt record.Options) string {
 	t.Helper()
-	old := tempo.Workers
-	tempo.Workers = func() int { return workers }
-	defer func() { tempo.Workers = old }()
+	opt.Paths.Workers = workers
 	var b strings.Builder
 	st, err := ReadStream("data.parquet", bytes.NewReader(data), opt, SinkFunc(func(sp *span.Span) {
 		fmt.Fprintf(&b, "%+v\n", *sp) // Attrs printed now: with Borrowed they alias a buffer
@@ -159,9 +156,7 @@ func (b collectBranch) Close() {}
 func TestTempoParallelFork(t *testing.T) {
 	data := writeParquet(t, manyTempoTraces(60), parquet.MaxRowsPerRowGroup(7), parquet.PageBufferSize(512))
 	read := func(workers int, opt record.Options) string {
-		old := tempo.Workers
-		tempo.Workers = func() int { return workers }
-		defer func() { tempo.Workers = old }()
+		opt.Paths.Workers = workers
 		f := &collectFork{}
 		st, err := ReadStream("data.parquet", bytes.NewReader(data), opt, forkSink(f, f.add))
 		slices.Sort(f.lines)

@@ -89,12 +89,24 @@ type Paths struct {
 	// DefaultBlockSize. Tests read with tiny blocks so that lines and
 	// their carries cross block edges.
 	BlockSize int
+	// Workers caps the decoding goroutines of a reader that decodes row
+	// groups in parallel (Tempo blocks); 0 means all cores. Tests compare
+	// the sequential reader (1) with the parallel one.
+	Workers int
 }
 
 // DefaultBlockSize is the target size of a block of lines: large enough
 // that the hand-off costs nothing per line, small enough to keep the
 // working set in cache.
 const DefaultBlockSize = 1 << 20
+
+// WorkersOr is the goroutines p allows a reader that would use n.
+func (p Paths) WorkersOr(n int) int {
+	if p.Workers > 0 {
+		return min(p.Workers, n)
+	}
+	return n
+}
 
 // Block is the block size p asks for (DefaultBlockSize unless set).
 func (p Paths) Block() int {

@@ -23,10 +23,6 @@ import (
 // being read and tempoChunksPerWorker chunks of tempoChunkSpans spans per
 // worker, whatever the row group size.
 
-// Workers is the number of decoding goroutines (a variable so that
-// tests can compare the sequential reader with the parallel one).
-var Workers = pool.Workers
-
 // tempoChunkSpans is the number of spans (and skips) handed over at
 // once: enough that the hand-off costs nothing per span, few enough
 // (about 1 MB) to stay in cache.

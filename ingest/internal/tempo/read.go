@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/span"
 )
@@ -90,7 +91,7 @@ type tempoReader struct {
 }
 
 // Decode reads the spans of a block's data.parquet, whose layout is l:
-// its row groups on Workers() goroutines when it has several
+// its row groups on all cores (Options.Paths.Workers caps them) when it has several
 // (parallel.go), else here.
 func Decode(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 	src.SetDefaultHopBy("service+name")
@@ -107,7 +108,7 @@ func Decode(src *record.Source, pf *parquet.File, l *tempoLayout) error {
 		spans += rg.ColumnChunks()[t.cols[t.anchor].leaf.ColumnIndex].NumValues()
 	}
 	src.Expect(spans, false)
-	if workers := min(Workers(), len(rgs)); workers > 1 {
+	if workers := min(src.Options().Paths.WorkersOr(pool.Workers()), len(rgs)); workers > 1 {
 		return decodeParallel(src, pf, l, meta, t, workers)
 	}
 	var index int64
