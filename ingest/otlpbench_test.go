@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkOTLPFile reads $TAILSCOPE_OTLP_BENCH (an OTLP JSON file, e.g.
-// the bench's collector file-exporter lines) as logs.Read does: borrowed
+// the bench's collector file-exporter lines) as pipeline.Read does: borrowed
 // spans, every attribute. ns/span and allocs/span are the numbers.
 func BenchmarkOTLPFile(b *testing.B) {
 	path := os.Getenv("TAILSCOPE_OTLP_BENCH")

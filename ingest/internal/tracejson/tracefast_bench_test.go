@@ -115,7 +115,7 @@ func jaegerUsual(seed uint64, n int) []byte {
 	return b.Bytes()
 }
 
-// benchTraceRead reads input in format as logs.Read does (borrowed spans,
+// benchTraceRead reads input in format as pipeline.Read does (borrowed spans,
 // every attribute), with the fast paths on or off, reporting ns and
 // allocations per span.
 func benchTraceRead(b *testing.B, input []byte, format string, fast bool, enable *bool) {
