@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/tailscope/tailscope/span"
@@ -41,6 +42,17 @@ type hopTimes struct {
 	// (negative: a failed attempt of 0 ns is −1).
 	d     []int64
 	level uint8
+	// ord is the kept attempts' indexes in the order each visits them
+	// (byDuration), made by the first timeline that reads them.
+	ord *timesOrder
+}
+
+// timesOrder is a permutation of the indexes of a hop's n kept attempts:
+// the successes by ascending duration, then the failures.
+type timesOrder struct {
+	once sync.Once
+	n    int
+	idx  []uint16 // nil: in index order
 }
 
 // keepTime says whether the attempt (at, d) is kept at level.
@@ -111,8 +123,18 @@ func (t *hopTimes) merge(o *hopTimes) {
 func (t *hopTimes) scale() float64 { return math.Ldexp(1, int(t.level)) }
 
 // each calls f with every kept attempt: its start, its duration (ns) and
-// whether it failed.
+// whether it failed; the successes by ascending duration (byDuration).
 func (t *hopTimes) each(f func(at, d int64, failed bool)) {
+	if idx := t.byDuration(); idx != nil {
+		for _, i := range idx {
+			if at, d := t.at[i], t.d[i]; d >= 0 {
+				f(at, d, false)
+			} else {
+				f(at, -1-d, true)
+			}
+		}
+		return
+	}
 	for i, at := range t.at {
 		if d := t.d[i]; d >= 0 {
 			f(at, d, false)
@@ -120,6 +142,66 @@ func (t *hopTimes) each(f func(at, d int64, failed bool)) {
 			f(at, -1-d, true)
 		}
 	}
+}
+
+// ordMu guards the creation of a hopTimes' ord: timelines may read one
+// hop's times at once (each takes a hop per worker; one report's timeline
+// and its held-out fit's run one after the other, but nothing forbids
+// two reports at once).
+var ordMu sync.Mutex
+
+// byDuration is the order each visits the kept attempts in: the
+// successes by ascending (duration, index), then the failures; nil for
+// index order (more attempts than uint16 indexes, or a success too long
+// to pack with its index). A timeline sorts each hop's successes by
+// (duration, block) (timeline.go), and the held-out fit's timeline does
+// it again over the attempts before its cut: visited in this order, both
+// find their keys sorted, but for equal durations in other blocks, and
+// the sort passes over them once instead of sorting them afresh. The
+// order is sorted once per hop and kept: the timeline sorts what it is
+// given whatever the order, so the order only makes it cheaper, and an
+// order made for other contents of the same length is still a
+// permutation of the indexes (each visits every attempt once).
+func (t *hopTimes) byDuration() []uint16 {
+	n := len(t.at)
+	if n < 2 || n > 1<<16 {
+		return nil
+	}
+	ordMu.Lock()
+	o := t.ord
+	if o == nil || o.n != n {
+		o = &timesOrder{n: n}
+		t.ord = o
+	}
+	ordMu.Unlock()
+	o.once.Do(func() { o.idx = durationOrder(t.d) })
+	return o.idx
+}
+
+// durationOrder is byDuration's order of the attempts with durations d
+// (at most 2^16 of them), nil when a success is too long to pack.
+func durationOrder(d []int64) []uint16 {
+	const idxBits = 16
+	keys := make([]uint64, 0, len(d))
+	for i, v := range d {
+		if v >= 0 {
+			if v >= 1<<(63-idxBits) {
+				return nil // over 2^47 ns (39 hours)
+			}
+			keys = append(keys, uint64(v)<<idxBits|uint64(i))
+		}
+	}
+	slices.Sort(keys)
+	idx := make([]uint16, 0, len(d))
+	for _, k := range keys {
+		idx = append(idx, uint16(k))
+	}
+	for i, v := range d {
+		if v < 0 {
+			idx = append(idx, uint16(i))
+		}
+	}
+	return idx
 }
 
 // timesSource gives a hop's attempt times (nil: none kept), each attempt

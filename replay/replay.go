@@ -56,7 +56,6 @@
 package replay
 
 import (
-	"container/heap"
 	"github.com/tailscope/tailscope/internal/par"
 	"hash/fnv"
 	"math"
@@ -487,18 +486,52 @@ type kids struct {
 // finished is a replayed call that later siblings may have waited for.
 type finished struct{ origEnd, delta int64 }
 
-// byOrigEnd is a min-heap of finished calls by their logged end.
+// byOrigEnd is a min-heap of finished calls by their logged end. It is
+// typed rather than a container/heap.Interface: that one boxes every
+// pushed call into an interface (an allocation per call replayed, and
+// replays run thousands of requests per policy tried). Which calls are
+// popped, and so the shift (their largest delta), does not depend on how
+// the heap orders calls with equal ends.
 type byOrigEnd []finished
 
-func (h byOrigEnd) Len() int           { return len(h) }
-func (h byOrigEnd) Less(i, j int) bool { return h[i].origEnd < h[j].origEnd }
-func (h byOrigEnd) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *byOrigEnd) Push(x any)        { *h = append(*h, x.(finished)) }
-func (h *byOrigEnd) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// push adds f.
+func (h *byOrigEnd) push(f finished) {
+	*h = append(*h, f)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if s[i].origEnd <= s[j].origEnd {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+}
+
+// pop removes and returns the call with the least logged end.
+func (h *byOrigEnd) pop() finished {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && s[r].origEnd < s[l].origEnd {
+			j = r
+		}
+		if s[i].origEnd <= s[j].origEnd {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	*h = s
+	return top
 }
 
 // calls replays sibling calls whose logged origin (the parent's start) is
@@ -527,8 +560,8 @@ func (s *run) calls(cs []*span.Call, parent *span.Span, origin, t0, deadline int
 		if start >= failedOrigEnd {
 			continue
 		}
-		for pending.Len() > 0 && pending[0].origEnd <= start {
-			d := heap.Pop(&pending).(finished)
+		for len(pending) > 0 && pending[0].origEnd <= start {
+			d := pending.pop()
 			if !waited || d.delta > shift {
 				shift, waited = d.delta, true
 			}
@@ -556,7 +589,7 @@ func (s *run) calls(cs []*span.Call, parent *span.Span, origin, t0, deadline int
 		if !ok && !k.still {
 			k.still, k.stillBlame = true, hop
 		}
-		heap.Push(&pending, finished{origEnd: origEnd, delta: cEnd - (t0 + origEnd - origin)})
+		pending.push(finished{origEnd: origEnd, delta: cEnd - (t0 + origEnd - origin)})
 		if cEnd > k.end {
 			k.end = cEnd
 		}

@@ -1,0 +1,84 @@
+package analyze
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/tailscope/tailscope/span"
+)
+
+// each visits every kept attempt once, the successes by ascending
+// duration, however the attempts came and after more came in; with a
+// success too long to pack with its index it keeps index order.
+func TestHopTimesEachByDuration(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	type att struct {
+		at, d  int64
+		failed bool
+	}
+	check := func(t *testing.T, ht *hopTimes, want []att) {
+		t.Helper()
+		var got []att
+		ht.each(func(at, d int64, failed bool) { got = append(got, att{at, d, failed}) })
+		var last int64 = -1
+		for _, a := range got {
+			if !a.failed {
+				if a.d < last {
+					t.Fatalf("successes out of duration order: %d after %d", a.d, last)
+				}
+				last = a.d
+			}
+		}
+		key := func(a, b att) int {
+			switch {
+			case a.at != b.at:
+				return int(min(max(a.at-b.at, -1), 1))
+			case a.d != b.d:
+				return int(min(max(a.d-b.d, -1), 1))
+			case a.failed != b.failed:
+				if a.failed {
+					return 1
+				}
+				return -1
+			}
+			return 0
+		}
+		slices.SortFunc(got, key)
+		w := slices.Clone(want)
+		slices.SortFunc(w, key)
+		if !slices.Equal(got, w) {
+			t.Fatalf("visited %d attempts, not the %d kept", len(got), len(w))
+		}
+	}
+	for round := range 50 {
+		ht := &hopTimes{}
+		var want []att
+		add := func(n int) {
+			for range n {
+				sp := &span.Span{Start: int64(r.IntN(1e6)), Duration: int64(r.IntN(30)) * 1000}
+				if r.IntN(5) == 0 {
+					sp.Status = span.Error
+				}
+				ht.add(sp)
+				want = append(want, att{sp.Start, sp.Duration, sp.Failed()})
+			}
+		}
+		add(r.IntN(500) + 1)
+		check(t, ht, want)
+		add(r.IntN(300) + 1) // the order is made again for the new attempts
+		check(t, ht, want)
+		if round == 0 {
+			ht.add(&span.Span{Start: 1, Duration: 1 << 50})
+			want = append(want, att{1, 1 << 50, false})
+			if ht.byDuration() != nil {
+				t.Fatal("a duration over 2^47 ns packed with its index")
+			}
+			var got int
+			ht.each(func(int64, int64, bool) { got++ })
+			if got != len(want) {
+				t.Fatalf("index order visited %d of %d", got, len(want))
+			}
+		}
+	}
+}
