@@ -250,6 +250,9 @@ type Recommendation struct {
 	// Headroom is the drift headroom the timeout carries (timeline.go):
 	// the factor it was multiplied by, before any cap; 0 when none.
 	Headroom float64 `json:"headroom,omitempty"`
+	// Records is the factor the block-by-block check of the extrapolated
+	// timeouts added (records.go), when it added one.
+	Records float64 `json:"records,omitempty"`
 	// Eject is set when the hop's tail or failures concentrate on one
 	// instance (see attribution.go): outlier detection, not retries or a
 	// longer timeout, is the fix.

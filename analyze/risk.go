@@ -306,7 +306,11 @@ func PredictFalseTimeouts(rep *Report, reqs []*span.Request, p InForce, target f
 		return a.Hop < b.Hop
 	})
 	pr.ExchangeableUpper = pr.Upper
-	if ir := incidentRisk(rep, reqs); ir != nil {
+	share := target
+	if k > 0 {
+		share = target / k
+	}
+	if ir := incidentRisk(rep, reqs, share); ir != nil {
 		pr.Incidents = ir
 		pr.Upper = units.Round(1-(1-pr.Upper)*(1-ir.Upper), 6)
 	}

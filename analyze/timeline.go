@@ -695,6 +695,10 @@ type Headroom struct {
 	Hops int `json:"hops"`
 	// Source is "measured" or "default".
 	Source string `json:"source"`
+	// Records is how the extrapolated timeouts fared from one block to
+	// the next (see Report.MeasureRecords); nil when no hop's could be
+	// compared.
+	Records *Records `json:"records,omitempty"`
 }
 
 // measureHeadroom sets the timeline's pooled headroom from the hops' drift.
@@ -772,9 +776,12 @@ type IncidentRisk struct {
 	// Incidents, Hops and Blocks count today's incidents, the hops they
 	// were on and the blocks they covered, of Timeline blocks in all.
 	Incidents int `json:"incidents"`
-	Hops      int `json:"hops"`
-	Blocks    int `json:"blocks"`
-	OfBlocks  int `json:"of_blocks"`
+	// Events is how many separate times the incidents came (those
+	// overlapping in time are one).
+	Events   int `json:"events"`
+	Hops     int `json:"hops"`
+	Blocks   int `json:"blocks"`
+	OfBlocks int `json:"of_blocks"`
 	// Slowdown is the median incident's p99 over its baseline.
 	Slowdown float64 `json:"slowdown"`
 	// Requests is how many requests that succeeded had a call, during an
@@ -791,7 +798,7 @@ type IncidentRisk struct {
 }
 
 // incidentRisk measures IncidentRisk on reqs; nil without incidents.
-func incidentRisk(rep *Report, reqs []*span.Request) *IncidentRisk {
+func incidentRisk(rep *Report, reqs []*span.Request, share float64) *IncidentRisk {
 	if len(rep.Incidents) == 0 || rep.Timeline == nil {
 		return nil
 	}
@@ -801,6 +808,14 @@ func incidentRisk(rep *Report, reqs []*span.Request) *IncidentRisk {
 		pooled = DefaultHeadroom
 	}
 	margin := rep.opt.Margin
+	// A hop quiet today gets a timeout of about its slowest success × the
+	// pooled headroom × (1 + margin), × the factor the records add to an
+	// extrapolated timeout (Records.Factor, at a call's share of the
+	// target): an incident like today's on such a hop is cut past that.
+	factor := pooled * (1 + margin)
+	if f, _ := tl.Headroom.Records.Factor(share); f > 1 {
+		factor *= f
+	}
 	ceiling := map[string]float64{}
 	byHop := map[string][]*Incident{}
 	blocks := map[int64]bool{}
@@ -824,7 +839,7 @@ func incidentRisk(rep *Report, reqs []*span.Request) *IncidentRisk {
 				quiet = max(quiet, hb.ok[len(hb.ok)-1])
 			}
 		}
-		ceiling[h.Hop] = float64(quiet) * pooled * (1 + margin)
+		ceiling[h.Hop] = float64(quiet) * factor
 	}
 	ir := &IncidentRisk{Incidents: len(rep.Incidents), Hops: len(byHop), Blocks: len(blocks), OfBlocks: len(tl.Blocks)}
 	slices.Sort(slow)
@@ -901,8 +916,9 @@ func incidentRisk(rep *Report, reqs []*span.Request) *IncidentRisk {
 		order[k] = k
 	}
 	sort.Slice(order, func(i, j int) bool { return rep.Incidents[order[i]].Start < rep.Incidents[order[j]].Start })
-	moved := 0.0
+	moved, events := 0.0, 0
 	for i := 0; i < len(order); {
+		events++
 		end, worst, window := rep.Incidents[order[i]].End, 0.0, 0
 		j := i
 		for ; j < len(order) && rep.Incidents[order[j]].Start < end; j++ {
@@ -916,6 +932,7 @@ func incidentRisk(rep *Report, reqs []*span.Request) *IncidentRisk {
 		moved += float64(window) / float64(ok) * worst * float64(maxReach) / float64(ok)
 		i = j
 	}
+	ir.Events = events
 	ir.Moved = units.Round(moved, 6)
 	count := max(ir.Requests, int(math.Round(moved*float64(ok))))
 	ir.Share = units.Round(float64(ir.Requests)/float64(ok), 6)

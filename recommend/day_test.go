@@ -212,6 +212,9 @@ func TestRealDaySplit(t *testing.T) {
 			}
 			if testing.Verbose() && os.Getenv("DAY_DETAIL") != "" {
 				t.Logf("timeline: block %s, %d blocks, measured %v %s", rep.Timeline.Block, len(rep.Timeline.Blocks), rep.Timeline.Measured, rep.Timeline.Note)
+				if rc := rep.Timeline.Headroom.Records; rc != nil {
+					t.Logf("records: %d calls over %d hops, beyond %v", rc.Calls, rc.Hops, rc.Beyond)
+				}
 				for _, in := range rep.Incidents {
 					t.Logf("  incident %s %s–%s p99 %.1fms vs %.1fms (%d/%d above)", in.Hop, in.From[11:16], in.Until[11:16], in.P99Ms, in.BaselineP99Ms, in.Above, in.Calls)
 				}
@@ -222,6 +225,9 @@ func TestRealDaySplit(t *testing.T) {
 				}
 			}
 			s := rep.RecommendedPolicy.Safety
+			if ir := s.Predicted.Incidents; ir != nil && os.Getenv("DAY_DETAIL") != "" {
+				t.Logf("bound: exchangeable %.2f%%, incidents %+v", 100*s.Predicted.ExchangeableUpper, *ir)
+			}
 			share := float64(lost) / float64(ok)
 			// The printed bound covers what the other half loses, and
 			// says something: at most max(10× the loss, 5%).

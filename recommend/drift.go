@@ -74,6 +74,57 @@ func applyHeadroom(rep *analyze.Report, h *analyze.Hop, hp *policy.Hop, rec *ana
 	rec.TailNeed = max(rec.TailNeed, time.Duration(float64(t)/(1+margin)))
 }
 
+// applyRecords checks the extrapolated timeouts block by block
+// (analyze.Report.MeasureRecords: each hop's quiet blocks held out in
+// turn against the timeout its other blocks would have given) and carries
+// every extrapolated timeout by the factor the check finds (Records.Factor
+// at a call's share of the target), within MaxExtrapolation × the hop's
+// slowest success. Hops whose timeout an order statistic certifies have
+// data beyond their timeout and are left to it. hps are the hops' policy
+// entries in the report's order.
+func applyRecords(rep *analyze.Report, hps []policy.Hop, share, margin float64) {
+	extrapolated := func(h *analyze.Hop, hp *policy.Hop) bool {
+		return h.Role == analyze.RoleCall && h.Recommendation.Action == analyze.ActionSet && h.Recommendation.Extrapolated && hp.Timeout > 0 && h.TimeToSuccess().Max > 0
+	}
+	idx := map[*analyze.Hop]int{}
+	for i := range rep.Hops {
+		idx[&rep.Hops[i]] = i
+	}
+	rc := rep.MeasureRecords(func(h *analyze.Hop) float64 {
+		hp := &hps[idx[h]]
+		if !extrapolated(h, hp) {
+			return 0
+		}
+		return float64(hp.Timeout) / float64(h.TimeToSuccess().Max)
+	})
+	f, why := rc.Factor(share)
+	if f <= 1 {
+		return
+	}
+	for i := range rep.Hops {
+		h, hp := &rep.Hops[i], &hps[i]
+		if !extrapolated(h, hp) {
+			continue
+		}
+		rec := &h.Recommendation
+		slowest := time.Duration(h.TimeToSuccess().Max)
+		limit := max(hp.Timeout, RoundDownNice(time.Duration(MaxExtrapolation*float64(slowest))), MinTimeout)
+		t := min(RoundUpNice(time.Duration(f*float64(hp.Timeout))), limit)
+		if t <= hp.Timeout {
+			rec.Basis += fmt.Sprintf("; records: %s, but the timeout is already at %.0f× the slowest success", why, MaxExtrapolation)
+			continue
+		}
+		rec.Basis += fmt.Sprintf("; records: %s: %s → %s", why, units.Duration(hp.Timeout), units.Duration(t))
+		if t == limit && t < RoundUpNice(time.Duration(f*float64(hp.Timeout))) {
+			rec.Basis += fmt.Sprintf(" (capped at %.0f× the slowest success)", MaxExtrapolation)
+		}
+		hp.Timeout = t
+		rec.TimeoutMs = units.Ms(int64(t))
+		rec.Records = units.Round(f, 3)
+		rec.TailNeed = max(rec.TailNeed, time.Duration(float64(t)/(1+margin)))
+	}
+}
+
 // budgetRule is the budget's part that does not depend on the hop
 // timeouts: the requests' time to success with headroom, its cap, and the
 // words for it.

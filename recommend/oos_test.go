@@ -158,6 +158,9 @@ func TestRecommendationHoldsOutOfSample(t *testing.T) {
 		loss = float64(lost) / float64(ok)
 		if os.Getenv("OOS_DEBUG") != "" {
 			t.Logf("timeline %+v", rep.Timeline.Headroom)
+			if rc := rep.Timeline.Headroom.Records; rc != nil {
+				t.Logf("records: %d calls over %d hops, beyond %v", rc.Calls, rc.Hops, rc.Beyond)
+			}
 			for _, h := range rep.Hops {
 				t.Logf("  %s headroom %g drift %+v basis %s", h.Hop, h.Recommendation.Headroom, h.Drift, h.Recommendation.Basis)
 			}

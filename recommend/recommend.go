@@ -116,6 +116,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 			applyHeadroom(rep, h, &hps[i], &h.Recommendation, opt.Margin) // drift.go
 		}
 	})
+	applyRecords(rep, hps, 1-q, opt.Margin) // drift.go
 	for i := range rep.Hops {
 		h, hp := &rep.Hops[i], hps[i]
 		switch h.Role {

@@ -165,6 +165,9 @@ func basisShort(h *analyze.Hop) string {
 	if r.Headroom > 1.1 {
 		why += "; drift ×" + units.Decimal(r.Headroom, 2)
 	}
+	if r.Records > 1 {
+		why += "; held-out blocks ×" + units.Decimal(r.Records, 2)
+	}
 	if ej := r.Eject; ej != nil {
 		why += "; eject " + ej.Key + "=" + ej.Value + " (outlier detection)"
 	}

@@ -238,6 +238,9 @@ func shortWhy(h *analyze.Hop) string {
 	if r.Headroom > 1.1 {
 		why += ", drift ×" + units.Decimal(r.Headroom, 2)
 	}
+	if r.Records > 1 {
+		why += ", held-out blocks ×" + units.Decimal(r.Records, 2)
+	}
 	return why
 }
 
