@@ -688,8 +688,9 @@ func (h *hopAcc) merge(o *hopAcc) {
 		// Into an empty hop, o's values as they are, sorted: what merging
 		// them into empty digests leaves, without copying them (o is
 		// emptied by the caller). o is within the exact range (a hop past
-		// it has its digests sketched).
-		o.succ.Sorted()
+		// it has its digests sketched). The successes stay unsorted:
+		// Accum.Measure gives them sorted from the attempt times' order
+		// (sortSuccesses), which the timeline sorts anyway.
 		o.flagged.Sorted()
 		o.other.Sorted()
 		h.first = o.first
@@ -714,7 +715,7 @@ func (h *hopAcc) merge(o *hopAcc) {
 	h.n += o.n
 	h.failed += o.failed
 	h.cut += o.cut
-	h.succ.Merge(&o.succ)
+	h.succ.MergeUnsorted(&o.succ) // sorted by sortSuccesses, or when read
 	h.flagged.Merge(&o.flagged)
 	h.other.Merge(&o.other)
 	h.ex.merge(&o.ex)
@@ -867,6 +868,7 @@ type Sample struct {
 func (a *Accum) Measure(reqs []*span.Request, probs span.Problems, opt Options) *Report {
 	// Attribution and examples come from the per-hop state over every
 	// span: the sample keeps no attributes.
+	a.sortSuccesses()
 	src := measureSources{state: a.hopAcc, seen: a.seen(), times: a.timesSource(), overAll: a.Sampled()}
 	return measure(spanPointers(a.spans), reqs, probs, opt, src)
 }

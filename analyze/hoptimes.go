@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -272,4 +273,37 @@ func withSpanTimes(src timesSource, spans []*span.Span) timesSource {
 		until = math.MaxInt64
 	}
 	return timesSource{of: get, until: until}
+}
+
+// sortSuccesses gives each hop's success digest its values sorted from
+// its attempt times' order (byDuration), where the times hold every
+// attempt (level 0) and the digest's values are exact and unsorted (the
+// Parts' merge leaves them so): the per-hop statistics read the
+// successes sorted and the timeline the times in that order, and one sort
+// serves both instead of two of the same durations. A hop whose times and
+// digest do not hold the same successes (SetSorted checks) sorts its own
+// when read, as before.
+func (a *Accum) sortSuccesses() {
+	hs := make([]*hopAcc, 0, len(a.hops))
+	for _, h := range a.hops {
+		if h.times.level == 0 && h.succ.Exact() && h.succ.N() >= 2 {
+			hs = append(hs, h)
+		}
+	}
+	par.Each(len(hs), func(i int) {
+		h := hs[i]
+		idx := h.times.byDuration()
+		if idx == nil {
+			return
+		}
+		v := make([]int64, 0, h.succ.N())
+		for _, j := range idx {
+			d := h.times.d[j]
+			if d < 0 {
+				break // the failures come last
+			}
+			v = append(v, d)
+		}
+		h.succ.SetSorted(v)
+	})
 }

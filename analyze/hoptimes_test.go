@@ -82,3 +82,36 @@ func TestHopTimesEachByDuration(t *testing.T) {
 		}
 	}
 }
+
+// The successes' digest, left unsorted by the Parts' merge, is given its
+// values sorted from the attempt times' order — the hop's successes, to
+// the value — and keeps its own when the times hold other values.
+func TestSortSuccessesFromTimes(t *testing.T) {
+	ss := chainSpans(9, 300)
+	want := map[string][]int64{}
+	for _, s := range ss {
+		if !s.Failed() {
+			want[s.Hop] = append(want[s.Hop], s.Duration)
+		}
+	}
+	for _, tamper := range []bool{false, true} {
+		a := forked(ss, 1<<20, 2, 1, 4)
+		if tamper {
+			for _, h := range a.hops {
+				for i, d := range h.times.d {
+					if d > 0 {
+						h.times.d[i] = d + 1 // not the digest's value any more
+						break
+					}
+				}
+			}
+		}
+		a.sortSuccesses()
+		for name, h := range a.hops {
+			w := slices.Sorted(slices.Values(want[name]))
+			if got := h.succ.Sorted(); !slices.Equal(got, w) {
+				t.Fatalf("tampered %v, hop %s: %d successes sorted, not the %d logged", tamper, name, len(got), len(w))
+			}
+		}
+	}
+}

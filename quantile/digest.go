@@ -278,6 +278,53 @@ func (d *Digest) Merge(o *Digest) {
 	}
 }
 
+// MergeUnsorted is Merge, but leaves the exact values unsorted when both
+// are exact (o's appended to d's): for a digest whose values will be given
+// sorted from elsewhere (SetSorted), so that neither part is sorted for
+// nothing. What it leaves reads as Merge's (the values are sorted when
+// read, by Sorted).
+func (d *Digest) MergeUnsorted(o *Digest) {
+	if o.n == 0 || d.sketch || o.sketch || len(d.exact)+len(o.exact) > ExactLimit {
+		d.Merge(o)
+		return
+	}
+	if d.n == 0 || o.min < d.min {
+		d.min = o.min
+	}
+	if d.n == 0 || o.max > d.max {
+		d.max = o.max
+	}
+	d.n += o.n
+	d.exact, d.sorted = append(d.exact, o.exact...), false
+}
+
+// SetSorted gives an exact digest whose values are not sorted yet its
+// values in ascending order, v, sorted elsewhere (the caller sorted the
+// same values with more beside them): Sorted then returns v instead of
+// sorting its own. It reports whether it took v, which it does only when
+// v is ascending and holds what the digest holds by count, extremes, sum,
+// sum of squares and exclusive or (so that a caller's mistake cannot
+// change a percentile unnoticed); v is the digest's afterwards.
+func (d *Digest) SetSorted(v []int64) bool {
+	if d.sketch || d.sorted || len(v) != len(d.exact) || len(v) == 0 || v[0] != d.min || v[len(v)-1] != d.max {
+		return false
+	}
+	var s1, s2, x1, t1, t2, y1 uint64
+	for i, a := range d.exact {
+		b := v[i]
+		if i > 0 && b < v[i-1] {
+			return false
+		}
+		s1, s2, x1 = s1+uint64(a), s2+uint64(a)*uint64(a), x1^uint64(a)
+		t1, t2, y1 = t1+uint64(b), t2+uint64(b)*uint64(b), y1^uint64(b)
+	}
+	if s1 != t1 || s2 != t2 || x1 != y1 {
+		return false
+	}
+	d.exact, d.sorted = v, true
+	return true
+}
+
 // Sorted returns the exact values in ascending order, or nil in sketch
 // form.
 func (d *Digest) Sorted() []int64 {
