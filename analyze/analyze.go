@@ -551,10 +551,21 @@ func measure(spans []*span.Span, reqs []*span.Request, probs span.Problems, opt 
 // read different inputs: they are built at once.
 func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 	in := hopInputs{byHop: map[string][]*span.Span{}, calls: map[string][]*span.Call{}, roots: map[string]int{}}
+	// Each list is found by one lookup of its hop's index per span or
+	// call (a map assign per append hashed the name twice), and the maps
+	// filled once per hop at the end.
 	par.Do(func() {
+		at := map[string]int{}
+		var lists [][]*span.Span
 		for _, s := range spans {
 			if !s.Duplicate {
-				in.byHop[s.Hop] = append(in.byHop[s.Hop], s)
+				i, ok := at[s.Hop]
+				if !ok {
+					i = len(lists)
+					at[s.Hop] = i
+					lists = append(lists, nil)
+				}
+				lists[i] = append(lists[i], s)
 			}
 		}
 		// A span repeating an id counts too, as it does in the per-hop
@@ -564,16 +575,27 @@ func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 		// name has no call to place it.
 		for _, s := range spans {
 			if s.Duplicate {
-				if l, ok := in.byHop[s.Hop]; ok {
-					in.byHop[s.Hop] = append(l, s)
+				if i, ok := at[s.Hop]; ok {
+					lists[i] = append(lists[i], s)
 				}
 			}
 		}
+		for h, i := range at {
+			in.byHop[h] = lists[i]
+		}
 	}, func() {
+		at := map[string]int{}
+		var lists [][]*span.Call
 		var walk func(cs []*span.Call)
 		walk = func(cs []*span.Call) {
 			for _, c := range cs {
-				in.calls[c.Hop] = append(in.calls[c.Hop], c)
+				i, ok := at[c.Hop]
+				if !ok {
+					i = len(lists)
+					at[c.Hop] = i
+					lists = append(lists, nil)
+				}
+				lists[i] = append(lists[i], c)
 				for _, a := range c.Attempts {
 					walk(a.Calls)
 				}
@@ -584,6 +606,9 @@ func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 			if r.Root != nil {
 				in.roots[r.Root.Hop]++
 			}
+		}
+		for h, i := range at {
+			in.calls[h] = lists[i]
 		}
 	})
 	in.names = make([]string, 0, len(in.byHop))

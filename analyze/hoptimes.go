@@ -109,6 +109,10 @@ func (t *hopTimes) merge(o *hopTimes) {
 	if o.level > t.level {
 		t.thin(o.level)
 	}
+	// Room for all of o's at once: appending them one by one grew both
+	// slices by doubling, copying t's attempts again at each step.
+	t.at = slices.Grow(t.at, len(o.at))
+	t.d = slices.Grow(t.d, len(o.at))
 	for i := range o.at {
 		if keepTime(o.at[i], o.d[i], t.level) {
 			t.at = append(t.at, o.at[i])
