@@ -144,11 +144,11 @@ func (rc *Records) Factor(share float64) (float64, string) {
 	allow := share * float64(rc.Calls)
 	for _, b := range rc.Beyond {
 		if float64(b.Calls) <= allow || bound.BinomialTail(b.Calls, rc.Calls, share) >= recordAlpha {
-			return b.Factor, fmt.Sprintf("held out block by block, the extrapolated timeouts of %s would have cut %s of %s at %s× (a share of %s allows %s)",
-				units.Count(rc.Hops, "hop", "hops"), units.Count(b.Calls, "call", "calls"), units.Count(rc.Calls, "call", "calls"), units.Decimal(b.Factor, 2), units.Percent(share, 3), units.Decimal(allow, 1))
+			return b.Factor, fmt.Sprintf("held out block by block, the extrapolated timeouts of %s would have cut %d of %s at %s× (a share of %s allows %s)",
+				units.Count(rc.Hops, "hop", "hops"), b.Calls, units.Count(rc.Calls, "call", "calls"), units.Decimal(b.Factor, 2), units.Percent(share, 3), units.Decimal(allow, 1))
 		}
 	}
 	last := rc.Beyond[len(rc.Beyond)-1]
-	return last.Factor, fmt.Sprintf("held out block by block, the extrapolated timeouts of %s would have cut %s of %s even at %s× (a share of %s allows %s)",
-		units.Count(rc.Hops, "hop", "hops"), units.Count(last.Calls, "call", "calls"), units.Count(rc.Calls, "call", "calls"), units.Decimal(last.Factor, 2), units.Percent(share, 3), units.Decimal(allow, 1))
+	return last.Factor, fmt.Sprintf("held out block by block, the extrapolated timeouts of %s would have cut %d of %s even at %s× (a share of %s allows %s)",
+		units.Count(rc.Hops, "hop", "hops"), last.Calls, units.Count(rc.Calls, "call", "calls"), units.Decimal(last.Factor, 2), units.Percent(share, 3), units.Decimal(allow, 1))
 }

@@ -27,8 +27,10 @@ that 'tailscope check --policy' reads back and passes:
     calls, so each call may cut only --false-timeouts / K of its successes;
     a hop with too few successes to certify p gets a fitted tail's
     quantile, at least its slowest success × (1 + margin) and at most
-    4 × its slowest success; then × its drift headroom beyond the margin;
-    never below 50ms;
+    4 × its slowest success; then × its drift headroom beyond the margin,
+    and such a fitted timeout × the factor that holding out each time
+    block against the others calls for (records), within 4 × the slowest
+    success; never below 50ms;
   - observe-first when the tail is censored (attempts were cut by the
     timeout in force): a canary at 4 × the cut (or the slowest success ×
     (1 + margin) if higher) to learn the tail, never a guess;
