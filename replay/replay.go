@@ -61,6 +61,7 @@ import (
 	"math"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
@@ -201,13 +202,15 @@ func independent(reqs []*span.Request, p *policy.Policy, pool map[string][]*span
 	parts := make([]counts, par.Workers(len(reqs), minPerWorker))
 	par.Ranges(len(reqs), minPerWorker, func(w, lo, hi int) {
 		c := counts{map[string]int{}, map[string]int{}}
+		hc := newHopCache(p)
 		for i := lo; i < hi; i++ {
 			if probing {
 				out[i] = probe(reqs[i], p, pool)
 			} else {
-				out[i] = one(reqs[i], p, pool, c.tally, c.hedges)
+				out[i] = oneCached(reqs[i], p, pool, c.tally, c.hedges, hc)
 			}
 		}
+		hc.addTally(c.tally)
 		parts[w] = c
 	})
 	for _, c := range parts {
@@ -375,11 +378,26 @@ func one(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tal
 // oneWith is one with a retry bucket (nil: none). The optimistic run
 // reads the bucket as the pessimistic one left it and does not change it.
 func oneWith(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int, b *policy.Throttle) Outcome {
+	return oneIn(r, p, pool, tally, hedges, b, nil)
+}
+
+// oneCached is one with the worker's hopCache of p (which then counts
+// the attempts that would go to tally: its addTally adds them there).
+func oneCached(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int, hc *hopCache) Outcome {
+	return oneIn(r, p, pool, tally, hedges, nil, hc)
+}
+
+// oneIn is oneWith with a hopCache (nil: none).
+func oneIn(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, tally, hedges map[string]int, b *policy.Throttle, hc *hopCache) Outcome {
 	before := b.Clone()
 	lo := simulate(r, p, pool, false, tally, hedges, b)
+	lo.hc = hc
+	lo.start(r)
 	hi := lo
 	if lo.touched {
 		hi = simulate(r, p, pool, true, nil, nil, before)
+		hi.hc = hc
+		hi.start(r)
 	}
 	o := Outcome{TraceID: r.TraceID, OK: lo.ok, End: lo.end, FailedHop: lo.failedHop, RetryNs: lo.retry, WastedNs: lo.wasted,
 		LoggedOK: !r.Failed, Cuts: lo.cuts, Short: lo.short, Attempts: lo.attempts, Hedges: lo.hedges}
@@ -412,6 +430,7 @@ type run struct {
 	hedgeTally map[string]int   // hedged attempts by hop, when counted
 	bucket     *policy.Throttle // retry throttling, nil without
 	probe      bool             // see Options.Probe
+	hc         *hopCache        // p's hops by name, and the tally, when not nil
 }
 
 // probe replays r as Options.Probe says. Attempts cut by a timeout when
@@ -433,10 +452,9 @@ func add(a, b int64) int64 {
 	return a + b
 }
 
+// simulate is a run of r, not started (start replays it).
 func simulate(r *span.Request, p *policy.Policy, pool map[string][]*span.Attempt, optimistic bool, tally, hedges map[string]int, b *policy.Throttle) *run {
-	s := &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally, hedgeTally: hedges, bucket: b}
-	s.start(r)
-	return s
+	return &run{p: p, pool: pool, optimistic: optimistic, trace: r.TraceID, tally: tally, hedgeTally: hedges, bucket: b}
 }
 
 // start replays r on s.
@@ -606,7 +624,12 @@ func (s *run) calls(cs []*span.Call, parent *span.Span, origin, t0, deadline int
 // next logged attempt, so next counts the logged attempts used. Without
 // hedges next is k, and the call replays as it always did.
 func (s *run) call(c *span.Call, t, deadline int64) (int64, bool, string) {
-	hp := s.p.ForCall(c.Hop, c.Role == span.RoleCall)
+	var hp policy.Hop
+	if s.hc != nil {
+		hp = s.hc.slot(c.Hop).forCall(s.p, c.Role == span.RoleCall)
+	} else {
+		hp = s.p.ForCall(c.Hop, c.Role == span.RoleCall)
+	}
 	var retryStart int64 = -1
 	blame := c.Hop
 	next := 0
@@ -754,7 +777,11 @@ func (s *run) undo(from, to mark) {
 func (s *run) single(c *span.Call, hp policy.Hop, a *span.Attempt, t, deadline int64) (int64, bool, string) {
 	s.attempts++
 	if s.tally != nil {
-		s.tally[c.Hop]++
+		if s.hc != nil {
+			s.hc.slot(c.Hop).tally++ // added to s.tally by the worker (addTally)
+		} else {
+			s.tally[c.Hop]++
+		}
 	}
 	attDeadline := deadline
 	own := hp.Timeout > 0 && add(t, int64(hp.Timeout)) < attDeadline
@@ -884,4 +911,79 @@ func attemptPool(reqs []*span.Request) map[string][]*span.Attempt {
 		sort.SliceStable(p, func(i, j int) bool { return p[i].Span.Duration < p[j].Span.Duration })
 	}
 	return pool
+}
+
+// hopCache is one replay worker's view of a policy's hops: each hop name's
+// entry, looked up in the policy's map once, and the attempts counted for
+// it. A replay looks a call's hop up in the policy and counts its attempts
+// by hop (Result.AttemptsByHop); over a few thousand requests replayed
+// under each policy tried, the map lookups by name (hashing and comparing
+// the name) were a few percent of a report. A call's hop name is the same
+// string for every call of the hop (the readers intern names), so a slot
+// is found by the address of the name's bytes in a small direct-mapped
+// front, and only a miss looks the name up; a name at another address
+// still finds its one slot by name.
+type hopCache struct {
+	p      *policy.Policy
+	byName map[string]*hopSlot
+	front  [hopFront]struct {
+		ptr  *byte
+		n    int
+		slot *hopSlot
+	}
+}
+
+// hopFront is the number of front entries.
+const (
+	hopFrontBits = 10
+	hopFront     = 1 << hopFrontBits
+)
+
+// hopSlot is one hop of a hopCache.
+type hopSlot struct {
+	name   string
+	hop    policy.Hop // the policy's entry, when listed
+	listed bool
+	tally  int // attempts counted
+}
+
+func newHopCache(p *policy.Policy) *hopCache {
+	return &hopCache{p: p, byName: map[string]*hopSlot{}}
+}
+
+// slot is hop's slot.
+func (hc *hopCache) slot(hop string) *hopSlot {
+	ptr := unsafe.StringData(hop)
+	f := &hc.front[uint64(uintptr(unsafe.Pointer(ptr)))*0x9E3779B97F4A7C15>>(64-hopFrontBits)]
+	if f.ptr == ptr && f.n == len(hop) && f.slot != nil {
+		return f.slot
+	}
+	sl := hc.byName[hop]
+	if sl == nil {
+		sl = &hopSlot{name: hop}
+		sl.hop, sl.listed = hc.p.Hops[hop]
+		hc.byName[hop] = sl
+	}
+	f.ptr, f.n, f.slot = ptr, len(hop), sl
+	return sl
+}
+
+// forCall is policy.ForCall of the slot's hop.
+func (sl *hopSlot) forCall(p *policy.Policy, callerSide bool) policy.Hop {
+	switch {
+	case sl.listed:
+		return sl.hop
+	case !callerSide:
+		return policy.Hop{}
+	}
+	return p.Default
+}
+
+// addTally adds the attempts counted to tally, by hop name.
+func (hc *hopCache) addTally(tally map[string]int) {
+	for name, sl := range hc.byName {
+		if sl.tally > 0 {
+			tally[name] += sl.tally
+		}
+	}
 }
