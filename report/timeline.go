@@ -52,6 +52,10 @@ func timelineParts(rep *analyze.Report) (lines, rows, incidents []string) {
 		lines = append(lines, fmt.Sprintf("  drift between quiet blocks: ×%s at the median of %s; a hop's timeout carries its own drift when larger, beyond what the margin carries",
 			units.Decimal(tl.Headroom.Pooled, 2), units.Count(tl.Headroom.Hops, "hop", "hops")))
 	}
+	if f, n := recordsRaised(rep); n > 0 {
+		lines = append(lines, fmt.Sprintf("  held out block by block, the extrapolated timeouts fell short: %s carry ×%s (the basis says by how many calls)",
+			units.Count(n, "hop's timeout", "hops' timeouts"), units.Decimal(f, 2)))
+	}
 	hops := timelineHops(rep)
 	if len(hops) > 0 {
 		w := 0
@@ -265,4 +269,17 @@ func timelineChartOf(id string, h *analyze.Hop, tl *analyze.Timeline) *timelineC
 		c.XTicks = append(c.XTicks, tick{Pos: f1(x0 + (float64(j)+0.5)*step), Label: clockOf(tl.Blocks[j].From)})
 	}
 	return c
+}
+
+// recordsRaised is the factor the block-by-block check of the
+// extrapolated timeouts added (analyze/records.go) and how many hops'
+// timeouts it raised; 0, 0 when none.
+func recordsRaised(rep *analyze.Report) (float64, int) {
+	f, n := 0.0, 0
+	for _, h := range rep.Hops {
+		if r := h.Recommendation.Records; r > 1 {
+			f, n = max(f, r), n+1
+		}
+	}
+	return f, n
 }
