@@ -21,9 +21,9 @@
 // span a line) into the same readers that read exported files (package
 // ingest): the numbers of a ClickHouse window and of an OTLP export of the
 // same spans are the same by construction. Memory is bounded by one row,
-// not by the window. Pushdown (state.go, pushdown.go) computes a window's
-// analysis state on the server instead, but for attribution; the CLI does
-// not use it yet (docs/clickhouse.md).
+// not by the window. Pushdown (state.go, pushdown.go, attr.go) computes a
+// window's analysis state on the server instead, attribution included
+// (docs/clickhouse.md).
 //
 // The package only fetches and re-spells rows: it must not decode spans
 // into tailscope's model (the readers do), nor print anything, nor show a

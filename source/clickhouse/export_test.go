@@ -21,3 +21,7 @@ var (
 // SetFloorBelow sets how far under the expected level the attempt times'
 // floor lies, and returns the old value.
 func SetFloorBelow(n int) int { old := floorBelow; floorBelow = n; return old }
+
+// AttrAgain counts the attribute values whose examples a push-down asked
+// for again.
+func AttrAgain(p *Pushed) int { return p.attrAgain }

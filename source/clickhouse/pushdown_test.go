@@ -297,9 +297,8 @@ func TestPushdownSketch(t *testing.T) {
 		t.Logf("%v: %d spans, %d hops sketched, %d outcome groups, %d bytes over the wire (both paths: %v)", w.until.Sub(w.since), agg.Spans, sketched, agg.Groups, agg.Bytes, time.Since(start))
 		// The whole state, with the trace sample at a level above 0 and
 		// hops whose attempt times are sampled: the report of the pull
-		// path but for attribution (not pushed down).
+		// path, attribution included.
 		want := analyse(t, url, pipeline.Options{Ingest: o})
-		want.hops = analyseNoAttr(t, url, pipeline.Options{Ingest: o}).hops
 		got, p := pushedResult(t, url, w.since, w.until, 0)
 		got.skipped = want.skipped
 		sameResult(t, "generated", want, got)
@@ -372,13 +371,7 @@ func TestPushdownReport(t *testing.T) {
 			url := "clickhouse://" + e.host + "/otel?table=" + table
 			got, p := pushedResult(t, url, since, until, fx.sample)
 			got.skipped = want.skipped
-			// Attribution is not pushed down: the hops' attribution is
-			// the one thing left out, and nothing else may differ.
-			noAttr := analyseNoAttr(t, file, pipeline.Options{SampleSpans: fx.sample})
-			if noAttr.hops != want.hops {
-				t.Logf("%s: the file's hops have attribution; compared without it", fx.name)
-				want.hops = noAttr.hops
-			}
+			// Attribution is pushed down too: every field of every hop.
 			sameResult(t, fx.name, want, got)
 			// Each hop's first span is the pull path's (the table keeps
 			// no file order: the query's order decides which is first).
@@ -392,25 +385,10 @@ func TestPushdownReport(t *testing.T) {
 					t.Errorf("%s: hop %q: first span %+v pushed down, %+v pulled", fx.name, h.Name, p.State.Hops[min(i, len(p.State.Hops)-1)].First, h.First)
 				}
 			}
+			sameAttr(t, fx.name, pulled.Accum.State().Hops, p.State.Hops)
 			t.Logf("%s: %d spans, %d outcome groups, %d pulled, %d bytes over the wire", fx.name, got.spans, p.Groups, p.Sampled, p.Bytes)
 		})
 	}
-}
-
-// analyseNoAttr is analyse's hops with every hop's attribution left out
-// (what the push-down does not compute).
-func analyseNoAttr(t *testing.T, path string, o pipeline.Options) result {
-	t.Helper()
-	l, err := pipeline.Read([]string{path}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, _ := l.Recommend(analyze.Options{})
-	for i := range rep.Hops {
-		rep.Hops[i].Attribution = nil
-	}
-	h, _ := json.MarshalIndent(rep.Hops, "", " ")
-	return result{hops: string(h)}
 }
 
 // TestTraceHash32SQL: the push-down's unrolled trace hash (ids of 32
@@ -460,4 +438,37 @@ func TestClzSQL(t *testing.T) {
 			t.Errorf("%#x: %d leading zeros in SQL, %d", x, n, bits.LeadingZeros64(x))
 		}
 	}
+}
+
+// sameAttr checks that each hop's attribution state pushed down (got)
+// is the one the readers keep (want): keys kept and dropped, and per
+// value the counts, bins and examples.
+func sameAttr(t *testing.T, what string, want, got []analyze.HopState) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%s: %d hops pushed down, %d read", what, len(got), len(want))
+	}
+	nattr := 0
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.HasAttr != g.HasAttr || len(w.Attr) != len(g.Attr) {
+			t.Errorf("%s: hop %q: attributes %v, %d keys pushed down; %v, %d read", what, w.Name, g.HasAttr, len(g.Attr), w.HasAttr, len(w.Attr))
+			continue
+		}
+		for j := range w.Attr {
+			wk, gk := w.Attr[j], g.Attr[j]
+			for _, k := range []*analyze.AttrKey{&wk, &gk} {
+				for v := range k.Values {
+					if len(k.Values[v].Bins) == 0 {
+						k.Values[v].Bins = nil
+					}
+				}
+			}
+			if !reflect.DeepEqual(wk, gk) {
+				t.Errorf("%s: hop %q: attribute key pushed down\n%+v\nread\n%+v", what, w.Name, gk, wk)
+			}
+			nattr += len(wk.Values)
+		}
+	}
+	t.Logf("%s: %d attribute values the same", what, nattr)
 }

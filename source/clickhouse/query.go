@@ -29,6 +29,9 @@ type client struct {
 	o      Options
 	report func(func(*Progress))
 	wire   atomic.Int64 // the bytes of the answers as they came over the wire
+	// attrAgain counts the attribute values whose examples were asked
+	// for again (attr.go).
+	attrAgain int
 	// bare is set once the server refused the settings the requests
 	// carry (a readonly user may set none): they go without them, and
 	// the answers come uncompressed.

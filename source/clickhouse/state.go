@@ -4,8 +4,7 @@ package clickhouse
 // per-hop counts and digests (pushdown.go), each hop's examples, first
 // span and attempt times, and the trace sample, as an analyze.State that
 // analyze.FromState checks and turns into the Accum the readers would
-// have filled — but for attribution, which is not pushed down (a hop's
-// state has none: HasAttr false).
+// have filled, and each hop's attribution (attr.go).
 
 import (
 	"bytes"
@@ -23,7 +22,7 @@ import (
 
 // Pushed is a window's state computed on the server.
 type Pushed struct {
-	// State is the analysis state, without attribution.
+	// State is the analysis state.
 	State *analyze.State
 	// Groups counts the outcome groups the readers classified; Sampled
 	// the spans pulled for the trace sample (and the hops' first spans).
@@ -31,6 +30,9 @@ type Pushed struct {
 	Sampled int64
 	// Bytes is what came over the wire for all the queries.
 	Bytes int64
+	// attrAgain counts the attribute values whose examples were asked
+	// for again, grouped by trace.
+	attrAgain int
 }
 
 // mixSQL is analyze's 64-bit mixer (the trace hash's) of x, in SQL.
@@ -76,10 +78,10 @@ func keepMixSQL(at, d string) string {
 }
 
 // Pushdown computes the state of the window of raw on the server: the
-// aggregates of Aggregate and the rest of the per-hop state but
-// attribution, and the trace sample of sampleSpans spans as the readers
-// keep it (whole traces under the level, pulled as spans through the
-// readers). A window it cannot compute exactly is ErrNotPushable.
+// aggregates of Aggregate and the rest of the per-hop state (examples,
+// first span, attempt times, attribution), and the trace sample of
+// sampleSpans spans as the readers keep it (whole traces under the
+// level, pulled as spans through the readers). A window it cannot compute exactly is ErrNotPushable.
 func Pushdown(ctx context.Context, raw string, o Options, in ingest.Options, sampleSpans int) (*Pushed, error) {
 	if sampleSpans <= 0 {
 		sampleSpans = analyze.DefaultSampleSpans
@@ -101,12 +103,15 @@ func Pushdown(ctx context.Context, raw string, o Options, in ingest.Options, sam
 	if err := c.times(ctx, rows, agg, byHop); err != nil {
 		return nil, err
 	}
+	if err := c.attribution(ctx, inner, cls, byHop); err != nil {
+		return nil, err
+	}
 	n, err := c.sample(ctx, p, inner, agg.tranks, in, st, byHop)
 	if err != nil {
 		return nil, err
 	}
 	st.Hops = agg.Hops
-	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load()}, nil
+	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load(), attrAgain: c.attrAgain}, nil
 }
 
 // inner is the pull query without its order and format, with the hop

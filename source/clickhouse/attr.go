@@ -1,0 +1,456 @@
+package clickhouse
+
+// Attribution on the server (issue 41): each hop's attribution state —
+// per attribute key and value, the attempts, failed and cut attempts, the
+// other attempts' durations by sketch bin, and the slowest traces — as
+// analyze keeps it from the readers' spans (analyze/attribution.go), so
+// that a pushed-down report has the "where the tail is" of the pull
+// path's.
+//
+// Which attributes a span carries is the readers' rule for an OTLP line
+// (the pull path writes every row as one): the resource's attributes
+// but service.name, the scope's name and version, then the span's own,
+// each kept when its key is not one that restates the service, kind or
+// outcome and its value is not empty and at most 1,024 bytes
+// (record.KeepValue); attribution then ignores values over
+// analyze.AttrMaxValueLen bytes. Text that is not valid UTF-8 would be
+// repaired by the pull path (U+FFFD, which changes its length): such a
+// window is ErrNotPushable.
+//
+// What analyze decides is left to analyze or to package secret, not
+// written again here: which keys a hop keeps (the first AttrMaxKeys by
+// analyze's order) is read off an Accum given one span carrying every
+// key of the hop; a value is shown as secret.Scrub gives it, or as
+// secret.Redacted for a key secret.Key names, and the server's groups of
+// raw values that show alike are merged here. Three things are settled
+// on the server's counts:
+//   - a key with at most AttrMaxValues raw values is kept whole; one with
+//     more is dropped when AttrMaxValues+1 of its raw values already show
+//     as that many values (else ErrNotPushable: only all of them would
+//     tell);
+//   - a value's examples are the first AttrExamples distinct traces in
+//     its attempts ordered by (duration descending, trace id): the
+//     server returns the first attrTop attempts, and a group where they
+//     hold fewer distinct traces than that while it has more attempts is
+//     asked again, grouped by trace (analyze keeps the per-trace longest);
+//   - the rest are sums (counts, bins).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tailscope/tailscope/analyze"
+	"github.com/tailscope/tailscope/secret"
+	"github.com/tailscope/tailscope/span"
+)
+
+// notKept are the keys the readers leave out of a span's attributes
+// (record.AttrKept), and maxKept the longest value they keep
+// (record.MaxAttrValue). TestPushdownAttribution holds them to the
+// readers: a span carrying each is compared with the file's.
+const (
+	notKept = "('', 'service.name', 'span.kind', 'error', 'otel.status_code', 'otel.status_description')"
+	maxKept = 1024
+)
+
+// attrTop is how many of a value's slowest attempts the server returns
+// for its examples (and as many failed ones).
+const attrTop = 8
+
+// kvSQL is the attributes the readers keep of a row of inner, as an
+// array of (key, value), resource's first, then the scope's, then the
+// span's; bad is whether any attribute text of the row is not UTF-8.
+func kvSQL(has map[string]bool) (kv, bad string) {
+	keep := "x -> x.1 NOT IN " + notKept + " AND length(x.2) > 0 AND length(x.2) <= " + strconv.Itoa(maxKept)
+	var parts, checks []string
+	if has[aResKeys] {
+		parts = append(parts, "arrayFilter("+keep+", arrayZip(rk, rv))")
+		checks = append(checks, "arrayExists(x -> NOT isValidUTF8(x), arrayConcat(rk, rv))")
+	}
+	var scope []string
+	for _, s := range []struct{ alias, key string }{{aScope, "otel.scope.name"}, {aScopeVer, "otel.scope.version"}} {
+		if has[s.alias] {
+			scope = append(scope, "('"+s.key+"', "+s.alias+")")
+			checks = append(checks, "NOT isValidUTF8("+s.alias+")")
+		}
+	}
+	if len(scope) > 0 {
+		parts = append(parts, "arrayFilter(x -> length(x.2) > 0, CAST(["+strings.Join(scope, ", ")+"], 'Array(Tuple(String, String))'))")
+	}
+	if has[aKeys] {
+		parts = append(parts, "arrayFilter("+keep+", arrayZip(ak, av))")
+		checks = append(checks, "arrayExists(x -> NOT isValidUTF8(x), arrayConcat(ak, av))")
+	}
+	if len(parts) == 0 {
+		return "CAST([], 'Array(Tuple(String, String))')", "0"
+	}
+	bad = "0"
+	if len(checks) > 0 {
+		bad = "(" + strings.Join(checks, " OR ") + ")"
+	}
+	return "arrayConcat(" + strings.Join(parts, ", ") + ")", bad
+}
+
+// attrRowsSQL is the rows of inner with their hop, duration, the readers'
+// trace id (tn), class (cl), the attributes attribution reads (kva: those
+// of at most AttrMaxValueLen bytes), whether the row has any attribute
+// the readers keep (any) and whether its attribute text is bad.
+func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class) string {
+	kv, bad := kvSQL(has)
+	return "SELECT h, d, " + normTraceSQL("t") + " AS tn, cl, arrayFilter(x -> length(x.2) <= " + strconv.Itoa(analyze.AttrMaxValueLen) + ", kv) AS kva, " +
+		"length(kv) > 0 AS any, bad FROM (SELECT h, d, t, " + classSQL(has, cls) + " AS cl, " + kv + " AS kv, " + bad + " AS bad FROM (SELECT *, " +
+		strings.Join(gc, ", ") + " FROM (" + inner + ")))"
+}
+
+// hopKey is one key of one hop; attrGroup one raw value of one.
+type (
+	hopKey    struct{ hop, key string }
+	attrGroup struct{ h, k, v string }
+)
+
+// inList is the SQL set of the tuples in (an IN's right side; one tuple
+// is written twice, so that the parentheses are a set, not the tuple).
+func inList(in []string) string {
+	if len(in) == 1 {
+		in = append(in, in[0])
+	}
+	return "(" + strings.Join(in, ", ") + ")"
+}
+
+// attribution fills each hop's attribution (HasAttr, Attr) from the
+// server.
+func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]class, byHop map[string]*analyze.HopState) error {
+	has := aliases(inner)
+	rows := attrRowsSQL(inner, has, groupCols(has), cls)
+	// The census: per hop and key, its raw values' count and, past
+	// AttrMaxValues, AttrMaxValues+1 of them; per hop (key ''), the
+	// spans with attributes and those with bad text.
+	lim := strconv.Itoa(analyze.AttrMaxValues)
+	q := "SELECT h, k, uniqExact(v) AS nv, count() AS n, countIf(v = 'bad') AS nbad, " +
+		"if(uniqExact(v) > " + lim + ", groupUniqArray(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(v), CAST([], 'Array(String)')) AS vs " +
+		"FROM (SELECT h, x.1 AS k, x.2 AS v FROM (SELECT h, arrayConcat(kva, if(any, [('', if(bad, 'bad', ''))], CAST([], 'Array(Tuple(String, String))'))) AS kx FROM (" +
+		rows + ")) ARRAY JOIN kx AS x) GROUP BY h, k"
+	keys := map[string][]string{}
+	type census struct {
+		nv int
+		vs []string
+	}
+	cens := map[hopKey]census{}
+	err := c.jsonLines(ctx, q, func(line []byte) error {
+		var r struct {
+			H, K        string
+			Nv, N, Nbad json.Number
+			Vs          []string
+		}
+		if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil {
+			return fmt.Errorf("%s: a hop's attribute keys are not what was asked: %.200q", c.t.Raw, line)
+		}
+		if r.K == "" {
+			if num(r.Nbad) > 0 {
+				return fmt.Errorf("%w: %s spans of hop %q have attribute text that is not UTF-8 (the readers would repair it)", ErrNotPushable, r.Nbad, r.H)
+			}
+			byHop[r.H].HasAttr = num(r.N) > 0
+			return nil
+		}
+		keys[r.H] = append(keys[r.H], r.K)
+		cens[hopKey{r.H, r.K}] = census{nv: num(r.Nv), vs: r.Vs}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Which keys each hop keeps, and which of them are dropped.
+	var live []string // (hop, key) tuples asked for
+	secrets := map[string]bool{}
+	kept := map[string][]analyze.AttrKey{}
+	for h, ks := range keys {
+		for _, k := range keptKeys(h, ks) {
+			ak := analyze.AttrKey{Key: k}
+			ce := cens[hopKey{h, k}]
+			switch {
+			case secret.Key(k):
+				secrets[k] = true
+			case ce.nv > analyze.AttrMaxValues:
+				shown := map[string]bool{}
+				for _, v := range ce.vs {
+					shown[secret.Scrub(v)] = true
+				}
+				if len(shown) <= analyze.AttrMaxValues {
+					return fmt.Errorf("%w: hop %q's attribute %q has %d values, which only the readers can tell show as more than %d", ErrNotPushable, h, k, ce.nv, analyze.AttrMaxValues)
+				}
+				ak.Dropped = true
+			}
+			kept[h] = append(kept[h], ak)
+			if !ak.Dropped {
+				live = append(live, "("+quoteString(h)+", "+quoteString(k)+")")
+			}
+		}
+	}
+	vals := map[hopKey]map[string]*analyze.AttrValue{}
+	if len(live) > 0 {
+		var err error
+		if vals, err = c.attrValues(ctx, rows, live, secrets); err != nil {
+			return err
+		}
+	}
+	for h, ks := range kept {
+		hs := byHop[h]
+		if !hs.HasAttr {
+			return fmt.Errorf("%s: hop %q has attribute keys but no span with attributes", c.t.Raw, h)
+		}
+		for i := range ks {
+			if ks[i].Dropped {
+				continue
+			}
+			m := vals[hopKey{h, ks[i].Key}]
+			if len(m) > analyze.AttrMaxValues {
+				ks[i].Dropped = true
+				continue
+			}
+			for _, v := range m {
+				ks[i].Values = append(ks[i].Values, *v)
+			}
+			sort.Slice(ks[i].Values, func(a, b int) bool { return ks[i].Values[a].Value < ks[i].Values[b].Value })
+		}
+		hs.Attr = ks
+	}
+	return nil
+}
+
+// keptKeys is which of keys a hop keeps (analyze's AttrMaxKeys first by
+// its order), read off an Accum given one span carrying them all.
+func keptKeys(hop string, keys []string) []string {
+	sp := span.Span{Hop: hop, TraceID: "1", SpanID: "1", Duration: 1}
+	for _, k := range keys {
+		sp.Attrs = append(sp.Attrs, span.Attr{Key: k, Value: "x"})
+	}
+	acc := analyze.NewAccum(1)
+	acc.Add(&sp)
+	var out []string
+	for _, ak := range acc.State().Hops[0].Attr {
+		out = append(out, ak.Key)
+	}
+	return out
+}
+
+// attrValues asks for the values of the (hop, key) pairs live, and
+// returns them by the value shown, merged.
+func (c *client) attrValues(ctx context.Context, rows string, live []string, secrets map[string]bool) (map[hopKey]map[string]*analyze.AttrValue, error) {
+	v := "x.2"
+	if len(secrets) > 0 {
+		var sk []string
+		for k := range secrets {
+			sk = append(sk, quoteString(k))
+		}
+		sort.Strings(sk)
+		// Every value of a secret key shows as one: one group.
+		v = "if(x.1 IN (" + strings.Join(sk, ", ") + "), '', x.2)"
+	}
+	top := strconv.Itoa(attrTop)
+	ar := "SELECT h, x.1 AS k, " + v + " AS v, d, tn, cl, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT h, d, tn, cl, kva FROM (" +
+		rows + ")) ARRAY JOIN kva AS x WHERE (h, x.1) IN " + inList(live)
+	q := binWith() + "SELECT h, k, v, count() AS n, countIf(cl > 0) AS nf, countIf(cl = 1) AS nfl, countIf(cl != 1 AND d < 1) AS nz, " +
+		"sumMapIf([toInt32(b)], [toUInt64(1)], cl != 1 AND d >= 1) AS bns, groupArraySorted(" + top + ")((-d, tn)) AS slow, " +
+		"groupArraySortedIf(" + top + ")((-d, tn), cl > 0) AS fail FROM (" + ar + ") GROUP BY h, k, v"
+	out := map[hopKey]map[string]*analyze.AttrValue{}
+	type group = attrGroup
+	var again []group
+	raw := map[group]*analyze.AttrValue{}
+	err := c.jsonLines(ctx, q, func(line []byte) error {
+		var r struct {
+			H, K, V        string
+			N, Nf, Nfl, Nz json.Number
+			Bns            [2][]json.Number
+			Slow, Fail     [][2]json.RawMessage
+		}
+		if err := json.Unmarshal(line, &r); err != nil || len(r.Bns[0]) != len(r.Bns[1]) {
+			return fmt.Errorf("%s: a hop's attribute values are not what was asked: %.200q", c.t.Raw, line)
+		}
+		av := &analyze.AttrValue{Attempts: num(r.N), Failed: num(r.Nf), Flagged: num(r.Nfl), Zero: num(r.Nz)}
+		if len(r.Bns[0]) > 0 {
+			lo, hi := num(r.Bns[0][0]), num(r.Bns[0][0])
+			for _, b := range r.Bns[0] {
+				lo, hi = min(lo, num(b)), max(hi, num(b))
+			}
+			av.Lo, av.Bins = lo, make([]uint32, hi-lo+1)
+			for i, b := range r.Bns[0] {
+				av.Bins[num(b)-lo] += uint32(num(r.Bns[1][i]))
+			}
+		}
+		var ok1, ok2 bool
+		var err error
+		if av.Slow, ok1, err = topTraces(r.Slow, av.Attempts); err != nil {
+			return fmt.Errorf("%s: %v: %.200q", c.t.Raw, err, line)
+		}
+		if av.Fail, ok2, err = topTraces(r.Fail, av.Failed); err != nil {
+			return fmt.Errorf("%s: %v: %.200q", c.t.Raw, err, line)
+		}
+		g := group{r.H, r.K, r.V}
+		if !ok1 || !ok2 {
+			again = append(again, g)
+		}
+		raw[g] = av
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.attrAgain += len(again)
+	if len(again) > 0 {
+		if err := c.attrExamples(ctx, ar, again, func(h, k, v string, slow, fail []analyze.Example) error {
+			av := raw[group{h, k, v}]
+			if av == nil {
+				return fmt.Errorf("%s: examples of an attribute value not asked for", c.t.Raw)
+			}
+			av.Slow, av.Fail = slow, fail
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	// Merge the raw values by the value shown, in a fixed order.
+	gs := make([]group, 0, len(raw))
+	for g := range raw {
+		gs = append(gs, g)
+	}
+	sort.Slice(gs, func(i, j int) bool {
+		a, b := gs[i], gs[j]
+		if a.h != b.h {
+			return a.h < b.h
+		}
+		if a.k != b.k {
+			return a.k < b.k
+		}
+		return a.v < b.v
+	})
+	for _, g := range gs {
+		shown := secret.Redacted
+		if !secrets[g.k] {
+			shown = secret.Scrub(g.v)
+		}
+		hk := hopKey{g.h, g.k}
+		if out[hk] == nil {
+			out[hk] = map[string]*analyze.AttrValue{}
+		}
+		av := raw[g]
+		if prev := out[hk][shown]; prev != nil {
+			mergeValue(prev, av)
+			continue
+		}
+		av.Value = shown
+		out[hk][shown] = av
+	}
+	return out, nil
+}
+
+// topTraces is a value's examples from its attrTop slowest attempts,
+// (−duration, trace) in order: the first AttrExamples distinct traces
+// (a trace's first attempt there is its longest). ok is false when they
+// hold fewer distinct traces while the value has more attempts than
+// were returned: only the attempts grouped by trace tell then.
+func topTraces(rows [][2]json.RawMessage, n int) (out []analyze.Example, ok bool, err error) {
+	seen := map[string]bool{}
+	for _, x := range rows {
+		var d json.Number
+		var tr string
+		if json.Unmarshal(x[0], &d) != nil || json.Unmarshal(x[1], &tr) != nil || tr == "" {
+			return nil, false, fmt.Errorf("an attribute value's examples are not what was asked")
+		}
+		if seen[tr] {
+			continue
+		}
+		seen[tr] = true
+		if len(out) < analyze.AttrExamples {
+			out = append(out, analyze.Example{Duration: -int64(num(d)), Trace: tr})
+		}
+	}
+	return out, len(out) == analyze.AttrExamples || n <= len(rows), nil
+}
+
+// attrExamples asks for the examples of the groups again, the attempts
+// grouped by trace first (each trace's longest attempt, and longest
+// failed one), and calls f with each group's.
+func (c *client) attrExamples(ctx context.Context, ar string, groups []attrGroup, f func(h, k, v string, slow, fail []analyze.Example) error) error {
+	var in []string
+	for _, g := range groups {
+		in = append(in, "("+quoteString(g.h)+", "+quoteString(g.k)+", "+quoteString(g.v)+")")
+	}
+	ex := strconv.Itoa(analyze.AttrExamples)
+	q := binWith() + "SELECT h, k, v, groupArraySorted(" + ex + ")((-md, tn)) AS slow, groupArraySortedIf(" + ex + ")((-mf, tn), nf > 0) AS fail FROM (" +
+		"SELECT h, k, v, tn, max(d) AS md, maxIf(d, cl > 0) AS mf, countIf(cl > 0) AS nf FROM (" + ar + ") WHERE (h, k, v) IN " + inList(in) +
+		" GROUP BY h, k, v, tn) GROUP BY h, k, v"
+	n := 0
+	err := c.jsonLines(ctx, q, func(line []byte) error {
+		var r struct {
+			H, K, V    string
+			Slow, Fail [][2]json.RawMessage
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("%s: an attribute value's examples are not what was asked: %.200q", c.t.Raw, line)
+		}
+		slow, _, err1 := topTraces(r.Slow, 0)
+		fail, _, err2 := topTraces(r.Fail, 0)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("%s: an attribute value's examples are not what was asked: %.200q", c.t.Raw, line)
+		}
+		n++
+		return f(r.H, r.K, r.V, slow, fail)
+	})
+	if err == nil && n != len(groups) {
+		err = fmt.Errorf("%s: examples of %d attribute values for %d asked", c.t.Raw, n, len(groups))
+	}
+	return err
+}
+
+// mergeValue adds o to v, as analyze merges two values that show alike:
+// counts and bins add, and the examples are the best of both by
+// (duration descending, trace id), one per trace.
+func mergeValue(v, o *analyze.AttrValue) {
+	v.Attempts += o.Attempts
+	v.Failed += o.Failed
+	v.Flagged += o.Flagged
+	v.Zero += o.Zero
+	if len(o.Bins) > 0 {
+		if len(v.Bins) == 0 {
+			v.Lo, v.Bins = o.Lo, append([]uint32(nil), o.Bins...)
+		} else {
+			lo := min(v.Lo, o.Lo)
+			hi := max(v.Lo+len(v.Bins), o.Lo+len(o.Bins))
+			bins := make([]uint32, hi-lo)
+			for i, c := range v.Bins {
+				bins[v.Lo-lo+i] += c
+			}
+			for i, c := range o.Bins {
+				bins[o.Lo-lo+i] += c
+			}
+			v.Lo, v.Bins = lo, bins
+		}
+	}
+	v.Slow = bestExamples(v.Slow, o.Slow)
+	v.Fail = bestExamples(v.Fail, o.Fail)
+}
+
+// bestExamples is the first AttrExamples of a and b by (duration
+// descending, trace id), one per trace (its longest).
+func bestExamples(a, b []analyze.Example) []analyze.Example {
+	all := append(append([]analyze.Example(nil), a...), b...)
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Duration != all[j].Duration {
+			return all[i].Duration > all[j].Duration
+		}
+		return all[i].Trace < all[j].Trace
+	})
+	var out []analyze.Example
+	seen := map[string]bool{}
+	for _, x := range all {
+		if !seen[x.Trace] && len(out) < analyze.AttrExamples {
+			seen[x.Trace] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
