@@ -606,15 +606,20 @@ func pooled(bl []HopBlock, keep func(int) bool) []int64 {
 	if len(bl) > 0 && bl[0].keys != nil {
 		shift := bl[0].shift
 		mask := uint64(1)<<shift - 1
-		n := 0
+		// keep is asked once per block, not once per key (a call each,
+		// over every success of the hop).
+		kept := make([]bool, len(bl))
+		n, all := 0, true
 		for j := range bl {
-			if keep(j) {
+			if kept[j] = keep(j); kept[j] {
 				n += len(bl[j].ok)
+			} else {
+				all = false
 			}
 		}
 		out = make([]int64, 0, n)
 		for _, k := range bl[0].keys {
-			if keep(int(k & mask)) {
+			if all || kept[k&mask] {
 				out = append(out, int64(k>>shift))
 			}
 		}
