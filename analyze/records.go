@@ -53,10 +53,10 @@ type RecordCount struct {
 }
 
 // MeasureRecords counts Records over the call hops whose anchor is
-// positive (the hop's timeout over its slowest success; 0 leaves a hop
-// out) and keeps them in the timeline; nil when no block could be held
-// out (no timeline, too few blocks or calls).
-func (rep *Report) MeasureRecords(anchor func(h *Hop) float64) *Records {
+// positive (anchor(i): rep.Hops[i]'s timeout over its slowest success; 0
+// leaves the hop out) and keeps them in the timeline; nil when no block
+// could be held out (no timeline, too few blocks or calls).
+func (rep *Report) MeasureRecords(anchor func(i int) float64) *Records {
 	tl := rep.Timeline
 	if tl == nil || !tl.Measured {
 		return nil
@@ -67,7 +67,7 @@ func (rep *Report) MeasureRecords(anchor func(h *Hop) float64) *Records {
 	}
 	for i := range rep.Hops {
 		h := &rep.Hops[i]
-		a := anchor(h)
+		a := anchor(i)
 		if h.Role != RoleCall || h.Blocks == nil || a <= 0 {
 			continue
 		}

@@ -86,12 +86,8 @@ func applyRecords(rep *analyze.Report, hps []policy.Hop, share, margin float64) 
 	extrapolated := func(h *analyze.Hop, hp *policy.Hop) bool {
 		return h.Role == analyze.RoleCall && h.Recommendation.Action == analyze.ActionSet && h.Recommendation.Extrapolated && hp.Timeout > 0 && h.TimeToSuccess().Max > 0
 	}
-	idx := map[*analyze.Hop]int{}
-	for i := range rep.Hops {
-		idx[&rep.Hops[i]] = i
-	}
-	rc := rep.MeasureRecords(func(h *analyze.Hop) float64 {
-		hp := &hps[idx[h]]
+	rc := rep.MeasureRecords(func(i int) float64 {
+		h, hp := &rep.Hops[i], &hps[i]
 		if !extrapolated(h, hp) {
 			return 0
 		}
