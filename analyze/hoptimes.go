@@ -300,14 +300,11 @@ func (a *Accum) sortSuccesses() {
 		if idx == nil {
 			return
 		}
-		v := make([]int64, 0, h.succ.N())
-		for _, j := range idx {
-			d := h.times.d[j]
-			if d < 0 {
-				break // the failures come last
-			}
-			v = append(v, d)
+		// The successes come first in idx, then the failures.
+		n := 0
+		for n < len(idx) && h.times.d[idx[n]] >= 0 {
+			n++
 		}
-		h.succ.SetSorted(v)
+		h.succ.SetSorted(n, func(i int) int64 { return h.times.d[idx[i]] })
 	})
 }

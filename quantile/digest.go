@@ -295,33 +295,43 @@ func (d *Digest) MergeUnsorted(o *Digest) {
 		d.max = o.max
 	}
 	d.n += o.n
-	d.exact, d.sorted = append(d.exact, o.exact...), false
+	// A new array of exactly the union's size, as Merge's merge makes:
+	// appending would leave up to as much again unused.
+	all := make([]int64, len(d.exact)+len(o.exact))
+	copy(all[copy(all, d.exact):], o.exact)
+	d.exact, d.sorted = all, false
 }
 
 // SetSorted gives an exact digest whose values are not sorted yet its
-// values in ascending order, v, sorted elsewhere (the caller sorted the
-// same values with more beside them): Sorted then returns v instead of
-// sorting its own. It reports whether it took v, which it does only when
-// v is ascending and holds what the digest holds by count, extremes, sum,
-// sum of squares and exclusive or (so that a caller's mistake cannot
-// change a percentile unnoticed); v is the digest's afterwards.
-func (d *Digest) SetSorted(v []int64) bool {
-	if d.sketch || d.sorted || len(v) != len(d.exact) || len(v) == 0 || v[0] != d.min || v[len(v)-1] != d.max {
+// values in ascending order, the n values at(0), …, at(n−1), sorted
+// elsewhere (the caller sorted the same values with more beside them):
+// Sorted then returns them instead of sorting its own. It reports whether
+// it took them, which it does only when they are ascending and hold what
+// the digest holds by count, extremes, sum, sum of squares and exclusive
+// or (so that a caller's mistake cannot change a percentile unnoticed).
+// They are written over the digest's own values: no array is made.
+func (d *Digest) SetSorted(n int, at func(i int) int64) bool {
+	if d.sketch || d.sorted || n != len(d.exact) || n == 0 || at(0) != d.min || at(n-1) != d.max {
 		return false
 	}
 	var s1, s2, x1, t1, t2, y1 uint64
+	prev := at(0)
 	for i, a := range d.exact {
-		b := v[i]
-		if i > 0 && b < v[i-1] {
+		b := at(i)
+		if b < prev {
 			return false
 		}
+		prev = b
 		s1, s2, x1 = s1+uint64(a), s2+uint64(a)*uint64(a), x1^uint64(a)
 		t1, t2, y1 = t1+uint64(b), t2+uint64(b)*uint64(b), y1^uint64(b)
 	}
 	if s1 != t1 || s2 != t2 || x1 != y1 {
 		return false
 	}
-	d.exact, d.sorted = v, true
+	for i := range d.exact {
+		d.exact[i] = at(i)
+	}
+	d.sorted = true
 	return true
 }
 

@@ -34,20 +34,28 @@ func TestMergeUnsortedSetSorted(t *testing.T) {
 		want := slices.Sorted(slices.Values(all))
 		bad := slices.Clone(want)
 		bad[len(bad)/2]++ // one value off: the sum tells
-		if len(bad) > 1 && a.SetSorted(bad) {
+		set := func(v []int64) bool { return a.SetSorted(len(v), func(i int) int64 { return v[i] }) }
+		if len(bad) > 1 && set(bad) {
 			t.Fatalf("round %d: took values that are not the digest's", round)
 		}
 		if len(want) > 2 {
 			swapped := slices.Clone(want)
 			swapped[0], swapped[len(swapped)-1] = swapped[len(swapped)-1], swapped[0]
-			if want[0] != want[len(want)-1] && a.SetSorted(swapped) {
+			if want[0] != want[len(want)-1] && set(swapped) {
 				t.Fatalf("round %d: took values out of order", round)
 			}
 		}
-		if !a.SetSorted(slices.Clone(want)) {
+		if m := len(want) / 2; m > 0 && want[m-1] != want[m] {
+			mid := slices.Clone(want)
+			mid[m-1], mid[m] = mid[m], mid[m-1] // the same values, out of order
+			if set(mid) {
+				t.Fatalf("round %d: took values out of order in the middle", round)
+			}
+		}
+		if !set(want) {
 			t.Fatalf("round %d: refused its own values sorted", round)
 		}
-		if a.SetSorted(slices.Clone(want)) {
+		if set(want) {
 			t.Fatalf("round %d: took values once sorted", round)
 		}
 		if !reflect.DeepEqual(a.Sorted(), ma.Sorted()) || !reflect.DeepEqual(a.State(), ma.State()) {
