@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -111,6 +113,50 @@ func TestSortSuccessesFromTimes(t *testing.T) {
 			w := slices.Sorted(slices.Values(want[name]))
 			if got := h.succ.Sorted(); !slices.Equal(got, w) {
 				t.Fatalf("tampered %v, hop %s: %d successes sorted, not the %d logged", tamper, name, len(got), len(w))
+			}
+		}
+	}
+}
+
+// durationOrder is the order of sorting (duration, index) over the
+// successes, then the failures by index, by radix or by comparison,
+// whatever the durations' spread and ties.
+func TestDurationOrderSorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 1))
+	gens := map[string]func() int64{
+		"µs lognormal": func() int64 { return int64(math.Exp(r.NormFloat64()*0.6+17)) / 1000 * 1000 },
+		"whole ms":     func() int64 { return int64(r.IntN(40)) * 1e6 },
+		"wide":         func() int64 { return r.Int64N(1 << 46) },
+		"one value":    func() int64 { return 7e6 },
+	}
+	for name, gen := range gens {
+		for _, n := range []int{2, 100, radixOrderFrom - 1, radixOrderFrom, 900, 5000, 1 << 16} {
+			d := make([]int64, n)
+			for i := range d {
+				d[i] = gen()
+				if r.IntN(20) == 0 {
+					d[i] = -1 - d[i]
+				}
+			}
+			var want []uint16
+			for i := range d {
+				if d[i] >= 0 {
+					want = append(want, uint16(i))
+				}
+			}
+			slices.SortFunc(want, func(a, b uint16) int {
+				if d[a] != d[b] {
+					return cmp.Compare(d[a], d[b])
+				}
+				return cmp.Compare(a, b)
+			})
+			for i := range d {
+				if d[i] < 0 {
+					want = append(want, uint16(i))
+				}
+			}
+			if got := durationOrder(d); !slices.Equal(got, want) {
+				t.Fatalf("%s, %d attempts: not the (duration, index) order", name, n)
 			}
 		}
 	}
