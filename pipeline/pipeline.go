@@ -48,6 +48,32 @@ type Options struct {
 	MaxHops int
 	// Progress, when not nil, is told what has been read.
 	Progress Progress
+	// Pushdown, when not nil, computes the analysis state of the paths
+	// it claims where their spans are (see Pushdown); PushdownOnly makes
+	// its declining an error instead of a reason to pull.
+	Pushdown     Pushdown
+	PushdownOnly bool
+	// Note, when not nil, is told at once what the read should say
+	// before it ends: why a push-down was declined (the pull that
+	// follows can take long).
+	Note func(string)
+}
+
+// Pushdown is a source that computes the analysis state of a window on
+// the server that holds its spans (a database: package source/clickhouse)
+// instead of handing the readers every span: the counts, digests,
+// examples, attempt times and attribution over all spans, and the trace
+// sample pulled whole. It must give the state the readers would keep
+// reading the same spans with the same options, or decline.
+type Pushdown interface {
+	// Claims reports whether path is one it may compute.
+	Claims(path string) bool
+	// State computes path's state read with o and a sample of
+	// sampleSpans spans (the state's Accum is what Read would have
+	// filled), and what the read amounts to (files, formats, counts,
+	// notes). declined, when not "", says why it cannot compute this read
+	// exactly: the path is then read by the readers (pulled).
+	State(path string, o ingest.Options, sampleSpans int) (s *analyze.State, st *ingest.Stats, declined string, err error)
 }
 
 // Logs are what a command works on.
@@ -115,6 +141,13 @@ func SummarizeStream(name string, r io.Reader, opt Options) (*summary.Summary, e
 // kept) or by hop after the fact; the filters apply to the logs read here,
 // and a note says the summaries were taken as they were made.
 func read(paths []string, opt Options) (*Logs, error) {
+	l, declined, err := pushdown(paths, opt)
+	if l != nil || err != nil {
+		return l, err
+	}
+	if declined != "" && opt.Note != nil {
+		opt.Note(declined)
+	}
 	sums, rest, err := summaries(paths)
 	if err != nil {
 		return &Logs{Stats: &ingest.Stats{}}, err
@@ -153,6 +186,57 @@ func read(paths []string, opt Options) (*Logs, error) {
 			strings.Join(filters, ", "), strings.Join(sums, ", ")))
 	}
 	return &Logs{acc: m.Accum, Stats: m.Stats, hopDef: m.HopDef}, nil
+}
+
+// pushdown reads paths through opt.Pushdown when it claims them: nil
+// Logs when it does not, or declined (then declined says why, and the
+// paths are for the readers), or when PushdownOnly turns a decline into
+// an error. One path is pushed down alone: the state of a window is not
+// merged with other inputs' here.
+func pushdown(paths []string, opt Options) (*Logs, string, error) {
+	p := opt.Pushdown
+	if p == nil {
+		return nil, "", nil
+	}
+	var claimed []string
+	for _, path := range paths {
+		if p.Claims(path) {
+			claimed = append(claimed, path)
+		}
+	}
+	if len(claimed) == 0 {
+		return nil, "", nil
+	}
+	decline := func(why string) (*Logs, string, error) {
+		msg := fmt.Sprintf("%s: not computed on the server (%s): every span of the window is pulled", strings.Join(claimed, ", "), why)
+		if opt.PushdownOnly {
+			return &Logs{Stats: &ingest.Stats{}}, "", fmt.Errorf("%s: cannot be computed on the server: %s", strings.Join(claimed, ", "), why)
+		}
+		return nil, msg, nil
+	}
+	if len(paths) > 1 {
+		return decline("it is read with other inputs, and only a window read alone is pushed down")
+	}
+	s, st, why, err := p.State(paths[0], opt.Ingest, opt.SampleSpans)
+	if err != nil {
+		return &Logs{Stats: &ingest.Stats{}}, "", err
+	}
+	if why != "" {
+		return decline(why)
+	}
+	maxHops := opt.MaxHops
+	if maxHops <= 0 {
+		maxHops = analyze.DefaultMaxHops
+	}
+	if len(s.Hops) > maxHops {
+		return decline(fmt.Sprintf("%d hops, more than --max-hops %d", len(s.Hops), maxHops))
+	}
+	acc, err := analyze.FromState(s)
+	if err != nil {
+		return decline(fmt.Sprintf("the server's state does not check: %v", err))
+	}
+	acc.MaxHops = opt.MaxHops
+	return &Logs{acc: acc, Stats: st, hopDef: summary.HopDefOf(opt.Ingest.HopBy, opt.Ingest.Map)}, "", nil
 }
 
 // filterFlags names the filters o asks for.

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/source"
 	"github.com/tailscope/tailscope/source/clickhouse"
 )
@@ -21,10 +22,38 @@ import (
 // clickhouseFlags are what only a ClickHouse URL takes.
 type clickhouseFlags struct {
 	user string
+	mode string
 }
 
 func (f *clickhouseFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.user, "clickhouse-user", "", "the user for a clickhouse:// URL (default $CLICKHOUSE_USER; the password is\n$CLICKHOUSE_PASSWORD, never a flag or the URL, never printed)")
+	fs.StringVar(&f.mode, "clickhouse-mode", "auto", "how a clickhouse:// window is analysed: auto (computed on the server when it can be\nexactly, else every span pulled, with a note saying why), pushdown (on the server, or an\nerror saying why not), pull (every span pulled through the readers)")
+}
+
+// check checks the flags.
+func (f *clickhouseFlags) check() error {
+	switch f.mode {
+	case "auto", "pushdown", "pull":
+		return nil
+	}
+	return usagef("--clickhouse-mode %q: want auto, pushdown or pull", f.mode)
+}
+
+// pushdown sets lo to compute a ClickHouse window on the server as
+// --clickhouse-mode says, telling the user at once (unless quiet) why a
+// push-down was declined.
+func (f *clickhouseFlags) pushdown(e *env, lo *pipeline.Options, m *meter, quiet bool) {
+	r, ok := lo.Ingest.Remote.(remotes)
+	if !ok || f.mode == "pull" {
+		return
+	}
+	lo.Pushdown, lo.PushdownOnly = r.ch, f.mode == "pushdown"
+	if !quiet {
+		lo.Note = func(s string) {
+			m.done()
+			fmt.Fprintf(e.stderr, "tailscope: note: %s\n", visible(s))
+		}
+	}
 }
 
 // remotes serves ClickHouse URLs from source/clickhouse and the other
@@ -72,6 +101,12 @@ func (f *sourceFlags) clickhouseProgress(e *env) func(clickhouse.Progress) {
 			verb = "read"
 		}
 		line := fmt.Sprintf("%s %s: %d spans · %s · %d requests", verb, p.Source, p.Rows, units.Bytes(p.Bytes), p.Requests)
+		if p.Pushdown {
+			line = fmt.Sprintf("computing on the server %s: %d spans pulled · %s · %d requests", p.Source, p.Rows, units.Bytes(p.Bytes), p.Requests)
+			if p.Final {
+				line = fmt.Sprintf("computed on the server %s: %d spans aggregated, %d pulled · %s over the wire · %d requests", p.Source, p.Aggregated, p.Rows, units.Bytes(p.Bytes), p.Requests)
+			}
+		}
 		f.m.fetched(line)
 		if !p.Final {
 			return

@@ -142,6 +142,9 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 			return o, usagef("--%s %d: want %s", x.flag, x.v, x.want)
 		}
 	}
+	if err := f.src.ch.check(); err != nil {
+		return o, err
+	}
 	if !ingest.ValidHopBy(f.hopBy) {
 		return o, usagef("--hop-by %q: want hop, service, name, service+name, peer or attr:KEY", f.hopBy)
 	}
@@ -230,6 +233,7 @@ func (f *inputFlags) read(e *env, opt ingest.Options) (pipeline.Options, *meter)
 		lo.Progress = m
 	}
 	f.src.m = m
+	f.src.ch.pushdown(e, &lo, m, f.quiet)
 	return lo, m
 }
 

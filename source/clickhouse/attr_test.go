@@ -48,7 +48,7 @@ func attrSpans(n int, seed uint64, collapse bool) []byte {
 			h = 2
 		}
 		start := t0 + int64(i)*1_000_000
-		d := int64(math.Exp(7 + 4*r.Float64()))
+		d := int64(1000 * math.Exp(7+3*r.Float64()))
 		if fan && trace <= 80 {
 			d *= 100 // the first two fan-outs' calls are the slowest
 		}
@@ -56,13 +56,18 @@ func attrSpans(n int, seed uint64, collapse bool) []byte {
 			d = 0
 		}
 		status, msg := 1, ""
-		switch x := r.IntN(40); {
+		switch x := r.IntN(200); {
 		case x == 0:
 			status, msg = 2, "context deadline exceeded"
-		case x < 3:
+			d = 500_000_000 + int64(r.IntN(1000))
+		case x < 12:
 			status, msg = 2, "connection refused"
 		}
-		res := []string{kv("service.name", hops[h].service), kv("k8s.pod.name", fmt.Sprintf("%s-%d", hops[h].service, r.IntN(4))),
+		pod := r.IntN(4)
+		if pod == 0 && h == 2 && r.IntN(4) == 0 {
+			status, msg = 2, "connection refused" // a failing pod: attribution names it
+		}
+		res := []string{kv("service.name", hops[h].service), kv("k8s.pod.name", fmt.Sprintf("%s-%d", hops[h].service, pod)),
 			kv("zone", []string{"a", "b"}[r.IntN(2)])}
 		blob := []int{150, 199, 200, 201, 1024, 1025}[r.IntN(6)]
 		res = append(res, kv("res.blob", strings.Repeat(string(rune('a'+blob%7)), blob)))

@@ -237,6 +237,11 @@ type Progress struct {
 	Requests    int
 	Final       bool
 	Failed      bool
+	// Pushdown says the read computes the state on the server
+	// (Pushdown): Rows are then the spans pulled (outcome groups' and the
+	// trace sample's), and Aggregated, once Final, the spans aggregated.
+	Pushdown   bool
+	Aggregated int64
 }
 
 func (o Options) withDefaults(now time.Time) Options {

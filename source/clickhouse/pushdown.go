@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,19 +107,38 @@ type serverSide struct {
 }
 
 // serverAggregates runs the steps Aggregate and Pushdown share, refusing
-// what only the pull path reads exactly (another hop, --map, hop filters).
+// what only the pull path reads exactly (another hop, --map, a hop
+// filter ClickHouse's match may read otherwise than Go). The hop and its
+// filters are in's, so that the server's query and the readers agree.
 func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Options) (*serverSide, error) {
-	if in.HopBy != "" && in.HopBy != "service+name" || len(in.Map) > 0 || in.Hops != nil || in.ExcludeHops != nil {
-		return nil, fmt.Errorf("%w: only the default hop, without --map or hop filters, is aggregated on the server", ErrNotPushable)
+	if in.HopBy != "" && in.HopBy != "service+name" || len(in.Map) > 0 {
+		return nil, fmt.Errorf("%w: only the default hop, without --map, is aggregated on the server", ErrNotPushable)
 	}
+	for _, x := range []struct {
+		flag string
+		re   *regexp.Regexp
+	}{{"--hops", in.Hops}, {"--exclude-hops", in.ExcludeHops}} {
+		if x.re != nil && !pushable(x.re) {
+			return nil, fmt.Errorf("%w: %s %q may not mean to ClickHouse's match what it means to Go", ErrNotPushable, x.flag, x.re.String())
+		}
+	}
+	o.HopBy, o.Hops, o.ExcludeHops = in.HopBy, in.Hops, in.ExcludeHops
 	t, err := Parse(raw)
 	if err != nil {
 		return nil, err
 	}
 	o = o.withDefaults(time.Now())
 	var mu sync.Mutex
-	var prog Progress
-	c := &client{t: t, o: o, report: func(f func(*Progress)) { mu.Lock(); f(&prog); mu.Unlock() }}
+	prog := Progress{Source: t.Raw, Pushdown: true}
+	c := &client{t: t, o: o, report: func(f func(*Progress)) {
+		mu.Lock()
+		f(&prog)
+		p := prog
+		mu.Unlock()
+		if o.Progress != nil {
+			o.Progress(p)
+		}
+	}}
 	p, err := c.plan(ctx)
 	if err != nil {
 		return nil, err

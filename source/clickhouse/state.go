@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -28,8 +30,13 @@ type Pushed struct {
 	// the spans pulled for the trace sample (and the hops' first spans).
 	Groups  int
 	Sampled int64
-	// Bytes is what came over the wire for all the queries.
-	Bytes int64
+	// Bytes is what came over the wire for all the queries, in
+	// Requests HTTP requests.
+	Bytes    int64
+	Requests int
+	// Notes say what the read should know: columns the table lacks, and
+	// what was computed on the server and pulled.
+	Notes []string
 	// attrAgain counts the attribute values whose examples were asked
 	// for again, grouped by trace.
 	attrAgain int
@@ -90,6 +97,23 @@ func Pushdown(ctx context.Context, raw string, o Options, in ingest.Options, sam
 	if err != nil {
 		return nil, err
 	}
+	out, err := sa.pushdown(ctx, in, sampleSpans)
+	sa.c.report(func(p *Progress) {
+		p.Final, p.Failed = true, err != nil
+		if out != nil {
+			p.Rows, p.Bytes, p.Aggregated = int64(out.Groups)+out.Sampled, out.Bytes, out.State.Total
+			out.Requests = p.Requests
+		}
+	})
+	if out != nil {
+		out.Notes = append(append(out.Notes, sa.p.notes...), fmt.Sprintf("ClickHouse: computed on the server (push-down) from %d spans of %s in %d outcome groups, %d spans pulled for the trace sample and the hops' first spans: %s over the wire in %d requests; the server applied %s",
+			out.State.Total, sa.p.table, out.Groups, out.Sampled, units.Bytes(out.Bytes), out.Requests, strings.Join(sa.p.pushed, ", ")))
+	}
+	return out, err
+}
+
+// pushdown is the rest of Pushdown, once the counts and digests are in.
+func (sa *serverSide) pushdown(ctx context.Context, in ingest.Options, sampleSpans int) (*Pushed, error) {
 	c, p, inner, cls, groups, agg := sa.c, sa.p, sa.inner, sa.cls, sa.groups, sa.agg
 	rows := rowsSQL(inner, aliases(inner), groupCols(aliases(inner)), cls)
 	st := &analyze.State{SampleSpans: sampleSpans, Limit: sampleSpans, Total: agg.Spans}
@@ -314,4 +338,29 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, ranks []int6
 	}
 	st.Sample = sub.Sample
 	return n, nil
+}
+
+// State computes the state of the window of path on the server, for
+// pipeline.Pushdown (which Remote is, without importing it): the state,
+// the read's statistics as the pull path would give them (the URL read as
+// OTLP, every span used), and declined, the reason, when the window
+// cannot be computed exactly here (ErrNotPushable, or a reader option
+// that only the readers apply) and must be pulled.
+func (r Remote) State(path string, in ingest.Options, sampleSpans int) (*analyze.State, *ingest.Stats, string, error) {
+	switch {
+	case in.Format != "" && in.Format != "auto" && in.Format != "otlp":
+		return nil, nil, fmt.Sprintf("--input %s: the server's rows are OTLP", in.Format), nil
+	case len(in.Exclude) > 0:
+		return nil, nil, "--exclude-window is applied by the readers", nil
+	}
+	p, err := Pushdown(context.Background(), path, r.Options, in, sampleSpans)
+	if errors.Is(err, ErrNotPushable) {
+		return nil, nil, strings.TrimPrefix(err.Error(), ErrNotPushable.Error()+": "), nil
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	st := &ingest.Stats{Files: []string{path}, Formats: map[string]string{path: "otlp"}, SkippedByReason: map[string]int64{}, FilteredByReason: map[string]int64{},
+		Read: p.State.Total, Used: p.State.Total, Notes: p.Notes}
+	return p.State, st, "", nil
 }
