@@ -164,7 +164,10 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 		return err
 	}
 	// Which keys each hop keeps, and which of them are dropped.
-	var live []string // (hop, key) tuples asked for
+	// The (hop, key) pairs whose values are asked for, and the others
+	// (dropped, or past the hop's AttrMaxKeys), which the query leaves
+	// out: usually the shorter list to write into it.
+	var live, skip []string
 	secrets := map[string]bool{}
 	kept := map[string][]analyze.AttrKey{}
 	for h, ks := range keys {
@@ -180,7 +183,7 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 					shown[secret.Scrub(v)] = true
 				}
 				if len(shown) <= analyze.AttrMaxValues {
-					return fmt.Errorf("%w: hop %q's attribute %q has %d values, which only the readers can tell show as more than %d", ErrNotPushable, h, k, ce.nv, analyze.AttrMaxValues)
+					return fmt.Errorf("%w: hop %q's attribute %q has %d values, some alike once credentials are hidden: whether more than %d remain only the readers can tell", ErrNotPushable, h, k, ce.nv, analyze.AttrMaxValues)
 				}
 				ak.Dropped = true
 			}
@@ -189,11 +192,20 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 				live = append(live, "("+quoteString(h)+", "+quoteString(k)+")")
 			}
 		}
+		in := map[string]bool{}
+		for _, ak := range kept[h] {
+			in[ak.Key] = !ak.Dropped
+		}
+		for _, k := range ks {
+			if !in[k] {
+				skip = append(skip, "("+quoteString(h)+", "+quoteString(k)+")")
+			}
+		}
 	}
 	vals := map[hopKey]map[string]*analyze.AttrValue{}
 	if len(live) > 0 {
 		var err error
-		if vals, err = c.attrValues(ctx, rows, live, secrets); err != nil {
+		if vals, err = c.attrValues(ctx, rows, skip, secrets); err != nil {
 			return err
 		}
 	}
@@ -237,9 +249,9 @@ func keptKeys(hop string, keys []string) []string {
 	return out
 }
 
-// attrValues asks for the values of the (hop, key) pairs live, and
-// returns them by the value shown, merged.
-func (c *client) attrValues(ctx context.Context, rows string, live []string, secrets map[string]bool) (map[hopKey]map[string]*analyze.AttrValue, error) {
+// attrValues asks for the values of every (hop, key) pair but those of
+// skip, and returns them by the value shown, merged.
+func (c *client) attrValues(ctx context.Context, rows string, skip []string, secrets map[string]bool) (map[hopKey]map[string]*analyze.AttrValue, error) {
 	v := "x.2"
 	if len(secrets) > 0 {
 		var sk []string
@@ -252,7 +264,10 @@ func (c *client) attrValues(ctx context.Context, rows string, live []string, sec
 	}
 	top := strconv.Itoa(attrTop)
 	ar := "SELECT h, x.1 AS k, " + v + " AS v, d, tn, cl, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT h, d, tn, cl, kva FROM (" +
-		rows + ")) ARRAY JOIN kva AS x WHERE (h, x.1) IN " + inList(live)
+		rows + ")) ARRAY JOIN kva AS x"
+	if len(skip) > 0 {
+		ar += " WHERE (h, x.1) NOT IN " + inList(skip)
+	}
 	q := binWith() + "SELECT h, k, v, count() AS n, countIf(cl > 0) AS nf, countIf(cl = 1) AS nfl, countIf(cl != 1 AND d < 1) AS nz, " +
 		"sumMapIf([toInt32(b)], [toUInt64(1)], cl != 1 AND d >= 1) AS bns, groupArraySorted(" + top + ")((-d, tn)) AS slow, " +
 		"groupArraySortedIf(" + top + ")((-d, tn), cl > 0) AS fail FROM (" + ar + ") GROUP BY h, k, v"
