@@ -96,14 +96,24 @@ func kvSQL(has map[string]bool) (kv, bad string) {
 }
 
 // attrRowsSQL is the rows of inner with their hop, duration, the readers'
-// trace id (tn), class (cl), the attributes attribution reads (kva: those
-// of at most AttrMaxValueLen bytes), whether the row has any attribute
-// the readers keep (any) and whether its attribute text is bad.
+// trace id (tn), class (cl), the sketch bin of a duration that is not cut
+// (b: binSQL, in a query that starts with binWith), and the attributes
+// attribution reads (kva: those of at most AttrMaxValueLen bytes).
 func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class) string {
+	kv, _ := kvSQL(has)
+	return "SELECT h, d, tn, cl, kva, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT h, d, " + normTraceSQL("t") + " AS tn, cl, " +
+		"arrayFilter(x -> length(x.2) <= " + strconv.Itoa(analyze.AttrMaxValueLen) + ", kv) AS kva FROM (SELECT h, d, t, " + classSQL(has, cls) + " AS cl, " +
+		kv + " AS kv FROM (SELECT *, " + strings.Join(gc, ", ") + " FROM (" + inner + "))))"
+}
+
+// censusRowsSQL is the rows of inner with their hop, the attributes
+// attribution reads (kva), whether the row has any attribute the readers
+// keep (any) and whether its attribute text is bad: no class, so that
+// the census does not compute it.
+func censusRowsSQL(inner string, has map[string]bool) string {
 	kv, bad := kvSQL(has)
-	return "SELECT h, d, " + normTraceSQL("t") + " AS tn, cl, arrayFilter(x -> length(x.2) <= " + strconv.Itoa(analyze.AttrMaxValueLen) + ", kv) AS kva, " +
-		"length(kv) > 0 AS any, bad FROM (SELECT h, d, t, " + classSQL(has, cls) + " AS cl, " + kv + " AS kv, " + bad + " AS bad FROM (SELECT *, " +
-		strings.Join(gc, ", ") + " FROM (" + inner + ")))"
+	return "SELECT h, arrayFilter(x -> length(x.2) <= " + strconv.Itoa(analyze.AttrMaxValueLen) + ", kv) AS kva, length(kv) > 0 AS any, bad FROM (SELECT h, " +
+		kv + " AS kv, " + bad + " AS bad FROM (" + inner + "))"
 }
 
 // hopKey is one key of one hop; attrGroup one raw value of one.
@@ -125,7 +135,6 @@ func inList(in []string) string {
 // server.
 func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]class, byHop map[string]*analyze.HopState) error {
 	has := aliases(inner)
-	rows := attrRowsSQL(inner, has, groupCols(has), cls)
 	// The census: per hop and key, its raw values' count and, past
 	// AttrMaxValues, AttrMaxValues+1 of them; per hop (key ''), the
 	// spans with attributes and those with bad text.
@@ -133,7 +142,7 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 	q := "SELECT h, k, uniqExact(v) AS nv, count() AS n, countIf(v = 'bad') AS nbad, " +
 		"if(uniqExact(v) > " + lim + ", groupUniqArray(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(v), CAST([], 'Array(String)')) AS vs " +
 		"FROM (SELECT h, x.1 AS k, x.2 AS v FROM (SELECT h, arrayConcat(kva, if(any, [('', if(bad, 'bad', ''))], CAST([], 'Array(Tuple(String, String))'))) AS kx FROM (" +
-		rows + ")) ARRAY JOIN kx AS x) GROUP BY h, k"
+		censusRowsSQL(inner, has) + ")) ARRAY JOIN kx AS x) GROUP BY h, k"
 	keys := map[string][]string{}
 	type census struct {
 		nv int
@@ -205,7 +214,7 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 	vals := map[hopKey]map[string]*analyze.AttrValue{}
 	if len(live) > 0 {
 		var err error
-		if vals, err = c.attrValues(ctx, rows, skip, secrets); err != nil {
+		if vals, err = c.attrValues(ctx, attrRowsSQL(inner, has, groupCols(has), cls), skip, secrets); err != nil {
 			return err
 		}
 	}
@@ -263,8 +272,7 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 		v = "if(x.1 IN (" + strings.Join(sk, ", ") + "), '', x.2)"
 	}
 	top := strconv.Itoa(attrTop)
-	ar := "SELECT h, x.1 AS k, " + v + " AS v, d, tn, cl, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT h, d, tn, cl, kva FROM (" +
-		rows + ")) ARRAY JOIN kva AS x"
+	ar := "SELECT h, x.1 AS k, " + v + " AS v, d, tn, cl, b FROM (" + rows + ") ARRAY JOIN kva AS x"
 	if len(skip) > 0 {
 		ar += " WHERE (h, x.1) NOT IN " + inList(skip)
 	}
