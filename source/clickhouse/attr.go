@@ -39,6 +39,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +62,12 @@ const (
 // attrTop is how many of a value's slowest attempts the server returns
 // for its examples (and as many failed ones).
 const attrTop = 8
+
+// tnum is the readers' trace id tn as a number whose order is the text's
+// (tn is 32 lowercase hex digits: the digests' scan refuses any other),
+// which the server sorts faster than text: 2.3 -> 2.0 s of the values'
+// query on 1M spans.
+const tnum = "reinterpretAsUInt128(reverse(unhex(tn)))"
 
 // kvSQL is the attributes the readers keep of a row of inner, as an
 // array of (key, value), resource's first, then the scope's, then the
@@ -277,8 +285,8 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 		ar += " WHERE (h, x.1) NOT IN " + inList(skip)
 	}
 	q := binWith() + "SELECT h, k, v, count() AS n, countIf(cl > 0) AS nf, countIf(cl = 1) AS nfl, countIf(cl != 1 AND d < 1) AS nz, " +
-		"sumMapIf([toInt32(b)], [toUInt64(1)], cl != 1 AND d >= 1) AS bns, groupArraySorted(" + top + ")((-d, tn)) AS slow, " +
-		"groupArraySortedIf(" + top + ")((-d, tn), cl > 0) AS fail FROM (" + ar + ") GROUP BY h, k, v"
+		"sumMapIf(map(toInt32(b), toUInt64(1)), cl != 1 AND d >= 1) AS bns, groupArraySorted(" + top + ")((-d, " + tnum + ")) AS slow, " +
+		"groupArraySortedIf(" + top + ")((-d, " + tnum + "), cl > 0) AS fail FROM (" + ar + ") GROUP BY h, k, v"
 	out := map[hopKey]map[string]*analyze.AttrValue{}
 	type group = attrGroup
 	var again []group
@@ -287,29 +295,35 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 		var r struct {
 			H, K, V        string
 			N, Nf, Nfl, Nz json.Number
-			Bns            [2][]json.Number
+			Bns            map[string]json.Number
 			Slow, Fail     [][2]json.RawMessage
 		}
-		if err := json.Unmarshal(line, &r); err != nil || len(r.Bns[0]) != len(r.Bns[1]) {
+		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("%s: a hop's attribute values are not what was asked: %.200q", c.t.Raw, line)
 		}
 		av := &analyze.AttrValue{Attempts: num(r.N), Failed: num(r.Nf), Flagged: num(r.Nfl), Zero: num(r.Nz)}
-		if len(r.Bns[0]) > 0 {
-			lo, hi := num(r.Bns[0][0]), num(r.Bns[0][0])
-			for _, b := range r.Bns[0] {
-				lo, hi = min(lo, num(b)), max(hi, num(b))
+		if len(r.Bns) > 0 {
+			bins := map[int]int{}
+			lo, hi := math.MaxInt, math.MinInt
+			for k, cnt := range r.Bns {
+				b, err := strconv.Atoi(k)
+				if err != nil {
+					return fmt.Errorf("%s: a hop's attribute values are not what was asked: %.200q", c.t.Raw, line)
+				}
+				bins[b] = num(cnt)
+				lo, hi = min(lo, b), max(hi, b)
 			}
 			av.Lo, av.Bins = lo, make([]uint32, hi-lo+1)
-			for i, b := range r.Bns[0] {
-				av.Bins[num(b)-lo] += uint32(num(r.Bns[1][i]))
+			for b, n := range bins {
+				av.Bins[b-lo] += uint32(n)
 			}
 		}
 		var ok1, ok2 bool
 		var err error
-		if av.Slow, ok1, err = topTraces(r.Slow, av.Attempts); err != nil {
+		if av.Slow, ok1, err = topTraces(r.Slow, av.Attempts, true); err != nil {
 			return fmt.Errorf("%s: %v: %.200q", c.t.Raw, err, line)
 		}
-		if av.Fail, ok2, err = topTraces(r.Fail, av.Failed); err != nil {
+		if av.Fail, ok2, err = topTraces(r.Fail, av.Failed, true); err != nil {
 			return fmt.Errorf("%s: %v: %.200q", c.t.Raw, err, line)
 		}
 		g := group{r.H, r.K, r.V}
@@ -374,13 +388,24 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 // (−duration, trace) in order: the first AttrExamples distinct traces
 // (a trace's first attempt there is its longest). ok is false when they
 // hold fewer distinct traces while the value has more attempts than
-// were returned: only the attempts grouped by trace tell then.
-func topTraces(rows [][2]json.RawMessage, n int) (out []analyze.Example, ok bool, err error) {
+// were returned: only the attempts grouped by trace tell then. u128 says
+// the traces come as tnum gives them (a decimal UInt128), else as text.
+func topTraces(rows [][2]json.RawMessage, n int, u128 bool) (out []analyze.Example, ok bool, err error) {
 	seen := map[string]bool{}
 	for _, x := range rows {
 		var d json.Number
 		var tr string
-		if json.Unmarshal(x[0], &d) != nil || json.Unmarshal(x[1], &tr) != nil || tr == "" {
+		if u128 {
+			// A number, quoted or not as the server's settings say.
+			var b big.Int
+			if _, ok := b.SetString(strings.Trim(string(x[1]), `"`), 10); !ok || b.Sign() < 0 || b.BitLen() > 128 {
+				return nil, false, fmt.Errorf("an attribute value's examples are not what was asked")
+			}
+			tr = fmt.Sprintf("%032x", &b)
+		} else if json.Unmarshal(x[1], &tr) != nil {
+			tr = ""
+		}
+		if json.Unmarshal(x[0], &d) != nil || tr == "" {
 			return nil, false, fmt.Errorf("an attribute value's examples are not what was asked")
 		}
 		if seen[tr] {
@@ -415,8 +440,8 @@ func (c *client) attrExamples(ctx context.Context, ar string, groups []attrGroup
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("%s: an attribute value's examples are not what was asked: %.200q", c.t.Raw, line)
 		}
-		slow, _, err1 := topTraces(r.Slow, 0)
-		fail, _, err2 := topTraces(r.Fail, 0)
+		slow, _, err1 := topTraces(r.Slow, 0, false)
+		fail, _, err2 := topTraces(r.Fail, 0, false)
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("%s: an attribute value's examples are not what was asked: %.200q", c.t.Raw, line)
 		}
