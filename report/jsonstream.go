@@ -354,9 +354,13 @@ func indentJSON(dst, src []byte, prefix, indent string) []byte {
 
 // wholeWindow is how many members wholeMembers encodes before it writes
 // them (what it holds encoded at once), and wholeMinPer the fewest a
-// goroutine takes.
+// goroutine takes. A window's encoded members are buffers that grow by
+// doubling and are kept for the next window: at 1,024 a window of
+// 1,000 hops (5.8 MB of JSON) was 12 MB of fresh memory, its page faults
+// a tenth of the report's cost; at 128 the buffers stay under 1 MB and
+// are reused, and a window still keeps both cores busy.
 const (
-	wholeWindow = 1024
+	wholeWindow = 128
 	wholeMinPer = 16
 )
 
