@@ -143,14 +143,14 @@ func inList(in []string) string {
 // server.
 func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]class, byHop map[string]*analyze.HopState) error {
 	has := aliases(inner)
-	// The census: per hop and key, its raw values' count and, past
-	// AttrMaxValues, AttrMaxValues+1 of them; per hop (key ''), the
-	// spans with attributes and those with bad text.
-	lim := strconv.Itoa(analyze.AttrMaxValues)
-	q := "SELECT h, k, uniqExact(v) AS nv, count() AS n, countIf(v = 'bad') AS nbad, " +
-		"if(uniqExact(v) > " + lim + ", groupUniqArray(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(v), CAST([], 'Array(String)')) AS vs " +
-		"FROM (SELECT h, x.1 AS k, x.2 AS v FROM (SELECT h, arrayConcat(kva, if(any, [('', if(bad, 'bad', ''))], CAST([], 'Array(Tuple(String, String))'))) AS kx FROM (" +
-		censusRowsSQL(inner, has) + ")) ARRAY JOIN kx AS x) GROUP BY h, k"
+	// The census, one row a hop: per key, its raw values' count and up
+	// to AttrMaxValues+1 of them (the -Map combinators aggregate each key
+	// of the row's map of attributes, duplicates included, without an
+	// ARRAY JOIN: 2.5-3.4 s -> 1.5-1.7 s on 1M spans); the spans with
+	// attributes and those with bad text.
+	m := "mapFromArrays(arrayMap(x -> x.1, kva), arrayMap(x -> x.2, kva))"
+	q := "SELECT h, uniqExactMap(" + m + ") AS nv, countIf(any) AS n, countIf(bad) AS nbad, groupUniqArrayMap(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(" + m + ") AS vs " +
+		"FROM (" + censusRowsSQL(inner, has) + ") GROUP BY h"
 	keys := map[string][]string{}
 	type census struct {
 		nv int
@@ -159,26 +159,29 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 	cens := map[hopKey]census{}
 	err := c.jsonLines(ctx, q, func(line []byte) error {
 		var r struct {
-			H, K        string
-			Nv, N, Nbad json.Number
-			Vs          []string
+			H       string
+			Nv      map[string]json.Number
+			N, Nbad json.Number
+			Vs      map[string][]string
 		}
 		if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil {
 			return fmt.Errorf("%s: a hop's attribute keys are not what was asked: %.200q", c.t.Raw, line)
 		}
-		if r.K == "" {
-			if num(r.Nbad) > 0 {
-				return fmt.Errorf("%w: %s spans of hop %q have attribute text that is not UTF-8 (the readers would repair it)", ErrNotPushable, r.Nbad, r.H)
-			}
-			byHop[r.H].HasAttr = num(r.N) > 0
-			return nil
+		if num(r.Nbad) > 0 {
+			return fmt.Errorf("%w: %s spans of hop %q have attribute text that is not UTF-8 (the readers would repair it)", ErrNotPushable, r.Nbad, r.H)
 		}
-		keys[r.H] = append(keys[r.H], r.K)
-		cens[hopKey{r.H, r.K}] = census{nv: num(r.Nv), vs: r.Vs}
+		byHop[r.H].HasAttr = num(r.N) > 0
+		for k, nv := range r.Nv {
+			keys[r.H] = append(keys[r.H], k)
+			cens[hopKey{r.H, k}] = census{nv: num(nv), vs: r.Vs[k]}
+		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for h := range keys {
+		sort.Strings(keys[h])
 	}
 	// Which keys each hop keeps, and which of them are dropped.
 	// The (hop, key) pairs whose values are asked for, and the others
