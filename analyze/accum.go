@@ -980,7 +980,14 @@ func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms b
 		}
 		all.s = mergeAscending3(succ, flagged, other)
 		failed.s = mergeAscending(flagged, other)
-		tts.s = mergeAscending3(succ, flagged, near)
+		if len(flagged) == 0 && len(near) == len(other) {
+			// The same union (near is all of other): one new list read
+			// by both (neither writes it), not a second copy of every
+			// success — most hops of a large log have no failure.
+			tts.s = all.s
+		} else {
+			tts.s = mergeAscending3(succ, flagged, near)
+		}
 		nearT.s = near
 		all.exact, failed.exact, tts.exact, nearT.exact = true, true, true, true
 	} else {
