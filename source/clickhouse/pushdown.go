@@ -106,6 +106,12 @@ type serverSide struct {
 	agg    *Aggregates
 }
 
+// aggregateWait bounds the wait for a push-down query's answer to begin
+// when --fetch-timeout is shorter: an aggregation answers only once the
+// server has read the whole window (at 10M spans on the test machine,
+// some queries took 30 s).
+var aggregateWait = 10 * time.Minute
+
 // serverAggregates runs the steps Aggregate and Pushdown share, refusing
 // what only the pull path reads exactly (another hop, --map, a hop
 // filter ClickHouse's match may read otherwise than Go). The hop and its
@@ -130,7 +136,7 @@ func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Opti
 	o = o.withDefaults(time.Now())
 	var mu sync.Mutex
 	prog := Progress{Source: t.Raw, Pushdown: true}
-	c := &client{t: t, o: o, report: func(f func(*Progress)) {
+	c := &client{t: t, o: o, begin: aggregateWait, report: func(f func(*Progress)) {
 		mu.Lock()
 		f(&prog)
 		p := prog

@@ -36,6 +36,11 @@ type client struct {
 	// carry (a readonly user may set none): they go without them, and
 	// the answers come uncompressed.
 	bare bool
+	// begin, when above the timeout, bounds the wait for an answer to
+	// begin instead: the push-down's aggregations answer only once the
+	// server has aggregated the window (a pause in an answer once begun
+	// is still bounded by the timeout).
+	begin time.Duration
 }
 
 // plan is the query of a read and what the notes say about it.
@@ -490,7 +495,11 @@ func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 		// the wire can be counted before they are inflated.
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
-	timer := time.AfterFunc(c.o.Timeout, cancel)
+	wait, what := c.o.Timeout, "--fetch-timeout"
+	if c.begin > wait {
+		wait, what = c.begin, "the server's aggregation; at most the longer of --fetch-timeout and "+c.begin.String()
+	}
+	timer := time.AfterFunc(wait, cancel)
 	resp, err := c.o.Client.Do(req)
 	fired := !timer.Stop()
 	if err == nil && fired {
@@ -499,7 +508,7 @@ func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 	if err != nil || fired {
 		cancel()
 		if fired && ctx.Err() == nil {
-			return nil, fmt.Errorf("no answer within %v (--fetch-timeout)", c.o.Timeout)
+			return nil, fmt.Errorf("no answer within %v (%s)", wait, what)
 		}
 		return nil, err
 	}
