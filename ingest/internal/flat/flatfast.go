@@ -283,15 +283,17 @@ func stringEnd(line []byte, i, n int) (int, bool) {
 		}
 	}
 	// Short strings (a kind, a status, most names) end in their first
-	// word: that word is tested here, without a call.
-	if i+8 <= len(line) {
-		if m := specialMask(binary.LittleEndian.Uint64(line[i:])); m != 0 {
-			j := i + bits.TrailingZeros64(m)>>3 // the lowest flag is exact
+	// word, and names and hops of varying length ("orders-3.List",
+	// "profile-1.Validate") in their second or third: those words are
+	// tested here, without a call.
+	k := i
+	for end := min(len(line), i+24); k+8 <= end; k += 8 {
+		if m := specialMask(binary.LittleEndian.Uint64(line[k:])); m != 0 {
+			j := k + bits.TrailingZeros64(m)>>3 // the lowest flag is exact
 			return j, line[j] == '"'
 		}
-		return jsonscan.PlainString(line, i+8)
 	}
-	return jsonscan.PlainString(line, i)
+	return jsonscan.PlainString(line, k)
 }
 
 // specialMask is non-zero exactly when a byte of x is '"', '\\' or below
