@@ -200,8 +200,11 @@ type flatRecord struct {
 	// named by them, only the spans that go on need them.
 	lazy   bool
 	intern *record.Interner
-	// hops fronts intern for the hop names (hopintern.go).
-	hops hopIntern
+	// hops fronts intern for the hop names (hopintern.go), and names for
+	// services and span names: the Interner's own front is keyed by a
+	// name's first 8 bytes, which a log's names share ("orders-3.List",
+	// "orders-4.List"), so most of them went to its map.
+	hops, names hopIntern
 	// block is the buffer the record's text lies in when ids may alias
 	// it (Options.Borrowed; see idString).
 	block []byte
@@ -313,10 +316,10 @@ func required(f field) bool {
 // materialize interns the service and name the fast path deferred.
 func (r *flatRecord) materialize() {
 	if r.lazySvc != nil {
-		r.sp.Service, r.lazySvc = r.intern.Get(r.lazySvc), nil
+		r.sp.Service, r.lazySvc = r.names.get(r.intern, r.lazySvc), nil
 	}
 	if r.lazyName != nil {
-		r.sp.Name, r.lazyName = r.intern.Get(r.lazyName), nil
+		r.sp.Name, r.lazyName = r.names.get(r.intern, r.lazyName), nil
 	}
 }
 
@@ -335,9 +338,9 @@ func (r *flatRecord) set(f field, str bool, v []byte) error {
 	case fParentID:
 		sp.ParentID = r.idString(v)
 	case fService:
-		sp.Service, r.lazySvc = r.intern.Get(v), nil
+		sp.Service, r.lazySvc = r.names.get(r.intern, v), nil
 	case fName:
-		sp.Name, r.lazyName = r.intern.Get(v), nil
+		sp.Name, r.lazyName = r.names.get(r.intern, v), nil
 	case fKind:
 		sp.Kind = record.NormKind(v)
 	case fHop:

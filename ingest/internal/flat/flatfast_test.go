@@ -367,7 +367,7 @@ func TestRecordReset(t *testing.T) {
 		}
 	}
 	r.reset()
-	want := flatRecord{intern: r.intern, hops: r.hops, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft, units: r.units, probe: r.probe, at: r.at, nested: r.nested}
+	want := flatRecord{intern: r.intern, hops: r.hops, names: r.names, block: r.block, keys: r.keys, lazy: r.lazy, soft: r.soft, units: r.units, probe: r.probe, at: r.at, nested: r.nested}
 	if !reflect.DeepEqual(r, want) || !r.lazy || r.intern == nil || len(r.soft) != 0 || cap(r.soft) == 0 || len(r.nested) != 0 {
 		t.Errorf("after reset: %+v", r)
 	}
