@@ -110,9 +110,18 @@ func (t *hopTimes) merge(o *hopTimes) {
 		t.thin(o.level)
 	}
 	// Room for all of o's at once: appending them one by one grew both
-	// slices by doubling, copying t's attempts again at each step.
-	t.at = slices.Grow(t.at, len(o.at))
-	t.d = slices.Grow(t.d, len(o.at))
+	// slices by doubling, copying t's attempts again at each step. When
+	// there is not room already, the union's, or a quarter more than t
+	// had when that is more (many merges into one hop, as partial
+	// summaries do, still copy each attempt a bounded number of times):
+	// slices.Grow rounds up by append's rule, and merging a reader's two
+	// Parts (445 attempts in room for 512, and 445) made room for 1,232
+	// where 890 are kept.
+	if n := len(t.at) + len(o.at); n > cap(t.at) || n > cap(t.d) {
+		n = max(n, cap(t.at)+cap(t.at)/4)
+		t.at = append(make([]int64, 0, n), t.at...)
+		t.d = append(make([]int64, 0, n), t.d...)
+	}
 	for i := range o.at {
 		if keepTime(o.at[i], o.d[i], t.level) {
 			t.at = append(t.at, o.at[i])
