@@ -555,17 +555,10 @@ func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 	// call (a map assign per append hashed the name twice), and the maps
 	// filled once per hop at the end.
 	par.Do(func() {
-		at := map[string]int{}
-		var lists [][]*span.Span
+		var g byKey[*span.Span]
 		for _, s := range spans {
 			if !s.Duplicate {
-				i, ok := at[s.Hop]
-				if !ok {
-					i = len(lists)
-					at[s.Hop] = i
-					lists = append(lists, nil)
-				}
-				lists[i] = append(lists[i], s)
+				g.add(s.Hop, s)
 			}
 		}
 		// A span repeating an id counts too, as it does in the per-hop
@@ -575,27 +568,16 @@ func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 		// name has no call to place it.
 		for _, s := range spans {
 			if s.Duplicate {
-				if i, ok := at[s.Hop]; ok {
-					lists[i] = append(lists[i], s)
-				}
+				g.addKnown(s.Hop, s)
 			}
 		}
-		for h, i := range at {
-			in.byHop[h] = lists[i]
-		}
+		g.into(in.byHop)
 	}, func() {
-		at := map[string]int{}
-		var lists [][]*span.Call
+		var g byKey[*span.Call]
 		var walk func(cs []*span.Call)
 		walk = func(cs []*span.Call) {
 			for _, c := range cs {
-				i, ok := at[c.Hop]
-				if !ok {
-					i = len(lists)
-					at[c.Hop] = i
-					lists = append(lists, nil)
-				}
-				lists[i] = append(lists[i], c)
+				g.add(c.Hop, c)
 				for _, a := range c.Attempts {
 					walk(a.Calls)
 				}
@@ -607,9 +589,7 @@ func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 				in.roots[r.Root.Hop]++
 			}
 		}
-		for h, i := range at {
-			in.calls[h] = lists[i]
-		}
+		g.into(in.calls)
 	})
 	in.names = make([]string, 0, len(in.byHop))
 	for n := range in.byHop {
@@ -617,6 +597,41 @@ func groupByHop(spans []*span.Span, reqs []*span.Request) hopInputs {
 	}
 	sort.Strings(in.names)
 	return in
+}
+
+// byKey gathers values into one list per key, finding a key's list by one
+// lookup of its index (groupByHop).
+type byKey[T any] struct {
+	at    map[string]int
+	lists [][]T
+}
+
+// add appends v to k's list, starting the list when k is new.
+func (g *byKey[T]) add(k string, v T) {
+	if g.at == nil {
+		g.at = map[string]int{}
+	}
+	i, ok := g.at[k]
+	if !ok {
+		i = len(g.lists)
+		g.at[k] = i
+		g.lists = append(g.lists, nil)
+	}
+	g.lists[i] = append(g.lists[i], v)
+}
+
+// addKnown appends v to k's list only when k already has one.
+func (g *byKey[T]) addKnown(k string, v T) {
+	if i, ok := g.at[k]; ok {
+		g.lists[i] = append(g.lists[i], v)
+	}
+}
+
+// into sets each key's list in m.
+func (g *byKey[T]) into(m map[string][]T) {
+	for k, i := range g.at {
+		m[k] = g.lists[i]
+	}
 }
 
 // hopTable fills rep's hops, requests and their warnings. Each hop's
