@@ -114,16 +114,6 @@ func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]
 		kv + " AS kv FROM (SELECT *, " + strings.Join(gc, ", ") + " FROM (" + inner + "))))"
 }
 
-// censusRowsSQL is the rows of inner with their hop, the attributes
-// attribution reads (kva), whether the row has any attribute the readers
-// keep (any) and whether its attribute text is bad: no class, so that
-// the census does not compute it.
-func censusRowsSQL(inner string, has map[string]bool) string {
-	kv, bad := kvSQL(has)
-	return "SELECT h, arrayFilter(x -> length(x.2) <= " + strconv.Itoa(analyze.AttrMaxValueLen) + ", kv) AS kva, length(kv) > 0 AS any, bad FROM (SELECT h, " +
-		kv + " AS kv, " + bad + " AS bad FROM (" + inner + "))"
-}
-
 // hopKey is one key of one hop; attrGroup one raw value of one.
 type (
 	hopKey    struct{ hop, key string }
@@ -140,45 +130,44 @@ func inList(in []string) string {
 }
 
 // attribution fills each hop's attribution (HasAttr, Attr) from the
-// server.
-func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]class, byHop map[string]*analyze.HopState) error {
+// server: the census the digests' scan brought (agg), then the values.
+func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]class, byHop map[string]*analyze.HopState, agg *Aggregates) error {
 	has := aliases(inner)
-	// The census, one row a hop: per key, its raw values' count and up
-	// to AttrMaxValues+1 of them (the -Map combinators aggregate each key
-	// of the row's map of attributes, duplicates included, without an
-	// ARRAY JOIN: 2.5-3.4 s -> 1.5-1.7 s on 1M spans); the spans with
-	// attributes and those with bad text.
-	m := "mapFromArrays(arrayMap(x -> x.1, kva), arrayMap(x -> x.2, kva))"
-	q := "SELECT h, uniqExactMap(" + m + ") AS nv, countIf(any) AS n, countIf(bad) AS nbad, groupUniqArrayMap(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(" + m + ") AS vs " +
-		"FROM (" + censusRowsSQL(inner, has) + ") GROUP BY h"
-	keys := map[string][]string{}
+	// The census: per hop and key, its raw values, the union of each
+	// class's AttrMaxValues+1 (the -Map combinators aggregate each key of
+	// the row's map of attributes, duplicates included, without an ARRAY
+	// JOIN; a key with more than AttrMaxValues values in all has more
+	// than that in the union: either one class has AttrMaxValues+1, or
+	// each class gave all of its own); the spans with attributes and
+	// those with bad text.
 	type census struct {
 		nv int
 		vs []string
 	}
+	keys := map[string][]string{}
 	cens := map[hopKey]census{}
-	err := c.jsonLines(ctx, q, func(line []byte) error {
-		var r struct {
-			H       string
-			Nv      map[string]json.Number
-			N, Nbad json.Number
-			Vs      map[string][]string
+	hops := make([]string, 0, len(agg.badText))
+	for h := range agg.badText {
+		hops = append(hops, h)
+	}
+	sort.Strings(hops)
+	for _, h := range hops {
+		if n := agg.badText[h]; n > 0 {
+			return fmt.Errorf("%w: %d spans of hop %q have attribute text that is not UTF-8 (the readers would repair it)", ErrNotPushable, n, h)
 		}
-		if err := json.Unmarshal(line, &r); err != nil || byHop[r.H] == nil {
-			return fmt.Errorf("%s: a hop's attribute keys are not what was asked: %.200q", c.t.Raw, line)
+		if byHop[h] == nil {
+			return fmt.Errorf("%s: attribute keys of hop %q, not among the hops", c.t.Raw, h)
 		}
-		if num(r.Nbad) > 0 {
-			return fmt.Errorf("%w: %s spans of hop %q have attribute text that is not UTF-8 (the readers would repair it)", ErrNotPushable, r.Nbad, r.H)
+		byHop[h].HasAttr = agg.withAttr[h]
+	}
+	for hk, set := range agg.census {
+		vs := make([]string, 0, len(set))
+		for v := range set {
+			vs = append(vs, v)
 		}
-		byHop[r.H].HasAttr = num(r.N) > 0
-		for k, nv := range r.Nv {
-			keys[r.H] = append(keys[r.H], k)
-			cens[hopKey{r.H, k}] = census{nv: num(nv), vs: r.Vs[k]}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+		sort.Strings(vs)
+		keys[hk.hop] = append(keys[hk.hop], hk.key)
+		cens[hk] = census{nv: len(vs), vs: vs}
 	}
 	for h := range keys {
 		sort.Strings(keys[h])

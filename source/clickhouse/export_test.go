@@ -12,11 +12,10 @@ var (
 	BinWith = binWith
 )
 
-// The push-down's trace hash and leading zeros.
-var (
-	TraceHash32SQL = traceHashSQL
-	ClzSQL         = clzSQL
-)
+// The push-down's trace hash and leading zeros: q with column out
+// added, computed from its column col.
+func TraceHash32SQL(q, col, out string) string { return traceHashStages(col, out).wrap(q) }
+func ClzSQL(q, col, out string) string         { return clzStages(col, out).wrap(q) }
 
 // SetFloorBelow sets how far under the expected level the attempt times'
 // floor lies, and returns the old value.

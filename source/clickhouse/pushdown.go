@@ -74,6 +74,17 @@ type Aggregates struct {
 	examples map[string]*analyze.HopExampleState
 	aranks   map[string][]int
 	tranks   []int64
+	// firsts are the hashes (cityHash64) of the least order terms of
+	// each hop and class: the hops' first rows are among the rows whose
+	// terms hash to one of them (sample).
+	firsts []uint64
+	// census is each hop's attribute keys with their raw values (at most
+	// AttrMaxValues+1 a class), withAttr the hops with a span that has
+	// attributes the readers keep, badText the spans whose attribute text
+	// is not UTF-8, by hop (attribution).
+	census   map[hopKey]map[string]bool
+	withAttr map[string]bool
+	badText  map[string]int
 	// times are each hop's attempt times of rank ≥ floor[hop], timeRank
 	// their ranks.
 	floor    map[string]int
@@ -157,7 +168,7 @@ func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Opti
 	if err != nil {
 		return nil, err
 	}
-	agg, err := c.digests(ctx, inner, cls, hops)
+	agg, err := c.digests(ctx, p, inner, cls, hops)
 	if err != nil {
 		return nil, err
 	}
@@ -320,10 +331,18 @@ func classSQL(has map[string]bool, cls map[uint64]class) string {
 // analyze.MaxHopTimes attempts, else those of a rank that the hop's level
 // cannot be below (times.go settles the level and, in the rare case it
 // is lower, asks again).
-func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class, hops map[string]int) (*Aggregates, error) {
+func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uint64]class, hops map[string]int) (*Aggregates, error) {
 	has := aliases(inner)
 	gc := groupCols(has)
-	rows := rowsSQL(inner, has, gc, cls)
+	// The same scan brings what attribution's census and the sample's
+	// read need (one scan of the window fewer each): the rows' order
+	// terms (ord, their least by hop and class: the hops' first rows),
+	// and the attributes attribution reads (kva; kany, whether there are
+	// any; kbad, whether any text is not UTF-8).
+	terms := orderTerms(p)
+	kv, bad := kvSQL(has)
+	rows := rowsSQL(strings.Replace(inner, "SELECT ", "SELECT tuple("+terms+") AS ord, ", 1), has, gc, cls,
+		"ord, "+kv+" AS kv, "+bad+" AS kbad", "ord, arrayFilter(x -> length(x.2) <= "+strconv.Itoa(analyze.AttrMaxValueLen)+", kv) AS kva, length(kv) > 0 AS kany, kbad")
 	type cnt struct {
 		H                    string
 		Cl                   int
@@ -334,10 +353,14 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 		Vals                 []json.Number
 		Bns                  [2][]json.Number
 		Tms                  [][3]json.Number
+		Fh                   json.Number
+		Na, Nbad             json.Number
+		Vs                   map[string][]string
 	}
 	var exact, sketched, hk, hl []string
 	agg := &Aggregates{examples: map[string]*analyze.HopExampleState{}, aranks: map[string][]int{}, tranks: make([]int64, 65),
-		floor: map[string]int{}, times: map[string]*analyze.TimesState{}, timeRank: map[string][]uint8{}}
+		floor: map[string]int{}, times: map[string]*analyze.TimesState{}, timeRank: map[string][]uint8{},
+		census: map[hopKey]map[string]bool{}, withAttr: map[string]bool{}, badText: map[string]int{}}
 	for h, n := range hops {
 		if n > quantile.ExactLimit {
 			sketched = append(sketched, quoteString(h))
@@ -383,9 +406,10 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ar)], [toUInt64(1)]) AS ara, " +
 		"groupArrayIf(d, " + in(exact) + ") AS vals, " +
 		"sumMapIf([toInt32(b)], [toUInt64(1)], " + in(sketched) + " AND d >= 1) AS bns, " +
-		"groupArrayIf((s, dd, ar), ar >= " + floor + ") AS tms " +
-		"FROM (SELECT *, " + clzSQL(traceHashSQL("tn")) + " AS tr, " + clzSQL(keepMixSQL("s", "dd")) + " AS ar, " +
-		"if(" + in(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" + rows + ")) GROUP BY h, cl FORMAT JSONEachRow"
+		"groupArrayIf((s, dd, ar), ar >= " + floor + ") AS tms, cityHash64(min(ord)) AS fh, " +
+		"countIf(kany) AS na, countIf(kbad) AS nbad, groupUniqArrayMap(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(mapFromArrays(arrayMap(x -> x.1, kva), arrayMap(x -> x.2, kva))) AS vs " +
+		"FROM (SELECT *, if(" + in(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
+		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "dd", "ar")).wrap(rows) + ")) GROUP BY h, cl FORMAT JSONEachRow"
 	body, err := c.queryAll(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
@@ -439,6 +463,27 @@ func (c *client) digests(ctx context.Context, inner string, cls map[uint64]class
 			ex.Flagged = []analyze.Example{sl}
 		case cOther:
 			ex.Other, ex.FastFail = []analyze.Example{sl}, []analyze.Example{ff}
+		}
+		fh, err := strconv.ParseUint(strings.Trim(string(r.Fh), `"`), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: a hop's first row is not what was asked: %.200q", c.t.Raw, line)
+		}
+		agg.firsts = append(agg.firsts, fh)
+		// The census: per key, the union of the classes' raw values (at
+		// most AttrMaxValues+1 each: a key with more has more in all).
+		if num(r.Na) > 0 {
+			agg.withAttr[r.H] = true
+		}
+		agg.badText[r.H] += num(r.Nbad)
+		for k, vs := range r.Vs {
+			set := agg.census[hopKey{r.H, k}]
+			if set == nil {
+				set = map[string]bool{}
+				agg.census[hopKey{r.H, k}] = set
+			}
+			for _, v := range vs {
+				set[v] = true
+			}
 		}
 		ts := agg.times[r.H]
 		if ts == nil {
@@ -558,13 +603,26 @@ func (a *Aggregates) ranks(hop string, tra, ara [2][]json.Number) error {
 // rowsSQL is the rows of inner with their class (cl), the readers'
 // trace id (tn) and the duration as a hop's times hold it (dd: −1 − the
 // duration for a failure).
-func rowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class) string {
+// extra, when given, are more columns of the rows: mid computed from
+// inner's, out from mid's.
+func rowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class, extra ...string) string {
 	p := "p"
 	if !has[aParent] {
 		p = "'' AS p"
 	}
-	return "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, " + p + ", cl, if(cl = 0, d, -1 - d) AS dd FROM (SELECT h, d, s, t, i, " + p + ", " +
-		classSQL(has, cls) + " AS cl FROM (SELECT *, " + strings.Join(gc, ", ") + " FROM (" + inner + ")))"
+	mid, out := "", ""
+	if len(extra) == 2 {
+		mid, out = ", "+extra[0], ", "+extra[1]
+	}
+	return "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, " + p + ", cl, if(cl = 0, d, -1 - d) AS dd" + out + " FROM (SELECT h, d, s, t, i, " + p + ", " +
+		classSQL(has, cls) + " AS cl" + mid + " FROM (SELECT *, " + strings.Join(gc, ", ") + " FROM (" + inner + ")))"
+}
+
+// orderTerms is the terms of the pull query's total order.
+func orderTerms(p *plan) string {
+	_, order, _ := strings.Cut(p.sql, " ORDER BY ")
+	terms, _, _ := strings.Cut(order, " FORMAT ")
+	return terms
 }
 
 // num reads a count ClickHouse wrote as a number or as a quoted one.

@@ -401,7 +401,7 @@ func TestTraceHash32SQL(t *testing.T) {
 		id := fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
 		ids, lits = append(ids, id), append(lits, "'"+id+"'")
 	}
-	out := strings.Fields(e.exec(t, "SELECT "+clickhouse.TraceHash32SQL("s")+" FROM (SELECT arrayJoin(["+strings.Join(lits, ",")+"]) AS s) FORMAT TSV"))
+	out := strings.Fields(e.exec(t, "SELECT h FROM ("+clickhouse.TraceHash32SQL("SELECT arrayJoin(["+strings.Join(lits, ",")+"]) AS s", "s", "h")+") FORMAT TSV"))
 	if len(out) != len(ids) {
 		t.Fatalf("%d hashes for %d ids", len(out), len(ids))
 	}
@@ -429,7 +429,7 @@ func TestClzSQL(t *testing.T) {
 	for _, x := range xs {
 		lits = append(lits, strconv.FormatUint(x, 10))
 	}
-	out := strings.Fields(e.exec(t, "SELECT "+clickhouse.ClzSQL("x")+" FROM (SELECT arrayJoin(CAST(["+strings.Join(lits, ",")+"], 'Array(UInt64)')) AS x) FORMAT TSV"))
+	out := strings.Fields(e.exec(t, "SELECT z FROM ("+clickhouse.ClzSQL("SELECT arrayJoin(CAST(["+strings.Join(lits, ",")+"], 'Array(UInt64)')) AS x", "x", "z")+") FORMAT TSV"))
 	if len(out) != len(xs) {
 		t.Fatalf("%d answers for %d values", len(out), len(xs))
 	}
