@@ -132,13 +132,13 @@ type hopAcc struct {
 	n, failed, cut int
 	told           int             // attempts a Part has told its Accum of (publish)
 	succ           quantile.Digest // successful attempts
+	// times are the attempts with their start, for the timeline's blocks
+	// (hoptimes.go).
+	times hopTimes
 	// ex are the example traces behind the hop's figures; at is its
 	// attribution state, nil until a span with attributes comes (see
 	// attribution.go).
-	ex hopEx
-	// times are the attempts with their start, for the timeline's blocks
-	// (hoptimes.go).
-	times   hopTimes
+	ex      hopEx
 	flagged quantile.Digest // failed attempts the span marks as cut (timeout flag or code)
 	other   quantile.Digest // other failures
 	at      *hopAttr

@@ -35,15 +35,18 @@ var (
 // ExactLimit of them (or until Sketch is called), as a relative-error
 // sketch after that.
 type Digest struct {
+	// What Add reads and writes for every value comes first, in one or
+	// two cache lines of a hop's state (analyze's hopAcc holds three
+	// Digests and touches one per span among thousands of hops).
 	exact  []int64
+	n      int
+	min    int64
+	max    int64
 	sorted bool
 	sketch bool
 	zero   int      // values below 1 ns (0)
 	bins   []uint64 // bins[i] counts bin index lo+i
 	lo     int
-	n      int
-	min    int64
-	max    int64
 }
 
 // Add records one value.
