@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
@@ -25,10 +26,43 @@ import (
 // record the general path would have produced.
 
 // layout remembers the keys of a log's lines and the order they came in.
-// ent[0] stands for the start of an object.
+// Entry 0 stands for the start of an object. What fastEnd reads for every
+// member is in hot, an array of one cache line an entry indexed with no
+// bounds check; the rest (the key's text and words, the alternative
+// successor) is in ent, read only off the predicted path.
 type layout struct {
+	hot [maxLayout]hotEntry
 	ent []layoutEntry
 }
+
+// hotEntry is what fastEnd reads of an entry for each member.
+type hotEntry struct {
+	// ow and om are the member's opening as the line last wrote it with
+	// no space — its quoted key, the colon and, for a string value, the
+	// value's quote (oq) — as two words and their masks, olen bytes long:
+	// a log writes each member the same way on every line, so one
+	// compare of the 16 bytes past the separator takes the key, the
+	// colon, the absence of spaces and the value's kind at once. Until
+	// one is learnt (or when it is longer than 16 bytes), om is zero and
+	// ow[0] is 1, which no masked word equals.
+	ow, om [2]uint64
+	olen   int32
+	next   int32 // the entry that followed this one last time (0: none)
+	// vlen is the length of the key's string value the last time (0:
+	// none yet): a log's ids, names and kinds keep their lengths, so the
+	// value's end is checked where it was rather than searched for
+	// (stringEnd).
+	vlen int32
+	// act is what fastEnd does with the value, from hopAttr and f
+	// (actionOf): one test of it instead of one of each.
+	act uint8
+	oq  bool
+	f   field
+	_   [17]byte // to 64 bytes
+}
+
+// hotEntry is one cache line (a compile error otherwise).
+var _ = [1]struct{}{}[unsafe.Sizeof(hotEntry{})-64]
 
 type layoutEntry struct {
 	quoted []byte // the key with its quotes, as it is in the line
@@ -39,19 +73,14 @@ type layoutEntry struct {
 	// same for the key followed by its colon (mc[0] == 0 when that is
 	// longer than 16 bytes), the way a log without spaces writes it.
 	w, m, wc, mc [2]uint64
-	f            field
-	hopAttr      bool  // the key of --hop-by attr:KEY
-	next         int32 // the entry that followed this one last time (0: none)
-	alt          int32 // the one that followed it the time before (0: none)
-	// vlen is the length of the key's string value the last time (0:
-	// none yet): a log's ids, names and kinds keep their lengths, so the
-	// value's end is checked where it was rather than searched for
-	// (stringEnd).
-	vlen int32
-	// act is what fastLine does with the value, from hopAttr and f
-	// (actionOf): one test of it instead of one of each.
-	act uint8
+	alt          int32 // the entry that followed this one the time before hot's next (0: none)
 }
+
+// hotMask indexes hot with no bounds check (maxLayout is a power of two).
+const hotMask = maxLayout - 1
+
+// noOpening is the opening words of an entry that has none learnt.
+var noOpening = [2]uint64{1, 0}
 
 // The actions of layout entries.
 const (
@@ -68,7 +97,7 @@ const (
 )
 
 // actionOf is the action of an entry with hopAttr and f, in the order
-// fastLine tested them.
+// fastEnd tested them.
 func actionOf(hopAttr bool, f field) uint8 {
 	switch {
 	case hopAttr:
@@ -97,8 +126,7 @@ func actionOf(hopAttr bool, f field) uint8 {
 // whether its colon follows with no space, with two word loads and
 // compares (and the colon checked in the same compares when the key with
 // its colon fits in 16 bytes too). It needs g.m[0] != 0 and 16 bytes of
-// line from i. Small enough to be inlined in fastLine, which asks it once
-// per member.
+// line from i.
 func (g *layoutEntry) wordsAt(line []byte, i int) (hit, colon bool) {
 	a, b := binary.LittleEndian.Uint64(line[i:]), binary.LittleEndian.Uint64(line[i+8:])
 	if g.mc[0] != 0 && a&g.mc[0] == g.wc[0] && b&g.mc[1] == g.wc[1] {
@@ -111,6 +139,34 @@ func (g *layoutEntry) wordsAt(line []byte, i int) (hit, colon bool) {
 func (g *layoutEntry) keyAt(line []byte, i int) bool {
 	q := g.quoted
 	return len(line)-i >= len(q) && string(line[i:i+len(q)]) == string(q)
+}
+
+// learnOpening remembers the opening (ow) of entry e's member: the k
+// bytes of open before its value and, when the value is a string, its
+// quote (open[k]), if they are exactly the quoted key and the colon (no
+// space) and fit in 16 bytes; otherwise it forgets the one it had.
+func (ly *layout) learnOpening(e int32, open []byte, k int) {
+	h := &ly.hot[e&hotMask]
+	q := open[k] == '"'
+	if q {
+		k++
+	}
+	if k == int(h.olen) && q == h.oq && h.om[0] != 0 {
+		return // the same as before
+	}
+	if k > 16 || k != len(ly.ent[e].quoted)+1+b2i(q) {
+		h.ow, h.om, h.olen, h.oq = noOpening, [2]uint64{}, 0, false
+		return
+	}
+	h.ow, h.om = words16(open[:k])
+	h.olen, h.oq = int32(k), q
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // maxLayout bounds the keys remembered; a line with more distinct keys
@@ -131,9 +187,16 @@ func (t *fieldTable) fastLine(rec *flatRecord, ly *layout, line []byte) bool {
 // it takes the line exactly when fastLine takes the line cut at its
 // newline, with its trailing carriage returns trimmed (decode's line).
 // This saves the block's decoder a search for each newline.
+//
+// Each member is first matched whole against the opening its key had
+// last time (hotEntry.ow), and a string value's fields are stored by a
+// switch on the entry's action, which compiles to a jump table; only a
+// member that opens otherwise takes the step-by-step path (spaces, the
+// predicted key, otherKey, the colon), which learns the new opening.
 func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 	if len(ly.ent) == 0 {
 		ly.ent = append(ly.ent, layoutEntry{})
+		ly.hot[0].ow = noOpening
 	}
 	rec.reset()
 	n := len(line)
@@ -141,54 +204,111 @@ func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 	if i >= n || line[i] != '{' {
 		return -1
 	}
-	ents := ly.ent
 	cur := int32(0)
 	var nt numText // every field set by scanNumber: not cleared per member
+	var v []byte
+	var h *hotEntry
+	var str, num bool
 	for {
-		// Past '{' or ','.
-		if i = skipSpace(line, i+1); i >= n || line[i] != '"' {
-			return -1 // includes the empty object: rare, left to decodeLine
-		}
-		// The key: the predicted one (with its colon when the line has
-		// no space there), else otherKey's.
-		e := ents[cur].next
-		hit, colon := false, false
-		var ent *layoutEntry
-		if e > 0 {
-			ent = &ents[e]
-			if ent.m[0] != 0 && n-i >= 16 {
-				hit, colon = ent.wordsAt(line, i)
-			} else {
-				hit = ent.keyAt(line, i)
+		// Past '{' or ',' (line[i] is one of them). The predicted
+		// member's opening as the line wrote it last time, else the key,
+		// the colon and the spaces one by one.
+		e := ly.hot[cur&hotMask].next
+		h = &ly.hot[e&hotMask] // entry 0's opening is never learnt: no match
+		if n-i > 16 {
+			w := line[i+1 : i+17]
+			if binary.LittleEndian.Uint64(w)&h.om[0] == h.ow[0] && binary.LittleEndian.Uint64(w[8:])&h.om[1] == h.ow[1] {
+				cur = e
+				i += 1 + int(h.olen)
+				if !h.oq {
+					goto value
+				}
+				j, ok := stringEnd(line, i, int(h.vlen))
+				if !ok {
+					return -1
+				}
+				h.vlen = int32(j - i)
+				v, i = line[i:j], j+1
+				// A string value, by the entry's action: what the
+				// general switch below does for one.
+				switch h.act {
+				case actTraceID:
+					rec.sp.TraceID = rec.idString(v)
+				case actSpanID:
+					rec.sp.SpanID = rec.idString(v)
+				case actParentID:
+					rec.sp.ParentID = rec.idString(v)
+				case actHop, actHopAttr:
+					rec.sp.Hop = rec.hops.get(rec.intern, v)
+				case actService:
+					if !rec.lazy {
+						goto set
+					}
+					rec.lazySvc = v // v lies in the line: valid until the next line
+				case actName:
+					if !rec.lazy {
+						goto set
+					}
+					rec.lazyName = v
+				case actAttr:
+					rec.at.Add(record.TierField, ly.ent[e].key, v, record.InBuf(v, rec.block))
+				case actGiveUp:
+					return -1
+				default:
+					goto set
+				}
+				goto next
+			set:
+				if rec.set(h.f, true, v) != nil {
+					return -1
+				}
+				goto next
 			}
 		}
-		if !hit {
-			if e = t.otherKey(ly, line, i, cur); e < 0 {
+		{
+			open := i + 1
+			if i = skipSpace(line, i+1); i >= n || line[i] != '"' {
+				return -1 // includes the empty object: rare, left to decodeLine
+			}
+			// The key: the predicted one (with its colon when the line has
+			// no space there), else otherKey's.
+			hit, colon := false, false
+			if e > 0 {
+				ent := &ly.ent[e]
+				if ent.m[0] != 0 && n-i >= 16 {
+					hit, colon = ent.wordsAt(line, i)
+				} else {
+					hit = ent.keyAt(line, i)
+				}
+			}
+			if !hit {
+				if e = t.otherKey(ly, line, i, cur); e < 0 {
+					return -1
+				}
+				h = &ly.hot[e&hotMask]
+			}
+			cur = e
+			i += len(ly.ent[e].quoted)
+			if colon {
+				i++
+			} else if i = colonAt(line, i); i < 0 {
 				return -1
 			}
-			ents = ly.ent // otherKey may have grown it
-			ent = &ents[e]
+			if i = skipSpace(line, i); i >= n {
+				return -1
+			}
+			ly.learnOpening(e, line[open:i+1], i-open)
 		}
-		cur = e
-		i += len(ent.quoted)
-		if colon {
-			i++
-		} else if i = colonAt(line, i); i < 0 {
-			return -1
-		}
-		if i = skipSpace(line, i); i >= n {
-			return -1
-		}
+	value:
 		// The value.
-		var v []byte
-		str, num := false, false
+		str, num = false, false
 		switch c := line[i]; {
 		case c == '"':
-			j, ok := stringEnd(line, i+1, int(ent.vlen))
+			j, ok := stringEnd(line, i+1, int(h.vlen))
 			if !ok {
 				return -1
 			}
-			ent.vlen = int32(j - i - 1)
+			h.vlen = int32(j - i - 1)
 			v, str, i = line[i+1:j], true, j+1
 		case c == '-' || (c >= '0' && c <= '9'):
 			scanNumber(line, i, &nt)
@@ -201,7 +321,7 @@ func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 			}
 			i += len(v)
 		}
-		switch act := ent.act; {
+		switch act := h.act; {
 		case act == actHopAttr:
 			if !str && !num {
 				return -1
@@ -210,12 +330,12 @@ func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 		case act == actAttr:
 			// A field no span field takes: an attribute (null is none).
 			if str || num || v[0] != 'n' {
-				rec.at.Add(record.TierField, ent.key, v, record.InBuf(v, rec.block))
+				rec.at.Add(record.TierField, ly.ent[cur].key, v, record.InBuf(v, rec.block))
 			}
 		case act == actGiveUp:
 			return -1
 		case num:
-			if !rec.setNumber(ent.f, &nt) {
+			if !rec.setNumber(h.f, &nt) {
 				return -1
 			}
 		case str:
@@ -236,15 +356,16 @@ func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 			case rec.lazy && act == actName:
 				rec.lazyName = v
 			default:
-				if rec.set(ent.f, true, v) != nil {
+				if rec.set(h.f, true, v) != nil {
 					return -1
 				}
 			}
 		default:
-			if rec.set(ent.f, false, v) != nil {
+			if rec.set(h.f, false, v) != nil {
 				return -1
 			}
 		}
+	next:
 		if i < n && line[i] == ',' {
 			continue
 		}
@@ -314,9 +435,9 @@ func specialMask(x uint64) uint64 {
 // string or the layout is full. Off the per-member path: once a log's
 // layout is learnt, lines take the predicted key.
 func (t *fieldTable) otherKey(ly *layout, line []byte, i int, cur int32) int32 {
-	ents := ly.ent
-	if e2 := ents[cur].alt; e2 > 0 && ents[e2].keyAt(line, i) {
-		ents[cur].next, ents[cur].alt = e2, ents[cur].next
+	hc := &ly.hot[cur&hotMask]
+	if e2 := ly.ent[cur].alt; e2 > 0 && ly.ent[e2].keyAt(line, i) {
+		hc.next, ly.ent[cur].alt = e2, hc.next
 		return e2
 	}
 	j, ok := jsonscan.PlainString(line, i+1)
@@ -327,9 +448,8 @@ func (t *fieldTable) otherKey(ly *layout, line []byte, i int, cur int32) int32 {
 	if e < 0 {
 		return -1
 	}
-	ents = ly.ent // layoutEntry may have grown it
-	if ents[cur].next != e {
-		ents[cur].next, ents[cur].alt = e, ents[cur].next
+	if hc.next != e {
+		hc.next, ly.ent[cur].alt = e, hc.next
 	}
 	return e
 }
@@ -371,15 +491,18 @@ func (t *fieldTable) layoutEntry(ly *layout, quoted []byte) int32 {
 		return -1
 	}
 	key := string(quoted[1 : len(quoted)-1])
-	e := layoutEntry{quoted: append([]byte(nil), quoted...), f: t.fieldOf(key), hopAttr: t.hopAttr != "" && key == t.hopAttr}
-	e.act = actionOf(e.hopAttr, e.f)
-	if e.f == fNone && !e.hopAttr {
+	f := t.fieldOf(key)
+	hopAttr := t.hopAttr != "" && key == t.hopAttr
+	e := layoutEntry{quoted: append([]byte(nil), quoted...)}
+	if f == fNone && !hopAttr {
 		e.key = record.ValidText(quoted[1 : len(quoted)-1]) // an attribute's
 	}
 	e.w, e.m = words16(quoted)
 	e.wc, e.mc = words16(append(quoted[:len(quoted):len(quoted)], ':'))
 	ly.ent = append(ly.ent, e)
-	return int32(len(ly.ent) - 1)
+	k := len(ly.ent) - 1
+	ly.hot[k] = hotEntry{ow: noOpening, f: f, act: actionOf(hopAttr, f)}
+	return int32(k)
 }
 
 // words16 is b as two little-endian words and the masks of its bytes;
