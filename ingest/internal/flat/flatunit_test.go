@@ -3,6 +3,7 @@ package flat
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -59,6 +60,59 @@ func TestFastNumbers(t *testing.T) {
 			want, err := strconv.ParseInt(c, 10, 64)
 			if err != nil || n != want {
 				t.Errorf("atoiBytes(%q) = %v, want %v (%v)", c, n, want, err)
+			}
+		}
+	}
+}
+
+// fastNumber stores what scanNumber and setNumber store, for every field
+// and number text it takes, and leaves the record untouched when it
+// declines.
+func TestFastNumberAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	cases := []string{"0", "1", "200", "408", "504", "12.5", "0.001", "1.", "1e3", "3000", "3000.25", "17.832", "1673.287",
+		"1767225600001000000", "9223372036854775807", "9223372036854775808", "99999999999999999999", "1.2.3", "2147483647",
+		"2147483648", "1125899906842623", "1125899906842624", "1125899906.842624", "0.0000001", "123456789012345", "1234567890123456",
+		"00000000000000000001", "007", "12345678", "12345678.5", "1234567.1234567", "-1", "1-", "1+2", "1E3", "1.5e3"}
+	for range 20000 {
+		var b []byte
+		for range 1 + r.IntN(21) {
+			b = append(b, "0123456789.eE-+"[min(r.IntN(20), 14)])
+		}
+		cases = append(cases, string(b))
+	}
+	fields := []field{fStart, fEnd, fDurationMs, fDurationUs, fDurationNs, fCode, fAttempt, fTimeoutMs, fDuration, fStartMs, fWeight, fResendCount}
+	for _, c := range cases {
+		for _, tail := range []string{"", ",", "}", `,"attempt":1}`, "0123456789", ".5", "\n{"} {
+			in := []byte(c + tail)
+			if in[0] != '-' && (in[0] < '0' || in[0] > '9') {
+				continue
+			}
+			for _, f := range fields {
+				fast := &flatRecord{intern: &record.Interner{}}
+				fast.reset()
+				end := fast.fastNumber(f, in, 0)
+				slow := &flatRecord{intern: &record.Interner{}}
+				slow.reset()
+				var nt numText
+				scanNumber(in, 0, &nt)
+				ok := slow.setNumber(f, &nt)
+				if end == 0 {
+					untouched := flatRecord{intern: fast.intern}
+					untouched.reset()
+					if !reflect.DeepEqual(*fast, untouched) {
+						t.Fatalf("%q field %d: declined but stored %+v", in, f, fast.sp)
+					}
+					continue
+				}
+				if end != len(nt.text) || !ok {
+					t.Fatalf("%q field %d: fastNumber ends at %d, scanNumber at %d (setNumber ok %v)", in, f, end, len(nt.text), ok)
+				}
+				if !reflect.DeepEqual(fast.sp, slow.sp) || fast.hasDur != slow.hasDur || fast.hasStart != slow.hasStart || fast.hasEnd != slow.hasEnd ||
+					fast.end != slow.end || fast.durField != slow.durField || fast.codeSet != slow.codeSet || fast.codeText != slow.codeText ||
+					fast.codeNamed != slow.codeNamed || fast.errTimeout != slow.errTimeout || len(fast.soft) != len(slow.soft) {
+					t.Fatalf("%q field %d:\nfast %+v\nslow %+v", in, f, *fast, *slow)
+				}
 			}
 		}
 	}
