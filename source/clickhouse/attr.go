@@ -143,7 +143,7 @@ func kvSQL(has map[string]bool) attrSQL {
 // attribution reads (keys kk, values kvv: filterSQL).
 func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class) string {
 	kv := kvSQL(has)
-	return "SELECT h, d, tn, (-d, " + tnum + ") AS sk, cl, kk, kvv, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT h, d, " + normTraceSQL("t") + " AS tn, cl, " +
+	return "SELECT h, d, tn, " + keySQL("d", true, false) + " AS sk, cl, kk, kvv, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT h, d, " + normTraceSQL("t") + " AS tn, cl, " +
 		filterSQL(false) + " AS kk, " + filterSQL(true) + " AS kvv FROM (SELECT h, d, t, " + classSQL(has, cls) + " AS cl, kall, vall " +
 		"FROM (SELECT *, " + strings.Join(gc, ", ") + ", " + kv.keys + " AS kall, " + kv.vals + " AS vall FROM (" + inner + "))))"
 }
@@ -322,7 +322,7 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 			H, K, V        string
 			N, Nf, Nfl, Nz json.Number
 			Bns            map[string]json.Number
-			Slow, Fail     [][2]json.RawMessage
+			Slow, Fail     []json.RawMessage
 		}
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("%s: a hop's attribute values are not what was asked: %.200q", c.t.Raw, line)
@@ -345,13 +345,13 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 			}
 		}
 		var ok1, ok2 bool
-		var err error
-		if av.Slow, ok1, err = topTraces(r.Slow, av.Attempts, true); err != nil {
-			return fmt.Errorf("%s: %v: %.200q", c.t.Raw, err, line)
+		slow, err1 := keyRows(r.Slow, true, false)
+		fail, err2 := keyRows(r.Fail, true, false)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("%s: an attribute value's examples are not what was asked: %.200q", c.t.Raw, line)
 		}
-		if av.Fail, ok2, err = topTraces(r.Fail, av.Failed, true); err != nil {
-			return fmt.Errorf("%s: %v: %.200q", c.t.Raw, err, line)
-		}
+		av.Slow, ok1 = topTraces(slow, av.Attempts)
+		av.Fail, ok2 = topTraces(fail, av.Failed)
 		g := group{r.H, r.K, r.V}
 		if !ok1 || !ok2 {
 			again = append(again, g)
@@ -411,38 +411,93 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 }
 
 // topTraces is a value's examples from its attrTop slowest attempts,
-// (−duration, trace) in order: the first AttrExamples distinct traces
-// (a trace's first attempt there is its longest). ok is false when they
-// hold fewer distinct traces while the value has more attempts than
-// were returned: only the attempts grouped by trace tell then. u128 says
-// the traces come as tnum gives them (a decimal UInt128), else as text.
-func topTraces(rows [][2]json.RawMessage, n int, u128 bool) (out []analyze.Example, ok bool, err error) {
+// in order (duration descending, trace): the first AttrExamples
+// distinct traces (a trace's first attempt there is its longest). ok is
+// false when they hold fewer distinct traces while the value has more
+// attempts than were returned: only the attempts grouped by trace tell
+// then.
+func topTraces(rows []analyze.Example, n int) (out []analyze.Example, ok bool) {
 	seen := map[string]bool{}
+	for _, x := range rows {
+		if seen[x.Trace] {
+			continue
+		}
+		seen[x.Trace] = true
+		if len(out) < analyze.AttrExamples {
+			out = append(out, x)
+		}
+	}
+	return out, len(out) == analyze.AttrExamples || n <= len(rows)
+}
+
+// textRows reads (−duration, trace id) tuples.
+func textRows(rows [][2]json.RawMessage) ([]analyze.Example, error) {
+	out := make([]analyze.Example, 0, len(rows))
 	for _, x := range rows {
 		var d json.Number
 		var tr string
-		if u128 {
-			// A number, quoted or not as the server's settings say.
-			var b big.Int
-			if _, ok := b.SetString(strings.Trim(string(x[1]), `"`), 10); !ok || b.Sign() < 0 || b.BitLen() > 128 {
-				return nil, false, fmt.Errorf("an attribute value's examples are not what was asked")
-			}
-			tr = fmt.Sprintf("%032x", &b)
-		} else if json.Unmarshal(x[1], &tr) != nil {
-			tr = ""
+		if json.Unmarshal(x[0], &d) != nil || json.Unmarshal(x[1], &tr) != nil || tr == "" {
+			return nil, fmt.Errorf("an attribute value's examples are not what was asked")
 		}
-		if json.Unmarshal(x[0], &d) != nil || tr == "" {
-			return nil, false, fmt.Errorf("an attribute value's examples are not what was asked")
-		}
-		if seen[tr] {
-			continue
-		}
-		seen[tr] = true
-		if len(out) < analyze.AttrExamples {
-			out = append(out, analyze.Example{Duration: -int64(num(d)), Trace: tr})
-		}
+		out = append(out, analyze.Example{Duration: -int64(num(d)), Trace: tr})
 	}
-	return out, len(out) == analyze.AttrExamples || n <= len(rows), nil
+	return out, nil
+}
+
+// keySQL is an attempt's duration d and trace (tnum) as one UInt256 that
+// the server sorts and compares faster than the tuple (d, tnum) (1M
+// spans: ~0.3 s less of the server's CPU for the values' examples):
+// the duration in the upper 128 bits, the trace in the lower. desc
+// stores MaxInt64 − d, so that the least key is the longest attempt;
+// neg stores the trace's bits inverted, so that the greatest key of a
+// duration is its least trace. d is never negative here (the digests'
+// scan refuses a window with a negative duration).
+func keySQL(d string, desc, neg bool) string {
+	hi, lo := "toUInt256("+d+")", "toUInt256("+tnum+")"
+	if desc {
+		hi = "toUInt256(9223372036854775807 - " + d + ")"
+	}
+	if neg {
+		lo = "toUInt256(bitNot(" + tnum + "))"
+	}
+	return "bitOr(bitShiftLeft(" + hi + ", 128), " + lo + ")"
+}
+
+var mask128 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
+
+// unkey reads a keySQL key (decimal, quoted or not as the server's
+// settings say) back as an example.
+func unkey(raw json.RawMessage, desc, neg bool) (analyze.Example, error) {
+	var b big.Int
+	if _, ok := b.SetString(strings.Trim(string(raw), `"`), 10); !ok || b.Sign() < 0 || b.BitLen() > 256 {
+		return analyze.Example{}, fmt.Errorf("an example is not what was asked: %.80q", raw)
+	}
+	hi := new(big.Int).Rsh(&b, 128)
+	lo := new(big.Int).And(&b, mask128)
+	if !hi.IsInt64() {
+		return analyze.Example{}, fmt.Errorf("an example is not what was asked: %.80q", raw)
+	}
+	d := hi.Int64()
+	if desc {
+		d = math.MaxInt64 - d
+	}
+	if neg {
+		lo.Sub(mask128, lo)
+	}
+	return analyze.Example{Duration: d, Trace: fmt.Sprintf("%032x", lo)}, nil
+}
+
+// keyRows reads keySQL keys.
+func keyRows(rows []json.RawMessage, desc, neg bool) ([]analyze.Example, error) {
+	out := make([]analyze.Example, 0, len(rows))
+	for _, r := range rows {
+		x, err := unkey(r, desc, neg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // attrExamples asks for the examples of the groups again, the attempts
@@ -466,8 +521,10 @@ func (c *client) attrExamples(ctx context.Context, ar string, groups []attrGroup
 		if err := json.Unmarshal(line, &r); err != nil {
 			return fmt.Errorf("%s: an attribute value's examples are not what was asked: %.200q", c.t.Raw, line)
 		}
-		slow, _, err1 := topTraces(r.Slow, 0, false)
-		fail, _, err2 := topTraces(r.Fail, 0, false)
+		sr, err1 := textRows(r.Slow)
+		fr, err2 := textRows(r.Fail)
+		slow, _ := topTraces(sr, 0)
+		fail, _ := topTraces(fr, 0)
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("%s: an attribute value's examples are not what was asked: %.200q", c.t.Raw, line)
 		}

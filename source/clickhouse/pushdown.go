@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"regexp"
 	"slices"
 	"sort"
@@ -359,7 +358,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 		Cl                   int
 		N, Lo, Hi, Zero, Bad json.Number
 		Odd                  json.Number
-		Sl, Ff               [2]json.RawMessage
+		Sl, Ff               json.RawMessage
 		Tra, Ara             [2][]json.Number
 		Vals                 []json.Number
 		Bns                  [2][]json.Number
@@ -413,7 +412,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 	// count it with its reason.
 	q := binWith() + "SELECT h, cl, count() AS n, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero, " +
 		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad, countIf(NOT match(t, '^[0-9a-fA-F]+$') OR match(t, '^0+$') OR length(tn) != 32) AS odd, " +
-		"argMin((d, " + tnum + "), (-d, " + tnum + ")) AS sl, argMin((d, " + tnum + "), (d, " + tnum + ")) AS ff, " +
+		"max(" + keySQL("d", false, true) + ") AS sl, min(" + keySQL("d", false, false) + ") AS ff, " +
 		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ar)], [toUInt64(1)]) AS ara, " +
 		"groupArrayIf(d, " + in(exact) + ") AS vals, " +
 		"sumMapIf([toInt32(b)], [toUInt64(1)], " + in(sketched) + " AND d >= 1) AS bns, " +
@@ -453,8 +452,8 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 		if err := agg.ranks(r.H, r.Tra, r.Ara); err != nil {
 			return nil, fmt.Errorf("%s: %v", c.t.Raw, err)
 		}
-		sl, err1 := example(r.Sl)
-		ff, err2 := example(r.Ff)
+		sl, err1 := unkey(r.Sl, false, true)
+		ff, err2 := unkey(r.Ff, false, false)
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%s: a hop's examples are not what was asked: %.200q", c.t.Raw, line)
 		}
@@ -576,20 +575,6 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 var floorBelow = 1
 
 // example reads a (duration, trace id) tuple.
-// The trace is tnum's (a decimal UInt128, quoted or not as the server's
-// settings say), compared as a number rather than as text: 1M spans,
-// ~0.2 s less of the server's CPU.
-func example(raw [2]json.RawMessage) (analyze.Example, error) {
-	var d json.Number
-	if err := json.Unmarshal(raw[0], &d); err != nil {
-		return analyze.Example{}, err
-	}
-	var b big.Int
-	if _, ok := b.SetString(strings.Trim(string(raw[1]), `"`), 10); !ok || b.Sign() < 0 || b.BitLen() > 128 {
-		return analyze.Example{}, fmt.Errorf("no trace id")
-	}
-	return analyze.Example{Duration: int64(num(d)), Trace: fmt.Sprintf("%032x", &b)}, nil
-}
 
 // ranks adds a hop's and class's rank counts (sumMap's keys and counts).
 func (a *Aggregates) ranks(hop string, tra, ara [2][]json.Number) error {
