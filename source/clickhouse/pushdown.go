@@ -78,6 +78,9 @@ type Aggregates struct {
 	// each hop and class: the hops' first rows are among the rows whose
 	// terms hash to one of them (sample).
 	firsts []uint64
+	// firstStart are those rows' start times (the order's term s): the
+	// sample's read hashes the terms of the rows that start then only.
+	firstStart []int64
 	// census is each hop's attribute keys with their raw values (at most
 	// AttrMaxValues+1 a class), withAttr the hops with a span that has
 	// attributes the readers keep, badText the spans whose attribute text
@@ -363,7 +366,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 		Vals                 []json.Number
 		Bns                  [2][]json.Number
 		Tms                  [][3]json.Number
-		Fh                   json.Number
+		Fh, Fs               json.Number
 		Na, Nbad             json.Number
 		Vs                   map[string][]string
 	}
@@ -416,7 +419,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ar)], [toUInt64(1)]) AS ara, " +
 		"groupArrayIf(d, " + in(exact) + ") AS vals, " +
 		"sumMapIf([toInt32(b)], [toUInt64(1)], " + in(sketched) + " AND d >= 1) AS bns, " +
-		"groupArrayIf((s, dd, ar), ar >= " + floor + ") AS tms, cityHash64(min(ord)) AS fh, " +
+		"groupArrayIf((s, dd, ar), ar >= " + floor + ") AS tms, cityHash64(min(ord)) AS fh, tupleElement(min(ord), " + strconv.Itoa(startTerm(p)) + ") AS fs, " +
 		"countIf(kany) AS na, countIf(kbad) AS nbad, groupUniqArrayMap(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(mapFromArrays(kk, kvv)) AS vs " +
 		"FROM (SELECT *, if(" + in(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
 		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "dd", "ar")).wrap(rows) + ")) GROUP BY h, cl FORMAT JSONEachRow"
@@ -479,6 +482,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 			return nil, fmt.Errorf("%s: a hop's first row is not what was asked: %.200q", c.t.Raw, line)
 		}
 		agg.firsts = append(agg.firsts, fh)
+		agg.firstStart = append(agg.firstStart, int64(num(r.Fs)))
 		// The census: per key, the union of the classes' raw values (at
 		// most AttrMaxValues+1 each: a key with more has more in all).
 		if num(r.Na) > 0 {
@@ -615,6 +619,18 @@ func rowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]clas
 	}
 	return "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, " + p + ", cl, if(cl = 0, d, -1 - d) AS dd" + x[2] + " FROM (SELECT h, d, s, t, i, " + p + ", " +
 		classSQL(has, cls) + " AS cl" + x[1] + " FROM (SELECT *, " + strings.Join(gc, ", ") + x[0] + " FROM (" + inner + ")))"
+}
+
+// startTerm is the place (from 1) of the start time (s) among the
+// terms of the pull query's order (build: the schema's, then s, t, i,
+// p, d; none has a comma).
+func startTerm(p *plan) int {
+	for i, t := range strings.Split(orderTerms(p), ", ") {
+		if t == aStart {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // orderTerms is the terms of the pull query's total order.

@@ -361,13 +361,19 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggrega
 		// outcome groups', the hash is 64 bits: a row of another hop
 		// that hashed alike and came before that hop's first would be
 		// taken for it.
+		// The terms are hashed only for the rows that start when one of
+		// those rows does (AND is short-circuited).
 		firsts := "0"
 		if len(agg.firsts) > 0 {
 			fs := make([]string, len(agg.firsts))
+			ss := make([]string, len(agg.firstStart))
 			for i, f := range agg.firsts {
 				fs[i] = strconv.FormatUint(f, 10)
 			}
-			firsts = "cityHash64(tuple(" + orderTerms(p) + ")) IN (" + strings.Join(fs, ", ") + ")"
+			for i, f := range agg.firstStart {
+				ss[i] = strconv.FormatInt(f, 10)
+			}
+			firsts = "(s IN (" + strings.Join(ss, ", ") + ") AND cityHash64(tuple(" + orderTerms(p) + ")) IN (" + strings.Join(fs, ", ") + "))"
 		}
 		// The sampled traces' ids, gathered by an aggregate rather than
 		// filtered by a WHERE: ClickHouse pushes a WHERE down through
