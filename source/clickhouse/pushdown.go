@@ -412,9 +412,11 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 	}
 	// A span the readers would skip (no trace or span id, no hop, a
 	// negative duration) makes the read ErrNotPushable: the readers
-	// count it with its reason.
+	// count it with its reason. A trace id the readers would write
+	// otherwise (odd): not hex, all zeros, or longer than 32 digits
+	// (one pattern, not two; tn's length is t's, or 32).
 	q := binWith() + "SELECT h, cl, count() AS n, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero, " +
-		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad, countIf(NOT match(t, '^[0-9a-fA-F]+$') OR match(t, '^0+$') OR length(tn) != 32) AS odd, " +
+		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad, countIf(length(t) > 32 OR NOT match(t, '^[0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*$')) AS odd, " +
 		"max(" + keySQL("d", false, true) + ") AS sl, min(" + keySQL("d", false, false) + ") AS ff, " +
 		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ar)], [toUInt64(1)]) AS ara, " +
 		"groupArrayIf(d, " + in(exact) + ") AS vals, " +
