@@ -171,6 +171,15 @@ func FuzzFastLine(f *testing.F) {
 		var ly layout
 		fastAgrees(t, tab, &ly, line)
 		fastAgrees(t, tab, &ly, line) // again, with the layout it taught
+		// A field's key named by --hop-by attr: takes the hop, whatever
+		// the value's kind, and sets no field (the entry's action, on the
+		// learnt opening's path too).
+		for _, key := range []string{"code", "service"} {
+			tab := newFieldTable(&record.Options{HopBy: "attr:" + key})
+			var ly layout
+			fastAgrees(t, tab, &ly, line)
+			fastAgrees(t, tab, &ly, line)
+		}
 	})
 }
 
