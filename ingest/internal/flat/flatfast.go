@@ -94,6 +94,7 @@ const (
 	actHop
 	actService
 	actName
+	actKind
 )
 
 // actionOf is the action of an entry with hopAttr and f, in the order
@@ -118,6 +119,8 @@ func actionOf(hopAttr bool, f field) uint8 {
 		return actService
 	case f == fName:
 		return actName
+	case f == fKind:
+		return actKind
 	}
 	return actField
 }
@@ -221,6 +224,12 @@ func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 				cur = e
 				i += 1 + int(h.olen)
 				if !h.oq {
+					// The opening ends at the colon: a line may have
+					// spaces after it that the one it was learnt from had
+					// not (a string's opening ends at its quote instead).
+					if i = skipSpace(line, i); i >= n {
+						return -1
+					}
 					if h.act == actField {
 						if end := rec.fastNumber(h.f, line, i); end > 0 {
 							i = end
@@ -256,6 +265,8 @@ func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 						goto set
 					}
 					rec.lazyName = v
+				case actKind:
+					rec.sp.Kind = record.NormKind(v) // as set stores it
 				case actAttr:
 					rec.at.Add(record.TierField, ly.ent[e].key, v, record.InBuf(v, rec.block))
 				case actGiveUp:
@@ -397,13 +408,15 @@ func (t *fieldTable) fastEnd(rec *flatRecord, ly *layout, line []byte) int {
 // overlapping the one before), rather than a test and a branch a word.
 func stringEnd(line []byte, i, n int) (int, bool) {
 	if n >= 8 && i+n < len(line) && line[i+n] == '"' {
-		var m uint64
-		k := i
-		for ; k+8 <= i+n; k += 8 {
-			m |= specialMask(binary.LittleEndian.Uint64(line[k:]))
-		}
-		if k < i+n {
-			m |= specialMask(binary.LittleEndian.Uint64(line[i+n-8:]))
+		// Up to 32 bytes (ids, names) as two or four words with no loop:
+		// the first and last 8 (or 16), overlapping in the middle.
+		w := line[i : i+n]
+		m := specialMask(binary.LittleEndian.Uint64(w)) | specialMask(binary.LittleEndian.Uint64(w[n-8:]))
+		if n > 16 {
+			m |= specialMask(binary.LittleEndian.Uint64(w[8:])) | specialMask(binary.LittleEndian.Uint64(w[n-16:]))
+			for k := 16; k < n-16; k += 8 {
+				m |= specialMask(binary.LittleEndian.Uint64(w[k:]))
+			}
 		}
 		if m == 0 {
 			return i + n, true

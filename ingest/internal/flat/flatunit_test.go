@@ -117,3 +117,26 @@ func TestFastNumberAgrees(t *testing.T) {
 		}
 	}
 }
+
+// A line that ends (the block's last, at the end of the input) right after
+// an opening learnt from an earlier line is given up, not read past; and
+// one with spaces after a colon whose opening was learnt without them is
+// taken as the step-by-step path takes it.
+func TestFastLineLearntOpening(t *testing.T) {
+	tab := newFieldTable(&record.Options{})
+	var ly layout
+	teach := []byte(`{"abcdefghijklm":1,"hop":"a","duration_ms":2}`)
+	if !fastAgrees(t, tab, &ly, teach) {
+		t.Fatal("teaching line not taken")
+	}
+	for _, l := range []string{`{"abcdefghijklm":`, `{"abcdefghijklm":   `, `{"abcdefghijklm":1,"hop":"a","duration_ms":`} {
+		rec := &flatRecord{intern: &record.Interner{}}
+		if end := tab.fastEnd(rec, &ly, []byte(l)); end >= 0 {
+			t.Errorf("%q: taken (end %d)", l, end)
+		}
+	}
+	fastAgrees(t, tab, &ly, teach)
+	if !fastAgrees(t, tab, &ly, []byte(`{"abcdefghijklm": 1,"hop":"a","duration_ms":  2}`)) {
+		t.Error("spaces after the colons: not taken")
+	}
+}
