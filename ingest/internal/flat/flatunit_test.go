@@ -1,6 +1,7 @@
 package flat
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -138,5 +139,33 @@ func TestFastLineLearntOpening(t *testing.T) {
 	fastAgrees(t, tab, &ly, teach)
 	if !fastAgrees(t, tab, &ly, []byte(`{"abcdefghijklm": 1,"hop":"a","duration_ms":  2}`)) {
 		t.Error("spaces after the colons: not taken")
+	}
+}
+
+// Every prefix of a line, decoded with the layout the lines before it
+// taught (a block's last line cut at the end of the input), is given up or
+// read as the general path reads it, and never read past its end.
+func TestFastLinePrefixes(t *testing.T) {
+	lines := bytes.Split(bytes.TrimSpace(flatMixedLines(300)), []byte("\n"))
+	for variant := range 3 {
+		tab := newFieldTable(&record.Options{})
+		var ly layout
+		for k, l := range lines {
+			switch {
+			case variant == 1 && k%3 == 0:
+				l = bytes.ReplaceAll(l, []byte(`":`), []byte(`": `))
+			case variant == 2:
+				// A key whose opening is the 16 bytes the compare takes.
+				l = bytes.ReplaceAll(l, []byte(`"timeout_ms"`), []byte(`"timeout_in_ms"`))
+			}
+			for cut := range len(l) {
+				p := append([]byte(nil), l[:cut]...) // no room past the prefix
+				rec := &flatRecord{intern: &record.Interner{}}
+				if tab.fastEnd(rec, &ly, p) == len(p) {
+					fastAgrees(t, tab, &ly, p)
+				}
+			}
+			fastAgrees(t, tab, &ly, l)
+		}
 	}
 }
