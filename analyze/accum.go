@@ -1219,11 +1219,11 @@ func digestHistogram(d *quantile.Digest, width int64) []quantile.Bucket {
 	}
 	d.Each(func(v int64, c int) {
 		k := v / width
-		if n := len(out); n > 0 && out[n-1].FromMs == float64(k*width)/1e6 {
+		if n := len(out); n > 0 && out[n-1].FromMs == units.Ms(k*width) {
 			out[n-1].Count += c
 			return
 		}
-		out = append(out, quantile.Bucket{FromMs: float64(k*width) / 1e6, ToMs: float64((k+1)*width) / 1e6, Count: c})
+		out = append(out, quantile.Bucket{FromMs: units.Ms(k * width), ToMs: units.Ms((k + 1) * width), Count: c})
 	})
 	return out
 }
@@ -1235,10 +1235,10 @@ func digestLogHistogram(d *quantile.Digest) []quantile.Bucket {
 	}
 	out := []quantile.Bucket{}
 	idx := func(ns int64) int {
-		if float64(ns)/1e6 < 1 {
+		if units.Ms(ns) < 1 {
 			return -1
 		}
-		return int(math.Floor(10 * fastlog.Log10(float64(ns)/1e6)))
+		return int(math.Floor(10 * fastlog.Log10(units.Ms(ns))))
 	}
 	edge := func(i int) float64 {
 		if i < 0 {

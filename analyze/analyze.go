@@ -734,7 +734,7 @@ func latencyOf(n, known int, at func(q float64) float64) (Latency, []string) {
 			unknown = append(unknown, name)
 			return
 		}
-		*dst = units.RoundPtr(at(q)/1e6, 3)
+		*dst = units.RoundPtr(units.MsOf(at(q)), 3)
 	}
 	set(&l.P50, "p50", 0.50)
 	set(&l.P90, "p90", 0.90)
@@ -857,7 +857,7 @@ func LogHistogram(sorted []int64) []quantile.Bucket {
 	}
 	var out []quantile.Bucket
 	idx := func(ns int64) int {
-		msv := float64(ns) / 1e6
+		msv := units.Ms(ns)
 		if msv < 1 {
 			return -1
 		}
@@ -906,7 +906,7 @@ func requestStats(reqs []*span.Request) Requests {
 		for _, f := range fails {
 			sum += float64(f)
 		}
-		rs.MeanTimeToFailureMs = units.RoundPtr(sum/float64(len(fails))/1e6, 3)
+		rs.MeanTimeToFailureMs = units.RoundPtr(units.MsOf(sum/float64(len(fails))), 3)
 	}
 	return rs
 }

@@ -591,7 +591,7 @@ func attribute(h *Hop, acc *hopAcc) {
 	default:
 		return
 	}
-	b := tailBin(int64(math.Round(t * 1e6)))
+	b := tailBin(int64(math.Round(units.NsOfMs(t))))
 	hopTail := acc.cut + digestAtOrAbove(&acc.succ, b) + digestAtOrAbove(&acc.other, b)
 	N := acc.n
 	type cand struct {

@@ -14,7 +14,7 @@ func nsOf(msv *float64) int64 {
 	if msv == nil {
 		return 0
 	}
-	return int64(math.Round(*msv * 1e6))
+	return int64(math.Round(units.NsOfMs(*msv)))
 }
 
 // cutBy reports whether attempt s was cut by a timeout, T being the hop's

@@ -194,14 +194,14 @@ func (v *windowView) summary(label string) WindowSummary {
 	if v.n == 0 {
 		return s
 	}
-	s.TailFromMs = units.RoundPtr(v.from/1e6, 3)
+	s.TailFromMs = units.RoundPtr(units.MsOf(v.from), 3)
 	var sum float64
 	for _, r := range v.rep.paths.reqs {
 		if float64(r.lat) >= v.from {
 			sum += float64(r.lat)
 		}
 	}
-	s.TailMeanMs = units.RoundPtr(sum/float64(v.tail)/1e6, 3)
+	s.TailMeanMs = units.RoundPtr(units.MsOf(sum/float64(v.tail)), 3)
 	if v.first > 0 {
 		s.From = time.Unix(0, v.first).UTC().Format(time.RFC3339Nano)
 		s.To = time.Unix(0, v.last).UTC().Format(time.RFC3339Nano)
@@ -239,7 +239,7 @@ func Compare(before, after *Report, beforeLabel, afterLabel string) *Comparison 
 	hb, ha := hopIndex(before), hopIndex(after)
 	cands := make([]cand, 0, len(ha)+len(hb))
 	score := func(name string) float64 {
-		return (va.tailPath[name]-vb.tailPath[name])/1e6 + (share(va, name)-share(vb, name))*failCost
+		return units.MsOf(va.tailPath[name]-vb.tailPath[name]) + (share(va, name)-share(vb, name))*failCost
 	}
 	shift := func(name string) float64 {
 		return typicalShift(hb[name], ha[name], before.Requests.Count, after.Requests.Count)
@@ -318,7 +318,7 @@ func (v *windowView) window(h *Hop) *HopWindow {
 	}
 	w := &HopWindow{Attempts: h.Attempts, Calls: h.Calls, FailedAttempts: h.FailedAttempts,
 		P50Ms: h.LatencyMs.P50, P95Ms: h.LatencyMs.P95, P99Ms: h.LatencyMs.P99, Censored: h.Censored,
-		Class: h.FailureClass, TailPathMs: round3(v.tailPath[h.Hop] / 1e6), FailedRequests: v.failedIn[h.Hop]}
+		Class: h.FailureClass, TailPathMs: round3(units.MsOf(v.tailPath[h.Hop])), FailedRequests: v.failedIn[h.Hop]}
 	if h.Attempts > 0 {
 		w.FailureRate = units.Round(float64(h.FailedAttempts)/float64(h.Attempts), 4)
 	}

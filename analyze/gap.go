@@ -133,7 +133,7 @@ func (g *gapAcc) summary() *Gap {
 	quantile.SortInt64(g.client)
 	quantile.SortInt64(g.server)
 	quantile.SortInt64(g.gap)
-	at := func(xs []int64, q float64) *float64 { return units.RoundPtr(quantile.Int64(xs, q)/1e6, 3) }
+	at := func(xs []int64, q float64) *float64 { return units.RoundPtr(units.MsOf(quantile.Int64(xs, q)), 3) }
 	x := &Gap{Pairs: len(g.gap), ServerHops: len(g.servers), Examples: []string{},
 		ClientP99Ms: at(g.client, 0.99), ServerP99Ms: at(g.server, 0.99),
 		GapP50Ms: at(g.gap, 0.5), GapP99Ms: at(g.gap, 0.99)}

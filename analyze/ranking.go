@@ -145,7 +145,7 @@ type pathSums struct {
 func sumPaths(p *paths, p99 float64, inTail func(*reqPath) bool) pathSums {
 	H := len(p.hops)
 	s := pathSums{ordinary: make([]float64, H), tail: make([]float64, H), penalty: make([]float64, H), failures: make([]int, H), ex: make([][]example, H),
-		tr: &TailRequests{AboveMs: units.RoundPtr(p99/1e6, 3), Examples: []string{}}}
+		tr: &TailRequests{AboveMs: units.RoundPtr(units.MsOf(p99), 3), Examples: []string{}}}
 	tr := s.tr
 	var slowest []example
 	for i := range p.reqs {
@@ -209,8 +209,8 @@ func rankedEntries(rep *Report, p *paths, s pathSums, usual []float64, nTail int
 	for j, c := range cands {
 		h := c.h
 		rank[h] = j
-		e := TailEntry{Hop: p.hops[h], Score: round3(c.score / 1e6), Share: units.Round(c.score/total, 4),
-			TailPathMs: round3(s.tail[h] / float64(nTail) / 1e6), UsualPathMs: round3(usual[h] / 1e6), Failures: s.failures[h], Examples: []string{}}
+		e := TailEntry{Hop: p.hops[h], Score: round3(units.MsOf(c.score)), Share: units.Round(c.score/total, 4),
+			TailPathMs: round3(units.MsOf(s.tail[h] / float64(nTail))), UsualPathMs: round3(units.MsOf(usual[h])), Failures: s.failures[h], Examples: []string{}}
 		for _, x := range s.ex[h] {
 			e.Examples = append(e.Examples, x.trace)
 		}
@@ -238,7 +238,7 @@ func slowedByRanked(p *paths, inTail func(*reqPath) bool, rank map[int32]int, us
 			continue
 		}
 		for _, ph := range r.path {
-			if j, ok := rank[ph.hop]; ok && float64(ph.ns)-usual[ph.hop] >= max(usual[ph.hop], 1e6) {
+			if j, ok := rank[ph.hop]; ok && float64(ph.ns)-usual[ph.hop] >= max(usual[ph.hop], float64(time.Millisecond)) {
 				mark(i, j)
 			}
 		}

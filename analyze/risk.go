@@ -175,7 +175,7 @@ func (h *Hop) successesAbove(t time.Duration) int {
 		return 0
 	}
 	m := h.ttsAbove(int64(t))
-	if h.Censored != nil && time.Duration(h.Censored.AtLeastMs*1e6) < t {
+	if h.Censored != nil && units.FromMs(h.Censored.AtLeastMs) < t {
 		m += h.Censored.Attempts
 	}
 	return min(m, h.ttsCount)
@@ -337,7 +337,7 @@ func adviceFor(pr *Prediction, reqs []*span.Request, ok int) string {
 			continue
 		}
 		if h.Successes >= pr.NeedSuccesses {
-			short = append(short, fmt.Sprintf("%s (%d of its %d successes are longer than its %s timeout)", h.Hop, h.Above, h.Successes, units.Duration(time.Duration(h.TimeoutMs*1e6))))
+			short = append(short, fmt.Sprintf("%s (%d of its %d successes are longer than its %s timeout)", h.Hop, h.Above, h.Successes, units.Duration(units.FromMs(h.TimeoutMs))))
 			continue
 		}
 		if h.Cut > 0 {

@@ -234,7 +234,7 @@ func measureTimeline(rep *Report, reqs []*span.Request, opt Options) {
 		tl.Note = fmt.Sprintf("the requests start within %s: too short to cut into blocks", units.Duration(time.Duration(last-first)))
 		return
 	}
-	tl.Block, tl.BlockMs, tl.size = blockText(size), units.Round(float64(size)/1e6, 4), int64(size)
+	tl.Block, tl.BlockMs, tl.size = blockText(size), units.Round(units.Ms(int64(size)), 4), int64(size)
 	// Blocks start at whole multiples of the block length (UTC), so that
 	// two runs over overlapping logs cut them alike.
 	tl.origin = first - first%int64(size)
@@ -421,7 +421,7 @@ func detectIncidents(rep *Report, tl *Timeline) []Incident {
 			p99 := quantile.Int64(ok, 0.99)
 			above := len(ok) - sort.Search(len(ok), func(k int) bool { return float64(ok[k]) > b99 })
 			byHop[i] = append(byHop[i], Incident{Hop: h.Hop, From: tl.Blocks[b].From, Until: tl.Blocks[e].Until,
-				P99Ms: units.Round(p99/1e6, 4), BaselineP99Ms: units.Round(b99/1e6, 4), Slowdown: units.Round(p99/b99, 2),
+				P99Ms: units.Round(units.MsOf(p99), 4), BaselineP99Ms: units.Round(units.MsOf(b99), 4), Slowdown: units.Round(p99/b99, 2),
 				Calls: len(ok), Above: above, Start: tl.Blocks[b].start, End: tl.Blocks[e].end})
 			b = e
 		}
@@ -663,7 +663,7 @@ func msQ(xs []int64, q float64) *float64 {
 	if len(xs) == 0 {
 		return nil
 	}
-	v := units.Round(quantile.Int64(xs, q)/1e6, 4)
+	v := units.Round(units.MsOf(quantile.Int64(xs, q)), 4)
 	return &v
 }
 

@@ -765,7 +765,7 @@ func (l *linter) tail(name string, hp policy.Hop, src string, h *analyze.Hop, o 
 	// The tail a timeout must cover is the p99, or the slowest success
 	// when that is longer: a request-level false-timeout target asks each
 	// of many calls for more than p99, up to every logged success.
-	p := *h.SuccessLatencyMs.P99 * 1e6
+	p := units.NsOfMs(*h.SuccessLatencyMs.P99)
 	ref := fmt.Sprintf("the p99 of successful attempts, %s (over %d)", p99, n)
 	if len(o.succ) > 0 {
 		if slowest := float64(slices.Max(o.succ)); slowest > p {

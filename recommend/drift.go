@@ -391,7 +391,7 @@ func incidentBasis(rep *analyze.Report, p *policy.Policy) {
 		var covered, left []string
 		for _, in := range byHop[h.Hop] {
 			w := fmt.Sprintf("%s–%s (p99 %s)", clockOf(in.From), clockOf(in.Until), units.Millis(in.P99Ms))
-			if float64(hp.Timeout) >= in.P99Ms*1e6 {
+			if float64(hp.Timeout) >= units.NsOfMs(in.P99Ms) {
 				covered = append(covered, w)
 			} else {
 				left = append(left, w)

@@ -244,7 +244,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 	pname := units.PercentileRounded(q * 100)
 	var current time.Duration
 	if h.TimeoutMs != nil {
-		current = time.Duration(*h.TimeoutMs * 1e6)
+		current = units.FromMs(*h.TimeoutMs)
 	}
 	hp := policy.Hop{BudgetAware: true}
 	var rec analyze.Recommendation
@@ -260,7 +260,7 @@ func recommendHop(h *analyze.Hop, opt analyze.Options, q, k, target float64) (po
 	slowest := time.Duration(tts.Max)
 	switch {
 	case h.Censored != nil && tts.N >= analyze.MinSamplesRecommend && !known:
-		cut := time.Duration(h.Censored.AtLeastMs * 1e6)
+		cut := units.FromMs(h.Censored.AtLeastMs)
 		canary := max(RoundUpNice(cut*4), RoundUpNice(time.Duration(float64(slowest)*(1+margin))))
 		need := int(math.Ceil(10 / (1 - opt.Percentile/100)))
 		rec = analyze.Recommendation{Action: analyze.ActionObserveFirst, TimeoutMs: units.Ms(int64(canary)),

@@ -28,7 +28,7 @@ func (r *Result) Summary() Summary {
 		LatencyMs:      Latency{P50: units.MsPtr(r.P50), P95: units.MsPtr(r.P95), P99: units.MsPtr(r.P99)},
 		FailureLanding: r.FailureLanding,
 		FailuresByHop:  r.FailuresByHop,
-		RetryMs:        RetryTime{Spent: float64(r.RetrySpent) / 1e6, Wasted: float64(r.RetryWasted) / 1e6},
+		RetryMs:        RetryTime{Spent: units.Ms(r.RetrySpent), Wasted: units.Ms(r.RetryWasted)},
 	}
 	var ok []int64
 	for _, o := range r.Outcomes {
