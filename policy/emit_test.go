@@ -335,13 +335,18 @@ func TestGRPCDefault(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 	var rank grpcConfig
-	_ = json.Unmarshal([]byte(chans[1].Config), &rank)
+	if err := json.Unmarshal([]byte(chans[1].Config), &rank); err != nil {
+		t.Fatal(err)
+	}
 	if len(rank.MethodConfig) != 1 || rank.MethodConfig[0].Timeout != "2.000000000s" {
 		t.Errorf("rank: %+v, want the whole-service hop alone as the default", rank)
 	}
 	p.Default.Idempotent = Idempotent
 	chans, _ = GRPCChannels(p, eps, GRPCOptions{})
-	_ = json.Unmarshal([]byte(chans[0].Config), &backend)
+	backend = grpcConfig{}
+	if err := json.Unmarshal([]byte(chans[0].Config), &backend); err != nil {
+		t.Fatal(err)
+	}
 	if last := backend.MethodConfig[len(backend.MethodConfig)-1]; last.RetryPolicy == nil || last.RetryPolicy.MaxAttempts != 2 {
 		t.Errorf("an idempotent default: %+v", last)
 	}

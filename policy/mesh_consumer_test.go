@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -36,6 +37,38 @@ func yamlDocs(out string) ([]map[string]any, error) {
 			docs = append(docs, doc)
 		}
 	}
+}
+
+// mustDocs is yamlDocs for a test: an output that does not decode, or
+// holds no document, fails it.
+func mustDocs(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	docs, err := yamlDocs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		t.Fatalf("no YAML document in %q", out)
+	}
+	return docs
+}
+
+// schemaFile reads a schema kept under testdata; one that cannot be read,
+// or is empty (which would pass any document), fails the test.
+func schemaFile(t *testing.T, name string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := yaml.Unmarshal(raw, &schema); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if len(schema) == 0 {
+		t.Fatalf("%s: an empty schema", name)
+	}
+	return schema
 }
 
 // istioValidate reads each VirtualService's spec strictly into Istio's own
@@ -336,10 +369,8 @@ func TestLinkerdAcceptedBySchema(t *testing.T) {
 	if rb["retryRatio"] != 0.2 || rb["minRetriesPerSecond"] != 10 || rb["ttl"] != "10s" {
 		t.Errorf("retryBudget %v", rb)
 	}
-	var schema map[string]any
-	raw, _ := os.ReadFile("testdata/linkerd-serviceprofile-v1alpha2.schema.yaml")
-	_ = yaml.Unmarshal(raw, &schema)
-	docs, _ := yamlDocs(strings.Replace(out, "isRetryable:", "retryable:", 1))
+	schema := schemaFile(t, "linkerd-serviceprofile-v1alpha2.schema.yaml")
+	docs := mustDocs(t, strings.Replace(out, "isRetryable:", "retryable:", 1))
 	if schemaValidate(schema, docs[0], "") == nil {
 		t.Error("an unknown property passed the schema")
 	}
@@ -619,15 +650,13 @@ func TestLinkerdRoutes(t *testing.T) {
 			t.Errorf("%s: read back %+v, want %+v", e.Label(), got, want)
 		}
 	}
-	bad, _ := yamlDocs(strings.Replace(out, "parentRefs:", "parentRef:", 1))
-	raw, _ := os.ReadFile("testdata/gateway-grpcroute-v1.schema.yaml")
-	var sc map[string]any
-	_ = yaml.Unmarshal(raw, &sc)
+	bad := mustDocs(t, strings.Replace(out, "parentRefs:", "parentRef:", 1))
+	sc := schemaFile(t, "gateway-grpcroute-v1.schema.yaml")
 	if schemaValidate(sc, bad[0], "") == nil {
 		t.Error("an unknown property passed the schema")
 	}
 	badType := strings.Replace(out, "type: Exact, service", "type: Prefix, service", 1)
-	bd, _ := yamlDocs(badType)
+	bd := mustDocs(t, badType)
 	if badType == out || schemaValidate(sc, bd[0], "") == nil {
 		t.Error("a method match type outside the enum passed the schema")
 	}
