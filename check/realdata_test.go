@@ -12,8 +12,8 @@ import (
 // TestRealTraces lints real traces written by other projects (deep trees,
 // parallel fan-out, spans without status): every finding is well formed and
 // names a hop of the logs or of the policy, and the rules that follow from
-// the policy alone fire whatever the logs. The files are ../shared/data's
-// when present, else their copies under testdata/real (the large Zipkin
+// the policy alone fire whatever the logs. The files are their copies
+// under testdata/real (../shared/data's with TAILSCOPE_REALDATA=full) (the large Zipkin
 // trace's a subtree of it).
 func TestRealTraces(t *testing.T) {
 	files := []string{

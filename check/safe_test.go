@@ -32,7 +32,7 @@ var nezhaMap = map[string]string{"trace_id": "TraceID", "span_id": "SpanID", "pa
 // realFiles lists every span file of the repository's samples, real
 // exports (testdata/real), broken-input fixtures (testdata/bad: what is left
 // of them after the bad records) and reader fixtures, and of
-// ../shared/data when it is present.
+// ../shared/data with TAILSCOPE_REALDATA=full.
 func realFiles(t *testing.T) []realFile {
 	t.Helper()
 	var out []realFile

@@ -141,7 +141,7 @@ func TestCSVPodColumn(t *testing.T) {
 const NezhaMap = "trace_id=TraceID,span_id=SpanID,parent_id=ParentID,service=PodName,name=OperationName,start=StartTimeUnixNano,end=EndTimeUnixNano"
 
 // TestCSVNezha reads both TrainTicket minutes (the baseline's subset of
-// whole traces where ../shared/data is absent): every row is a span, every
+// whole traces unless TAILSCOPE_REALDATA=full): every row is a span, every
 // trace has its one root and assembles without orphans, and services are
 // pod names without their hash segments. Rows and traces are counted from
 // the raw CSV; the README's numbers are held where the file read is whole.

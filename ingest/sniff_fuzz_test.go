@@ -48,8 +48,8 @@ func FuzzSniff(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	// Real trace files (testdata/real's, and ../shared/data's when it is
-	// there): only their first kilobytes, which is what the sniffer reads.
+	// Real trace files (testdata/real's, and ../shared/data's with
+	// TAILSCOPE_REALDATA=full): only their first kilobytes, which is what the sniffer reads.
 	for _, root := range realdata.Roots(f) {
 		files, _ := filepath.Glob(filepath.Join(root, "*", "*.json"))
 		for _, p := range files {

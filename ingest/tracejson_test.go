@@ -55,8 +55,8 @@ func tjReadFile(t *testing.T, path string) ([]span.Span, *ingest.Stats) {
 	return out, st
 }
 
-// TestSharedTraceFiles reads every real trace JSON file, ../shared/data's
-// when present, else its copy under testdata/real (byte for byte, or a
+// TestSharedTraceFiles reads every real trace JSON file, its copy under
+// testdata/real (../shared/data's with TAILSCOPE_REALDATA=full) (byte for byte, or a
 // subset with counts of its own), and checks the counts its README states
 // (and the facts computed from the files independently: spans with a
 // duration, shared halves, errors).
@@ -79,8 +79,8 @@ func TestSharedTraceFiles(t *testing.T) {
 		"jaeger/otlp2jaeger-out.json":                 {"jaeger", 2, 2, map[string]int64{}, 1, 1, 0, 0, 0, 1},
 		"jaeger-analytics-java/ui-trace.json":         {"jaeger", 2, 2, map[string]int64{}, 1, 2, 0, 0, 0, 0},
 	}
-	// The subsets kept under testdata/real, read where ../shared/data is
-	// absent, with their own counts, taken from the JSON without the reader
+	// The subsets kept under testdata/real, read unless
+	// TAILSCOPE_REALDATA=full, with their own counts, taken from the JSON without the reader
 	// (spans with a duration; among them distinct localEndpoint service
 	// names and (service, name, kind), error tags and shared:true), which
 	// counted the same way give the full file's row above.

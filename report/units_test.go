@@ -57,8 +57,8 @@ var (
 
 // realReports analyses the real Nezha exports, keyed by their names under
 // ../shared/data: the TrainTicket fault and baseline minutes and the
-// Online Boutique minute, the full files where ../shared/data has them,
-// else their copies (the fault minute whole, subsets of whole traces of
+// Online Boutique minute, their copies under testdata/real (the full files
+// with TAILSCOPE_REALDATA=full) (the fault minute whole, subsets of whole traces of
 // the others) under testdata/real.
 func realReports(t *testing.T) map[string]*analyze.Report {
 	t.Helper()

@@ -310,7 +310,7 @@ func (r *compareJSON) involves(hop, service string) bool {
 }
 
 // The real TrainTicket pair (Nezha, 2023-01-30): a fault-free minute
-// (11:39; where ../shared/data is absent, the subset of its whole traces
+// (11:39; unless TAILSCOPE_REALDATA=full, the subset of its whole traces
 // kept in testdata/real) and the minute labelled with a network delay
 // injected into ts-basic-service (12:06). The comparison runs on them as
 // they are and is logged; then the same delay is injected by hand into the

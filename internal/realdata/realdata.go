@@ -85,15 +85,18 @@ func rel(p string) string {
 // what a test reads does not depend on the machine it runs on (a clone
 // beside ../shared read other files than CI); TAILSCOPE_REALDATA=full
 // runs the same tests on the full files (docs/DESIGN.md's numbers for the
-// whole days come from there).
+// whole days come from there), and fails the test when the folder is not
+// there: asked for the full files, a test must not quietly read the copies.
 func SharedDir(t testing.TB) (string, bool) {
 	t.Helper()
 	d := filepath.Join(repoRoot(t), "..", "shared", "data")
 	if os.Getenv("TAILSCOPE_REALDATA") != "full" {
 		return rel(d), false
 	}
-	fi, err := os.Stat(d)
-	return rel(d), err == nil && fi.IsDir()
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		t.Fatalf("realdata: TAILSCOPE_REALDATA=full, but %s is not a folder: %v", d, err)
+	}
+	return rel(d), true
 }
 
 // TestdataDir returns the repository's testdata/real, relative to the
@@ -104,8 +107,8 @@ func TestdataDir(t testing.TB) string {
 }
 
 // Roots returns the folders holding real exports: testdata/real always,
-// and ../shared/data after it when present (for tests that read every file
-// of a kind).
+// and ../shared/data after it with TAILSCOPE_REALDATA=full (for tests that
+// read every file of a kind).
 func Roots(t testing.TB) []string {
 	t.Helper()
 	out := []string{TestdataDir(t)}
@@ -118,7 +121,8 @@ func Roots(t testing.TB) []string {
 }
 
 // Shared returns the path of name (e.g. "nezha-trainticket/fault-12_06_trace.csv")
-// in ../shared/data and whether that file is there.
+// in ../shared/data and whether a test is to read it: with
+// TAILSCOPE_REALDATA=full, when that file is there.
 func Shared(t testing.TB, name string) (string, bool) {
 	t.Helper()
 	d, ok := SharedDir(t)
@@ -139,8 +143,9 @@ func Copy(name string) string {
 	return name
 }
 
-// Path returns the full file name in ../shared/data when it is there, else
-// its copy under testdata/real, and logs which it chose. A file with
+// Path returns the copy of name under testdata/real, or with
+// TAILSCOPE_REALDATA=full the file in ../shared/data when it is there, and
+// logs which it chose. A file with
 // neither fails the test: a test that asks for a file must read one.
 func Path(t testing.TB, name string) string {
 	t.Helper()

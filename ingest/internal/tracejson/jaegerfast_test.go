@@ -210,7 +210,7 @@ func TestJaegerFastSame(t *testing.T) {
 	}
 	// Traces across the read buffer's end and past its size.
 	traceSame(t, jaegerGen(7, 3000), record.Options{Format: "jaeger"})
-	// The real files (testdata/real's, and ../shared/data's when present)
+	// The real files (testdata/real's, and ../shared/data's with TAILSCOPE_REALDATA=full)
 	// and the broken-input fixtures.
 	dirs := []string{"../../../testdata/bad/jaeger"}
 	for _, root := range realdata.Roots(t) {

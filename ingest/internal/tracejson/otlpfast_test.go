@@ -319,7 +319,7 @@ func TestOTLPFastSame(t *testing.T) {
 	big := bytes.ReplaceAll(otlpGen(99, 1), []byte(`,"`), []byte(",\n  \""))
 	otlpSame(t, big, record.Options{})
 	// The real files of these folders: testdata/real's, and
-	// ../shared/data's when present.
+	// ../shared/data's with TAILSCOPE_REALDATA=full.
 	read := 0
 	for _, root := range realdata.Roots(t) {
 		for dir, format := range map[string]string{"otel-proto": "otlp", "jaeger": "jaeger"} {

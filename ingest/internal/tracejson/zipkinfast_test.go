@@ -282,7 +282,7 @@ func TestZipkinFastSame(t *testing.T) {
 	// Elements across the read buffer's end and past its size.
 	big := zipkinGen(7, 4000)
 	traceSame(t, big, record.Options{Format: "zipkin"})
-	// The real files (testdata/real's, and ../shared/data's when present)
+	// The real files (testdata/real's, and ../shared/data's with TAILSCOPE_REALDATA=full)
 	// and the broken-input fixtures.
 	dirs := []string{"../../../testdata/bad/zipkin"}
 	for _, root := range realdata.Roots(t) {
