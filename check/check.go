@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/replay"
@@ -47,6 +48,9 @@ type Options struct {
 	// finding is a warning (a small sample cannot certify a target, and is
 	// told so, without failing a right answer).
 	MaxPredicted float64
+	// Names names the settings the findings and gates mention (Gates.Optimistic,
+	// MaxPredicted) as the caller's user knows them; nil: by option's names.
+	Names option.Names
 }
 
 // Report is the tailscope.check/v1 document.
@@ -148,11 +152,12 @@ func Run(rep *analyze.Report, reqs []*span.Request, pols []*policy.Policy, opt O
 			res.Lint = append([]Finding{*f}, res.Lint...)
 		}
 		res.Predicted = analyze.PredictFalseTimeouts(rep, reqs, p, analyze.FalseTimeoutTarget(analyze.Options{FalseTimeouts: opt.MaxFalseTimeouts}))
-		if f := OutOfSample(res.Predicted, opt.MaxPredicted); f != nil {
+		if f := OutOfSample(res.Predicted, opt.MaxPredicted, opt.Names); f != nil {
 			res.Lint = append(res.Lint, *f)
 		}
 		gates := opt.Gates
 		gates.unknownOutcomes = rep.Requests.SucceededInferred
+		gates.names = opt.Names
 		res.Gates = gates.Apply(rr, base)
 		res.Verdict = Pass
 		for _, f := range res.Lint {
@@ -254,14 +259,15 @@ func itoa(i int) string {
 // failures, only mentioned.
 // OutOfSample is the false-timeouts-out-of-sample finding: the predicted
 // share of successful requests on new traffic that the policy fails is
-// above the target. A warning unless gate > 0, then an error above gate.
-func OutOfSample(pr *analyze.Prediction, gate float64) *Finding {
+// above the target. A warning unless gate > 0, then an error above gate
+// (named by names: option.MaxPredictedFalseTimeouts).
+func OutOfSample(pr *analyze.Prediction, gate float64, names option.Names) *Finding {
 	if pr == nil || len(pr.Hops) == 0 {
 		return nil
 	}
 	limit, what := pr.Target, "target"
 	if gate > 0 {
-		limit, what = gate, "--max-predicted-false-timeouts"
+		limit, what = gate, names.Of(option.MaxPredictedFalseTimeouts)
 	}
 	if pr.Upper <= limit+1e-12 {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/replay"
 )
 
@@ -36,6 +37,8 @@ type Gates struct {
 	// known to have succeeded, and min-success counts none unless
 	// Optimistic.
 	unknownOutcomes bool
+	// names is Run's Options.Names: the notes name Optimistic by it.
+	names option.Names
 }
 
 // Apply evaluates the gates on a replay; base is the baseline's replay or
@@ -59,7 +62,7 @@ func (g Gates) Apply(r, base *replay.Result) []Gate {
 	success := successOf(r, g.Optimistic)
 	if g.unknownOutcomes && !g.Optimistic {
 		success = 0
-		und = fmt.Sprintf(" (the logs say no request's outcome: none of the %d the replay does not fail is known to succeed; --optimistic counts them)", r.Requests-r.Failed)
+		und = fmt.Sprintf(" (the logs say no request's outcome: none of the %d the replay does not fail is known to succeed; %s counts them)", r.Requests-r.Failed, g.names.Of(option.Optimistic))
 	}
 	if g.MinSuccess > 0 {
 		out = append(out, Gate{Name: "min-success", Want: "≥ " + units.Percent(g.MinSuccess, 1), Got: units.Percent(success, 1) + und,
@@ -117,7 +120,7 @@ func (g Gates) undeterminedNote(r *replay.Result) string {
 		return ""
 	}
 	if g.Optimistic {
-		return fmt.Sprintf(" (%d undetermined counted as successes: --optimistic)", r.Undetermined)
+		return fmt.Sprintf(" (%d undetermined counted as successes: %s)", r.Undetermined, g.names.Of(option.Optimistic))
 	}
 	return fmt.Sprintf(" (%d undetermined counted against the gate)", r.Undetermined)
 }

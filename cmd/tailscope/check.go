@@ -71,7 +71,7 @@ func parseDur(s string) (time.Duration, error) {
 }
 
 func (c *checkFlags) options() (check.Options, error) {
-	o := check.Options{Replay: replay.Options{RetryModel: c.retryModel}}
+	o := check.Options{Replay: replay.Options{RetryModel: c.retryModel}, Names: flagNames}
 	if c.retryModel != replay.ModelSame && c.retryModel != replay.ModelIndependent {
 		return o, usagef("--retry-model %q: want same or independent", c.retryModel)
 	}

@@ -15,7 +15,7 @@ const module = "github.com/tailscope/tailscope/"
 // (the longest prefix wins).
 var groups = []struct{ prefix, group string }{
 	{"quantile", "base"}, {"secret", "base"}, {"span", "base"}, {"outcome", "base"},
-	{"policy", "base"}, {"export", "base"}, {"internal", "base"}, {"tail", "base"}, {"bound", "base"}, {"route", "base"},
+	{"policy", "base"}, {"export", "base"}, {"internal", "base"}, {"tail", "base"}, {"bound", "base"}, {"route", "base"}, {"option", "base"},
 	{"ingest", "ingest"},
 	{"analyze", "analyze"},
 	{"replay", "replay"},
@@ -61,7 +61,7 @@ var allowed = map[string][]string{
 var baseImports = map[string][]string{
 	"quantile": nil, "secret": nil, "internal/par": nil, "internal/units": nil, "internal/glyph": nil,
 	"span": {"internal/par"}, "outcome": {"quantile"}, "policy": {"internal/glyph", "internal/units", "route"}, "route": nil,
-	"export": {"span"}, "samples": nil, "tail": {"internal/fastlog"}, "internal/fastlog": nil, "bound": nil,
+	"export": {"span"}, "samples": nil, "tail": {"internal/fastlog"}, "internal/fastlog": nil, "bound": nil, "option": nil,
 }
 
 func groupOf(pkg string) string {
