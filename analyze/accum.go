@@ -149,6 +149,49 @@ type hopAcc struct {
 	// cardinality.go): a copy, read only when the hop names look
 	// unbounded.
 	first hopFirst
+	// settled counts the leading attempts of times whose successes succ
+	// holds. While times keep every attempt (level 0) a success is not
+	// added to succ as it comes: its duration is in times already, and
+	// settle adds the ones past settled, in the order they came, before
+	// anything reads succ — the digest then holds what adding each at once
+	// gives, value for value and in the same order. Over a million spans
+	// that saved a third of the accumulation's time, which was a second
+	// stream of writes into memory for every success.
+	settled int
+}
+
+// settle adds to succ the successes times hold past settled (see
+// settled). It is idempotent; at level > 0 every success went to succ
+// as it came.
+func (h *hopAcc) settle() {
+	if h.times.level > 0 || h.settled == len(h.times.d) {
+		return
+	}
+	rest := h.times.d[h.settled:]
+	h.succ.Grow(len(rest))
+	for _, d := range rest {
+		if d >= 0 {
+			h.succ.Add(d)
+		}
+	}
+	h.settled = len(h.times.d)
+}
+
+// deferSuccess reports whether a success of d ns may wait in times
+// (settle): while they keep every attempt, its next one does not make
+// them thin (which drops attempts), and the digest is exact. Durations
+// are never negative after the readers; one that is goes to succ at once
+// (times would read it as a failure).
+func (h *hopAcc) deferSuccess(d int64) bool {
+	return h.times.level == 0 && len(h.times.d) < maxHopTimes && d >= 0 && h.succ.Exact()
+}
+
+// settleAll settles every hop (see settled): what reads the digests after
+// the read calls it first.
+func (a *Accum) settleAll() {
+	for _, h := range a.hops {
+		h.settle()
+	}
 }
 
 // NewAccum returns an empty accumulator keeping at most sampleSpans spans
@@ -643,6 +686,7 @@ func (p *Part) publish() {
 	clear(p.dirty)
 	p.dirty = p.dirty[:0]
 	for _, h := range over {
+		h.settle()
 		h.succ.Sketch()
 		h.flagged.Sketch()
 		h.other.Sketch()
@@ -684,6 +728,9 @@ const mergeMinPer = 64
 // merge adds o's attempts to h, in the form Add would have left them: a
 // hop past the exact range has all three digests sketched.
 func (h *hopAcc) merge(o *hopAcc) {
+	h.settle()
+	o.settle()
+	defer func() { h.settled = len(h.times.d) }()
 	if h.n == 0 && o.succ.Exact() && o.flagged.Exact() && o.other.Exact() {
 		// Into an empty hop, o's values as they are, sorted: what merging
 		// them into empty digests leaves, without copying them (o is
@@ -735,7 +782,12 @@ func (h *hopAcc) merge(o *hopAcc) {
 }
 
 func (h *hopAcc) add(sp *span.Span) {
-	flagged := h.addDurations(sp)
+	if h.times.level == 0 && len(h.times.d) >= maxHopTimes {
+		// This attempt makes the times thin, dropping attempts whose
+		// successes may wait there: succ takes them first.
+		h.settle()
+	}
+	flagged := h.addDurations(sp, true)
 	h.ex.add(sp, flagged)
 	h.times.add(sp)
 	if len(sp.Attrs) > 0 {
@@ -749,12 +801,20 @@ func (h *hopAcc) add(sp *span.Span) {
 // addDurations counts sp where the per-hop statistics read it (stats):
 // the attempts, and its duration among the successes, the failures its
 // span marks as cut (markedCut), or the other failures. It reports
-// whether the span marks it as cut.
-func (h *hopAcc) addDurations(sp *span.Span) (flagged bool) {
+// whether the span marks it as cut. With wait (add, which puts every
+// attempt in times next) a success may wait in times (settled).
+func (h *hopAcc) addDurations(sp *span.Span, wait bool) (flagged bool) {
 	h.n++
 	switch {
 	case !sp.Failed():
-		h.succ.Add(sp.Duration)
+		if !wait || !h.deferSuccess(sp.Duration) {
+			h.settle()
+			h.succ.Add(sp.Duration)
+			if wait {
+				// times take this attempt next (add), and succ has it.
+				h.settled = len(h.times.d) + 1
+			}
+		}
 	case markedCut(sp):
 		h.failed++
 		h.cut++
@@ -767,6 +827,7 @@ func (h *hopAcc) addDurations(sp *span.Span) (flagged bool) {
 	// A hop past the exact range turns all its digests into sketches
 	// together, so that merging them never mixes forms.
 	if h.n == quantile.ExactLimit+1 {
+		h.settle()
 		h.succ.Sketch()
 		h.flagged.Sketch()
 		h.other.Sketch()
@@ -964,6 +1025,7 @@ func wilson(k, n int) (float64, float64) {
 // span attribute, or inferred): a failure that ended within its tolerance
 // was cut by it (cutBy).
 func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms bool) {
+	acc.settle()
 	h.Attempts, h.FailedAttempts = acc.n, acc.failed
 	// Cut attempts: marked by the span, or failed and ended at T. Within
 	// the exact range the unions below are of sorted lists, each merged in

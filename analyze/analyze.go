@@ -774,7 +774,7 @@ func hopStats(name string, ss []*span.Span, cs []*span.Call, rootCalls int, all 
 	T := nsOf(h.TimeoutMs)
 	sample := &hopAcc{name: name}
 	for _, s := range ss {
-		sample.addDurations(s)
+		sample.addDurations(s, false)
 	}
 	if need.report {
 		succ, cut := sample.cutValues(T)

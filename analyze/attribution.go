@@ -752,6 +752,7 @@ func hopAccOf(name string, ss []*span.Span) *hopAcc {
 	for _, s := range ss {
 		h.add(s)
 	}
+	h.settle()
 	return h
 }
 

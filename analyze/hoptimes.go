@@ -348,25 +348,30 @@ func withSpanTimes(src timesSource, spans []*span.Span) timesSource {
 	return timesSource{of: get, until: until}
 }
 
-// sortSuccesses gives each hop's success digest its values sorted from
-// its attempt times' order (byDuration), where the times hold every
-// attempt (level 0) and the digest's values are exact and unsorted (the
-// Parts' merge leaves them so): the per-hop statistics read the
-// successes sorted and the timeline the times in that order, and one sort
-// serves both instead of two of the same durations. A hop whose times and
-// digest do not hold the same successes (SetSorted checks) sorts its own
-// when read, as before.
+// sortSuccesses settles every hop (hopAcc.settle) and gives each hop's
+// success digest its values sorted from its attempt times' order
+// (byDuration), where the times hold every attempt (level 0) and the
+// digest is exact: the per-hop statistics read the successes sorted and
+// the timeline the times in that order, and one sort serves both instead
+// of two of the same durations. A hop whose successes all wait in its
+// times (the read deferred them) has its digest filled from that order
+// at once (FillSorted), never built unsorted first; one whose digest
+// holds values already has them overwritten in that order when they are
+// the same (SetSorted checks), and otherwise sorts its own when read.
 func (a *Accum) sortSuccesses() {
 	hs := make([]*hopAcc, 0, len(a.hops))
 	for _, h := range a.hops {
-		if h.times.level == 0 && h.succ.Exact() && h.succ.N() >= 2 {
+		if h.times.level == 0 && h.succ.Exact() && len(h.times.d) >= 2 {
 			hs = append(hs, h)
+		} else {
+			h.settle()
 		}
 	}
 	par.Each(len(hs), func(i int) {
 		h := hs[i]
 		idx := h.times.byDuration()
 		if idx == nil {
+			h.settle()
 			return
 		}
 		// The successes come first in idx, then the failures.
@@ -374,6 +379,14 @@ func (a *Accum) sortSuccesses() {
 		for n < len(idx) && h.times.d[idx[n]] >= 0 {
 			n++
 		}
-		h.succ.SetSorted(n, func(i int) int64 { return h.times.d[idx[i]] })
+		at := func(i int) int64 { return h.times.d[idx[i]] }
+		if h.settled == 0 && h.succ.N() == 0 && h.succ.FillSorted(n, at) {
+			h.settled = len(h.times.d)
+			return
+		}
+		h.settle()
+		if h.succ.N() >= 2 {
+			h.succ.SetSorted(n, at)
+		}
 	})
 }

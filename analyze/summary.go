@@ -120,6 +120,7 @@ func TraceHash(id string) uint64 { return hashID(id) }
 // State returns a's content. It shares the digests' slices with a: a
 // must not change while the State is in use.
 func (a *Accum) State() *State {
+	a.settleAll()
 	s := &State{SampleSpans: a.SampleSpans, Limit: a.limit, Level: a.level, Total: a.total, Loose: a.loose}
 	if s.Limit == 0 {
 		s.Limit = s.SampleSpans
@@ -309,6 +310,7 @@ func hopFromState(s *HopState) (*hopAcc, error) {
 		return nil, err
 	}
 	h.times = hopTimes{at: s.Times.At, d: s.Times.D, level: s.Times.Level}
+	h.settled = len(h.times.d) // the state's digest holds its successes
 	if s.HasAttr {
 		at, err := attrIn(s.Attr, s.Attempts)
 		if err != nil {

@@ -2,6 +2,7 @@ package quantile
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -303,6 +304,38 @@ func (d *Digest) MergeUnsorted(o *Digest) {
 	all := make([]int64, len(d.exact)+len(o.exact))
 	copy(all[copy(all, d.exact):], o.exact)
 	d.exact, d.sorted = all, false
+}
+
+// Grow makes room for n more exact values (in sketch form it does
+// nothing), so that adding them copies none: a caller that knows how many
+// come saves the copies of growing one at a time.
+func (d *Digest) Grow(n int) {
+	if d.sketch || n <= cap(d.exact)-len(d.exact) {
+		return
+	}
+	d.exact = slices.Grow(d.exact, min(n, ExactLimit+1-len(d.exact)))
+}
+
+// FillSorted makes an empty digest hold the n values at(0) ≤ … ≤
+// at(n−1), 2 ≤ n ≤ ExactLimit, exactly and sorted: the digest that adding
+// them one by one and then Sorted leave, built in one pass. It reports
+// whether it did, which it does only on an empty digest and ascending
+// values (else the digest is left empty).
+func (d *Digest) FillSorted(n int, at func(i int) int64) bool {
+	if d.n != 0 || d.sketch || len(d.exact) != 0 || n < 2 || n > ExactLimit {
+		return false
+	}
+	xs := make([]int64, n)
+	prev := at(0)
+	for i := range xs {
+		x := at(i)
+		if x < prev || x < 0 {
+			return false
+		}
+		xs[i], prev = x, x
+	}
+	d.exact, d.n, d.min, d.max, d.sorted = xs, n, xs[0], xs[n-1], true
+	return true
 }
 
 // SetSorted gives an exact digest whose values are not sorted yet its
