@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"unicode/utf8"
 	"unsafe"
 
@@ -282,6 +283,17 @@ func (w *pqWorker) attrPlain(c *pqCursor, vi int) (string, bool) {
 	if m := &c.memo; m.gen == w.text.gen && m.bits == bits && m.ok {
 		return m.s, m.s != ""
 	}
+	if w.borrow && (c.kind == parquet.Int64 || c.kind == parquet.Int32) {
+		// An integer's decimal text (attrValue's), written in place in
+		// the batch's text: never empty, never long.
+		n := int64(bits)
+		if c.kind == parquet.Int32 {
+			n = int64(int32(bits))
+		}
+		str := w.text.int(n)
+		c.memo = attrMemo{gen: w.text.gen, bits: bits, s: str, ok: true}
+		return str, true
+	}
 	b = attrValue(c.col, c.typed(vi), &w.scratch)
 	var str string
 	switch {
@@ -369,6 +381,30 @@ func (a *textArena) ascii(b []byte) string {
 	blk = append(blk, b...)
 	a.blocks[a.cur] = blk
 	return unsafe.String(&blk[at], len(b))
+}
+
+// int is the decimal text of n (strconv.AppendInt's), written in the
+// arena.
+func (a *textArena) int(n int64) string {
+	const blockSize = 32 << 10
+	if len(a.blocks) == 0 {
+		a.blocks = append(a.blocks, make([]byte, 0, blockSize))
+	}
+	blk := a.blocks[a.cur]
+	if cap(blk)-len(blk) < 20 { // a int64's text is at most 20 bytes
+		a.cur++
+		if a.cur == len(a.blocks) {
+			a.blocks = append(a.blocks, nil)
+		}
+		if cap(a.blocks[a.cur]) < 20 {
+			a.blocks[a.cur] = make([]byte, 0, blockSize)
+		}
+		blk = a.blocks[a.cur][:0]
+	}
+	at := len(blk)
+	blk = strconv.AppendInt(blk, n, 10)
+	a.blocks[a.cur] = blk
+	return unsafe.String(&blk[at], len(blk)-at)
 }
 
 // typed is value i of a plain page of a numeric or boolean column.

@@ -444,17 +444,19 @@ func (l *pqLite) fill(sp *span.Span) {
 
 // records builds the rows of need (in row order) as the batch reader
 // does, from every column; the rows of again were taken by the Branch
-// already and go on to the chunk.
+// already and go on to the chunk. The attribute columns are not read
+// again: the first pass gave every row of the batch its attributes with
+// the same applyAttr, in the same column order, in w.attrs.
 func (w *pqWorker) records(ch *pqChunk, base int64, need []int32, again []bool) {
 	for _, row := range need {
 		w.recs[row].reset()
 		w.bad[row] = nil
-		if w.attrs != nil {
-			w.attrs[row] = w.attrs[row][:0]
-		}
 	}
 	for j := range w.curs {
 		c := &w.curs[j]
+		if w.roles[j] == roleAttr {
+			continue
+		}
 		vx := w.vidx[j]
 		sel, vals := w.sel[:0], w.vals[:0]
 		for _, row := range need {
