@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -210,9 +211,43 @@ func TestSources(t *testing.T) {
 	}
 }
 
+// angled names each option <Name>, so that a test sees the message ask
+// its caller's Names (the CLI's spell flags).
+func angled(o option.Option) string { return "<" + o.String() + ">" }
+
 func TestSniffUnknown(t *testing.T) {
-	_, err := ReadStream("x.bin", strings.NewReader("\x00\x01\x02garbage"), record.Options{}, SinkFunc(func(*span.Span) {}))
-	if err == nil || !strings.Contains(err.Error(), "--input") {
+	_, err := ReadStream("x.bin", strings.NewReader("\x00\x01\x02garbage"), record.Options{Names: angled}, SinkFunc(func(*span.Span) {}))
+	if err == nil || !strings.Contains(err.Error(), "name it with <Input>") {
 		t.Errorf("unknown format: %v", err)
+	}
+	_, err = Read([]string{"x"}, record.Options{Format: "yaml", Names: angled}, SinkFunc(func(*span.Span) {}))
+	if err == nil || !strings.Contains(err.Error(), "unknown <Input> \"yaml\"") {
+		t.Errorf("unknown format named: %v", err)
+	}
+}
+
+// TestMessagesNameOptions: the readers' skip details name the setting to
+// change by the caller's Names — a span without its hop's field names
+// HopBy, a trace record over the limit names MaxRecord.
+func TestMessagesNameOptions(t *testing.T) {
+	details := func(in string, opt record.Options) string {
+		t.Helper()
+		opt.Names = angled
+		st, err := ReadStream("x", strings.NewReader(in), opt, SinkFunc(func(*span.Span) {}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, e := range st.Errors {
+			b.WriteString(e.Detail + "\n")
+		}
+		return b.String()
+	}
+	if d := details(`{"trace_id":"a","span_id":"1","start":1,"end":2}`+"\n", record.Options{HopBy: "peer"}); !strings.Contains(d, "(see <HopBy>)") {
+		t.Errorf("a span without its hop: %q", d)
+	}
+	big := `[{"traceId":"1","id":"1","name":"a","duration":5},` + "\n" + `{"traceId":"1","id":"2","name":"` + strings.Repeat("x", 4096) + `","duration":5}]`
+	if d := details(big, record.Options{Format: "zipkin", MaxRecord: 1024}); !strings.Contains(d, "(raise with <MaxRecord>)") {
+		t.Errorf("a record over the limit: %q", d)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Formats the reader knows, in the order --help lists them.
@@ -53,7 +54,7 @@ func Read(paths []string, opt record.Options, sink record.Sink) (*record.Stats, 
 		opt.Format = "auto"
 	}
 	if opt.Format != "auto" && decoders[opt.Format] == nil {
-		return nil, fmt.Errorf("unknown --input %q (want auto, %s)", opt.Format, strings.Join(Formats, ", "))
+		return nil, fmt.Errorf("unknown %s %q (want auto, %s)", opt.Names.Of(option.Input), opt.Format, strings.Join(Formats, ", "))
 	}
 	files, passed, notes, err := expand(paths, opt.Remote)
 	if err != nil {
@@ -207,7 +208,7 @@ func readStream(display string, raw io.Reader, file *os.File, opt *record.Option
 	}
 	format := opt.Format
 	if format == "auto" {
-		f, err := Sniff(br)
+		f, err := sniff(br, opt.Names)
 		if err != nil {
 			return fmt.Errorf("%s: %v", display, err)
 		}

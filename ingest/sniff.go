@@ -10,6 +10,7 @@ import (
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/ingest/internal/tracejson"
+	"github.com/tailscope/tailscope/option"
 )
 
 // summaryMagic starts a partial summary (package summary's Magic, which
@@ -28,7 +29,10 @@ var errSummary = errors.New("a tailscope summary (.tss), which is read only as a
 // line with commas, tabs or semicolons (as many on the next line) → CSV. A
 // UTF-8 byte order mark is passed over. An empty input is flat JSON lines
 // with no records.
-func Sniff(br *bufio.Reader) (string, error) {
+func Sniff(br *bufio.Reader) (string, error) { return sniff(br, nil) }
+
+// sniff is Sniff whose error names the format setting by names.
+func sniff(br *bufio.Reader, names option.Names) (string, error) {
 	head, _ := br.Peek(record.SniffWindow)
 	switch {
 	case bytes.HasPrefix(head, summaryMagic):
@@ -109,5 +113,5 @@ func Sniff(br *bufio.Reader) (string, error) {
 	if len(show) > 24 {
 		show = show[:24]
 	}
-	return "", fmt.Errorf("unknown format: starts with %q; name it with --input (auto, jsonl, otlp, jaeger, zipkin, csv, parquet, arrow)", show)
+	return "", fmt.Errorf("unknown format: starts with %q; name it with %s (auto, jsonl, otlp, jaeger, zipkin, csv, parquet, arrow)", show, names.Of(option.Input))
 }

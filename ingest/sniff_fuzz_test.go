@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
 	"github.com/tailscope/tailscope/internal/realdata"
+	"github.com/tailscope/tailscope/option"
 )
 
 // FuzzSniff checks the format sniffer and then the whole auto-detecting
@@ -63,8 +64,8 @@ func FuzzSniff(f *testing.F) {
 		format, err := Sniff(br)
 		if err != nil {
 			msg := err.Error()
-			if format != "" || !strings.Contains(msg, "--input") {
-				t.Fatalf("unknown format must name --input: %q (format %q)", msg, format)
+			if format != "" || !strings.Contains(msg, "with "+option.Input.String()) {
+				t.Fatalf("unknown format must name the Input option: %q (format %q)", msg, format)
 			}
 		} else if decoders[format] == nil {
 			t.Fatalf("sniffed %q, which has no decoder", format)

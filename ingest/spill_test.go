@@ -26,8 +26,8 @@ func TestSpillBounded(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(data)
 	zw.Close()
-	_, err := ReadStream("<stdin>", bytes.NewReader(gz.Bytes()), record.Options{MaxSpill: int64(len(data) - 1)}, SinkFunc(func(*span.Span) {}))
-	if err == nil || !strings.Contains(err.Error(), "raise with --max-spill") || !strings.Contains(err.Error(), "spilling to a temporary file") {
+	_, err := ReadStream("<stdin>", bytes.NewReader(gz.Bytes()), record.Options{MaxSpill: int64(len(data) - 1), Names: angled}, SinkFunc(func(*span.Span) {}))
+	if err == nil || !strings.Contains(err.Error(), "raise with <MaxSpill>") || !strings.Contains(err.Error(), "spilling to a temporary file") {
 		t.Errorf("got %v", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 || len(spill.TempFiles.Paths()) != 0 {

@@ -18,7 +18,7 @@ type ConvertOptions struct {
 	Attributes bool
 	// Name is the output as messages call it ("stdout", a path).
 	Name string
-	// Strict refuses the output when a record was skipped (--strict):
+	// Strict refuses the output when a record was skipped (option.Strict):
 	// the error lists the first positions and the output is left
 	// unfinished (nothing written, as the caller writes to a temporary
 	// file).
@@ -53,7 +53,7 @@ func Convert(paths []string, iopt ingest.Options, w io.Writer, opt ConvertOption
 		return st, fmt.Errorf("writing %s: %w", opt.Name, werr)
 	}
 	if opt.Strict {
-		if err := strictSkipped(st, "; nothing written"); err != nil {
+		if err := strictSkipped(st, "; nothing written", iopt.Names); err != nil {
 			return st, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Convert writes every span in the flat schema, which reads back to the
@@ -31,8 +32,8 @@ func TestConvert(t *testing.T) {
 	}
 	bad := writeFile(t, "bad.jsonl", append(out.Bytes(), "{not json\n"...))
 	var refused bytes.Buffer
-	_, err = Convert([]string{bad}, ingest.Options{}, &refused, ConvertOptions{Format: "jsonl", Name: "x", Strict: true})
-	if err == nil || !strings.HasPrefix(err.Error(), "--strict: 1 of 601 records skipped; nothing written\n  ") {
+	_, err = Convert([]string{bad}, ingest.Options{Names: func(o option.Option) string { return "<" + o.String() + ">" }}, &refused, ConvertOptions{Format: "jsonl", Name: "x", Strict: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "<Strict>: 1 of 601 records skipped; nothing written\n  ") {
 		t.Errorf("strict convert of a bad record: %v", err)
 	}
 	if _, err := Convert([]string{bad}, ingest.Options{}, &refused, ConvertOptions{Format: "jsonl"}); err != nil {

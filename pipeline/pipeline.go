@@ -22,6 +22,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/recommend"
 	"github.com/tailscope/tailscope/span"
@@ -37,7 +38,8 @@ type Progress interface {
 	Spans(n int64)
 }
 
-// Options say how to read.
+// Options say how to read. The messages of a read (notes, warnings,
+// errors) name the settings they are about by Ingest.Names.
 type Options struct {
 	Ingest ingest.Options
 	// SampleSpans is how many spans are kept whole (see analyze.NewAccum).
@@ -88,6 +90,8 @@ type Logs struct {
 	acc   *analyze.Accum
 	// hopDef is what a hop is in acc (summary.HopDefOf).
 	hopDef string
+	// names is the read's Options.Ingest.Names, for the report's warnings.
+	names option.Names
 }
 
 // Read reads paths: logs, and partial summaries (see package summary),
@@ -99,6 +103,7 @@ func Read(paths []string, opt Options) (*Logs, error) {
 	if err != nil {
 		return l, err
 	}
+	l.names = opt.Ingest.Names
 	l.Spans = l.acc.Spans()
 	l.Requests, l.Problems = span.Assemble(l.Spans)
 	return l, nil
@@ -181,7 +186,7 @@ func read(paths []string, opt Options) (*Logs, error) {
 			return &Logs{Stats: &ingest.Stats{}}, err
 		}
 	}
-	if filters := filterFlags(opt.Ingest); len(filters) > 0 {
+	if filters := filterNames(opt.Ingest); len(filters) > 0 {
 		m.Stats.Notes = append(m.Stats.Notes, fmt.Sprintf("%s applied to the logs read here, not to the summaries (%s), which were taken as they were made: a summary keeps no span times and its hops' spans are merged; give the filters to summarize",
 			strings.Join(filters, ", "), strings.Join(sums, ", ")))
 	}
@@ -229,7 +234,7 @@ func pushdown(paths []string, opt Options) (*Logs, string, error) {
 		maxHops = analyze.DefaultMaxHops
 	}
 	if len(s.Hops) > maxHops {
-		return decline(fmt.Sprintf("%d hops, more than --max-hops %d", len(s.Hops), maxHops))
+		return decline(fmt.Sprintf("%d hops, more than %s %d", len(s.Hops), opt.Ingest.Names.Of(option.MaxHops), maxHops))
 	}
 	acc, err := analyze.FromState(s)
 	if err != nil {
@@ -239,23 +244,17 @@ func pushdown(paths []string, opt Options) (*Logs, string, error) {
 	return &Logs{acc: acc, Stats: st, hopDef: summary.HopDefOf(opt.Ingest.HopBy, opt.Ingest.Map)}, "", nil
 }
 
-// filterFlags names the filters o asks for.
-func filterFlags(o ingest.Options) []string {
+// filterNames names the filters o asks for (by o.Names).
+func filterNames(o ingest.Options) []string {
 	var out []string
-	if o.SinceOn() {
-		out = append(out, "--since")
-	}
-	if o.UntilOn() {
-		out = append(out, "--until")
-	}
-	if len(o.Exclude) > 0 {
-		out = append(out, "--exclude-window")
-	}
-	if o.Hops != nil {
-		out = append(out, "--hops")
-	}
-	if o.ExcludeHops != nil {
-		out = append(out, "--exclude-hops")
+	for _, f := range []struct {
+		on  bool
+		opt option.Option
+	}{{o.SinceOn(), option.Since}, {o.UntilOn(), option.Until}, {len(o.Exclude) > 0, option.ExcludeWindow},
+		{o.Hops != nil, option.Hops}, {o.ExcludeHops != nil, option.ExcludeHops}} {
+		if f.on {
+			out = append(out, o.Names.Of(f.opt))
+		}
 	}
 	return out
 }
@@ -453,7 +452,8 @@ func (l *Logs) filteredOrphans(rep *analyze.Report) {
 		}
 		if n > 0 {
 			out = append(out, analyze.Warning{Code: "filtered-parent", Message: fmt.Sprintf(
-				"%d spans have a parent that --since, --until, --hops or --exclude-hops left out; they were treated as top-level calls", n)})
+				"%d spans have a parent that %s, %s, %s or %s left out; they were treated as top-level calls", n,
+				l.names.Of(option.Since), l.names.Of(option.Until), l.names.Of(option.Hops), l.names.Of(option.ExcludeHops))})
 		}
 		if rest > 0 {
 			w.Message = fmt.Sprintf("%d spans name a parent that is not in the logs; they were treated as top-level calls", rest)

@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Strict fails on skipped records first, then on files that may hold
@@ -23,7 +25,7 @@ func TestStrict(t *testing.T) {
 		{"files not read", ingest.Stats{Passed: []ingest.PassedFile{{File: "a", Reason: "r", Strict: true}, {File: "b", Reason: "s"}, {File: "c", Reason: "t", Strict: true}}},
 			"--strict: 2 files not read\n  a: r\n  c: t"},
 	} {
-		err := Strict(&c.st)
+		err := Strict(&c.st, func(o option.Option) string { return "--" + strings.ToLower(o.String()) })
 		got := ""
 		if err != nil {
 			got = err.Error()

@@ -119,7 +119,7 @@ func parseWhen(flag, s string, now time.Time) (int64, error) {
 }
 
 func (f *inputFlags) options(e *env) (ingest.Options, error) {
-	o := ingest.Options{Format: f.input, HopBy: f.hopBy, Stdin: e.stdin, MaxRecord: f.maxRecord, MaxSpill: f.maxSpill}
+	o := ingest.Options{Format: f.input, HopBy: f.hopBy, Stdin: e.stdin, MaxRecord: f.maxRecord, MaxSpill: f.maxSpill, Names: flagNames}
 	if f.input != "auto" {
 		ok := false
 		for _, x := range ingest.Formats {
@@ -254,7 +254,7 @@ func load(e *env, paths []string, f *inputFlags) (*pipeline.Logs, error) {
 	if f.strict {
 		// Every record read, and every file under a path read or
 		// accounted for.
-		if err := pipeline.Strict(st); err != nil {
+		if err := pipeline.Strict(st, flagNames); err != nil {
 			return nil, err
 		}
 	}

@@ -57,7 +57,7 @@ func runSummarize(e *env, args []string) error {
 		return err
 	}
 	if in.strict && s.Stats.Skipped > 0 {
-		return pipeline.Strict(s.Stats)
+		return pipeline.Strict(s.Stats, flagNames)
 	}
 	return writeTo(e, output, func(w io.Writer) error { return summary.Write(w, s) })
 }

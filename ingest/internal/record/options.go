@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
@@ -54,6 +55,10 @@ type Options struct {
 	Stdin io.Reader
 	// MaxErrors bounds how many positioned errors are kept (all are counted).
 	MaxErrors int
+	// Names names the settings the readers' messages tell the reader to
+	// change (HopBy, Map, Format, MaxRecord, MaxSpill: option.HopBy, …)
+	// as the caller's user knows them; nil: by option's own names.
+	Names option.Names
 	// Borrowed lets a reader hand out spans whose id strings (TraceID,
 	// SpanID, ParentID) alias its own buffers, valid only during the
 	// Sink.Span call: the flat JSON-lines reader then allocates nothing per

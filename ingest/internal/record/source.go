@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -103,7 +104,7 @@ func (s *Source) Accept(sp *span.Span) (reason, detail string) {
 	}
 	sp.Hop = DeriveHop(sp, hopBy)
 	if sp.Hop == "" {
-		return ReasonNoHop, "no " + hopBy + " to name the hop by (see --hop-by)"
+		return ReasonNoHop, "no " + hopBy + " to name the hop by (see " + o.Names.Of(option.HopBy) + ")"
 	}
 	// The window's fields are read through o, not with o.SinceOn(): a
 	// value receiver on *o copied the whole Options (~300 bytes) twice a

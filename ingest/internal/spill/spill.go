@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 )
 
 // RandomAccess returns the input as an io.ReaderAt and its size. A
@@ -36,7 +37,7 @@ func RandomAccess(src *record.Source, pattern string) (io.ReaderAt, int64, func(
 	}
 	n, err := io.Copy(tmp, io.LimitReader(src.R, limit+1))
 	if err == nil && n > limit {
-		err = fmt.Errorf("the input is over %s once decompressed (raise with --max-spill)", bytesText(limit))
+		err = fmt.Errorf("the input is over %s once decompressed (raise with %s)", bytesText(limit), src.Options().Names.Of(option.MaxSpill))
 	}
 	if err != nil {
 		cleanup()

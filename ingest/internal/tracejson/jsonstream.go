@@ -51,7 +51,7 @@ func (e *jsonSyntaxError) Error() string { return e.msg }
 
 // errTooLong is returned by value when the value was over the limit: it
 // has been consumed, nothing of it is kept.
-var errTooLong = errors.New("record over --max-record")
+var errTooLong = errors.New("record over MaxRecord")
 
 func newJStream(br *bufio.Reader) *jstream {
 	s := &jstream{br: br, line: 1}

@@ -43,6 +43,7 @@ import (
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -175,7 +176,8 @@ func (w *jsonWalker) otlpResourceSpans() error {
 			w.buf = raw
 			switch {
 			case err == errTooLong:
-				res.bad = fmt.Errorf("resource at byte %d: over %d bytes (raise with --max-record)", at.off, w.src.Options().MaxRecord)
+				o := w.src.Options()
+				res.bad = fmt.Errorf("resource at byte %d: over %d bytes (raise with %s)", at.off, o.MaxRecord, o.Names.Of(option.MaxRecord))
 			case err != nil:
 				return err
 			default:

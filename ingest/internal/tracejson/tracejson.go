@@ -33,6 +33,7 @@ import (
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -282,7 +283,8 @@ func (w *jsonWalker) raw(dst []byte) ([]byte, pos, error) {
 // tooLong counts a record over --max-record (consumed by raw).
 func (w *jsonWalker) tooLong(at pos) {
 	w.index++
-	w.src.Skip(at.line, w.index, record.ReasonTooLong, fmt.Sprintf("at byte %d: over %d bytes (raise with --max-record)", at.off, w.src.Options().MaxRecord))
+	o := w.src.Options()
+	w.src.Skip(at.line, w.index, record.ReasonTooLong, fmt.Sprintf("at byte %d: over %d bytes (raise with %s)", at.off, o.MaxRecord, o.Names.Of(option.MaxRecord)))
 }
 
 // setAttrs makes sp.Attrs the resource's attributes res, the scope's
