@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/secret"
 	"io"
 	"net/http"
@@ -154,7 +155,7 @@ func (f *fetcher) once(ctx context.Context, u *url.URL) (body []byte, status int
 	resp, err := f.o.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = fmt.Errorf("no answer within %v (--fetch-timeout)", f.o.Timeout)
+			err = fmt.Errorf("no answer within %v (%s)", f.o.Timeout, f.o.Names.Of(option.FetchTimeout))
 		}
 		return nil, 0, 0, err
 	}
@@ -162,17 +163,18 @@ func (f *fetcher) once(ctx context.Context, u *url.URL) (body []byte, status int
 	body, err = f.readBody(ctx, resp.Body)
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("response not read within %v (--fetch-timeout)", f.o.Timeout)
+			err = fmt.Errorf("response not read within %v (%s)", f.o.Timeout, f.o.Names.Of(option.FetchTimeout))
 		}
 		return nil, 0, 0, err
 	}
 	if int64(len(body)) > f.o.MaxResponse {
 		// The truth for both cases: a search answer shrinks with
-		// --fetch-limit, one trace only with a larger cap.
+		// Limit, one trace only with a larger cap.
+		maxResponse := f.o.Names.Of(option.FetchMaxResponse)
 		if f.o.Limit <= 1 || strings.Contains(u.Path, "/traces/") {
-			return nil, 0, 0, fmt.Errorf("%w: one trace is over %d bytes; raise --fetch-max-response to read it", errTooLarge, f.o.MaxResponse)
+			return nil, 0, 0, fmt.Errorf("%w: one trace is over %d bytes; raise %s to read it", errTooLarge, f.o.MaxResponse, maxResponse)
 		}
-		return nil, 0, 0, fmt.Errorf("%w: over %d bytes; ask for fewer traces per search (--fetch-limit), or raise --fetch-max-response", errTooLarge, f.o.MaxResponse)
+		return nil, 0, 0, fmt.Errorf("%w: over %d bytes; ask for fewer traces per search (%s), or raise %s", errTooLarge, f.o.MaxResponse, f.o.Names.Of(option.FetchLimit), maxResponse)
 	}
 	return body, resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After")), nil
 }

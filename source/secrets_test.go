@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/source"
 )
 
@@ -115,10 +116,11 @@ func TestOneTraceOverTheCap(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	o := source.Options{Since: t0, Until: t0.Add(time.Minute), Slice: time.Minute, Limit: 1, MaxResponse: 1024, Retries: -1}
+	o := source.Options{Since: t0, Until: t0.Add(time.Minute), Slice: time.Minute, Limit: 1, MaxResponse: 1024, Retries: -1,
+		Names: func(o option.Option) string { return "<" + o.String() + ">" }}
 	_, _, _, err := fetchAll(t, "tempo://"+host(srv), o)
-	if err == nil || !strings.Contains(err.Error(), "one trace is over 1024 bytes") || !strings.Contains(err.Error(), "--fetch-max-response") {
-		t.Fatalf("err %v: want the one trace named, and the flag that raises the cap", err)
+	if err == nil || !strings.Contains(err.Error(), "one trace is over 1024 bytes") || !strings.Contains(err.Error(), "raise <FetchMaxResponse>") {
+		t.Fatalf("err %v: want the one trace named, and the setting (by the caller's Names) that raises the cap", err)
 	}
 	o.MaxResponse = 1 << 20
 	got, _, _, err := fetchAll(t, "tempo://"+host(srv), o)

@@ -24,6 +24,7 @@ package source
 import (
 	"errors"
 	"fmt"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/secret"
 	"net/http"
 	"net/url"
@@ -65,8 +66,11 @@ var defaultPorts = map[string]string{Jaeger: "16686", Tempo: "3200", Zipkin: "94
 // tempo://HOST[:PORT][/PREFIX][?q=TRACEQL], zipkin://HOST[:PORT][/PREFIX],
 // each also as API+http:// and API+https://. Credentials in the URL are
 // refused: the URL is printed in messages and reports, so they belong in
-// --header or --token.
-func Parse(raw string) (*Target, error) {
+// a header (Options.Header).
+func Parse(raw string) (*Target, error) { return parse(raw, nil) }
+
+// parse is Parse whose errors name the settings by names.
+func parse(raw string, names option.Names) (*Target, error) {
 	// Messages show the URL with its credentials hidden (a password in
 	// its user info, a token in its query): whatever the mistake, the
 	// secret is not printed.
@@ -87,7 +91,7 @@ func Parse(raw string) (*Target, error) {
 		return nil, fmt.Errorf("source %q: unknown transport %q in %q (want %s+http or %s+https)", shown, transport, u.Scheme, api, api)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("source %s: credentials in the URL would be printed in messages and reports; give them with --header or --token", redact(u))
+		return nil, fmt.Errorf("source %s: credentials in the URL would be printed in messages and reports; give them with %s or %s", redact(u), names.Of(option.Header), names.Of(option.Token))
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("source %q: no host", shown)
@@ -101,7 +105,11 @@ func Parse(raw string) (*Target, error) {
 		if api == Tempo && k == "q" {
 			continue
 		}
-		return nil, fmt.Errorf("source %q: unknown parameter %q (%s takes none but %s)", shown, k, api, map[bool]string{true: "q=TRACEQL", false: "--since/--until and the --fetch-… flags"}[api == Tempo])
+		takes := "q=TRACEQL"
+		if api != Tempo {
+			takes = names.Of(option.Since) + "/" + names.Of(option.Until) + " and the " + names.Of(option.Fetch) + " flags"
+		}
+		return nil, fmt.Errorf("source %q: unknown parameter %q (%s takes none but %s)", shown, k, api, takes)
 	}
 	if api == Tempo {
 		t.Query = strings.TrimSpace(q.Get("q"))
@@ -152,7 +160,7 @@ type Options struct {
 	Backoff time.Duration
 	// MaxResponse bounds the body of one response, in bytes
 	// (DefaultMaxResponse): a search that returns more must ask for fewer
-	// traces (--fetch-limit).
+	// traces (Limit).
 	MaxResponse int64
 	// Header is sent with every request (authorization). It is never
 	// printed, nor written anywhere.
@@ -162,13 +170,17 @@ type Options struct {
 	// Progress, when set, is told how the fetch goes after each request;
 	// it may be called from several goroutines, one at a time.
 	Progress func(Progress)
+	// Names names the settings the fetch's messages mention (the window,
+	// Timeout, Limit, MaxResponse, Slice, Header: option.Since, …) as the
+	// caller's user knows them; nil: by option's own names.
+	Names option.Names
 }
 
 // Defaults of Options.
 const (
 	DefaultSlice    = 0
 	DefaultMinSlice = 0
-	// MaxSlices bounds the first cut: a --fetch-slice that cuts the window
+	// MaxSlices bounds the first cut: a Slice that cuts the window
 	// into more slices than this cannot finish (a request each).
 	MaxSlices          = 1_000_000
 	DefaultLimit       = 500

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tailscope/tailscope/option"
 )
 
 // Stream is a fetch under way: reading it gives the API's JSON, slice by
@@ -57,7 +59,7 @@ func (s *Stream) Progress() Progress {
 // Open starts fetching the window from the source named by raw (see
 // Parse) and returns the stream of what comes back.
 func Open(ctx context.Context, raw string, o Options) (*Stream, error) {
-	t, err := Parse(raw)
+	t, err := parse(raw, o.Names)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +68,9 @@ func Open(ctx context.Context, raw string, o Options) (*Stream, error) {
 		return nil, fmt.Errorf("%s: the window %s–%s is empty", t.Raw, o.Since.UTC().Format(time.RFC3339), o.Until.UTC().Format(time.RFC3339))
 	}
 	if w := o.Until.Sub(o.Since); o.Slice > 0 && w/o.Slice >= MaxSlices {
-		return nil, fmt.Errorf("%s: --fetch-slice %v cuts the %v window into %d slices, a request each at least: it cannot finish (at most %d; leave --fetch-slice out to start from the whole window and cut only where the store's answer is full)",
-			t.Raw, o.Slice, w, w/o.Slice, MaxSlices)
+		slice := o.Names.Of(option.FetchSlice)
+		return nil, fmt.Errorf("%s: %s %v cuts the %v window into %d slices, a request each at least: it cannot finish (at most %d; leave %s out to start from the whole window and cut only where the store's answer is full)",
+			t.Raw, slice, o.Slice, w, w/o.Slice, MaxSlices, slice)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
@@ -382,7 +385,7 @@ func (f *fetcher) notesList() []string {
 	})
 	for i, x := range s {
 		if i == maxListed {
-			notes = append(notes, fmt.Sprintf("%s: %d more slices stayed full at the floor of %v and rest on a sample too (--fetch-limit raises what one search returns)", f.prog.Source, len(s)-maxListed, f.o.MinSlice))
+			notes = append(notes, fmt.Sprintf("%s: %d more slices stayed full at the floor of %v and rest on a sample too (%s raises what one search returns)", f.prog.Source, len(s)-maxListed, f.o.MinSlice, f.o.Names.Of(option.FetchLimit)))
 			break
 		}
 		what := ""

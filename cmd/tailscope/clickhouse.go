@@ -79,7 +79,7 @@ func (r remotes) Open(path string) (io.ReadCloser, error) {
 func (f *sourceFlags) clickhouseOptions(e *env, so source.Options, o ingest.Options, quiet bool) clickhouse.Options {
 	co := clickhouse.Options{Since: so.Since, Until: so.Until, HopBy: o.HopBy, Hops: o.Hops, ExcludeHops: o.ExcludeHops,
 		Header: so.Header, Timeout: so.Timeout, Retries: so.Retries, Backoff: so.Backoff,
-		User: f.ch.user, Password: os.Getenv("CLICKHOUSE_PASSWORD")}
+		User: f.ch.user, Password: os.Getenv("CLICKHOUSE_PASSWORD"), Names: flagNames}
 	if co.User == "" {
 		co.User = os.Getenv("CLICKHOUSE_USER")
 	}

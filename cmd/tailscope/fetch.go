@@ -56,7 +56,7 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 // [since, until) in Unix ns (0: unbounded, which the source turns into the
 // last hour).
 func (f *sourceFlags) options(e *env, since, until int64, sinceSet, untilSet, quiet bool) (source.Options, error) {
-	o := source.Options{Limit: f.limit, Concurrency: f.concurrency, Timeout: f.timeout, Slice: f.slice, MinSlice: f.minSlice, Retries: f.retries}
+	o := source.Options{Limit: f.limit, Concurrency: f.concurrency, Timeout: f.timeout, Slice: f.slice, MinSlice: f.minSlice, Retries: f.retries, Names: flagNames}
 	for _, x := range []struct {
 		name string
 		v    int

@@ -23,10 +23,8 @@ var flagLiterals = map[string][]string{
 	"recommend":            {"--hedge-load", "--max-budget"},
 	"ingest/internal/flat": {"--map", "--max-record"},
 	// Not converted yet (item 6 goes package by package).
-	"source/clickhouse": {"--clickhouse-user", "--exclude-hops", "--exclude-window", "--fetch-timeout", "--hops", "--input", "--map", "--since", "--until"},
-	"source":            {"--fetch-", "--fetch-limit", "--fetch-max-response", "--fetch-slice", "--fetch-timeout", "--header", "--since", "--token", "--until"},
-	"report":            {"--compare", "--compare-window", "--exclude-window", "--policy-in-force", "--verbose"},
-	"policy":            {"--emit", "--grpc-client"},
+	"report": {"--compare", "--compare-window", "--exclude-window", "--policy-in-force", "--verbose"},
+	"policy": {"--emit", "--grpc-client"},
 	// bench is a tool that runs the binary: its flags are arguments to
 	// tailscope, not words of a library's message.
 	"bench": {"--format", "--max-hops"},

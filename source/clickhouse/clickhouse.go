@@ -43,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/source"
 )
@@ -96,7 +97,10 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.$-]{0,127}$`)
 // Credentials in the URL are refused: the URL is printed in messages and
 // reports; they belong in Options.User and Options.Password (the
 // environment) or a header.
-func Parse(raw string) (*Target, error) {
+func Parse(raw string) (*Target, error) { return parse(raw, nil) }
+
+// parse is Parse whose errors name the settings by names.
+func parse(raw string, names option.Names) (*Target, error) {
 	shown := secret.Scrub(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -112,7 +116,7 @@ func Parse(raw string) (*Target, error) {
 		return nil, fmt.Errorf("source %q: not a ClickHouse URL (want clickhouse:// or clickhouses://)", shown)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("source %q: credentials in the URL would be printed in messages and reports; give the user with --clickhouse-user or $CLICKHOUSE_USER and the password with $CLICKHOUSE_PASSWORD", shown)
+		return nil, fmt.Errorf("source %q: credentials in the URL would be printed in messages and reports; give the user with %s or $CLICKHOUSE_USER and the password with $CLICKHOUSE_PASSWORD", shown, names.Of(option.ClickHouseUser))
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("source %q: no host", shown)
@@ -167,7 +171,7 @@ func Parse(raw string) (*Target, error) {
 			}
 			sc.Columns[field] = v // "" leaves an optional field out
 		default:
-			return nil, fmt.Errorf("source %q: unknown parameter %q (ClickHouse takes table=, schema=, compress= and col.FIELD=COLUMN; the window is --since/--until)", shown, k)
+			return nil, fmt.Errorf("source %q: unknown parameter %q (ClickHouse takes table=, schema=, compress= and col.FIELD=COLUMN; the window is %s/%s)", shown, k, names.Of(option.Since), names.Of(option.Until))
 		}
 	}
 	for what, v := range map[string]string{"database": t.Database, "table": t.Table} {
@@ -223,6 +227,11 @@ type Options struct {
 	Client *http.Client
 	// Progress, when set, is told how the read goes.
 	Progress func(Progress)
+	// Names names the settings the read's messages mention (the window,
+	// Timeout, User, and the reader options a push-down declines:
+	// option.Since, option.FetchTimeout, option.ClickHouseUser, …) as the
+	// caller's user knows them; nil: by option's own names.
+	Names option.Names
 }
 
 // DefaultMaxRow bounds a row: a span with its attributes.
@@ -329,7 +338,7 @@ func (s *Stream) Progress() Progress {
 // Open checks the table's columns and starts reading the window from the
 // table raw names (see Parse).
 func Open(ctx context.Context, raw string, o Options) (*Stream, error) {
-	t, err := Parse(raw)
+	t, err := parse(raw, o.Names)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/source/clickhouse"
 )
 
@@ -80,7 +81,7 @@ func TestStreamFailures(t *testing.T) {
 		w.(http.Flusher).Flush()
 		time.Sleep(time.Second)
 	})
-	if _, err := read("clickhouse://"+pause+"/otel", clickhouse.Options{Timeout: 200 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "paused for over 200ms (--fetch-timeout)") {
+	if _, err := read("clickhouse://"+pause+"/otel", clickhouse.Options{Timeout: 200 * time.Millisecond, Names: func(o option.Option) string { return "<" + o.String() + ">" }}); err == nil || !strings.Contains(err.Error(), "paused for over 200ms (<FetchTimeout>)") {
 		t.Errorf("pause: %v", err)
 	}
 	tries := 0

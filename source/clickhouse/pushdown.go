@@ -34,6 +34,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -121,29 +122,29 @@ type serverSide struct {
 }
 
 // aggregateWait bounds the wait for a push-down query's answer to begin
-// when --fetch-timeout is shorter: an aggregation answers only once the
+// when the Timeout is shorter: an aggregation answers only once the
 // server has read the whole window (at 10M spans on the test machine,
 // some queries took 30 s).
 var aggregateWait = 10 * time.Minute
 
 // serverAggregates runs the steps Aggregate and Pushdown share, refusing
-// what only the pull path reads exactly (another hop, --map, a hop
+// what only the pull path reads exactly (another hop, a field map, a hop
 // filter ClickHouse's match may read otherwise than Go). The hop and its
 // filters are in's, so that the server's query and the readers agree.
 func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Options) (*serverSide, error) {
 	if in.HopBy != "" && in.HopBy != "service+name" || len(in.Map) > 0 {
-		return nil, fmt.Errorf("%w: only the default hop, without --map, is aggregated on the server", ErrNotPushable)
+		return nil, fmt.Errorf("%w: only the default hop, without %s, is aggregated on the server", ErrNotPushable, o.Names.Of(option.Map))
 	}
 	for _, x := range []struct {
-		flag string
-		re   *regexp.Regexp
-	}{{"--hops", in.Hops}, {"--exclude-hops", in.ExcludeHops}} {
+		opt option.Option
+		re  *regexp.Regexp
+	}{{option.Hops, in.Hops}, {option.ExcludeHops, in.ExcludeHops}} {
 		if x.re != nil && !pushable(x.re) {
-			return nil, fmt.Errorf("%w: %s %q may not mean to ClickHouse's match what it means to Go", ErrNotPushable, x.flag, x.re.String())
+			return nil, fmt.Errorf("%w: %s %q may not mean to ClickHouse's match what it means to Go", ErrNotPushable, o.Names.Of(x.opt), x.re.String())
 		}
 	}
 	o.HopBy, o.Hops, o.ExcludeHops = in.HopBy, in.Hops, in.ExcludeHops
-	t, err := Parse(raw)
+	t, err := parse(raw, o.Names)
 	if err != nil {
 		return nil, err
 	}

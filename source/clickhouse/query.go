@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/source"
 )
 
@@ -246,9 +247,9 @@ func (c *client) build(sel map[string]string, cols map[string]string) (string, [
 			cond := "(" + h + " = '' OR match(" + h + ", " + quoteString(x.re.String()) + "))"
 			if x.not {
 				cond = "(" + h + " = '' OR NOT match(" + h + ", " + quoteString(x.re.String()) + "))"
-				pushed = append(pushed, "--exclude-hops")
+				pushed = append(pushed, c.o.Names.Of(option.ExcludeHops))
 			} else {
-				pushed = append(pushed, "--hops")
+				pushed = append(pushed, c.o.Names.Of(option.Hops))
 			}
 			where = append(where, cond)
 		}
@@ -495,9 +496,10 @@ func (c *client) once(ctx context.Context, q string) (*http.Response, error) {
 		// the wire can be counted before they are inflated.
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
-	wait, what := c.o.Timeout, "--fetch-timeout"
+	timeout := c.o.Names.Of(option.FetchTimeout)
+	wait, what := c.o.Timeout, timeout
 	if c.begin > wait {
-		wait, what = c.begin, "the server's aggregation; at most the longer of --fetch-timeout and "+c.begin.String()
+		wait, what = c.begin, "the server's aggregation; at most the longer of "+timeout+" and "+c.begin.String()
 	}
 	timer := time.AfterFunc(wait, cancel)
 	resp, err := c.o.Client.Do(req)
@@ -592,7 +594,7 @@ func (c *client) explain(se serverError) error {
 	hint := ""
 	switch {
 	case se.status == http.StatusUnauthorized || se.status == http.StatusForbidden || se.code == 516 || se.code == 192 || se.code == 193 || se.code == 194:
-		hint = " (the user is --clickhouse-user or $CLICKHOUSE_USER, the password $CLICKHOUSE_PASSWORD)"
+		hint = " (the user is " + c.o.Names.Of(option.ClickHouseUser) + " or $CLICKHOUSE_USER, the password $CLICKHOUSE_PASSWORD)"
 	case se.code == 497:
 		hint = " (the user may not read the table, or system.columns)"
 	}
@@ -612,7 +614,7 @@ func (c *client) stream(ctx context.Context, p *plan, w io.Writer) (int64, error
 		return 0, err
 	}
 	defer resp.Body.Close()
-	body := &idleReader{r: resp.Body, timeout: c.o.Timeout, ctx: ctx}
+	body := &idleReader{r: resp.Body, timeout: c.o.Timeout, name: c.o.Names.Of(option.FetchTimeout), ctx: ctx}
 	br := bufio.NewReaderSize(body, 1<<16)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var n int64
@@ -679,6 +681,7 @@ func (c *countReader) Read(p []byte) (int, error) {
 type idleReader struct {
 	r       io.ReadCloser
 	timeout time.Duration
+	name    string // the timeout's, for the error
 	ctx     context.Context
 	err     error
 }
@@ -690,15 +693,19 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	t := time.AfterFunc(r.timeout, func() { r.r.Close() })
 	n, err := r.r.Read(p)
 	if !t.Stop() && err != nil && r.ctx.Err() == nil {
-		err = &idleError{r.timeout}
+		err = &idleError{r.timeout, r.name}
 	}
 	r.err = err
 	return n, err
 }
 
-// idleError is an answer that paused for longer than the timeout.
-type idleError struct{ timeout time.Duration }
+// idleError is an answer that paused for longer than the timeout (named
+// name).
+type idleError struct {
+	timeout time.Duration
+	name    string
+}
 
 func (e *idleError) Error() string {
-	return fmt.Sprintf("the answer paused for over %v (--fetch-timeout)", e.timeout)
+	return fmt.Sprintf("the answer paused for over %v (%s)", e.timeout, e.name)
 }

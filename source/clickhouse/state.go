@@ -19,6 +19,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -428,9 +429,9 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggrega
 func (r Remote) State(path string, in ingest.Options, sampleSpans int) (*analyze.State, *ingest.Stats, string, error) {
 	switch {
 	case in.Format != "" && in.Format != "auto" && in.Format != "otlp":
-		return nil, nil, fmt.Sprintf("--input %s: the server's rows are OTLP", in.Format), nil
+		return nil, nil, fmt.Sprintf("%s %s: the server's rows are OTLP", r.Options.Names.Of(option.Input), in.Format), nil
 	case len(in.Exclude) > 0:
-		return nil, nil, "--exclude-window is applied by the readers", nil
+		return nil, nil, r.Options.Names.Of(option.ExcludeWindow) + " is applied by the readers", nil
 	}
 	p, err := Pushdown(context.Background(), path, r.Options, in, sampleSpans)
 	if errors.Is(err, ErrNotPushable) {

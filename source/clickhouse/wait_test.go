@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tailscope/tailscope/option"
 )
 
 // TestAggregateWait: an answer that begins after --fetch-timeout fails a
@@ -23,9 +25,9 @@ func TestAggregateWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Timeout: 100 * time.Millisecond, Retries: -1}.withDefaults(time.Now())
+	o := Options{Timeout: 100 * time.Millisecond, Retries: -1, Names: func(o option.Option) string { return "<" + o.String() + ">" }}.withDefaults(time.Now())
 	c := &client{t: tg, o: o, report: func(func(*Progress)) {}}
-	if _, err := c.queryAll(context.Background(), "SELECT 1"); err == nil || !strings.Contains(err.Error(), "no answer within 100ms (--fetch-timeout)") {
+	if _, err := c.queryAll(context.Background(), "SELECT 1"); err == nil || !strings.Contains(err.Error(), "no answer within 100ms (<FetchTimeout>)") {
 		t.Errorf("pulled: %v", err)
 	}
 	c = &client{t: tg, o: o, begin: 2 * time.Second, report: func(func(*Progress)) {}}
