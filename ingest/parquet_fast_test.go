@@ -464,3 +464,52 @@ func BenchmarkParquetFastRows(b *testing.B) {
 		})
 	}
 }
+
+// Pages without nulls are read by position (liteDense, records' dense
+// columns) and pages with nulls through where each row's value is: a
+// table whose values are null only in a stretch of rows gives both kinds
+// side by side, in every column, and fast rows change nothing.
+func TestParquetFastRowsDense(t *testing.T) {
+	rows := exportRows(5000, 21)
+	for i := range rows {
+		w := &rows[i]
+		if i >= 2000 && i < 2100 {
+			continue // the stretch keeps its nulls, blanks and odd values
+		}
+		start, dur := int64(1_767_225_600_000_000_000+i*1000), int64(1000+i%977*1000)
+		w.Start, w.Dur = &start, &dur
+		w.TraceID = fmt.Sprintf("%016x", uint64(i/6)*0x9E3779B97F4A7C15)
+		w.ParentID = fmt.Sprintf("p%07d", i)
+		w.Service, w.Name, w.Kind, w.Peer, w.Hop = "cart", "GET /x", "client", "svc-b", []string{"a", "b", "c d"}[i%3]
+		w.Status = []string{"ok", "error", "unset", "timeout"}[i%4]
+		w.Timeout, w.Code, w.Attempt = ptr(i%9 == 0), ptr(int32([]int{200, 503, 429, 408}[i%4])), ptr(int32(i%3))
+		w.TimeoutMs, w.Weight = ptr(float64(i%5)*250.5), ptr(1+float64(i%2))
+		w.CodeText = []string{"ECONNRESET", " "}[i%2]
+	}
+	attrRows := exportAttrRows(5000, 22)
+	for i := range attrRows {
+		if i < 2000 || i >= 2100 {
+			a, w := &attrRows[i], &rows[i]
+			a.TraceID, a.SpanID, a.ParentID, a.Service, a.Name, a.Kind, a.Hop = w.TraceID, w.SpanID, w.ParentID, w.Service, w.Name, w.Kind, w.Hop
+			a.Start, a.Dur, a.Status, a.Timeout, a.Code, a.Attempt = w.Start, w.Dur, w.Status, w.Timeout, w.Code, w.Attempt
+			a.TimeoutMs, a.Weight, a.Peer, a.CodeText = w.TimeoutMs, w.Weight, w.Peer, w.CodeText
+		}
+	}
+	for name, opts := range map[string][]parquet.WriterOption{
+		"one group":   nil,
+		"small pages": {parquet.PageBufferSize(500), parquet.MaxRowsPerRowGroup(1500)},
+	} {
+		for _, data := range [][]byte{writeParquet(t, rows, opts...), writeParquet(t, attrRows, opts...)} {
+			for _, mod := range []uint64{1, 5} {
+				fast, bare := readFork(t, data, record.Options{}, mod, true)
+				slow, _ := readFork(t, data, record.Options{}, mod, false)
+				if fast != slow {
+					t.Errorf("%s, mod %d: fast rows change the read:\n%s", name, mod, firstDiff(fast, slow))
+				}
+				if bare < len(rows)/3 {
+					t.Errorf("%s, mod %d: %d rows taken by the first pass, want most", name, mod, bare)
+				}
+			}
+		}
+	}
+}

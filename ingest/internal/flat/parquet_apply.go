@@ -341,6 +341,11 @@ type textArena struct {
 	blocks [][]byte
 	cur    int
 	gen    uint64 // counts resets: a string cut before one is gone
+	// The text of the digits above the last nine of the last integer
+	// int wrote from 1e9 up (hi), which need not be in a block.
+	hi     int64
+	hiText [20]byte
+	hiLen  int
 }
 
 func (a *textArena) reset() {
@@ -402,9 +407,38 @@ func (a *textArena) int(n int64) string {
 		blk = a.blocks[a.cur][:0]
 	}
 	at := len(blk)
-	blk = strconv.AppendInt(blk, n, 10)
+	if n >= 1e9 {
+		// Nanosecond times, the usual such column, share their digits
+		// above the last nine from row to row: those are written once
+		// per change (hiText), the last nine each time.
+		hi, lo := n/1e9, uint32(n%1e9)
+		if hi != a.hi || a.hiLen == 0 {
+			a.hi, a.hiLen = hi, len(strconv.AppendInt(a.hiText[:0], hi, 10))
+		}
+		blk = append(blk, a.hiText[:a.hiLen]...)
+		blk = appendNine(blk, lo)
+	} else {
+		blk = strconv.AppendInt(blk, n, 10)
+	}
 	a.blocks[a.cur] = blk
 	return unsafe.String(&blk[at], len(blk)-at)
+}
+
+// digitPairs spells 00 to 99.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendNine appends lo (below 1e9) as nine digits, with leading zeros.
+func appendNine(dst []byte, lo uint32) []byte {
+	var b [9]byte
+	b[0] = '0' + byte(lo/1e8)
+	lo %= 1e8
+	for i := 7; i >= 1; i -= 2 {
+		q := lo / 100
+		r := lo - q*100
+		b[i], b[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		lo = q
+	}
+	return append(dst, b[:]...)
 }
 
 // typed is value i of a plain page of a numeric or boolean column.

@@ -157,6 +157,7 @@ type pqWorker struct {
 	// those the Branch took already; one is the span it takes.
 	roles []pqRole
 	lite  []pqLite
+	dense []int32
 	vidx  [][]int32
 	need  []int32
 	again []bool

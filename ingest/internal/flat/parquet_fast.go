@@ -152,6 +152,7 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 	w.lite = make([]pqLite, pqBatchRows)
 	w.need = make([]int32, 0, pqBatchRows)
 	w.again = make([]bool, pqBatchRows)
+	w.dense = make([]int32, len(w.curs))
 	w.vidx = make([][]int32, len(w.curs))
 	for j := range w.vidx {
 		w.vidx[j] = make([]int32, pqBatchRows)
@@ -210,15 +211,16 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 	}
 	// Where each row's value is in its page (-1: null), and the cursors
 	// moved past the batch; the pages stay until the next batch loads.
+	// A page without nulls holds row i's value at dense[j]+i: no index
+	// is written for it.
 	for j := range w.curs {
 		c := &w.curs[j]
 		vx := w.vidx[j][:m]
 		if c.defs == nil {
-			for i := range vx {
-				vx[i] = int32(c.vi + i)
-			}
+			w.dense[j] = int32(c.vi)
 			c.vi += m
 		} else {
+			w.dense[j] = -1
 			v := c.vi
 			for i, d := range c.defs[c.di : c.di+m] {
 				vx[i] = -1
@@ -239,7 +241,11 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 		}
 	}
 	for j := range w.curs {
-		w.liteColumn(&w.curs[j], w.roles[j], w.vidx[j][:m], lite)
+		if d := w.dense[j]; d >= 0 {
+			w.liteDense(&w.curs[j], w.roles[j], int(d), lite)
+		} else {
+			w.liteColumn(&w.curs[j], w.roles[j], w.vidx[j][:m], lite)
+		}
 	}
 	// The rows the Branch takes here, and those left for the records.
 	need := w.need[:0]
@@ -406,6 +412,103 @@ func (w *pqWorker) liteColumn(c *pqCursor, role pqRole, vx []int32, lite []pqLit
 	}
 }
 
+// liteDense is liteColumn for a column whose page has no nulls: row i's
+// value is value d+i of the page. Each case is liteColumn's.
+func (w *pqWorker) liteDense(c *pqCursor, role pqRole, d int, lite []pqLite) {
+	m := len(lite)
+	switch role {
+	case roleHop:
+		ops, strs := c.ops, c.strs
+		for i, x := range c.idx[d : d+m] {
+			switch ops[x] {
+			case opString:
+				lite[i].hop = strs[x]
+			case opNothing:
+			default:
+				lite[i].odd = true
+			}
+		}
+	case roleStatus:
+		for i, x := range c.idx[d : d+m] {
+			l := &lite[i]
+			switch e := &c.entries[x]; e.op {
+			case opStatus:
+				l.status, l.hasStatus = e.st, true
+				l.timeout = l.timeout || e.to
+				if e.code != 0 {
+					l.statusCode = e.code
+				}
+			case opNothing:
+			default:
+				l.odd = true
+			}
+		}
+	case roleDur:
+		for i, x := range c.i64[d : d+m] {
+			lite[i].dur, lite[i].hasDur = x, true
+		}
+	case roleStart:
+		for i, x := range c.i64[d : d+m] {
+			lite[i].start, lite[i].hasStart = x, true
+		}
+	case roleTimeout:
+		for i := range lite {
+			v := d + i
+			if c.bits[v>>3]>>(v&7)&1 != 0 {
+				lite[i].timeout = true
+			}
+		}
+	case roleCode:
+		for i, n := range c.i32[d : d+m] {
+			l := &lite[i]
+			l.code, l.codeSet = int(n), true
+			l.errTimeout = l.errTimeout || n == 408 || n == 504
+		}
+	case roleAttempt:
+		for i, n := range c.i32[d : d+m] {
+			if n >= 0 {
+				lite[i].attempt, lite[i].attSet = int(n), true
+			} else {
+				lite[i].odd = true
+			}
+		}
+	case roleTimeoutMs:
+		for i, x := range c.f64[d : d+m] {
+			if x >= 0 && x < 9e12 {
+				lite[i].tif = int64(math.Round(x * 1e6))
+			} else {
+				lite[i].odd = true
+			}
+		}
+	case roleWeight:
+		for i, x := range c.f64[d : d+m] {
+			if x >= 0 && x <= math.MaxFloat64 {
+				lite[i].weight = x
+			} else {
+				lite[i].odd = true
+			}
+		}
+	case roleCodeText:
+		for i := range lite {
+			if c.dict == nil || c.ops[c.idx[d+i]] != opNothing {
+				lite[i].odd = true
+			}
+		}
+	case roleAttr:
+		vals := w.vals[:m]
+		for i := range vals {
+			vals[i] = int32(d + i)
+		}
+		w.applyAttr(c, w.iota[:m], vals)
+	case roleTrace:
+		for i := range lite {
+			if id := trimSpace(c.value(d + i)); len(id) > 0 {
+				lite[i].trace = unsafe.String(&id[0], len(id))
+			}
+		}
+	}
+}
+
 // fill sets sp to the span finish and accept make of the row: its
 // outcome, and the fields a Branch may look at (the ids other than the
 // trace's, service, name, kind and peer stay empty; see Branch.Take). sp
@@ -457,11 +560,17 @@ func (w *pqWorker) records(ch *pqChunk, base int64, need []int32, again []bool) 
 		if w.roles[j] == roleAttr {
 			continue
 		}
-		vx := w.vidx[j]
 		sel, vals := w.sel[:0], w.vals[:0]
-		for _, row := range need {
-			if v := vx[row]; v >= 0 {
-				sel, vals = append(sel, row), append(vals, v)
+		if d := w.dense[j]; d >= 0 {
+			for _, row := range need {
+				sel, vals = append(sel, row), append(vals, d+row)
+			}
+		} else {
+			vx := w.vidx[j]
+			for _, row := range need {
+				if v := vx[row]; v >= 0 {
+					sel, vals = append(sel, row), append(vals, v)
+				}
 			}
 		}
 		w.apply(c, sel, vals, ch)
