@@ -13,6 +13,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 )
 
 // The HTML report is one self-contained file an SRE can attach to an
@@ -277,7 +278,7 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 		{"p95", optDur(rq.LatencyMs.P95), "request latency", ""},
 		{"p99", optDur(rq.LatencyMs.P99), "request latency", ""},
 	}
-	av := &analysisView{Tail: tailViewOf(rep), Outcomes: outcomesKnown(rep)}
+	av := &analysisView{Tail: tailViewOf(rep, opt.Names), Outcomes: outcomesKnown(rep)}
 	if hidden > 0 {
 		av.NotShown, av.NotShownNote = hidden, notShownLine(len(rep.Hops), hidden)+"."
 	}
@@ -336,7 +337,7 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	if av.RecNotShown = len(timedHops(rep.Hops)) - len(rec); av.RecNotShown > 0 {
 		av.RecNotShownNote = fmt.Sprintf("%s the policy sets a timeout for %s not listed here: the hop table gives each one's action, timeout and retries, "+
-			"-f json or tailscope recommend its basis.", units.Count(av.RecNotShown, "more hop", "more hops"), units.Plural(av.RecNotShown, "is", "are"))
+			"%s json or tailscope recommend its basis.", units.Count(av.RecNotShown, "more hop", "more hops"), units.Plural(av.RecNotShown, "is", "are"), opt.Names.Of(option.Format))
 	}
 	for _, i := range drawnHops(rep.Hops, maxDrawnHops) {
 		h, hv := &rep.Hops[i], &av.Hops[i]
@@ -360,8 +361,8 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	if av.NotDrawn = len(rep.Hops) - len(av.Drawn); av.NotDrawn > 0 {
 		av.NotDrawnNote = fmt.Sprintf("%d of %d hops are drawn below: those the recommended policy sets a timeout for and those with failures first. "+
-			"%s not drawn (the hop table lists every hop); see -f json for their histograms.",
-			len(av.Drawn), len(rep.Hops), units.Count(av.NotDrawn, "more hop is", "more hops are"))
+			"%s not drawn (the hop table lists every hop); see %s json for their histograms.",
+			len(av.Drawn), len(rep.Hops), units.Count(av.NotDrawn, "more hop is", "more hops are"), opt.Names.Of(option.Format))
 	}
 	var lm []markIn
 	if rq.MeanTimeToFailureMs != nil {
@@ -371,10 +372,10 @@ func analysisHTMLOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 		av.Landing = histChart("requests-landing", "landing", "", "When failed requests gave up",
 			rq.FailureLanding, lm, false, 1080, 200, 0, "fail")
 	}
-	if lines := summaryLines(rep); len(lines) > 1 {
+	if lines := summaryLines(rep, opt.Names); len(lines) > 1 {
 		av.SummaryLines = lines[1:]
 	}
-	if head, _, incidents := timelineParts(rep); len(head) > 0 {
+	if head, _, incidents := timelineParts(rep, opt.Names); len(head) > 0 {
 		for _, l := range append(head, incidents...) {
 			av.TimelineLines = append(av.TimelineLines, strings.TrimSpace(l))
 		}

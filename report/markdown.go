@@ -103,7 +103,7 @@ func analysisMarkdown(w io.Writer, rep *analyze.Report) error {
 
 // analysisMarkdownOpt is analysisMarkdown with the trace links of opt.
 func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
-	e := &errWriter{w: w, links: newLinker(rep, opt.TraceURL)}
+	e := &errWriter{w: w, links: newLinker(rep, opt.TraceURL), names: opt.Names}
 	rep, hidden := boundedHops(rep)
 	rq := rep.Requests
 	e.printf("### tailscope analyze\n\n")
@@ -114,7 +114,7 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 	}
 	e.printf("%s from %s (%s).\n\n", md(spansText(rep.ReadStats)), units.Count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	mdSkips(e, rep.Read, rep.Skipped, rep.SkippedByReason)
-	if lines := summaryLines(rep); len(lines) > 0 {
+	if lines := summaryLines(rep, e.names); len(lines) > 0 {
 		e.printf("#### Summary\n\n")
 		for _, l := range lines[1:] {
 			e.printf("%s  \n", md(strings.TrimSpace(l)))
@@ -152,7 +152,7 @@ func analysisMarkdownOpt(w io.Writer, rep *analyze.Report, opt Options) error {
 		e.printf("\n%s.\n", md(notShownLine(len(rep.Hops), hidden)))
 	}
 
-	if lines := timelineLines(rep); len(lines) > 0 {
+	if lines := timelineLines(rep, e.names); len(lines) > 0 {
 		// Each line escaped (hop names are the logs' text), kept as its
 		// own line by a Markdown line break.
 		e.printf("\n#### Over time\n\n")

@@ -13,6 +13,7 @@ import (
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/ingest"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/quantile"
@@ -213,9 +214,9 @@ func TestDominantHopPointsToCompare(t *testing.T) {
 			seen++
 		}
 		for f, s := range renderAll(t, rep) {
-			has := strings.Contains(s, "--compare-window")
+			has := strings.Contains(s, option.CompareWindow.String())
 			if has != dominant {
-				t.Errorf("%s, %s: ranking led by %v, points to --compare-window: %v", name, f, rep.TailRanking[0], has)
+				t.Errorf("%s, %s: ranking led by %v, points to the compare window: %v", name, f, rep.TailRanking[0], has)
 			}
 		}
 		if !dominant {

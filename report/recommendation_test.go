@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/pipeline"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -151,7 +152,7 @@ func TestRecommendationOnlyTimedHops(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "  HOP ") || len(lines) != 1+len(set)+3+len(safety) {
 		t.Fatalf("text: %d lines under the recommendation, want header, %d hops, where the basis is, summary, check and %d safety lines:\n%s", len(lines), len(set), len(safety), rec)
 	}
-	if got := lines[1+len(set)]; !strings.Contains(got, "--verbose") {
+	if got := lines[1+len(set)]; !strings.Contains(got, option.Verbose.String()) {
 		t.Errorf("text: the line under the table is %q, want where each hop's full basis is", got)
 	}
 	for i, l := range safety {
@@ -422,7 +423,7 @@ func TestHTMLDrawsAtMostMaxHops(t *testing.T) {
 	}
 	note := root.all(byAttr("id", "not-drawn"))
 	if len(note) != 1 || note[0].attr["data-not-drawn"] != fmt.Sprint(n-maxDrawnHops) ||
-		!strings.Contains(note[0].textContent(), fmt.Sprintf("%d more hops are not drawn", n-maxDrawnHops)) || !strings.Contains(note[0].textContent(), "-f json") {
+		!strings.Contains(note[0].textContent(), fmt.Sprintf("%d more hops are not drawn", n-maxDrawnHops)) || !strings.Contains(note[0].textContent(), option.Format.String()+" json") {
 		t.Errorf("no note on the %d hops not drawn", n-maxDrawnHops)
 	}
 	recRows := root.all(func(n *node) bool { return n.name == "tr" && n.attr["data-rec"] != "" })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Formats are the output formats, as --format spells them.
@@ -33,6 +34,11 @@ type Options struct {
 	// words what set the value (shortWhy). Markdown and HTML keep the full
 	// basis in a details block, JSON in hops[].recommendation.basis.
 	Verbose bool
+	// Names names the settings the reports' hints mention (Verbose,
+	// Format, PolicyInForce, Compare, CompareWindow, ExcludeWindow:
+	// option.Verbose, …) as the caller's user knows them; nil: by
+	// option's own names.
+	Names option.Names
 }
 
 // ValidFormat reports whether f is one of Formats.

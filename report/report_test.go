@@ -47,13 +47,13 @@ func TestGolden(t *testing.T) {
 	for _, c := range cases {
 		for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"markdown", "md"}, {"json", "json"}, {"html", "html"}} {
 			t.Run(c.name+"."+f.ext, func(t *testing.T) {
-				got := render(t, f.format, c.name, c.file, c.inForce, c.check, Options{})
+				got := render(t, f.format, c.name, c.file, c.inForce, c.check, Options{Names: cliLike})
 				golden(t, c.name+"."+f.ext, got)
 			})
 		}
 	}
 	t.Run("analyze-seed-under-A.color.txt", func(t *testing.T) {
-		got := render(t, "text", "color", "recorded-under-A.jsonl", "A", false, Options{Color: true})
+		got := render(t, "text", "color", "recorded-under-A.jsonl", "A", false, Options{Color: true, Names: cliLike})
 		golden(t, "analyze-seed-under-A.color.txt", got)
 	})
 }

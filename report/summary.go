@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 )
 
 // The answer first: the text and Markdown reports of an analysis open with
@@ -29,7 +30,7 @@ const (
 // summaryLines is the summary, at most SummaryMaxLines lines of at most
 // SummaryMaxWidth characters (runes), or nil when there is nothing to
 // summarise (no hop with a recommendation).
-func summaryLines(rep *analyze.Report) []string {
+func summaryLines(rep *analyze.Report, names option.Names) []string {
 	if rep.RecommendedPolicy == nil {
 		return nil
 	}
@@ -49,7 +50,7 @@ func summaryLines(rep *analyze.Report) []string {
 			}
 		}
 		rq := rep.Requests
-		what := "no timeout in force known (--policy-in-force replays one)"
+		what := "no timeout in force known (" + names.Of(option.PolicyInForce) + " replays one)"
 		if known > 0 {
 			what = fmt.Sprintf("timeouts in force known on %s from the spans", units.Count(known, "hop", "hops"))
 		}

@@ -18,7 +18,7 @@ func TestSummaryFitsOneScreen(t *testing.T) {
 		reps[f] = rep
 	}
 	for name, rep := range reps {
-		lines := summaryLines(rep)
+		lines := summaryLines(rep, nil)
 		if len(lines) == 0 || lines[0] != "summary" {
 			t.Fatalf("%s: no summary", name)
 		}

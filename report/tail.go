@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Where the tail comes from, and what changed: the sections that open an
@@ -45,13 +46,13 @@ func tailRows(rep *analyze.Report) (rows []analyze.TailEntry, more string) {
 // dominantLine says that one hop dominates the plain ranking, and how to
 // see what changed instead, or "" (see analyze.DominantShare; a report that
 // compares already ranks what changed).
-func dominantLine(rep *analyze.Report) string {
+func dominantLine(rep *analyze.Report, names option.Names) string {
 	if rep.Compare != nil || len(rep.TailRanking) == 0 || rep.TailRanking[0].Share < analyze.DominantShare {
 		return ""
 	}
 	return fmt.Sprintf("%s holds %s of the tail on its own: a hop that is always slow ranks first whether or not anything broke; "+
-		"to see what changed, compare with logs from before (--compare BASELINE, or --compare-window 10m on one file)",
-		rep.TailRanking[0].Hop, units.Percent(rep.TailRanking[0].Share, 1))
+		"to see what changed, compare with logs from before (%s BASELINE, or %s 10m on one file)",
+		rep.TailRanking[0].Hop, units.Percent(rep.TailRanking[0].Share, 1), names.Of(option.Compare), names.Of(option.CompareWindow))
 }
 
 // tailWhich says which requests the ranking explains: "the 7 slowest
@@ -215,7 +216,7 @@ func outcomesKnown(rep *analyze.Report) bool {
 // fewCompared is the note of a comparison whose smaller window holds
 // fewer requests than a percentile can be read from (the recommendation's
 // own threshold, analyze.MinSamplesRecommend), or "".
-func fewCompared(c *analyze.Comparison) string {
+func fewCompared(c *analyze.Comparison, names option.Names) string {
 	n, which := c.Before.Requests, "before"
 	if c.After.Requests < n {
 		n, which = c.After.Requests, "after"
@@ -223,8 +224,8 @@ func fewCompared(c *analyze.Comparison) string {
 	if n >= analyze.MinSamplesRecommend {
 		return ""
 	}
-	return fmt.Sprintf("the window %s holds only %s: too few to tell a change from noise (%d or more make a p99 worth comparing; a longer --compare-window gives more)",
-		which, units.Count(n, "request", "requests"), analyze.MinSamplesRecommend)
+	return fmt.Sprintf("the window %s holds only %s: too few to tell a change from noise (%d or more make a p99 worth comparing; a longer %s gives more)",
+		which, units.Count(n, "request", "requests"), analyze.MinSamplesRecommend, names.Of(option.CompareWindow))
 }
 
 // compareLegend says what the two scores of the comparison table are.
@@ -255,7 +256,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		if more != "" {
 			e.line("  ", ansiDim, more)
 		}
-		if d := dominantLine(rep); d != "" {
+		if d := dominantLine(rep, e.names); d != "" {
 			e.line("  ", ansiAmber, Visible(d))
 		}
 	}
@@ -278,7 +279,7 @@ func writeTailText(e *errWriter, rep *analyze.Report) {
 		e.printf("\n%s: %s → %s\n", e.paint(ansiBold, "what changed"), Visible(c.Before.Label), Visible(c.After.Label))
 		outcomes := outcomesKnown(rep)
 		e.printf("  before: %s\n  after:  %s\n", windowLine(c.Before, outcomes), windowLine(c.After, outcomes))
-		if few := fewCompared(c); few != "" {
+		if few := fewCompared(c, e.names); few != "" {
 			e.line("  ", ansiAmber, few)
 		}
 		rows := compareRows(c)
@@ -338,7 +339,7 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		if more != "" {
 			e.printf("\n%s.\n", capFirst(more))
 		}
-		if d := dominantLine(rep); d != "" {
+		if d := dominantLine(rep, e.names); d != "" {
 			e.printf("\n%s.\n", md(capFirst(d)))
 		}
 		e.printf("\n")
@@ -364,7 +365,7 @@ func writeTailMarkdown(e *errWriter, rep *analyze.Report) {
 		e.printf("#### What changed\n\n")
 		outcomes := outcomesKnown(rep)
 		e.printf("**Before** (%s): %s  \n**After** (%s): %s\n\n", md(c.Before.Label), md(windowLine(c.Before, outcomes)), md(c.After.Label), md(windowLine(c.After, outcomes)))
-		if few := fewCompared(c); few != "" {
+		if few := fewCompared(c, e.names); few != "" {
 			e.printf("⚠ %s.\n\n", md(capFirst(few)))
 		}
 		rs := compareRows(c)
@@ -442,7 +443,7 @@ type compareRowView struct {
 }
 
 // tailViewOf builds the HTML view of the opening sections.
-func tailViewOf(rep *analyze.Report) *tailView {
+func tailViewOf(rep *analyze.Report, names option.Names) *tailView {
 	v := &tailView{}
 	rows, more := tailRows(rep)
 	for i, x := range rows {
@@ -456,7 +457,7 @@ func tailViewOf(rep *analyze.Report) *tailView {
 		}
 	}
 	v.More = capFirst(more)
-	v.Dominant = capFirst(dominantLine(rep))
+	v.Dominant = capFirst(dominantLine(rep, names))
 	attrs, attrMore := attrRows(rep)
 	for _, r := range attrs {
 		v.Attrs = append(v.Attrs, attrViewOf(r.Hop, r.A))
@@ -471,7 +472,7 @@ func tailViewOf(rep *analyze.Report) *tailView {
 	if c := rep.Compare; c != nil {
 		outcomes := outcomesKnown(rep)
 		cv := &compareView{Before: windowLine(c.Before, outcomes), After: windowLine(c.After, outcomes), BeforeLabel: c.Before.Label, AfterLabel: c.After.Label,
-			Legend: capFirst(compareLegend) + ".", Few: capFirst(fewCompared(c))}
+			Legend: capFirst(compareLegend) + ".", Few: capFirst(fewCompared(c, names))}
 		for _, c := range compareHeadOf(outcomes) {
 			cv.Head = append(cv.Head, strings.ToLower(c))
 		}

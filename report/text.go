@@ -12,6 +12,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/check"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/quantile"
 )
 
@@ -22,6 +23,7 @@ type errWriter struct {
 	err   error
 	color bool
 	links *linker // Markdown's trace links (nil: none)
+	names option.Names
 }
 
 func (e *errWriter) printf(format string, a ...any) {
@@ -318,14 +320,14 @@ func readCounts(read, filtered, skipped int64) string {
 }
 
 func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
-	e := &errWriter{w: w, color: opt.Color}
+	e := &errWriter{w: w, color: opt.Color, names: opt.Names}
 	rep, hidden := boundedHops(rep)
 	e.printf("%s: %s in %s from %s (%s)\n\n", e.paint(ansiBold, "tailscope analyze"),
 		spansText(rep.ReadStats), units.Count(rep.Requests.Count, "request", "requests"), units.Count(rep.FilesRead(), "file", "files"), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {
 		writeSkips(e, rep.SkippedByReason, rep.SkipExamples)
 	}
-	if lines := summaryLines(rep); len(lines) > 0 {
+	if lines := summaryLines(rep, e.names); len(lines) > 0 {
 		e.printf("%s\n", e.paint(ansiBold, lines[0]))
 		for _, l := range lines[1:] {
 			e.printf("%s\n", l)
@@ -336,7 +338,7 @@ func analysisText(w io.Writer, rep *analyze.Report, opt Options) error {
 	writeHopTableText(e, rep.Hops, rep.Warnings, hidden, rep.Timeline, outcomesKnown(rep))
 	writeFailureEvidenceText(e, rep.Hops)
 	writeRequestsText(e, rep.Requests)
-	if lines := timelineLines(rep); len(lines) > 0 {
+	if lines := timelineLines(rep, e.names); len(lines) > 0 {
 		e.printf("\n")
 		for _, l := range lines {
 			e.printf("%s\n", l)
@@ -472,7 +474,7 @@ func writeRecommendationText(e *errWriter, rep *analyze.Report, verbose bool) {
 				e.line("    ", "", Visible(h.Hop)+": "+Visible(h.Recommendation.Basis))
 			}
 		} else {
-			e.printf("  %s\n", e.paint(ansiDim, "each hop's full basis: --verbose, or -f json (hops[].recommendation.basis)"))
+			e.printf("  %s\n", e.paint(ansiDim, "each hop's full basis: "+e.names.Of(option.Verbose)+", or "+e.names.Of(option.Format)+" json (hops[].recommendation.basis)"))
 		}
 	}
 	if s := untimedSummary(rep.Hops); s != "" {
@@ -733,7 +735,7 @@ func failText(r check.Replay) string {
 }
 
 func checkText(w io.Writer, rep *check.Report, opt Options) error {
-	e := &errWriter{w: w, color: opt.Color}
+	e := &errWriter{w: w, color: opt.Color, names: opt.Names}
 	e.printf("%s: %s replayed from %s (%s)\n\n", e.paint(ansiBold, "tailscope check"),
 		units.Count(rep.Requests, "request", "requests"), spansText(rep.ReadStats), readCounts(rep.Read, rep.Filtered, rep.Skipped))
 	if rep.Skipped > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/glyph"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 )
 
 // maxTimelineHops is how many hops the text and Markdown timelines draw:
@@ -24,15 +25,15 @@ const maxIncidentLines = 20
 // that is an incident on it, a space where it had no successful call), the
 // incidents, and the headroom the recommendation carries for drift. nil
 // when the logs have no timeline.
-func timelineLines(rep *analyze.Report) []string {
-	head, rows, incidents := timelineParts(rep)
+func timelineLines(rep *analyze.Report, names option.Names) []string {
+	head, rows, incidents := timelineParts(rep, names)
 	return append(append(head, rows...), incidents...)
 }
 
 // timelineParts are timelineLines' head (the blocks and the headroom),
 // sparkline rows and incident lines; the HTML report draws charts in
 // place of the rows.
-func timelineParts(rep *analyze.Report) (lines, rows, incidents []string) {
+func timelineParts(rep *analyze.Report, names option.Names) (lines, rows, incidents []string) {
 	tl := rep.Timeline
 	if tl == nil {
 		return nil, nil, nil
@@ -85,11 +86,11 @@ func timelineParts(rep *analyze.Report) (lines, rows, incidents []string) {
 				clockOf(in.From), clockOf(in.Until), glyph.Escape(in.Hop), units.Millis(in.P99Ms), units.Millis(in.BaselineP99Ms), units.Decimal(in.Slowdown, 1), in.Above, in.Calls))
 		}
 	}
-	if ws := excludeWindows(rep.Incidents); len(ws) > 0 {
+	if ws := excludeWindows(rep.Incidents, names); len(ws) > 0 {
 		if len(ws) <= maxExcludeFlags {
 			incidents = append(incidents, "  to fit without them: "+strings.Join(ws, " "))
 		} else {
-			incidents = append(incidents, fmt.Sprintf("  to fit without them: %d --exclude-window flags (their times are in JSON incidents)", len(ws)))
+			incidents = append(incidents, fmt.Sprintf("  to fit without them: %d %s flags (their times are in JSON incidents)", len(ws), names.Of(option.ExcludeWindow)))
 		}
 	}
 	return lines, rows, incidents
@@ -101,7 +102,7 @@ const maxExcludeFlags = 8
 
 // excludeWindows are the --exclude-window flags that leave every incident
 // out of a fit: their windows, overlapping ones merged.
-func excludeWindows(ins []analyze.Incident) []string {
+func excludeWindows(ins []analyze.Incident, names option.Names) []string {
 	type w struct {
 		a, b        int64
 		from, until string
@@ -120,7 +121,7 @@ func excludeWindows(ins []analyze.Incident) []string {
 				cur.b, cur.until = ws[j].b, ws[j].until
 			}
 		}
-		out = append(out, "--exclude-window "+cur.from+"/"+cur.until)
+		out = append(out, names.Of(option.ExcludeWindow)+" "+cur.from+"/"+cur.until)
 		i = j
 	}
 	return out

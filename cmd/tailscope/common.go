@@ -280,14 +280,15 @@ func load(e *env, paths []string, f *inputFlags) (*pipeline.Logs, error) {
 }
 
 // renderOptions decides colour: only on a terminal and never with NO_COLOR.
+// The reports' hints name settings by the flags (flagNames).
 func renderOptions(e *env, output string) report.Options {
 	if output != "" || os.Getenv("NO_COLOR") != "" {
-		return report.Options{}
+		return report.Options{Names: flagNames}
 	}
 	f, ok := e.stdout.(*os.File)
 	if !ok {
-		return report.Options{}
+		return report.Options{Names: flagNames}
 	}
 	fi, err := f.Stat()
-	return report.Options{Color: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	return report.Options{Color: err == nil && fi.Mode()&os.ModeCharDevice != 0, Names: flagNames}
 }
