@@ -117,6 +117,42 @@ type Sampled struct {
 // that every machine keeps the same traces.
 func TraceHash(id string) uint64 { return hashID(id) }
 
+// canonicalTimes is a hop's attempt times (start and duration, as
+// hopTimes keeps them) ordered by start, then duration: what a summary
+// writes. The order they are kept in depends on how a parallel reader
+// split the input between its goroutines (the analysis never reads it),
+// and a summary of the same logs must be the same bytes. Times already in
+// that order (a sequential reader's, a summary's own) are returned as
+// they are; otherwise sorted copies.
+func canonicalTimes(at, d []int64) ([]int64, []int64) {
+	less := func(i, j int) bool { return at[i] < at[j] || at[i] == at[j] && d[i] < d[j] }
+	sorted := true
+	for i := 1; i < len(at) && sorted; i++ {
+		sorted = !less(i, i-1)
+	}
+	if sorted {
+		return at, d
+	}
+	idx := make([]int32, len(at))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(x, y int32) int {
+		switch {
+		case less(int(x), int(y)):
+			return -1
+		case less(int(y), int(x)):
+			return 1
+		}
+		return 0
+	})
+	oa, od := make([]int64, len(at)), make([]int64, len(d))
+	for k, i := range idx {
+		oa[k], od[k] = at[i], d[i]
+	}
+	return oa, od
+}
+
 // State returns a's content. It shares the digests' slices with a: a
 // must not change while the State is in use.
 func (a *Accum) State() *State {
@@ -134,7 +170,8 @@ func (a *Accum) State() *State {
 		if h.at != nil {
 			hs.HasAttr, hs.Attr = true, attrOut(h.at)
 		}
-		hs.Times = TimesState{Level: h.times.level, At: h.times.at, D: h.times.d}
+		at, d := canonicalTimes(h.times.at, h.times.d)
+		hs.Times = TimesState{Level: h.times.level, At: at, D: d}
 		s.Hops = append(s.Hops, hs)
 	}
 	s.Sample = make([]Sampled, len(a.spans))
