@@ -15,7 +15,7 @@ import (
 func TestReadBackUnknownService(t *testing.T) {
 	p := &policy.Policy{Default: policy.Hop{Timeout: time.Second}, Hops: map[string]policy.Hop{"h": {Timeout: 100 * time.Millisecond}}}
 	eps := []policy.Endpoint{{Hop: "h", Caller: "web", Service: "cart", Route: "/c", Calls: 3}}
-	out, _ := policy.Linkerd(p, eps, "shop")
+	out, _ := policy.Linkerd(p, eps, policy.MeshOptions{Namespace: "shop"})
 	rep := &analyze.Report{Hops: []analyze.Hop{{Hop: "h", Endpoints: eps}}}
 	read := func(s string) []Finding {
 		cfg, err := policy.ReadConfig("sp.yaml", "linkerd", []byte(s))

@@ -17,11 +17,11 @@ func readBackAll(t *testing.T, format string, p *Policy, eps []Endpoint) (map[in
 	case "grpc":
 		out, _ = GRPC(p, eps, GRPCOptions{})
 	case "istio":
-		out, _ = Istio(p, eps, "")
+		out, _ = Istio(p, eps, MeshOptions{})
 	case "linkerd":
-		out, _ = Linkerd(p, eps, "")
+		out, _ = Linkerd(p, eps, MeshOptions{})
 	case "linkerd-route":
-		out, _ = LinkerdRoutes(p, eps, "")
+		out, _ = LinkerdRoutes(p, eps, MeshOptions{})
 		format = "linkerd"
 	}
 	if got := SniffConfig([]byte(out)); got != format {
@@ -131,10 +131,10 @@ func fuzzConfig(f *testing.F, format string, seeds ...string) {
 	case "grpc":
 		out, _ = GRPC(p, eps, GRPCOptions{})
 	case "istio":
-		out, _ = Istio(p, eps, "")
+		out, _ = Istio(p, eps, MeshOptions{})
 	case "linkerd":
-		out, _ = Linkerd(p, eps, "")
-		routes, _ := LinkerdRoutes(p, eps, "")
+		out, _ = Linkerd(p, eps, MeshOptions{})
+		routes, _ := LinkerdRoutes(p, eps, MeshOptions{})
 		f.Add([]byte(routes))
 	}
 	f.Add([]byte(out))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -268,7 +269,7 @@ func TestGRPCEmit(t *testing.T) {
 		t.Errorf("a hedgingPolicy for grpc-go:\n%s", out)
 	}
 
-	out, notes = GRPC(p, emitEndpoints(p), GRPCOptions{Client: GRPCClientJS})
+	out, notes = GRPC(p, emitEndpoints(p), GRPCOptions{Client: GRPCClientJS, Names: func(o option.Option) string { return "<" + o.String() + ">" }})
 	var jsDoc any
 	if err := json.Unmarshal([]byte(out), &jsDoc); err != nil {
 		t.Fatal(err)
@@ -292,7 +293,7 @@ func TestGRPCEmit(t *testing.T) {
 	}
 	joined = strings.Join(notes, "\n")
 	if !strings.Contains(joined, "hedged: a method has a retryPolicy or a hedgingPolicy, not both: its 2 retries share the 1 hedged attempts") ||
-		!strings.Contains(joined, "these configs are for --grpc-client js: a grpc-go or C-core client ignores hedgingPolicy") {
+		!strings.Contains(joined, "these configs are for <GRPCClient> js: a grpc-go or C-core client ignores hedgingPolicy") {
 		t.Errorf("notes do not say what the hedgingPolicy does to the retries and who ignores it:\n%s", joined)
 	}
 	// Without hedges, no word of them.

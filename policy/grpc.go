@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 )
 
 // GRPCMaxAttempts is gRPC's cap on retryPolicy.maxAttempts and
@@ -43,6 +44,10 @@ func GRPCHedges(client string) bool {
 type GRPCOptions struct {
 	// Client is one of GRPCClients; "" is grpc-go.
 	Client string
+	// Names names the settings the notes point to (option.Emit,
+	// option.GRPCClient) as the caller's user knows them; nil: by
+	// option's own names.
+	Names option.Names
 }
 
 func (o GRPCOptions) client() string {
@@ -204,7 +209,7 @@ func GRPCChannels(p *Policy, eps []Endpoint, opt GRPCOptions) ([]GRPCChannel, []
 			c.whole = true
 		}
 		idem, why := idempotentFor(h, e)
-		c.cfg.MethodConfig = append(c.cfg.MethodConfig, grpcMethodFor(p, n, names, h, idem, why, client, note))
+		c.cfg.MethodConfig = append(c.cfg.MethodConfig, grpcMethodFor(p, n, names, h, idem, why, client, opt.Names, note))
 		if rb, ok := p.RetryBudgets[n]; ok && rb.MaxTokens > 0 {
 			own := c.cfg.throttle(n, rb)
 			if !slices.Contains(budgets[ch], own) {
@@ -213,15 +218,15 @@ func GRPCChannels(p *Policy, eps []Endpoint, opt GRPCOptions) ([]GRPCChannel, []
 		}
 	}
 	if httpN > 0 {
-		note(fmt.Sprintf("%d HTTP %s of %d %s left out: a gRPC service config matches gRPC methods only (see --emit envoy, istio or linkerd)",
-			httpN, units.Plural(httpN, "endpoint", "endpoints"), len(httpHops), units.Plural(len(httpHops), "hop", "hops")))
+		note(fmt.Sprintf("%d HTTP %s of %d %s left out: a gRPC service config matches gRPC methods only (see %s envoy, istio or linkerd)",
+			httpN, units.Plural(httpN, "endpoint", "endpoints"), len(httpHops), units.Plural(len(httpHops), "hop", "hops"), opt.Names.Of(option.Emit)))
 	}
 	def := p.Default
 	if def.Timeout > 0 || def.Retries > 0 || def.Hedge.Delay > 0 {
 		idem, why := idempotentDefault(def)
 		for _, ch := range slices.Sorted(maps.Keys(channels)) {
 			if c := channels[ch]; !c.whole {
-				c.cfg.MethodConfig = append(c.cfg.MethodConfig, grpcMethodFor(p, "the default", []grpcName{{}}, def, idem, why, client, note))
+				c.cfg.MethodConfig = append(c.cfg.MethodConfig, grpcMethodFor(p, "the default", []grpcName{{}}, def, idem, why, client, opt.Names, note))
 			}
 		}
 	}
@@ -231,7 +236,7 @@ func GRPCChannels(p *Policy, eps []Endpoint, opt GRPCOptions) ([]GRPCChannel, []
 		}
 	}
 	if GRPCHedges(client) && noted[grpcHedgedNote] {
-		note(fmt.Sprintf("these configs are for --grpc-client %s: a grpc-go or C-core client ignores hedgingPolicy and would send those methods once, without retries", client))
+		note(fmt.Sprintf("these configs are for %s %s: a grpc-go or C-core client ignores hedgingPolicy and would send those methods once, without retries", opt.Names.Of(option.GRPCClient), client))
 	}
 	var out []GRPCChannel
 	for _, ch := range slices.Sorted(maps.Keys(channels)) {
@@ -311,8 +316,9 @@ func GRPCDuration(d time.Duration) string {
 // resent after reaching the server, why says why): the deadline of the
 // hop's call, and a retryPolicy for a hop that retries, or, for a hedged
 // hop and a client that implements hedging, a hedgingPolicy. note
-// receives what gRPC cannot say as tailscope does.
-func grpcMethodFor(p *Policy, label string, names []grpcName, h Hop, idem bool, why, client string, note func(string)) grpcMethod {
+// receives what gRPC cannot say as tailscope does, naming settings by
+// opts.
+func grpcMethodFor(p *Policy, label string, names []grpcName, h Hop, idem bool, why, client string, opts option.Names, note func(string)) grpcMethod {
 	eh := h
 	if !idem {
 		if h.Hedge.Delay > 0 {
@@ -327,8 +333,8 @@ func grpcMethodFor(p *Policy, label string, names []grpcName, h Hop, idem bool, 
 	}
 	hedge := eh.Hedge.Delay > 0 && GRPCHedges(client)
 	if eh.Hedge.Delay > 0 && !hedge {
-		note(fmt.Sprintf("%s: its hedge after %s is left out: gRPC-%s does not implement hedgingPolicy (gRFC A6), and a method with one is sent once and never retried; %s (hedge in a proxy, --emit envoy, or write for a client that hedges, --grpc-client java, js or dotnet)",
-			label, units.DecimalSeconds(eh.Hedge.Delay), client, keptRetries(eh.Retries)))
+		note(fmt.Sprintf("%s: its hedge after %s is left out: gRPC-%s does not implement hedgingPolicy (gRFC A6), and a method with one is sent once and never retried; %s (hedge in a proxy, %s envoy, or write for a client that hedges, %s java, js or dotnet)",
+			label, units.DecimalSeconds(eh.Hedge.Delay), client, keptRetries(eh.Retries), opts.Of(option.Emit), opts.Of(option.GRPCClient)))
 		eh.Hedge = Hedge{}
 	}
 	m := grpcMethod{Name: names}

@@ -26,11 +26,11 @@ func TestInvalidHostNotRouted(t *testing.T) {
 		case "envoy":
 			out, notes = Envoy(p, eps, EnvoyOptions{})
 		case "istio":
-			out, notes = Istio(p, eps, "")
+			out, notes = Istio(p, eps, MeshOptions{})
 		case "linkerd":
-			out, notes = Linkerd(p, eps, "")
+			out, notes = Linkerd(p, eps, MeshOptions{})
 		case "linkerd-route":
-			out, notes = LinkerdRoutes(p, eps, "")
+			out, notes = LinkerdRoutes(p, eps, MeshOptions{})
 		}
 		for _, s := range bad {
 			n := 0

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Annotations of the Gateway API routes LinkerdRoutes writes: Linkerd's
@@ -50,7 +51,8 @@ const GatewayAPIVersion = "gateway.networking.k8s.io/v1"
 // Linkerd's counted retries have no backoff, no hedging and no budget; a
 // ServiceProfile of the same Service makes Linkerd ignore the routes'
 // annotations.
-func LinkerdRoutes(p *Policy, eps []Endpoint, namespace string) (string, []string) {
+func LinkerdRoutes(p *Policy, eps []Endpoint, opt MeshOptions) (string, []string) {
+	namespace := opt.Namespace
 	if namespace == "" {
 		namespace = "default"
 	}
@@ -65,7 +67,7 @@ func LinkerdRoutes(p *Policy, eps []Endpoint, namespace string) (string, []strin
 	b.WriteString("# their timeouts. " + LinkerdRequestTimeout + " covers all attempts; " + LinkerdRetryTimeout + " = tailscope's\n")
 	b.WriteString("# per-attempt timeout; " + LinkerdRetryLimit + " = retries. A call is retried only when idempotent (the\n")
 	b.WriteString("# policy's idempotent key, else by HTTP method or gRPC verb). Delete the Services' ServiceProfiles\n")
-	b.WriteString("# (--emit linkerd): with one, Linkerd ignores these annotations.\n")
+	b.WriteString("# (" + opt.Names.Of(option.Emit) + " linkerd): with one, Linkerd ignores these annotations.\n")
 	fmt.Fprintf(&b, "# apiVersion %s (Linkerd 2.18; for 2.16 and 2.17 write HTTPRoute gateway.networking.k8s.io/v1beta1\n", GatewayAPIVersion)
 	b.WriteString("# and GRPCRoute gateway.networking.k8s.io/v1alpha2, the same fields).\n")
 	b.WriteString("# Not covered: backoff, hedging, retry budgets, budget-aware retries and the request budget across\n")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 )
 
 // meshRoutes groups the mapped endpoints by called service, each
@@ -68,6 +69,18 @@ func k8sName(s string) string {
 	return n + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
 }
 
+// MeshOptions say how the mesh configs are written (Istio, Linkerd and
+// Linkerd's Gateway API routes).
+type MeshOptions struct {
+	// Namespace is the Kubernetes namespace of the services ("": Istio
+	// leaves it out, Linkerd writes default).
+	Namespace string
+	// Names names the settings the configs' comments point to
+	// (option.Emit) as the caller's user knows them; nil: by option's own
+	// names.
+	Names option.Names
+}
+
 // Istio renders the policy as Istio VirtualServices
 // (networking.istio.io/v1), one per called service (its name in hosts):
 // an HTTP route per endpoint, matching the caller by sourceLabels (app:
@@ -88,7 +101,8 @@ func k8sName(s string) string {
 // connect-failure, refused-stream and reset-before-request. Istio has no
 // hedging, retry budget or budget-aware retries in a VirtualService: the
 // output says so in comments and the notes.
-func Istio(p *Policy, eps []Endpoint, namespace string) (string, []string) {
+func Istio(p *Policy, eps []Endpoint, opt MeshOptions) (string, []string) {
+	namespace := opt.Namespace
 	by, notes := meshRoutes(eps)
 	var later []string
 	note := func(s string) { later = appendOnce(later, s) }
@@ -214,7 +228,8 @@ func appendOnce(xs []string, s string) []string {
 // call including retries; retries are not counted but limited by the
 // retry budget, and have no backoff, no per-attempt timeout and no
 // hedging. The output says so in comments and the notes.
-func Linkerd(p *Policy, eps []Endpoint, namespace string) (string, []string) {
+func Linkerd(p *Policy, eps []Endpoint, opt MeshOptions) (string, []string) {
+	namespace := opt.Namespace
 	if namespace == "" {
 		namespace = "default"
 	}
@@ -225,7 +240,7 @@ func Linkerd(p *Policy, eps []Endpoint, namespace string) (string, []string) {
 	b.WriteString("# several callers carry the longest of their timeouts. timeout covers all attempts; retries are\n")
 	b.WriteString("# limited by retryBudget, not counted; a route is retryable only when its calls are idempotent (the\n")
 	b.WriteString("# policy's idempotent key, else by HTTP method or gRPC verb). For Linkerd 2.16 and later prefer\n")
-	b.WriteString("# --emit linkerd-route (Gateway API routes, per-route retry counts and timeouts): a ServiceProfile\n")
+	b.WriteString("# " + opt.Names.Of(option.Emit) + " linkerd-route (Gateway API routes, per-route retry counts and timeouts): a ServiceProfile\n")
 	b.WriteString("# of a Service makes Linkerd ignore its routes' retry and timeout annotations.\n")
 	b.WriteString("# Not covered: per-attempt timeouts, retry counts, backoff, hedging, budget-aware retries and the\n")
 	b.WriteString("# request budget across calls; calls of hops the logs did not map (listed below).\n")

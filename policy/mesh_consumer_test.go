@@ -142,7 +142,7 @@ func TestIstioAcceptedByIstioAPI(t *testing.T) {
 	eps := emitEndpoints(p)
 	eps = append(eps, Endpoint{Hop: "plain", Caller: "gw", Service: "orders", Method: "GET", Route: "/order/{id}"},
 		Endpoint{Hop: "plain", Caller: "", Service: "orders"})
-	out, notes := Istio(p, eps, "shop")
+	out, notes := Istio(p, eps, MeshOptions{Namespace: "shop"})
 	vss, err := istioValidate(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -180,7 +180,7 @@ func TestIstioAcceptedByIstioAPI(t *testing.T) {
 // every VirtualService has a valid object name.
 func TestIstioOddNames(t *testing.T) {
 	p, eps := oddPolicy()
-	out, _ := Istio(p, eps, "")
+	out, _ := Istio(p, eps, MeshOptions{})
 	if strings.ContainsRune(out, '\u202e') {
 		t.Errorf("a raw bidi override:\n%s", out)
 	}
@@ -346,7 +346,7 @@ func TestLinkerdAcceptedBySchema(t *testing.T) {
 	p.RetryBudgets["retried"] = RetryBudget{RetryRatio: 0.2, MinRetriesPerSecond: 10}
 	eps := emitEndpoints(p)
 	eps = append(eps, Endpoint{Hop: "retried", Caller: "other", Service: "backend", GRPCService: "pkg.Backend", GRPCMethod: "plain"})
-	out, notes := Linkerd(p, eps, "shop")
+	out, notes := Linkerd(p, eps, MeshOptions{Namespace: "shop"})
 	sps := linkerdValidate(t, out)
 	spec := sps["backend.shop.svc.cluster.local"]
 	if spec == nil {
@@ -380,7 +380,7 @@ func TestLinkerdAcceptedBySchema(t *testing.T) {
 // valid profile names; what a reader cannot see is escaped.
 func TestLinkerdOddNames(t *testing.T) {
 	p, eps := oddPolicy()
-	out, _ := Linkerd(p, eps, "")
+	out, _ := Linkerd(p, eps, MeshOptions{})
 	if strings.ContainsRune(out, '\u202e') {
 		t.Errorf("a raw bidi override:\n%s", out)
 	}
@@ -415,7 +415,7 @@ func TestIstioDefaultBackoffIdempotency(t *testing.T) {
 		{Hop: "get", Caller: "checkout", Service: "cart", GRPCService: "shop.Cart", GRPCMethod: "GetCart"},
 		{Hop: "order", Caller: "web", Service: "orders", Method: "POST", Route: "/order"},
 	}
-	out, notes := Istio(p, eps, "shop")
+	out, notes := Istio(p, eps, MeshOptions{Namespace: "shop"})
 	vss, err := istioValidate(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -573,7 +573,7 @@ func TestLinkerdRoutes(t *testing.T) {
 		{Hop: "order", Caller: "web", Service: "orders", Method: "POST", Route: "/order"},
 		{Hop: "item", Caller: "web", Service: "orders", Method: "GET", Route: "/order/{id}"},
 	}
-	out, notes := LinkerdRoutes(p, eps, "shop")
+	out, notes := LinkerdRoutes(p, eps, MeshOptions{Namespace: "shop"})
 	docs := gatewayValidate(t, out)
 	if len(docs) != 7 {
 		t.Fatalf("%d routes:\n%s", len(docs), out)
@@ -666,7 +666,7 @@ func TestLinkerdRoutes(t *testing.T) {
 // annotation, get valid object and parent names, and read back.
 func TestLinkerdRoutesOddNames(t *testing.T) {
 	p, eps := oddPolicy()
-	out, _ := LinkerdRoutes(p, eps, "")
+	out, _ := LinkerdRoutes(p, eps, MeshOptions{})
 	if strings.ContainsRune(out, '\u202e') {
 		t.Errorf("a raw bidi override:\n%s", out)
 	}

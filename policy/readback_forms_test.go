@@ -25,13 +25,13 @@ func emitFor(t *testing.T, f string, p *Policy, eps []Endpoint) string {
 		out, _ := Envoy(p, eps, EnvoyOptions{})
 		return out
 	case "istio":
-		out, _ := Istio(p, eps, "shop")
+		out, _ := Istio(p, eps, MeshOptions{Namespace: "shop"})
 		return out
 	case "linkerd":
-		out, _ := Linkerd(p, eps, "shop")
+		out, _ := Linkerd(p, eps, MeshOptions{Namespace: "shop"})
 		return out
 	}
-	out, _ := LinkerdRoutes(p, eps, "shop")
+	out, _ := LinkerdRoutes(p, eps, MeshOptions{Namespace: "shop"})
 	return out
 }
 

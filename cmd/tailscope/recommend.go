@@ -110,7 +110,7 @@ func runRecommend(e *env, args []string) error {
 	var an analysisFlags
 	var output, emit, channel string
 	var eopt policy.EnvoyOptions
-	var gopt policy.GRPCOptions
+	gopt := policy.GRPCOptions{Names: flagNames}
 	fs.StringVarP(&output, "output", "o", "", "write the policy file here (atomically) instead of stdout; with --emit grpc, a directory (an existing one, or a path ending in /) gets a file per channel, CALLER/SERVICE.json")
 	fs.StringVar(&emit, "emit", "policy", "what to write: policy (tailscope's YAML), envoy (a RouteConfiguration per caller), grpc (a service config per channel), istio (a VirtualService per called service), linkerd (a ServiceProfile per called service), linkerd-route (Gateway API routes for Linkerd 2.16+)")
 	fs.StringVar(&eopt.ClusterName, "cluster-name", "{service}", "--emit envoy: the cluster of a called service ({service}, {namespace})")
@@ -165,10 +165,10 @@ func runRecommend(e *env, args []string) error {
 		out, notes = policy.Envoy(p, rep.Endpoints(hops), eopt)
 		body = []byte(out)
 	case "istio", "linkerd", "linkerd-route":
-		f := map[string]func(*policy.Policy, []policy.Endpoint, string) (string, []string){
+		f := map[string]func(*policy.Policy, []policy.Endpoint, policy.MeshOptions) (string, []string){
 			"istio": policy.Istio, "linkerd": policy.Linkerd, "linkerd-route": policy.LinkerdRoutes}[emit]
 		var out string
-		out, notes = f(p, rep.Endpoints(hops), eopt.Namespace)
+		out, notes = f(p, rep.Endpoints(hops), policy.MeshOptions{Namespace: eopt.Namespace, Names: flagNames})
 		body = []byte(out)
 	case "grpc":
 		chans, ns := policy.GRPCChannels(p, rep.Endpoints(hops), gopt)

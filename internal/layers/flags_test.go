@@ -23,7 +23,6 @@ var flagLiterals = map[string][]string{
 	"recommend":            {"--hedge-load", "--max-budget"},
 	"ingest/internal/flat": {"--map", "--max-record"},
 	// Not converted yet (item 6 goes package by package).
-	"policy": {"--emit", "--grpc-client"},
 	// bench is a tool that runs the binary: its flags are arguments to
 	// tailscope, not words of a library's message.
 	"bench": {"--format", "--max-hops"},

@@ -60,7 +60,7 @@ var allowed = map[string][]string{
 // them.
 var baseImports = map[string][]string{
 	"quantile": nil, "secret": nil, "internal/par": nil, "internal/units": nil, "internal/glyph": nil,
-	"span": {"internal/par"}, "outcome": {"quantile"}, "policy": {"internal/glyph", "internal/units", "route"}, "route": nil,
+	"span": {"internal/par"}, "outcome": {"quantile"}, "policy": {"internal/glyph", "internal/units", "option", "route"}, "route": nil,
 	"export": {"span"}, "samples": nil, "tail": {"internal/fastlog"}, "internal/fastlog": nil, "internal/hugeheap": nil, "bound": nil, "option": nil,
 }
 
