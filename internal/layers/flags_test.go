@@ -33,7 +33,10 @@ var flagLiterals = map[string][]string{
 	"ingest/internal/record": {"--exclude-window", "--since", "--until"},
 	// The hop definition a partial summary stores (summary.HopDefOf, §12)
 	// is written in the flags' words, and files already written hold it:
-	// a format, not a message; it cannot follow a flag's rename.
+	// a format, not a message; it cannot follow a flag's rename. ErrHopDef
+	// ("different --hop-by or --map") speaks the same words as the
+	// definitions it prints beside it; naming them by option.Names would
+	// need a Names in Merge, whose callers include the beam module.
 	"summary": {"--hop-by", "--map"},
 }
 
