@@ -23,7 +23,7 @@ func main() {
 	// command itself is recovered by run (exit 4).
 	debug.SetTraceback("crash")
 	// The heap grows into 2 MB pages instead of 4 KB ones where the
-	// kernel leaves that to the process: a third less CPU on a million
+	// kernel leaves that to the process: a fifth less CPU on a million
 	// spans, whose page faults were a fifth of it (package hugeheap).
 	hugeheap.Prepare(hugeheap.DefaultSize)
 	onSignals()
