@@ -513,3 +513,26 @@ func TestParquetFastRowsDense(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParquetFastRows: whatever the bytes, the fast rows read a file as
+// the records alone do (the counts, skips and errors; the spans too when
+// the read ends without error), and neither panics.
+func FuzzParquetFastRows(f *testing.F) {
+	// Small seeds: the fuzzer minimizes every input that widens its
+	// coverage, and a large one takes it minutes.
+	f.Add(writeParquet(f, exportRows(40, 31), parquet.MaxRowsPerRowGroup(16), parquet.PageBufferSize(128)))
+	f.Add(writeParquet(f, exportAttrRows(24, 32), parquet.MaxRowsPerRowGroup(12)))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 1<<20 {
+			return
+		}
+		fast, _ := readFork(t, in, record.Options{}, 3, true)
+		slow, _ := readFork(t, in, record.Options{}, 3, false)
+		if !strings.HasPrefix(slow, "err: <nil>") {
+			fast, slow = stopped(fast), stopped(slow)
+		}
+		if fast != slow {
+			t.Fatalf("fast rows read differently:\n%s", firstDiff(fast, slow))
+		}
+	})
+}
