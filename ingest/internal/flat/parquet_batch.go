@@ -148,6 +148,7 @@ type pqWorker struct {
 	// where spans that keep theirs (no Options.Borrowed) get them from.
 	attrs [][]span.Attr
 	owned []span.Attr
+	nattr int // the attribute columns
 	// text holds the batch's attribute values read from plain pages
 	// with Options.Borrowed (applyAttr), reset at every batch.
 	text textArena
@@ -212,9 +213,11 @@ func newPQWorker(src *record.Source, pf *parquet.File, cols []flatCol) *pqWorker
 	}
 	for _, c := range cols {
 		if c.attr {
-			w.attrs = make([][]span.Attr, pqBatchRows)
-			break
+			w.nattr++
 		}
+	}
+	if w.nattr > 0 {
+		w.attrs = make([][]span.Attr, pqBatchRows)
 	}
 	for i, c := range cols {
 		leaf, _ := pf.Schema().Lookup(c.name)
@@ -280,9 +283,16 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan<- *pqChun
 		end := min(n, r+pqChunkRows)
 		if ch.Spans == nil { // full size at once: growing by doubling is garbage
 			ch.Spans, ch.At = make([]span.Span, 0, pqChunkRows), make([]int64, 0, pqChunkRows)
+			if w.borrow && w.nattr > 0 {
+				// The attributes too: growing a slice of strings copies
+				// it under the GC's write barriers, which cost more than
+				// the rest of keepAttrs.
+				ch.attrs = make([]span.Attr, 0, pqChunkRows*w.nattr)
+			}
 		}
 		if w.borrow {
-			ch.ids = grow(ch.ids, pqChunkRows*64)
+			// The ids and the attributes' text (about 16 bytes a value).
+			ch.ids = grow(ch.ids, pqChunkRows*(64+16*w.nattr))
 		}
 		if w.branch != nil {
 			// With a Fork a chunk holds only the spans a Branch gave
