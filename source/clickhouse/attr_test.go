@@ -1,6 +1,7 @@
 package clickhouse_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,17 +113,25 @@ func attrSpans(n int, seed uint64, collapse bool) []byte {
 // examples) is the one the readers keep from the OTLP file, on spans that
 // reach every rule of attribution; the report built on it is the file's,
 // every field of every hop; and a key whose raw values only the readers
-// can tell apart makes the read ErrNotPushable.
+// can tell apart makes the read ErrNotPushable. The values come from the
+// spans grouped by their combination of attributes first, and (combos:
+// a bound that the spans' 6,000 combinations pass) attribute by
+// attribute when the server stops at the bound.
 func TestPushdownAttribution(t *testing.T) {
 	e := startEngine(t, "")
 	dir := t.TempDir()
-	for _, sample := range []int{0, 800} {
+	combos := clickhouse.SetAttrCombos(0)
+	clickhouse.SetAttrCombos(combos)
+	t.Cleanup(func() { clickhouse.SetAttrCombos(combos) })
+	for _, c := range []struct{ sample, combos int }{{0, 0}, {800, 0}, {0, 10}} {
+		sample := c.sample
+		clickhouse.SetAttrCombos(cmp.Or(c.combos, combos))
 		otlp := attrSpans(6000, 3, false)
 		file := filepath.Join(dir, "attrs.jsonl")
 		if err := os.WriteFile(file, otlp, 0o666); err != nil {
 			t.Fatal(err)
 		}
-		table := fmt.Sprintf("attrs_%d", sample)
+		table := fmt.Sprintf("attrs_%d_%d", sample, c.combos)
 		e.createExporterTable(t, "otel", table)
 		e.load(t, "otel", table, otlp)
 		since, until := window(spansOf(t, file, ingest.Options{}))
@@ -130,7 +139,7 @@ func TestPushdownAttribution(t *testing.T) {
 		want := analyse(t, file, pipeline.Options{SampleSpans: sample})
 		got, p := pushedResult(t, url, since, until, sample)
 		got.skipped = want.skipped
-		what := fmt.Sprintf("attributes, sample %d", sample)
+		what := fmt.Sprintf("attributes, sample %d, combos %d", sample, c.combos)
 		sameResult(t, what, want, got)
 		s, err := pipeline.Summarize([]string{file}, pipeline.Options{SampleSpans: sample})
 		if err != nil {
@@ -145,6 +154,9 @@ func TestPushdownAttribution(t *testing.T) {
 					dropped++
 				}
 			}
+		}
+		if perKey := clickhouse.AttrPerKey(p); perKey != min(c.combos, 1) {
+			t.Errorf("%s: %d values' queries attribute by attribute, want %d", what, perKey, min(c.combos, 1))
 		}
 		if clickhouse.AttrAgain(p) == 0 {
 			t.Errorf("%s: no value's examples were asked for again: the fan-out traces should make some", what)

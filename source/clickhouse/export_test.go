@@ -24,3 +24,11 @@ func SetFloorBelow(n int) int { old := floorBelow; floorBelow = n; return old }
 // AttrAgain counts the attribute values whose examples a push-down asked
 // for again.
 func AttrAgain(p *Pushed) int { return p.attrAgain }
+
+// AttrPerKey counts the attribute values' queries a push-down asked
+// attribute by attribute.
+func AttrPerKey(p *Pushed) int { return p.attrPerKey }
+
+// SetAttrCombos sets the bound on the attribute values' first level, and
+// returns the old one.
+func SetAttrCombos(n int) int { old := attrCombos; attrCombos = n; return old }

@@ -33,6 +33,9 @@ type client struct {
 	// attrAgain counts the attribute values whose examples were asked
 	// for again (attr.go).
 	attrAgain int
+	// attrPerKey counts the attribute values' queries asked attribute by
+	// attribute (attr.go: the spans' combinations were too many).
+	attrPerKey int
 	// bare is set once the server refused the settings the requests
 	// carry (a readonly user may set none): they go without them, and
 	// the answers come uncompressed.

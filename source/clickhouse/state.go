@@ -41,6 +41,9 @@ type Pushed struct {
 	// attrAgain counts the attribute values whose examples were asked
 	// for again, grouped by trace.
 	attrAgain int
+	// attrPerKey counts the attribute values' queries asked attribute by
+	// attribute.
+	attrPerKey int
 }
 
 // stages are SQL expressions computed level by level over a query's
@@ -188,7 +191,7 @@ func (sa *serverSide) pushdown(ctx context.Context, in ingest.Options, sampleSpa
 		return nil, err
 	}
 	st.Hops = agg.Hops
-	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load(), attrAgain: c.attrAgain}, nil
+	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load(), attrAgain: c.attrAgain, attrPerKey: c.attrPerKey}, nil
 }
 
 // inner is the pull query without its order and format, with the hop
