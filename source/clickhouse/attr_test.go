@@ -177,3 +177,36 @@ func TestPushdownAttribution(t *testing.T) {
 		t.Errorf("a key whose 100 values scrub to 10: %v, want ErrNotPushable naming it", err)
 	}
 }
+
+// TestPushdownBadText: a window whose attribute text is not UTF-8 (which
+// the readers would repair) is not computed on the server, wherever the
+// text is: a value attribution reads, one too long for it (which the
+// census does not hold), a key, the resource's, the scope's.
+func TestPushdownBadText(t *testing.T) {
+	e := startEngine(t, "")
+	dir := t.TempDir()
+	otlp := attrSpans(300, 5, false)
+	file := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(file, otlp, 0o666)
+	since, until := window(spansOf(t, file, ingest.Options{}))
+	for i, bad := range []string{
+		"mapUpdate(SpanAttributes, map('zone', unhex('61ff'))) AS SpanAttributes",
+		"mapUpdate(SpanAttributes, map('zone', concat(repeat('a', 300), unhex('c3')))) AS SpanAttributes",
+		"mapUpdate(SpanAttributes, map(unhex('7a6fc3'), 'a')) AS SpanAttributes",
+		"mapUpdate(ResourceAttributes, map('k8s.pod.name', unhex('e282'))) AS ResourceAttributes",
+		"unhex('312ef0') AS ScopeVersion",
+	} {
+		table := fmt.Sprintf("bad%d", i)
+		e.createExporterTable(t, "otel", table)
+		e.load(t, "otel", table, otlp)
+		url := "clickhouse://" + e.host + "/otel?table=" + table
+		if _, err := clickhouse.Pushdown(context.Background(), url, clickhouse.Options{Since: since, Until: until}, ingest.Options{}, 0); err != nil {
+			t.Fatalf("%s before the bad text: %v", table, err)
+		}
+		e.exec(t, "INSERT INTO otel."+table+" SELECT * REPLACE ("+bad+") FROM otel."+table+" ORDER BY Timestamp LIMIT 1")
+		_, err := clickhouse.Pushdown(context.Background(), url, clickhouse.Options{Since: since, Until: until}, ingest.Options{}, 0)
+		if !errors.Is(err, clickhouse.ErrNotPushable) || !strings.Contains(err.Error(), "not UTF-8") {
+			t.Errorf("%s: %v, want ErrNotPushable saying the text is not UTF-8", bad, err)
+		}
+	}
+}

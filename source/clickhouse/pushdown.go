@@ -352,11 +352,9 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 	// and the attributes attribution reads (keys kk, values kvv; kany,
 	// whether the readers keep any; kbad, whether any text is not UTF-8).
 	terms := orderTerms(p)
-	kv := kvSQL(has)
+	cen := census(has)
 	rows := rowsSQL(strings.Replace(inner, "SELECT ", "SELECT tuple("+terms+") AS ord, ", 1), has, gc, cls,
-		kv.keys+" AS kall, "+kv.vals+" AS vall",
-		"ord, "+filterSQL(false)+" AS kk, "+filterSQL(true)+" AS kvv, "+kv.any+" AS kany, "+kv.bad+" AS kbad",
-		"ord, kk, kvv, kany, kbad")
+		"", "ord, "+strings.Join(cen.cols, ", "), "ord, "+strings.Join(cen.names, ", "))
 	type cnt struct {
 		H                    string
 		Cl                   int
@@ -369,7 +367,8 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 		Tms                  [][3]json.Number
 		Fh, Fs               json.Number
 		Na, Nbad             json.Number
-		Vs                   map[string][]string
+		Vr, Va               map[string][]string
+		Vsn, Vsr             []string
 	}
 	var exact, sketched, hk, hl []string
 	agg := &Aggregates{examples: map[string]*analyze.HopExampleState{}, aranks: map[string][]int{}, tranks: make([]int64, 65),
@@ -423,7 +422,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 		"groupArrayIf(d, " + in(exact) + ") AS vals, " +
 		"sumMapIf([toInt32(b)], [toUInt64(1)], " + in(sketched) + " AND d >= 1) AS bns, " +
 		"groupArrayIf((s, dd, ar), ar >= " + floor + ") AS tms, cityHash64(min(ord)) AS fh, tupleElement(min(ord), " + strconv.Itoa(startTerm(p)) + ") AS fs, " +
-		"countIf(kany) AS na, countIf(kbad) AS nbad, groupUniqArrayMap(" + strconv.Itoa(analyze.AttrMaxValues+1) + ")(mapFromArrays(kk, kvv)) AS vs " +
+		cen.aggs + " " +
 		"FROM (SELECT *, if(" + in(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
 		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "dd", "ar")).wrap(rows) + ")) GROUP BY h, cl FORMAT JSONEachRow"
 	body, err := c.queryAll(ctx, q)
@@ -492,7 +491,10 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 			agg.withAttr[r.H] = true
 		}
 		agg.badText[r.H] += num(r.Nbad)
-		for k, vs := range r.Vs {
+		add := func(k string, vs []string) {
+			if notKeptKey[k] || len(vs) == 0 {
+				return
+			}
 			set := agg.census[hopKey{r.H, k}]
 			if set == nil {
 				set = map[string]bool{}
@@ -500,6 +502,13 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 			}
 			for _, v := range vs {
 				set[v] = true
+			}
+		}
+		add(scopeName, r.Vsn)
+		add(scopeVersion, r.Vsr)
+		for _, m := range []map[string][]string{r.Vr, r.Va} {
+			for k, vs := range m {
+				add(k, vs)
 			}
 		}
 		ts := agg.times[r.H]
@@ -618,7 +627,9 @@ func rowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]clas
 	}
 	var x [3]string
 	for i, e := range extra {
-		x[i] = ", " + e
+		if e != "" {
+			x[i] = ", " + e
+		}
 	}
 	return "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, " + p + ", cl, if(cl = 0, d, -1 - d) AS dd" + x[2] + " FROM (SELECT h, d, s, t, i, " + p + ", " +
 		classSQL(has, cls) + " AS cl" + x[1] + " FROM (SELECT *, " + strings.Join(gc, ", ") + x[0] + " FROM (" + inner + ")))"
