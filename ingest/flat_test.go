@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +250,43 @@ func TestMessagesNameOptions(t *testing.T) {
 	big := `[{"traceId":"1","id":"1","name":"a","duration":5},` + "\n" + `{"traceId":"1","id":"2","name":"` + strings.Repeat("x", 4096) + `","duration":5}]`
 	if d := details(big, record.Options{Format: "zipkin", MaxRecord: 1024}); !strings.Contains(d, "(raise with <MaxRecord>)") {
 		t.Errorf("a record over the limit: %q", d)
+	}
+}
+
+// TestFlatMessagesNameOptions: the flat readers' messages name Map and
+// MaxRecord by the caller's Names (architecture III, item 6): a record
+// over the limit in JSON lines and CSV, a CSV header without a duration,
+// a mapped key no record has.
+func TestFlatMessagesNameOptions(t *testing.T) {
+	read := func(name, in string, opt record.Options) (*Stats, error) {
+		t.Helper()
+		opt.Names = angled
+		return ReadStream(name, strings.NewReader(in), opt, SinkFunc(func(*span.Span) {}))
+	}
+	details := func(st *Stats) string {
+		var b strings.Builder
+		for _, e := range st.Errors {
+			b.WriteString(e.Detail + "\n")
+		}
+		return b.String()
+	}
+	line := `{"trace_id":"a","span_id":"1","hop":"h","duration_ms":1}` + "\n"
+	long := `{"trace_id":"a","span_id":"2","hop":"` + strings.Repeat("x", 2048) + `","duration_ms":1}` + "\n"
+	st, err := read("x.jsonl", line+long+line, record.Options{MaxRecord: 1024})
+	if err != nil || !strings.Contains(details(st), "over 1024 bytes (raise with <MaxRecord>)") {
+		t.Errorf("a JSON line over the limit: %v %q", err, details(st))
+	}
+	csvHead := "trace_id,span_id,hop,duration_ms\n"
+	st, err = read("x.csv", csvHead+"a,1,h,1\na,2,"+strings.Repeat("x", 2048)+",1\na,3,h,1\n", record.Options{Format: "csv", MaxRecord: 1024})
+	if err != nil || !strings.Contains(details(st), "(raise with <MaxRecord>)") {
+		t.Errorf("a CSV record over the limit: %v %q", err, details(st))
+	}
+	_, err = read("x.csv", "trace_id,span_id,hop\na,1,h\n", record.Options{Format: "csv"})
+	if err == nil || !strings.Contains(err.Error(), "name one with <Map>, e.g. <Map> duration_ms=COLUMN") {
+		t.Errorf("a CSV header without a duration: %v", err)
+	}
+	st, err = read("x.jsonl", line, record.Options{Map: map[string]string{"service": "svc"}})
+	if err != nil || len(st.Unmapped) != 1 || st.Unmapped[0] != "x.jsonl: <Map> service=svc" || !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.HasPrefix(n, "x.jsonl: <Map> service=svc: no record has the key") }) {
+		t.Errorf("a mapped key no record has: %v %q %q", err, st.Unmapped, st.Notes)
 	}
 }

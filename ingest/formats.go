@@ -41,5 +41,7 @@ func decodeParquet(src *record.Source) (err error) {
 // --help and --map checks.
 var FlatFields = flat.FlatFields
 
-// ParseMap checks --map FIELD=KEY pairs against the canonical fields.
+// ParseMap checks --map FIELD=KEY pairs against the canonical fields. An
+// error names the pair at fault; the caller says which setting it came
+// from (cmd/tailscope puts the flag before it).
 func ParseMap(pairs []string) (map[string]string, error) { return flat.ParseMap(pairs) }

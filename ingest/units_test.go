@@ -42,12 +42,12 @@ func TestMapUnitChecked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spans, st := readBytes(t, "n.csv", []byte(in), record.Options{Map: m})
+		spans, st := readBytes(t, "n.csv", []byte(in), record.Options{Map: m, Names: angled})
 		if len(spans) != 300 || st.Skipped != 0 {
 			t.Fatalf("%s: %d spans, skipped %v", c.maps, len(spans), st.SkippedByReason)
 		}
 		notes := strings.Join(st.Notes, "\n")
-		if !strings.Contains(notes, c.note) || !strings.Contains(notes, "read as microseconds: the start and end settle it (name the unit with --map duration_us=Duration)") {
+		if !strings.Contains(notes, c.note) || !strings.Contains(notes, "read as microseconds: the start and end settle it (name the unit with <Map> duration_us=Duration)") {
 			t.Errorf("%s: notes %q", c.maps, notes)
 		}
 		// Read as µs: within the microsecond the export truncated to.
@@ -87,9 +87,9 @@ func TestMapUnitJSONL(t *testing.T) {
 	for i := range 10 {
 		few.WriteString(line(i, int64(5000+i)))
 	}
-	spans, st = readString(t, few.String(), record.Options{Map: m})
+	spans, st = readString(t, few.String(), record.Options{Map: m, Names: angled})
 	notes := strings.Join(st.Notes, "\n")
-	if spans[1].Duration != 5001 || !strings.Contains(notes, `looks like microseconds`) || !strings.Contains(notes, "name it with --map duration_us=lat") {
+	if spans[1].Duration != 5001 || !strings.Contains(notes, `looks like microseconds`) || !strings.Contains(notes, "name it with <Map> duration_us=lat") {
 		t.Errorf("duration %d, notes %q", spans[1].Duration, notes)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/pipeline"
 	"github.com/tailscope/tailscope/report"
 )
@@ -150,7 +151,8 @@ func (f *inputFlags) options(e *env) (ingest.Options, error) {
 	}
 	m, err := ingest.ParseMap(f.maps)
 	if err != nil {
-		return o, usageError{err.Error()}
+		// ParseMap names the pair at fault; the flag is spelled here.
+		return o, usageError{flagNames(option.Map) + " " + err.Error()}
 	}
 	o.Map = m
 	now := time.Now()

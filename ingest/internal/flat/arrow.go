@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Arrow IPC holds the flat span schema as record batches, with the same
@@ -74,11 +75,11 @@ func DecodeArrow(src *record.Source) (err error) {
 				return fmt.Errorf("truncated Arrow file: %v", err)
 			}
 		}
-		in, err := checkArrowStream(src.R, src.Options().MaxRecord)
+		in, err := checkArrowStream(src.R, src.Options().MaxRecord, src.Options().Names)
 		if err != nil {
 			return err
 		}
-		in = &arrowFrames{r: bufio.NewReader(in), maxMeta: int64(src.Options().MaxRecord), maxBody: maxArrowBody}
+		in = &arrowFrames{r: bufio.NewReader(in), maxMeta: int64(src.Options().MaxRecord), maxBody: maxArrowBody, names: src.Options().Names}
 		rr, err := ipc.NewReader(in, ipc.WithBodySizeLimit(maxArrowBody), ipc.WithMetadataSizeLimit(int64(src.Options().MaxRecord)),
 			ipc.WithAllocator(&arrowAllocator{mem: memory.NewGoAllocator()}))
 		if err != nil {
@@ -146,7 +147,7 @@ func decodeArrowBatch(src *record.Source, tab *fieldTable, rb arrow.RecordBatch,
 		}
 	}
 	if !hasDurationColumn(have) {
-		return fmt.Errorf("an Arrow span table needs a duration column (duration_ns, duration_ms, …, or start and end); fields: %s; name one with --map", rb.Schema())
+		return fmt.Errorf("an Arrow span table needs a duration column (duration_ns, duration_ms, …, or start and end); fields: %s; name one with %s", rb.Schema(), src.Options().Names.Of(option.Map))
 	}
 	n := int(rb.NumRows())
 	for i := 0; i < n; i++ {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/tailscope/tailscope/option"
 )
 
 // arrow-go trusts the vector lengths inside an IPC schema: a corrupt file
@@ -78,7 +80,7 @@ func checkArrowSchema(buf []byte, pos flatbuffers.UOffsetT) error {
 
 // checkArrowStream reads the first IPC message (the schema) of a stream,
 // checks it, and returns a reader that replays it before the rest.
-func checkArrowStream(r *bufio.Reader, max int) (io.Reader, error) {
+func checkArrowStream(r *bufio.Reader, max int, names option.Names) (io.Reader, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:4]); err != nil {
 		return nil, fmt.Errorf("truncated Arrow stream: %v", err)
@@ -93,7 +95,7 @@ func checkArrowStream(r *bufio.Reader, max int) (io.Reader, error) {
 		n = binary.LittleEndian.Uint32(pre[4:8])
 	}
 	if int64(n) > int64(max) {
-		return nil, fmt.Errorf("corrupt Arrow stream: schema message of %d bytes (limit %d, see --max-record)", n, max)
+		return nil, fmt.Errorf("corrupt Arrow stream: schema message of %d bytes (limit %d, see %s)", n, max, names.Of(option.MaxRecord))
 	}
 	meta := make([]byte, n)
 	if _, err := io.ReadFull(r, meta); err != nil {
@@ -163,7 +165,8 @@ func checkArrowFooter(ra io.ReaderAt, size int64) error {
 type arrowFrames struct {
 	r                *bufio.Reader
 	maxMeta, maxBody int64
-	left             int64 // bytes of the current message still to pass through
+	names            option.Names // for the limit's setting (MaxRecord)
+	left             int64        // bytes of the current message still to pass through
 	pending          []byte
 	err              error
 }
@@ -215,7 +218,7 @@ func (f *arrowFrames) frame() error {
 		return io.EOF
 	}
 	if int64(n) > f.maxMeta {
-		return fmt.Errorf("corrupt Arrow stream: a message of %d bytes of metadata (limit %d, see --max-record)", n, f.maxMeta)
+		return fmt.Errorf("corrupt Arrow stream: a message of %d bytes of metadata (limit %d, see %s)", n, f.maxMeta, f.names.Of(option.MaxRecord))
 	}
 	meta := make([]byte, n)
 	if _, err := io.ReadFull(f.r, meta); err != nil {

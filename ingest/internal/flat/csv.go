@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 )
 
 // CSV is the flat span schema as a table with a header row. Columns are
@@ -342,8 +343,9 @@ func DecodeCSV(src *record.Source) (err error) {
 		have[cols[i].f] = true
 	}
 	if !hasDurationColumn(have) {
-		return fmt.Errorf("line %d: the CSV header (%s) has no duration column: name one with --map, e.g. --map duration_ms=COLUMN (fields: %s)",
-			cr.line, strings.Join(names, ","), strings.Join(FlatFields, ", "))
+		m := src.Options().Names.Of(option.Map)
+		return fmt.Errorf("line %d: the CSV header (%s) has no duration column: name one with %s, e.g. %s duration_ms=COLUMN (fields: %s)",
+			cr.line, strings.Join(names, ","), m, m, strings.Join(FlatFields, ", "))
 	}
 	rec := &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}
 	defer func() { unitNotes(src, rec.units, false) }()
@@ -353,7 +355,7 @@ func DecodeCSV(src *record.Source) (err error) {
 		case err == io.EOF:
 			return nil
 		case err == errLineTooLong:
-			src.Skip(cr.line, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.Options().MaxRecord))
+			src.Skip(cr.line, 0, "record too long", tooLong(src.Options().MaxRecord, src.Options().Names))
 			continue
 		case err == errCSVUnterminated:
 			src.Skip(cr.line, 0, "bad CSV", err.Error())

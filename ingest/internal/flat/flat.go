@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -132,12 +133,16 @@ func (t *fieldTable) noteUnmapped(src *record.Source) {
 			continue
 		}
 		st := src.Stats()
-		st.Unmapped = append(st.Unmapped, fmt.Sprintf("%s: --map %s=%s", src.Name, f, k))
-		st.Notes = append(st.Notes, fmt.Sprintf("%s: --map %s=%s: no record has the key %q, so no %s was read from it (keys are case-sensitive)", src.Name, f, k, k, f))
+		m := src.Options().Names.Of(option.Map)
+		st.Unmapped = append(st.Unmapped, fmt.Sprintf("%s: %s %s=%s", src.Name, m, f, k))
+		st.Notes = append(st.Notes, fmt.Sprintf("%s: %s %s=%s: no record has the key %q, so no %s was read from it (keys are case-sensitive)", src.Name, m, f, k, k, f))
 	}
 }
 
-// ParseMap checks --map FIELD=KEY pairs against the canonical fields.
+// ParseMap checks --map FIELD=KEY pairs against the canonical fields. An
+// error names the pair at fault, not the setting it came from: the caller
+// puts its own name for Map before it (the flag package's way with a
+// value it cannot parse).
 func ParseMap(pairs []string) (map[string]string, error) {
 	m := map[string]string{}
 	for _, p := range pairs {
@@ -145,10 +150,10 @@ func ParseMap(pairs []string) (map[string]string, error) {
 			f, k, ok := strings.Cut(kv, "=")
 			f, k = strings.TrimSpace(f), strings.TrimSpace(k)
 			if !ok || f == "" || k == "" {
-				return nil, fmt.Errorf("--map %q: want FIELD=KEY", kv)
+				return nil, fmt.Errorf("%q: want FIELD=KEY", kv)
 			}
 			if _, known := canonicalField[f]; !known {
-				return nil, fmt.Errorf("--map %q: unknown field %q (fields: %s)", kv, f, strings.Join(FlatFields, ", "))
+				return nil, fmt.Errorf("%q: unknown field %q (fields: %s)", kv, f, strings.Join(FlatFields, ", "))
 			}
 			m[f] = k
 		}
@@ -528,4 +533,10 @@ func (r *flatRecord) finish() (reason, detail string) {
 		r.units.record(r)
 	}
 	return "", ""
+}
+
+// tooLong is the detail of a record skipped for being over max bytes:
+// how to read it anyway, by the caller's name for MaxRecord.
+func tooLong(max int, names option.Names) string {
+	return fmt.Sprintf("over %d bytes (raise with %s)", max, names.Of(option.MaxRecord))
 }

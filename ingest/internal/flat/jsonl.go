@@ -12,6 +12,7 @@ import (
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/pool"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -59,7 +60,7 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 	var branches []record.Branch
 	var decoders []*blockDecoder
 	for range workers {
-		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}, borrow: src.Options().Borrowed, max: src.Options().MaxRecord}
+		d := &blockDecoder{tab: tab, rec: &flatRecord{intern: &record.Interner{}, units: &unitStats{}, at: record.AttrSet{Borrow: src.Options().Borrowed}}, borrow: src.Options().Borrowed, max: src.Options().MaxRecord, names: src.Options().Names}
 		decoders = append(decoders, d)
 		if src.Fork() != nil {
 			d.src, d.branch = src, src.Fork().Branch()
@@ -92,7 +93,7 @@ func decodeJSONLParallel(src *record.Source, tab *fieldTable) error {
 		func(b *block) error {
 			src.Deliver(&b.Batch)
 			if b.tooLong > 0 {
-				src.Skip(b.tooLong, 0, "record too long", fmt.Sprintf("over %d bytes (raise with --max-record)", src.Options().MaxRecord))
+				src.Skip(b.tooLong, 0, "record too long", tooLong(src.Options().MaxRecord, src.Options().Names))
 			}
 			err := b.err
 			// Spans may alias buf (Options.Borrowed): recycle only now.
@@ -284,6 +285,7 @@ type blockDecoder struct {
 	lay    layout
 	borrow bool
 	max    int
+	names  option.Names   // for the record-too-long detail (MaxRecord)
 	src    *record.Source // with a Fork: for accept
 	branch record.Branch  // with a Fork: this worker's consumer
 }
@@ -317,7 +319,7 @@ func (d *blockDecoder) decode(b *block) {
 			}
 		}
 		if len(l) > d.max+1 {
-			b.Events = append(b.Events, record.Event{Before: len(b.Spans), At: ln, Reason: "record too long", Detail: fmt.Sprintf("over %d bytes (raise with --max-record)", d.max)})
+			b.Events = append(b.Events, record.Event{Before: len(b.Spans), At: ln, Reason: "record too long", Detail: tooLong(d.max, d.names)})
 			continue
 		}
 		var reason, detail string

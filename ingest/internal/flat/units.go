@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 )
 
 // Units of times and durations.
@@ -153,7 +154,7 @@ func (u *unitStats) durationFit() (k, fit, total int) {
 // durationVerdict decides from the samples: the field the durations
 // should be read as (fNone when the named one fits or nothing can be
 // said), whether that is clear enough to read them so, and a note.
-func (u *unitStats) durationVerdict(file string) (to field, auto bool, note string) {
+func (u *unitStats) durationVerdict(file string, names option.Names) (to field, auto bool, note string) {
 	k, fit, total := u.durationFit()
 	if total < 5 || k == 0 || float64(fit) < 0.9*float64(total) {
 		return fNone, false, ""
@@ -172,13 +173,13 @@ func (u *unitStats) durationVerdict(file string) (to field, auto bool, note stri
 			what := fmt.Sprintf("%s: duration field %q looks like %s, not %s (read so, its values match end − start in %.0f%% of %d records with a start and an end)",
 				file, key, d.name, unitName(named), pct, total)
 			if auto {
-				return d.f, true, what + fmt.Sprintf("; read as %s: the start and end settle it (name the unit with --map %s=%s)", d.name, canon, key)
+				return d.f, true, what + fmt.Sprintf("; read as %s: the start and end settle it (name the unit with %s %s=%s)", d.name, names.Of(option.Map), canon, key)
 			}
-			return d.f, false, what + fmt.Sprintf("; name it with --map %s=%s", canon, key)
+			return d.f, false, what + fmt.Sprintf("; name it with %s %s=%s", names.Of(option.Map), canon, key)
 		}
 	}
-	return fNone, false, fmt.Sprintf("%s: duration field %q, read as %s, is end − start ÷%g in %.0f%% of %d records: no duration unit fits; check the field with --map",
-		file, key, unitName(named), trueNs/named, pct, total)
+	return fNone, false, fmt.Sprintf("%s: duration field %q, read as %s, is end − start ÷%g in %.0f%% of %d records: no duration unit fits; check the field with %s",
+		file, key, unitName(named), trueNs/named, pct, total, names.Of(option.Map))
 }
 
 // unitName names a unit by its size in ns.
@@ -192,7 +193,7 @@ func unitName(ns float64) string {
 }
 
 // startNotes says when starts look misnamed or mixed.
-func (u *unitStats) startNotes(file string) []string {
+func (u *unitStats) startNotes(file string, settings option.Names) []string {
 	names := [...]string{"seconds", "milliseconds", "microseconds", "nanoseconds"}
 	var total int64
 	for _, c := range u.starts[:4] {
@@ -216,8 +217,8 @@ func (u *unitStats) startNotes(file string) []string {
 	case u.starts[3] == 0:
 		for i := 2; i >= 0; i-- {
 			if u.starts[i] > 0 {
-				return []string{fmt.Sprintf("%s: start times fall in 1970 as read (%d spans): their unit looks %s larger than the one their field names (a bare start is nanoseconds; milliseconds are start_ms, microseconds start_us, seconds start_s: name it with --map start_ms=KEY)",
-					file, u.starts[i], [...]string{"10⁹×", "10⁶×", "1000×"}[i])}
+				return []string{fmt.Sprintf("%s: start times fall in 1970 as read (%d spans): their unit looks %s larger than the one their field names (a bare start is nanoseconds; milliseconds are start_ms, microseconds start_us, seconds start_s: name it with %s start_ms=KEY)",
+					file, u.starts[i], [...]string{"10⁹×", "10⁶×", "1000×"}[i], settings.Of(option.Map))}
 			}
 		}
 	}
@@ -252,7 +253,7 @@ func probeUnits(src *record.Source, tab *fieldTable, csv bool) {
 			}
 		}
 	}
-	to, auto, note := u.durationVerdict(src.Name)
+	to, auto, note := u.durationVerdict(src.Name, src.Options().Names)
 	if note != "" {
 		src.Stats().Notes = append(src.Stats().Notes, note)
 	}
@@ -329,9 +330,9 @@ func unitNotes(s *record.Source, u *unitStats, durations bool) {
 		return
 	}
 	if durations {
-		if _, _, note := u.durationVerdict(s.Name); note != "" {
+		if _, _, note := u.durationVerdict(s.Name, s.Options().Names); note != "" {
 			s.Stats().Notes = append(s.Stats().Notes, note)
 		}
 	}
-	s.Stats().Notes = append(s.Stats().Notes, u.startNotes(s.Name)...)
+	s.Stats().Notes = append(s.Stats().Notes, u.startNotes(s.Name, s.Options().Names)...)
 }
