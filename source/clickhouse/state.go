@@ -337,8 +337,9 @@ func (c *client) readSpans(ctx context.Context, q string, in ingest.Options, f f
 // level is the least at which the spans of the traces of rank ≥ level
 // fit sampleSpans (what an Accum reaches level by level); the read takes
 // those traces' spans and each hop's first row in the pull query's order
-// (the least of its order terms), so that the first span of a hop in the
-// read is the hop's first.
+// (among those with the least of its order terms up to the start:
+// firstTerms), so that the first span of a hop in the read is the hop's
+// first.
 func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggregates, in ingest.Options, st *analyze.State, byHop map[string]*analyze.HopState) (int64, error) {
 	ranks := agg.tranks
 	var kept int64
@@ -357,11 +358,12 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggrega
 	body, order, _ := strings.Cut(p.sql, " ORDER BY ")
 	q := body
 	if l > 0 {
-		// Each hop's first row: its order terms hash to one of the least
-		// terms of the hop's classes, which the digests' scan gave (not
-		// a second scan here: 1M spans, ~1 s of the server's CPU less).
-		// The other rows they bring (a class's least that is not its
-		// hop's) come after their hop's first in the read. Like the
+		// Each hop's first row: its order terms up to the start hash to
+		// one of the least of the hop's classes, which the digests' scan
+		// gave (not a second scan here: 1M spans, ~1 s of the server's
+		// CPU less). The other rows they bring (a class's least that is
+		// not its hop's, rows that share those terms) come after their
+		// hop's first in the read. Like the
 		// outcome groups', the hash is 64 bits: a row of another hop
 		// that hashed alike and came before that hop's first would be
 		// taken for it.
@@ -377,7 +379,7 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggrega
 			for i, f := range agg.firstStart {
 				ss[i] = strconv.FormatInt(f, 10)
 			}
-			firsts = "(s IN (" + strings.Join(ss, ", ") + ") AND cityHash64(tuple(" + orderTerms(p) + ")) IN (" + strings.Join(fs, ", ") + "))"
+			firsts = "(s IN (" + strings.Join(ss, ", ") + ") AND cityHash64(tuple(" + firstTerms(p) + ")) IN (" + strings.Join(fs, ", ") + "))"
 		}
 		// The sampled traces' ids, gathered by an aggregate rather than
 		// filtered by a WHERE: ClickHouse pushes a WHERE down through
