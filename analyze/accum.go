@@ -14,6 +14,7 @@ import (
 
 	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 )
@@ -50,6 +51,10 @@ type Accum struct {
 	// MaxHops bounds the distinct hops (DefaultMaxHops when 0); set it
 	// before the first span. See HopLimit.
 	MaxHops int
+	// Names names the settings HopLimit's error tells the reader to
+	// change (MaxHops, HopBy, Hops) as the caller's user knows them; nil:
+	// by option's own names.
+	Names option.Names
 	// overHops is set once a span's hop was turned away for MaxHops (by
 	// Add, Merge or a Part on another goroutine).
 	overHops atomic.Bool
@@ -258,21 +263,25 @@ type HopLimitError struct {
 	// hops held (names that differ only in ids, and the --hop-by values
 	// that would bound them), when it applies.
 	Examples, HopBy []string
+	// Names names the settings the message tells the reader to change
+	// (MaxHops, HopBy, Hops); nil: by option's own names.
+	Names option.Names
 }
 
 func (e *HopLimitError) Error() string {
+	maxHops, hopBy := e.Names.Of(option.MaxHops), e.Names.Of(option.HopBy)
 	var b strings.Builder
-	fmt.Fprintf(&b, "the logs hold more than %d distinct hops, the most --max-hops allows", e.Limit)
+	fmt.Fprintf(&b, "the logs hold more than %d distinct hops, the most %s allows", e.Limit, maxHops)
 	if len(e.Examples) > 0 {
 		fmt.Fprintf(&b, " (names that differ only in ids, e.g. %s)", quoteJoin(e.Examples))
 	}
 	b.WriteString(": ")
 	if len(e.HopBy) > 0 {
-		fmt.Fprintf(&b, "group the spans by a bounded name with --hop-by %s, ", strings.Join(e.HopBy, " or --hop-by "))
+		fmt.Fprintf(&b, "group the spans by a bounded name with %s %s, ", hopBy, strings.Join(e.HopBy, " or "+hopBy+" "))
 	} else {
-		b.WriteString("group the spans by a bounded name with --hop-by (service+name, or attr:KEY of a route template), ")
+		fmt.Fprintf(&b, "group the spans by a bounded name with %s (service+name, or attr:KEY of a route template), ", hopBy)
 	}
-	b.WriteString("narrow them with --hops, or raise --max-hops (each hop costs a few KB of memory)")
+	fmt.Fprintf(&b, "narrow them with %s, or raise %s (each hop costs a few KB of memory)", e.Names.Of(option.Hops), maxHops)
 	return b.String()
 }
 
@@ -283,7 +292,7 @@ func (a *Accum) HopLimit() error {
 	if !a.overHops.Load() {
 		return nil
 	}
-	e := &HopLimitError{Limit: a.maxHops()}
+	e := &HopLimitError{Limit: a.maxHops(), Names: a.Names}
 	if u := unboundedHops(a.seen()); u != nil {
 		e.Examples, e.HopBy = u.Examples, u.HopBy
 	}
@@ -955,8 +964,8 @@ func (a *Accum) Complete(rep *Report, reqs []*span.Request) []string {
 	rep.Sample = s
 	if a.giant > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "giant-trace", Message: fmt.Sprintf(
-			"at least %d spans belong to traces too large to keep whole (over %d spans): those traces are kept out of the call trees, requests and replay, and their spans counted in the per-hop figures; raise --sample-spans above a quarter of a trace's spans to see it whole (about 1 KB of memory per span)",
-			a.giant, a.hold())})
+			"at least %d spans belong to traces too large to keep whole (over %d spans): those traces are kept out of the call trees, requests and replay, and their spans counted in the per-hop figures; raise %s above a quarter of a trace's spans to see it whole (about 1 KB of memory per span)",
+			a.giant, a.hold(), rep.opt.Names.Of(option.SampleSpans))})
 	}
 	rep.Warnings = append(rep.Warnings, Warning{Code: "sampled", Message: fmt.Sprintf(
 		"%d spans are more than the %d kept whole: per-hop counts, percentiles and timeouts are over all spans, while calls, retry yield, failure classes, requests and replay rest on a deterministic sample of %d traces (%d spans, 1/%d of trace ids); the request success rate is known to ±%.1f points (95%%)",

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
 	"github.com/tailscope/tailscope/tail"
@@ -71,6 +72,11 @@ type Options struct {
 	// Block is the length of the time blocks drift and incidents are
 	// measured over (timeline.go); 0 picks one from the logs' span.
 	Block time.Duration
+	// Names names the settings the report's warnings and notes tell the
+	// reader to change (MaxBudget, HedgeLoad, SampleSpans, HopBy,
+	// MinSuccess, Optimistic: option.MaxBudget, …) as the caller's user
+	// knows them; nil: by option's own names.
+	Names option.Names
 }
 
 // WithDefaults is opt with the zero values that have a default set to it:
@@ -537,8 +543,8 @@ func measure(spans []*span.Span, reqs []*span.Request, probs span.Problems, opt 
 		rep.Requests.SucceededInferred = true
 		rep.Warnings = append(rep.Warnings, Warning{Code: WarnUnknownOutcomes, Message: fmt.Sprintf(
 			"no span says how it ended (no status, code, error or timeout field): the %s are counted as succeeded, "+
-				"which the logs do not say; success rates are upper bounds, failure classes none, and check's --min-success "+
-				"counts no request as a success unless --optimistic", units.Count(rep.Requests.Count, "request", "requests"))})
+				"which the logs do not say; success rates are upper bounds, failure classes none, and check's %s "+
+				"counts no request as a success unless %s", units.Count(rep.Requests.Count, "request", "requests"), opt.Names.Of(option.MinSuccess), opt.Names.Of(option.Optimistic))})
 	}
 	assignRoles(rep, reqs)
 	rep.Incidents = []Incident{}

@@ -66,6 +66,7 @@ func TestHopLimit(t *testing.T) {
 		for _, hops := range []int{limit, limit + 1, 10 * limit} {
 			a := NewAccum(0)
 			a.MaxHops = limit
+			a.Names = angled
 			feed(a, spans(hops))
 			err := a.HopLimit()
 			if hops <= limit {
@@ -82,7 +83,7 @@ func TestHopLimit(t *testing.T) {
 				t.Fatalf("%s, %d hops: %v; want a HopLimitError at %d", name, hops, err, limit)
 			}
 			msg := err.Error()
-			for _, want := range []string{fmt.Sprint(limit), "--max-hops", "--hop-by name", "GET /users/"} {
+			for _, want := range []string{fmt.Sprint(limit), "the most <MaxHops> allows", "<HopBy> name", "narrow them with <Hops>", "GET /users/"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("%s, %d hops: %q does not say %q", name, hops, msg, want)
 				}
@@ -127,7 +128,7 @@ func TestGiantTraceLeavesTheSample(t *testing.T) {
 		for i := range 10 {
 			add(boundSpan(fmt.Sprintf("small%d", i), "x", "", "h0", i))
 		}
-		rep := measured(a, Options{})
+		rep := measured(a, Options{Names: angled})
 		attempts := 0
 		for _, h := range rep.Hops {
 			attempts += h.Attempts
@@ -137,7 +138,12 @@ func TestGiantTraceLeavesTheSample(t *testing.T) {
 		}
 		warned := false
 		for _, w := range rep.Warnings {
-			warned = warned || w.Code == "giant-trace"
+			if w.Code == "giant-trace" {
+				warned = true
+				if !strings.Contains(w.Message, "raise <SampleSpans> above") {
+					t.Errorf("giant %d: the warning does not name SampleSpans by the caller's Names: %s", c.giant, w.Message)
+				}
+			}
 		}
 		kept := 0
 		for i := range a.spans {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
@@ -186,15 +187,16 @@ func unboundedHops(hops []hopSeen) *Unbounded {
 
 // Warning is the unbounded-hops warning; it says how many hops the
 // recommended policy left to its default (Unlisted), so it is made once
-// the recommendation has run.
-func (u *Unbounded) Warning() Warning {
+// the recommendation has run. It names HopBy by names.
+func (u *Unbounded) Warning(names option.Names) Warning {
+	hopBy := names.Of(option.HopBy)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of the %d hops are names that differ only in ids (%d %s, e.g. %s); %d of them have fewer than %d attempts, too few for a p99",
 		u.IDHops, u.Hops, u.Templates, units.Plural(u.Templates, "pattern", "patterns"), quoteJoin(u.Examples), u.Few, MinSamplesP99)
 	if len(u.HopBy) > 0 {
-		fmt.Fprintf(&b, ": the hop names look unbounded; group the spans by a bounded name with --hop-by %s", strings.Join(u.HopBy, " or --hop-by "))
+		fmt.Fprintf(&b, ": the hop names look unbounded; group the spans by a bounded name with %s %s", hopBy, strings.Join(u.HopBy, " or "+hopBy+" "))
 	} else {
-		b.WriteString(": the hop names look unbounded; give the spans a route name without ids (OTel's http.route) and group by it with --hop-by attr:KEY")
+		fmt.Fprintf(&b, ": the hop names look unbounded; give the spans a route name without ids (OTel's http.route) and group by it with %s attr:KEY", hopBy)
 	}
 	fmt.Fprintf(&b, ". Text, Markdown and HTML show the first %d hops, JSON all of them", shownHops)
 	if u.Unlisted > 0 {

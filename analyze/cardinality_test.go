@@ -81,11 +81,11 @@ func TestUnboundedHopsFires(t *testing.T) {
 			if u == nil {
 				t.Fatalf("no %s over %d hops", WarnUnboundedHops, len(rep.Hops))
 			}
-			w := u.Warning()
+			w := u.Warning(angled)
 			if u.Templates != len(c.shapes) || u.IDHops < len(rep.Hops)-2 {
 				t.Errorf("%d id-laden hops under %d templates of %d hops; want %d templates, all but the root", u.IDHops, u.Templates, len(rep.Hops), len(c.shapes))
 			}
-			if len(u.HopBy) == 0 || u.HopBy[0] != "attr:http.route" || !strings.Contains(w.Message, "--hop-by attr:http.route") {
+			if len(u.HopBy) == 0 || u.HopBy[0] != "attr:http.route" || !strings.Contains(w.Message, "<HopBy> attr:http.route") {
 				t.Errorf("suggested %v: %s", u.HopBy, w.Message)
 			}
 			if !strings.Contains(w.Message, u.Examples[0]) {

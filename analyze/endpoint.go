@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tailscope/tailscope/internal/par"
+	"github.com/tailscope/tailscope/option"
 
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
@@ -139,7 +140,7 @@ func MapEndpoints(rep *Report, reqs []*span.Request) {
 		byHop[k.hop] = append(byHop[k.hop], e)
 	}
 	for hop, es := range byHop {
-		byHop[hop] = boundRoutes(es)
+		byHop[hop] = boundRoutes(es, rep.opt.Names)
 	}
 	resolveShared(byHop)
 	for i := range rep.Hops {
@@ -166,8 +167,9 @@ func endpointLess(a, b route.Endpoint) bool {
 }
 
 // boundRoutes folds a hop's concrete HTTP paths into one unmapped entry
-// per caller and service when there are more than MaxRoutesPerService.
-func boundRoutes(es []route.Endpoint) []route.Endpoint {
+// per caller and service when there are more than MaxRoutesPerService;
+// the entry names HopBy by names.
+func boundRoutes(es []route.Endpoint, names option.Names) []route.Endpoint {
 	type cs struct{ caller, service string }
 	paths := map[cs]int{}
 	for _, e := range es {
@@ -187,7 +189,7 @@ func boundRoutes(es []route.Endpoint) []route.Endpoint {
 	}
 	for k, n := range folded {
 		out = append(out, route.Endpoint{Hop: es[0].Hop, Caller: k.caller, Service: k.service, Calls: n,
-			Unmapped: fmt.Sprintf("%d distinct paths of %s without a route template (ids in the path?): log http.route, or name the hop by it (--hop-by attr:http.route)", paths[k], k.service)})
+			Unmapped: fmt.Sprintf("%d distinct paths of %s without a route template (ids in the path?): log http.route, or name the hop by it (%s attr:http.route)", paths[k], k.service, names.Of(option.HopBy))})
 	}
 	return out
 }

@@ -1,5 +1,7 @@
 package analyze
 
+import "github.com/tailscope/tailscope/option"
+
 // HopCount is how many distinct hops a holds.
 func (a *Accum) HopCount() int { return len(a.hops) }
 
@@ -7,15 +9,16 @@ func (a *Accum) HopCount() int { return len(a.hops) }
 // holds more than max hops (DefaultMaxHops when 0), or nil: a merge of
 // summaries is held to the same --max-hops as the logs read directly
 // (1,000 summaries of 1M hops between them took 3.2 GB where the logs
-// themselves were refused in a second).
-func (a *Accum) OverHopLimit(max int) error {
+// themselves were refused in a second). The error names the settings by
+// names.
+func (a *Accum) OverHopLimit(max int, names option.Names) error {
 	if max <= 0 {
 		max = DefaultMaxHops
 	}
 	if len(a.hops) <= max {
 		return nil
 	}
-	e := &HopLimitError{Limit: max}
+	e := &HopLimitError{Limit: max, Names: names}
 	if u := unboundedHops(a.seen()); u != nil {
 		e.Examples, e.HopBy = u.Examples, u.HopBy
 	}

@@ -125,7 +125,7 @@ func Summarize(paths []string, opt Options) (*summary.Summary, error) {
 // storage. It is Summarize of a file of that name with that content.
 func SummarizeStream(name string, r io.Reader, opt Options) (*summary.Summary, error) {
 	acc := analyze.NewAccum(opt.SampleSpans)
-	acc.MaxHops = opt.MaxHops
+	acc.MaxHops, acc.Names = opt.MaxHops, opt.Ingest.Names
 	iopt := opt.Ingest
 	iopt.Borrowed = true
 	st, err := ingest.ReadStream(name, r, iopt, accumSink{acc: acc})
@@ -173,7 +173,7 @@ func read(paths []string, opt Options) (*Logs, error) {
 		}
 		s = &summary.Summary{Accum: l.acc, Stats: l.Stats, HopDef: def}
 	}
-	m, err := summary.MergeFilesMax(sums, opt.MaxHops)
+	m, err := summary.MergeFilesMax(sums, opt.MaxHops, opt.Ingest.Names)
 	if err != nil {
 		return &Logs{Stats: &ingest.Stats{}}, err
 	}
@@ -240,7 +240,7 @@ func pushdown(paths []string, opt Options) (*Logs, string, error) {
 	if err != nil {
 		return decline(fmt.Sprintf("the server's state does not check: %v", err))
 	}
-	acc.MaxHops = opt.MaxHops
+	acc.MaxHops, acc.Names = opt.MaxHops, opt.Ingest.Names
 	return &Logs{acc: acc, Stats: st, hopDef: summary.HopDefOf(opt.Ingest.HopBy, opt.Ingest.Map)}, "", nil
 }
 
@@ -368,7 +368,7 @@ func rereadable(paths []string) bool {
 // readLogsOnce is one read of readLogs, with the head start or without.
 func readLogsOnce(paths []string, opt Options, head bool) (*Logs, error) {
 	l := &Logs{acc: analyze.NewAccum(opt.SampleSpans)}
-	l.acc.MaxHops = opt.MaxHops
+	l.acc.MaxHops, l.acc.Names = opt.MaxHops, opt.Ingest.Names
 	iopt := opt.Ingest
 	// The accumulator copies what it keeps, so the reader may lend its
 	// buffers: no allocation per span on the JSON-lines path.

@@ -33,7 +33,7 @@ func TestUnboundedHopsLeftToTheDefault(t *testing.T) {
 			for i := range spans {
 				a.Add(&spans[i])
 			}
-			rep, p := FromAccum(a, analyze.Options{})
+			rep, p := FromAccum(a, analyze.Options{Names: angled})
 			u := rep.UnboundedHops()
 			if u == nil {
 				t.Fatalf("no %s over %d hops", analyze.WarnUnboundedHops, len(rep.Hops))
@@ -44,8 +44,8 @@ func TestUnboundedHopsLeftToTheDefault(t *testing.T) {
 					w = &rep.Warnings[i]
 				}
 			}
-			if w == nil || *w != u.Warning() {
-				t.Fatalf("the report's %s warning %+v, want %+v", analyze.WarnUnboundedHops, w, u.Warning())
+			if w == nil || *w != u.Warning(angled) || !strings.Contains(w.Message, "<HopBy>") {
+				t.Fatalf("the report's %s warning %+v, want %+v", analyze.WarnUnboundedHops, w, u.Warning(angled))
 			}
 			listed := 0
 			for _, h := range rep.Hops {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/replay"
 	"github.com/tailscope/tailscope/span"
@@ -107,13 +108,13 @@ func recommendHedges(rep *analyze.Report, reqs []*span.Request, p *policy.Policy
 				units.Duration(delay), units.PercentileRounded(q*100), fmtNs(base.P99), fmtNs(with.P99)))
 			continue
 		case extra > load*hedgeLoadSlack:
-			note(fmt.Sprintf("no hedge: replayed on these logs, a hedge after %s would add %s attempts, above --hedge-load %s",
-				units.Duration(delay), units.Percent(extra, 3), units.Percent(load, 3)))
+			note(fmt.Sprintf("no hedge: replayed on these logs, a hedge after %s would add %s attempts, above %s %s",
+				units.Duration(delay), units.Percent(extra, 3), opt.Names.Of(option.HedgeLoad), units.Percent(load, 3)))
 			continue
 		}
 		p.Hops[h.Hop] = hh
-		note(fmt.Sprintf("hedge after %s (%s of time to success, --hedge-load %s): %s; replayed on these logs (independent draws), p99 of its calls %s → %s for %s more attempts of this hop",
-			units.Duration(delay), units.PercentileRounded(q*100), units.Percent(load, 3), why, fmtNs(base.P99), fmtNs(with.P99), units.Percent(units.Round(extra, 4), 3)))
+		note(fmt.Sprintf("hedge after %s (%s of time to success, %s %s): %s; replayed on these logs (independent draws), p99 of its calls %s → %s for %s more attempts of this hop",
+			units.Duration(delay), units.PercentileRounded(q*100), opt.Names.Of(option.HedgeLoad), units.Percent(load, 3), why, fmtNs(base.P99), fmtNs(with.P99), units.Percent(units.Round(extra, 4), 3)))
 	}
 }
 

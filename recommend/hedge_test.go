@@ -86,7 +86,7 @@ func hedgeLogs(seed uint64, n int) []span.Span {
 // --hedge-load nothing is hedged.
 func TestRecommendHedges(t *testing.T) {
 	spans := hedgeLogs(11, 3000)
-	rep, p := analyse(spans, analyze.Options{HedgeLoad: 0.02})
+	rep, p := analyse(spans, analyze.Options{HedgeLoad: 0.02, Names: angled})
 	jit := p.For("jittery")
 	if jit.Hedge.Delay <= 0 || jit.Hedge.Max != 1 {
 		t.Fatalf("jittery: no hedge: %+v; basis %s", jit, hopOf(rep, "jittery").Recommendation.Basis)
@@ -96,7 +96,7 @@ func TestRecommendHedges(t *testing.T) {
 	if jit.Hedge.Delay < 35*time.Millisecond || jit.Hedge.Delay > 60*time.Millisecond {
 		t.Errorf("jittery: hedge after %s, want about p98 of 20–40 ms", jit.Hedge.Delay)
 	}
-	if !strings.Contains(basis, "hedge after") || !strings.Contains(basis, "more attempts") || !strings.Contains(basis, "→") {
+	if !strings.Contains(basis, "hedge after") || !strings.Contains(basis, "more attempts") || !strings.Contains(basis, "→") || !strings.Contains(basis, "<HedgeLoad> 2%") {
 		t.Errorf("jittery: the basis does not show the tail cut and the load: %s", basis)
 	}
 	for _, hop := range []string{"sticky", "wall"} {

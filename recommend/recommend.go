@@ -12,6 +12,7 @@ import (
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/internal/units"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/policy"
 	"github.com/tailscope/tailscope/span"
 	"github.com/tailscope/tailscope/tail"
@@ -192,7 +193,7 @@ func recommendPolicy(rep *analyze.Report, reqs []*span.Request, opt analyze.Opti
 	}
 	if opt.MaxBudget > 0 && p.Budget > opt.MaxBudget {
 		rep.Warnings = append(rep.Warnings, analyze.Warning{Code: "budget-capped",
-			Message: fmt.Sprintf("the requests' tail and the recommended timeouts need a budget of %s (above every logged success and every hop timeout, with room for the retries), but --max-budget is %s: the slowest requests will fail at the budget, and budget-aware retries will be skipped there", units.Duration(p.Budget), units.Duration(opt.MaxBudget))})
+			Message: fmt.Sprintf("the requests' tail and the recommended timeouts need a budget of %s (above every logged success and every hop timeout, with room for the retries), but %s is %s: the slowest requests will fail at the budget, and budget-aware retries will be skipped there", units.Duration(p.Budget), opt.Names.Of(option.MaxBudget), units.Duration(opt.MaxBudget))})
 		p.Budget = opt.MaxBudget
 	}
 	capDurations(rep, p)

@@ -290,13 +290,18 @@ func TestRecommendMaxBudget(t *testing.T) {
 	spans, reqs, probs := loadFile(t, "../samples/seed-chain/spans.jsonl")
 	// The budget from the requests' tail is 15s (their slowest took
 	// 11.7s): a 12s cap is below it.
-	rep, repRec := Run(spans, reqs, probs, analyze.Options{MaxBudget: 12 * time.Second})
+	rep, repRec := Run(spans, reqs, probs, analyze.Options{MaxBudget: 12 * time.Second, Names: angled})
 	if repRec.Budget != 12*time.Second {
 		t.Errorf("budget %s, want the 12s cap", repRec.Budget)
 	}
 	found := false
 	for _, w := range rep.Warnings {
-		found = found || w.Code == "budget-capped"
+		if w.Code == "budget-capped" {
+			found = true
+			if !strings.Contains(w.Message, "but <MaxBudget> is 12s") {
+				t.Errorf("the warning does not name MaxBudget by the caller's Names: %s", w.Message)
+			}
+		}
 	}
 	if !found {
 		t.Error("no budget-capped warning saying what had to give")

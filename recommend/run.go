@@ -90,7 +90,7 @@ func complete(rep *analyze.Report, reqs []*span.Request, opt analyze.Options) *p
 		safety = carryScale(rep, reqs, rec, br, heldOut.Scale, opt, last, safety) // drift.go
 	}
 	if u := rep.UnboundedHops(); u != nil {
-		rep.Warnings = append(rep.Warnings, u.Warning())
+		rep.Warnings = append(rep.Warnings, u.Warning(opt.Names))
 	}
 	incidentBasis(rep, rec) // drift.go
 	rep.RecommendedPolicy = DocOf(rec)

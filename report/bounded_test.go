@@ -38,7 +38,7 @@ func idHopsLogs(traces, ids int) []byte {
 // keeps every hop.
 func TestUnboundedHopsBoundedOutput(t *testing.T) {
 	const ids = 600
-	rep := readLogs(t, "ids.jsonl", idHopsLogs(500, ids)).Report(analyze.Options{})
+	rep := readLogs(t, "ids.jsonl", idHopsLogs(500, ids)).Report(analyze.Options{Names: cliLike})
 	if rep.UnboundedHops() == nil {
 		t.Fatalf("no %s over %d hops", analyze.WarnUnboundedHops, len(rep.Hops))
 	}

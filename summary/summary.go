@@ -46,6 +46,7 @@ import (
 
 	"github.com/tailscope/tailscope/analyze"
 	"github.com/tailscope/tailscope/ingest"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
@@ -335,13 +336,13 @@ func plausible(st *analyze.State) error {
 //
 // A file named twice (or through a link) is merged once, with a note:
 // merged again it would count every span twice.
-func MergeFiles(paths []string) (*Summary, error) { return MergeFilesMax(paths, 0) }
+func MergeFiles(paths []string) (*Summary, error) { return MergeFilesMax(paths, 0, nil) }
 
 // MergeFilesMax is MergeFiles held to maxHops distinct hops
 // (analyze.DefaultMaxHops when 0), checked after each file: a merge that
 // would hold more stops there with the error the logs read directly get,
-// before it holds them all.
-func MergeFilesMax(paths []string, maxHops int) (*Summary, error) {
+// before it holds them all. That error names the settings by names.
+func MergeFilesMax(paths []string, maxHops int, names option.Names) (*Summary, error) {
 	var s *Summary
 	paths, notes := distinct(paths)
 	defer func() {
@@ -359,7 +360,7 @@ func MergeFilesMax(paths []string, maxHops int) (*Summary, error) {
 		} else if s, err = Merge(s, x); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		if err := s.Accum.OverHopLimit(maxHops); err != nil {
+		if err := s.Accum.OverHopLimit(maxHops, names); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 	}

@@ -91,7 +91,7 @@ func rateOption(v float64) float64 {
 }
 
 func (a *analysisFlags) options() (analyze.Options, error) {
-	o := analyze.Options{Percentile: a.percentile, Margin: a.margin}
+	o := analyze.Options{Percentile: a.percentile, Margin: a.margin, Names: flagNames}
 	ft, err := parseRate("false-timeouts", a.falseTimeouts)
 	if err != nil {
 		return o, err

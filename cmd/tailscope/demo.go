@@ -53,7 +53,7 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := l.Report(analyze.Options{})
+	rep := l.Report(analyze.Options{Names: flagNames})
 	cr := check.Run(rep, l.Requests, pols, copt)
 	return out.write(e, func(w io.Writer) error {
 		return report.Check(w, out.format, cr, renderOptions(e, out.output))

@@ -99,7 +99,7 @@ func runMerge(e *env, args []string) error {
 	if maxHops <= 0 {
 		return usagef("--max-hops %d: want a number above 0", maxHops)
 	}
-	s, err := summary.MergeFilesMax(paths, maxHops)
+	s, err := summary.MergeFilesMax(paths, maxHops, flagNames)
 	if err != nil {
 		return err
 	}

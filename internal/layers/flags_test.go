@@ -17,10 +17,6 @@ import (
 // package folder: each an exception to empty, not a rule. A package is
 // listed only with the flags it still spells.
 var flagLiterals = map[string][]string{
-	// Being edited by others while the rest moved to option.Names
-	// (architecture III, item 6): to convert, then remove from here.
-	"analyze":   {"--hop-by", "--hops", "--max-hops", "--min-success", "--optimistic", "--sample-spans"},
-	"recommend": {"--hedge-load", "--max-budget"},
 	// flat's Parquet reader (parquet.go: a table without a duration
 	// column, "name one with --map") was being edited by another engineer
 	// while the rest of flat moved to Options.Names (architecture III,
