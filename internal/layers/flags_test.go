@@ -17,11 +17,6 @@ import (
 // package folder: each an exception to empty, not a rule. A package is
 // listed only with the flags it still spells.
 var flagLiterals = map[string][]string{
-	// flat's Parquet reader (parquet.go: a table without a duration
-	// column, "name one with --map") was being edited by another engineer
-	// while the rest of flat moved to Options.Names (architecture III,
-	// item 6): to convert, then remove from here.
-	"ingest/internal/flat": {"--map"},
 	// bench is a tool that runs the binary: its flags are arguments to
 	// tailscope, not words of a library's message.
 	"bench": {"--format", "--max-hops"},

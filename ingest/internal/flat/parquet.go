@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/tailscope/tailscope/ingest/internal/pqguard"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/option"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -64,7 +65,7 @@ func DecodeParquet(src *record.Source, pf *parquet.File) (err error) {
 		for _, p := range pf.Schema().Columns() {
 			names = append(names, columnPath(p))
 		}
-		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with --map", truncList(names, 30))
+		return fmt.Errorf("a flat Parquet table needs a duration column (duration_ns, duration_ms, …, or start and end); columns: %s; name one with %s", truncList(names, 30), src.Options().Names.Of(option.Map))
 	}
 	src.Expect(pf.NumRows(), true)
 	if batchable(pf, cols) && !src.Options().Paths.Rows {
