@@ -279,8 +279,8 @@ func TestEmittedGRPCConfigsInGRPCGo(t *testing.T) {
 			}
 			// Every channel up first, then every call at once; a call that
 			// misses its deadline's window (a loaded machine schedules
-			// late) is tried again alone, and fails the test if it misses
-			// again.
+			// late) is tried again alone (below), and fails the test if it
+			// still misses.
 			conns := make([]*grpc.ClientConn, len(probes))
 			for i, pr := range probes {
 				conns[i] = srv.dial(t, pr.file)
@@ -304,7 +304,16 @@ func TestEmittedGRPCConfigsInGRPCGo(t *testing.T) {
 					continue
 				}
 				again++
-				if got, code := call(conns[i], pr.method); code != codes.DeadlineExceeded || !within(got, pr.want) {
+				// Lateness is what a loaded machine adds (the deadline
+				// fired, the scheduler ran the caller late: 327 ms for
+				// 190 ms at load 14); a deadline that fires early, or an
+				// answer other than DeadlineExceeded, never is. So a late
+				// call is tried up to five times alone, anything else once.
+				got, code := call(conns[i], pr.method)
+				for try := 1; try < 5 && code == codes.DeadlineExceeded && got > pr.want && !within(got, pr.want); try++ {
+					got, code = call(conns[i], pr.method)
+				}
+				if code != codes.DeadlineExceeded || !within(got, pr.want) {
 					rel, _ := filepath.Rel(dir, pr.file)
 					t.Errorf("%s %s: %v after %v (first %s), want DeadlineExceeded at %v ± 15%%", rel, pr.method, code, got, first, pr.want)
 				}
