@@ -145,11 +145,21 @@ func TestHopsCase(t *testing.T) {
 	if len(gs) != 1 || gs[0].hops != 50 || gs[0].spans < 20_000 || len(gs[0].duck) != 0 {
 		t.Fatalf("groups %+v", gs)
 	}
-	if err := runRounds("hops", gs, c.hops.runs, logf); err != nil {
+	warmUps := 0
+	counted := func(format string, a ...any) {
+		if strings.Contains(format, "warm-up") {
+			warmUps++
+		}
+		logf(format, a...)
+	}
+	if err := runRounds("hops", gs, c.hops.runs, counted); err != nil {
 		t.Fatal(err)
 	}
 	if len(gs[0].ts.m) != 2 {
 		t.Fatalf("%d runs, want 2", len(gs[0].ts.m))
+	}
+	if warmUps != 1 {
+		t.Fatalf("%d untimed warm-up runs before the rounds, want 1 (one contender)", warmUps)
 	}
 	out := summarize(&results{cases: c.cases, hopsRounds: c.hops.runs, hops: gs})
 	for _, want := range []string{
