@@ -1154,8 +1154,8 @@ func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms b
 	}
 	if h.Censored != nil && len(h.Censored.Unknown) > 0 {
 		rep.Warnings = append(rep.Warnings, Warning{Code: "censored-tail", Hop: h.Hop,
-			Message: fmt.Sprintf("%d of %d attempts (%.1f%%) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
-				cut, h.Attempts, 100*float64(cut)/float64(h.Attempts), units.Millis(h.Censored.TimeoutMs), joinNames(unknown), units.Millis(h.Censored.AtLeastMs))})
+			Message: fmt.Sprintf("%d of %d attempts (%s) were cut at %s: %s only known to be ≥ %s; raise the timeout on a canary to see the tail",
+				cut, h.Attempts, units.PercentOf(cut, h.Attempts, 1), units.Millis(h.Censored.TimeoutMs), joinNames(unknown), units.Millis(h.Censored.AtLeastMs))})
 	}
 }
 

@@ -48,6 +48,14 @@ func PercentUp(x float64) string {
 	return trimZeros(strconv.FormatFloat(v, 'f', 1, 64)) + "%"
 }
 
+// PercentOf writes n of whole as a percentage with exactly decimals
+// decimals, trailing zeros kept ("9.0%"), computed as 100·n/whole: for a
+// count beside others in a fixed layout, where Percent's shortest form
+// would jump in width.
+func PercentOf(n, whole, decimals int) string {
+	return strconv.FormatFloat(100*float64(n)/float64(whole), 'f', decimals, 64) + "%"
+}
+
 // PercentWhole writes the share x as a whole percentage, rounded half
 // away from zero (math.Round): 0.125 is "13%". The emitted configs'
 // comments use it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailscope/tailscope/ingest/internal/jsonscan"
 	"github.com/tailscope/tailscope/ingest/internal/record"
+	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/option"
 )
 
@@ -165,21 +166,20 @@ func (u *unitStats) durationVerdict(file string, names option.Names) (to field, 
 	if key == "" {
 		key = fieldName(u.durField)
 	}
-	pct := 100 * float64(fit) / float64(total)
 	for _, d := range durUnits {
 		if d.ns == trueNs {
 			auto = fit >= 20 && float64(fit) >= 0.95*float64(total)
 			canon := fieldName(d.f)
-			what := fmt.Sprintf("%s: duration field %q looks like %s, not %s (read so, its values match end − start in %.0f%% of %d records with a start and an end)",
-				file, key, d.name, unitName(named), pct, total)
+			what := fmt.Sprintf("%s: duration field %q looks like %s, not %s (read so, its values match end − start in %s of %d records with a start and an end)",
+				file, key, d.name, unitName(named), units.PercentOf(fit, total, 0), total)
 			if auto {
 				return d.f, true, what + fmt.Sprintf("; read as %s: the start and end settle it (name the unit with %s %s=%s)", d.name, names.Of(option.Map), canon, key)
 			}
 			return d.f, false, what + fmt.Sprintf("; name it with %s %s=%s", names.Of(option.Map), canon, key)
 		}
 	}
-	return fNone, false, fmt.Sprintf("%s: duration field %q, read as %s, is end − start ÷%g in %.0f%% of %d records: no duration unit fits; check the field with %s",
-		file, key, unitName(named), trueNs/named, pct, total, names.Of(option.Map))
+	return fNone, false, fmt.Sprintf("%s: duration field %q, read as %s, is end − start ÷%g in %s of %d records: no duration unit fits; check the field with %s",
+		file, key, unitName(named), trueNs/named, units.PercentOf(fit, total, 0), total, names.Of(option.Map))
 }
 
 // unitName names a unit by its size in ns.
