@@ -614,7 +614,7 @@ func attribute(h *Hop, acc *hopAcc) {
 		if of == "failures" {
 			xs = v.fail
 		}
-		a := Attribution{Key: key, Value: val, Of: of, Lift: round2(lift), Tail: v.atOrAbove(b), Failed: v.failed, Total: v.n,
+		a := Attribution{Key: key, Value: val, Of: of, Lift: units.Round(lift, 2), Tail: v.atOrAbove(b), Failed: v.failed, Total: v.n,
 			HopCount: K, Share: units.Round(float64(k)/float64(K), 4), PValue: p}
 		for _, x := range xs {
 			a.Examples = append(a.Examples, x.trace)
@@ -732,8 +732,6 @@ func fisherUpper(N, K, n, k int) float64 {
 	}
 	return math.Min(1, p)
 }
-
-func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 // roundSig keeps three significant digits of a p-value.
 func roundSig(p float64) float64 {
