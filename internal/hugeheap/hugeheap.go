@@ -24,7 +24,10 @@
 //
 // Prepare does nothing where huge pages are off ("never"), already on for
 // everything ("always"), or turned off for the Go heap with
-// GODEBUG=disablethp=1 (the runtime's own switch), and on other systems.
+// GODEBUG=disablethp=1 (the runtime's own switch); under a memory limit
+// (GOMEMLIMIT) or a virtual memory limit below eight times its size
+// (`ulimit -v`: a Go program cannot survive a failed allocation); and on
+// other systems.
 package hugeheap
 
 // DefaultSize is how much of the heap Prepare advises by default: above

@@ -28,7 +28,7 @@ const modeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
 // in main: it runs a garbage collection, which costs nothing on an empty
 // heap.
 func Prepare(size int) bool {
-	if size < hugePage || !wanted(os.Getenv("GODEBUG"), readMode()) || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	if size < hugePage || !wanted(os.Getenv("GODEBUG"), readMode()) || debug.SetMemoryLimit(-1) != math.MaxInt64 || !roomFor(size) {
 		// With a memory limit (GOMEMLIMIT) the user manages the heap:
 		// an object of size might press on the limit.
 		return false
@@ -50,6 +50,27 @@ func Prepare(size int) bool {
 	b = nil
 	runtime.GC()
 	return ok
+}
+
+// roomFor says whether the address space may take an object of size
+// bytes beside what the run needs: under a virtual memory limit
+// (`ulimit -v`, RLIMIT_AS) a failed allocation is fatal to a Go program,
+// so Prepare stays out unless the limit leaves eight times size.
+func roomFor(size int) bool {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+		return false
+	}
+	return asRoom(lim.Cur, uint64(size))
+}
+
+// rlimInfinity is RLIM_INFINITY as the kernel gives it in an rlimit
+// (all ones).
+const rlimInfinity = ^uint64(0)
+
+// asRoom is roomFor's rule on the limit cur (rlimInfinity: none).
+func asRoom(cur, size uint64) bool {
+	return cur == rlimInfinity || cur/8 >= size
 }
 
 // readMode is the kernel's transparent huge page mode ("always",

@@ -44,6 +44,23 @@ func TestWanted(t *testing.T) {
 	}
 }
 
+func TestASRoom(t *testing.T) {
+	for _, c := range []struct {
+		cur, size uint64
+		want      bool
+	}{
+		{rlimInfinity, 512 << 20, true},
+		{8 << 30, 512 << 20, true},
+		{4 << 30, 512 << 20, true},
+		{4<<30 - 1, 512 << 20, false},
+		{1 << 30, 512 << 20, false},
+	} {
+		if got := asRoom(c.cur, c.size); got != c.want {
+			t.Errorf("asRoom(%d, %d) = %v, want %v", c.cur, c.size, got, c.want)
+		}
+	}
+}
+
 // TestPrepareBacksHeap holds Prepare to its purpose: heap memory
 // allocated and touched after it comes in huge pages, a few faults for
 // what 4 KB pages take thousands. It needs the kernel in madvise mode.
