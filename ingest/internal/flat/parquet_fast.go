@@ -294,6 +294,23 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 	return m, true, true
 }
 
+// applyStatus takes a status column's dictionary entry into the row, as
+// the record path's setter would: a status (with the timeout it implies
+// and a code), nothing, or a value that sends the row to the record path.
+func (l *pqLite) applyStatus(e *pqEntry) {
+	switch e.op {
+	case opStatus:
+		l.status, l.hasStatus = e.st, true
+		l.timeout = l.timeout || e.to
+		if e.code != 0 {
+			l.statusCode = e.code
+		}
+	case opNothing:
+	default:
+		l.odd = true
+	}
+}
+
 // liteColumn reads column c into the rows' lite structs. Each case does
 // what the setter does with a value of that kind, or marks the row odd
 // where the setter would do more (keep text, ignore a value, fail).
@@ -318,18 +335,7 @@ func (w *pqWorker) liteColumn(c *pqCursor, role pqRole, vx []int32, lite []pqLit
 			if v < 0 {
 				continue
 			}
-			l := &lite[i]
-			switch e := &c.entries[c.idx[v]]; e.op {
-			case opStatus:
-				l.status, l.hasStatus = e.st, true
-				l.timeout = l.timeout || e.to
-				if e.code != 0 {
-					l.statusCode = e.code
-				}
-			case opNothing:
-			default:
-				l.odd = true
-			}
+			lite[i].applyStatus(&c.entries[c.idx[v]])
 		}
 	case roleDur:
 		for i, v := range vx {
@@ -430,18 +436,7 @@ func (w *pqWorker) liteDense(c *pqCursor, role pqRole, d int, lite []pqLite) {
 		}
 	case roleStatus:
 		for i, x := range c.idx[d : d+m] {
-			l := &lite[i]
-			switch e := &c.entries[x]; e.op {
-			case opStatus:
-				l.status, l.hasStatus = e.st, true
-				l.timeout = l.timeout || e.to
-				if e.code != 0 {
-					l.statusCode = e.code
-				}
-			case opNothing:
-			default:
-				l.odd = true
-			}
+			lite[i].applyStatus(&c.entries[x])
 		}
 	case roleDur:
 		for i, x := range c.i64[d : d+m] {
