@@ -43,19 +43,8 @@ func cmdFlags(t *testing.T, dir string) map[string]bool {
 	define := regexp.MustCompile(`^(Bool|String|StringArray|StringSlice|Int|Int64|Uint|Uint64|Float64|Duration|Count|Func|BoolFunc|Text)?(Var)?P?$`)
 	name := regexp.MustCompile(`^[a-z][a-z0-9-]+$`)
 	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	flags := map[string]bool{}
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range prodFiles(t, fset, dir) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {

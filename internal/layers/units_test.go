@@ -2,11 +2,9 @@ package layers
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -21,24 +19,10 @@ func TestOneMsConversion(t *testing.T) {
 	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
 	for _, pkg := range []string{"analyze", "recommend", "replay", "check", "report", "policy", "pipeline", "summary", "bound", "tail", "route", "enforce", "outcome"} {
-		files, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(files) == 0 {
-			if _, err := os.Stat(filepath.Join(root, pkg)); err == nil {
-				continue
-			}
+		if _, err := os.Stat(filepath.Join(root, pkg)); err != nil {
 			t.Fatalf("package %s not found: update the list", pkg)
 		}
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, f := range prodFiles(t, fset, filepath.Join(root, pkg)) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				be, ok := n.(*ast.BinaryExpr)
 				if !ok || (be.Op != token.MUL && be.Op != token.QUO) {
