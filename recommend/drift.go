@@ -163,7 +163,7 @@ func requestBudget(rep *analyze.Report, reqs []*span.Request, opt analyze.Option
 	} else if n >= MinTailFit {
 		at := func(q float64) float64 { return quantileOf(ok, q) }
 		model := tail.Fit(tail.Points(at, n))
-		v = min(max(time.Duration(model.Quantile(share)), br.slowest), br.cap)
+		v = min(max(model.Duration(share), br.slowest), br.cap)
 		br.basis = fmt.Sprintf("the requests' tail (%d successes, slowest %s) extrapolated to the %s target: %s", n, units.Duration(br.slowest), units.Percent(target, 3), units.Duration(v))
 	} else {
 		v = br.cap

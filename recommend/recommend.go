@@ -354,10 +354,10 @@ func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Durat
 		return t, basis, float64(capT), nil
 	}
 	model := tail.Fit(tail.Points(tts.At, tts.Known))
-	v := time.Duration(model.Quantile(share))
+	v := model.Duration(share)
 	floor := time.Duration(float64(slowest) * (1 + margin))
 	t = RoundUpNice(max(v, floor))
-	basis = fmt.Sprintf("extrapolated: %s puts %s at %s", tail.Describe(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v))
+	basis = fmt.Sprintf("extrapolated: %s puts %s at %s", tail.Describe(model, share, tts.Known), units.PercentileRounded(100*(1-share)), units.Duration(v))
 	switch {
 	case v < floor:
 		basis += fmt.Sprintf(", below the slowest success %s × %.2f → %s", units.Duration(slowest), 1+margin, units.Duration(t))
@@ -365,9 +365,17 @@ func extrapolate(tts analyze.TimeToSuccess, share, margin float64) (t time.Durat
 		// A model value past the cap is beyond anything the data can
 		// support: said as such, never as if it were a measurement.
 		t = max(RoundDownNice(capT), RoundUpNice(floor))
-		basis = fmt.Sprintf("extrapolated: %s; beyond the data, the model puts %s at %s, past %.0f× the slowest success %s, so the timeout stops there: %s",
-			tail.Describe(model, share), units.PercentileRounded(100*(1-share)), units.Duration(v), MaxExtrapolation, units.Duration(slowest), units.Duration(t))
-	default:
+		desc, pct := tail.Describe(model, share, tts.Known), units.PercentileRounded(100*(1-share))
+		if v > 100*slowest {
+			// The model's value that far out (4643285s was printed for a
+			// 1.22s hop) is a property of its formula, not of the hop.
+			basis = fmt.Sprintf("extrapolated: %s; beyond the data, the model puts %s over 100× the slowest success %s; the timeout stops at %.0f× it: %s",
+				desc, pct, units.Duration(slowest), MaxExtrapolation, units.Duration(t))
+		} else {
+			basis = fmt.Sprintf("extrapolated: %s; beyond the data, the model puts %s at %s, past %.0f× the slowest success %s, so the timeout stops there: %s",
+				desc, pct, units.Duration(v), MaxExtrapolation, units.Duration(slowest), units.Duration(t))
+		}
+	case units.Duration(t) != units.Duration(v):
 		basis += " → " + units.Duration(t)
 	}
 	return t, basis, float64(min(v, capT)), &model

@@ -22,7 +22,7 @@ func PolicyHeader(rep *analyze.Report) string {
 	for _, in := range rep.Inputs {
 		files = append(files, in.File)
 	}
-	fmt.Fprintf(&b, "%s (%s, %s).\n", strings.Join(files, ", "), units.Count(rep.Spans, "span", "spans"), units.Count(rep.Requests.Count, "request", "requests"))
+	fmt.Fprintf(&b, "%s (%s, %s).\n", inputsLine(files), units.Count(rep.Spans, "span", "spans"), units.Count(rep.Requests.Count, "request", "requests"))
 	for _, h := range rep.Hops {
 		if h.Recommendation.Action == analyze.ActionObserveFirst {
 			b.WriteString("# Some hops are observe-first: their timeouts are canaries to learn the tail, not measurements.\n")
@@ -37,6 +37,39 @@ func PolicyHeader(rep *analyze.Report) string {
 		}
 	}
 	return b.String()
+}
+
+// inputsLine names the logs a policy came from in one line a reader can
+// take in: up to three files by name; more as their count, the folder they
+// share and the first and last (a day of one-minute exports is 59 files,
+// whose paths in full made the header's first line 5 KB long).
+func inputsLine(files []string) string {
+	if len(files) <= 3 {
+		return strings.Join(files, ", ")
+	}
+	first, last := files[0], files[len(files)-1]
+	dir := commonDir(files)
+	if dir == "" {
+		return fmt.Sprintf("%d files: %s … %s", len(files), first, last)
+	}
+	return fmt.Sprintf("%d files in %s: %s … %s", len(files), dir, first[len(dir):], last[len(dir):])
+}
+
+// commonDir is the longest folder prefix (ending in a slash) that every
+// path shares, or "" when they share none.
+func commonDir(paths []string) string {
+	p := paths[0]
+	for _, q := range paths[1:] {
+		n := 0
+		for n < len(p) && n < len(q) && p[n] == q[n] {
+			n++
+		}
+		p = p[:n]
+	}
+	if i := strings.LastIndexAny(p, "/\\"); i >= 0 {
+		return p[:i+1]
+	}
+	return ""
 }
 
 // PolicyWritten writes what recommend prints once the policy is in file:

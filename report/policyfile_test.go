@@ -61,3 +61,29 @@ func TestPolicyWrittenNames(t *testing.T) {
 		t.Errorf("VisibleLines = %q", got)
 	}
 }
+
+// TestInputsLine: a policy's header names up to three logs whole; more as
+// their count, their shared folder and the first and last, so that a day
+// of one-minute exports does not make a header line kilobytes long.
+func TestInputsLine(t *testing.T) {
+	day := make([]string, 59)
+	for i := range day {
+		day[i] = "/data/ob/2022-08-23/" + string(rune('a'+i%26)) + "_trace.csv.zst"
+	}
+	day[58] = "/data/ob/2022-08-23/z_trace.csv.zst"
+	for _, c := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{"spans.jsonl"}, "spans.jsonl"},
+		{[]string{"a.jsonl", "b.jsonl", "c.jsonl"}, "a.jsonl, b.jsonl, c.jsonl"},
+		{day, "59 files in /data/ob/2022-08-23/: a_trace.csv.zst … z_trace.csv.zst"},
+		{[]string{"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"}, "4 files: a.jsonl … d.jsonl"},
+		{[]string{"x/a.jsonl", "x/ab.jsonl", "x/b.jsonl", "y/c.jsonl"}, "4 files: x/a.jsonl … y/c.jsonl"},
+		{[]string{"x/a/1", "x/a/2", "x/b/3", "x/b/4"}, "4 files in x/: a/1 … b/4"},
+	} {
+		if got := inputsLine(c.files); got != c.want {
+			t.Errorf("inputsLine(%d files) = %q, want %q", len(c.files), got, c.want)
+		}
+	}
+}

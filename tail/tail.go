@@ -90,6 +90,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/tailscope/tailscope/internal/fastlog"
 )
@@ -183,6 +184,20 @@ func Fit(xs []float64) Model {
 func (m Model) Quantile(p float64) float64 {
 	v, _ := m.QuantileBy(p)
 	return v
+}
+
+// Duration is Quantile as a time.Duration, held below 2^62 ns (146
+// years). A heavy tail's quantile far past the data can exceed what an
+// int64 of nanoseconds holds, and converting such a float is not defined
+// in Go: on amd64 it came out as the most negative duration, which made
+// an extrapolated timeout fall back to its floor instead of its cap.
+func (m Model) Duration(p float64) time.Duration {
+	const most = float64(1 << 62)
+	q := m.Quantile(p)
+	if !(q < most) { // NaN too
+		return time.Duration(1 << 62)
+	}
+	return time.Duration(q)
 }
 
 // QuantileBy is Quantile and the part of the model that set it.
@@ -751,10 +766,17 @@ func Points(at func(q float64) float64, n int) []float64 {
 	return xs
 }
 
-// Describe is the basis's words for a model's quantile at p.
-func Describe(m Model, p float64) string {
+// Describe is the basis's words for a model's quantile at p, fitted to
+// the points Points read from a hop's successes. The count named is the
+// successes', not the points': past maxTailPoints a model of 1,000
+// quantiles stands for every success, and "the tail of the 1000
+// successes" beside a hop of 14,400 read as if most were left out.
+func Describe(m Model, p float64, successes int) string {
 	_, by := m.QuantileBy(p)
-	s := fmt.Sprintf("the tail of the %d successes (%s", m.n, m.Kind)
+	s := fmt.Sprintf("the tail of the %d successes (%s", max(successes, m.n), m.Kind)
+	if successes > m.n {
+		s += fmt.Sprintf(" fitted to %d of their quantiles", m.n)
+	}
 	if m.heavy {
 		s += ", heavier than it at the top"
 	}

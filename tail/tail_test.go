@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tailDist is a generated hop's true time to success (ms).
@@ -312,5 +313,40 @@ func TestWidestGaps(t *testing.T) {
 		if got := widestGaps(y); !slices.Equal(got, want) {
 			t.Fatalf("n %d: %v, want %v", n, got, want)
 		}
+	}
+}
+
+// TestDescribeNamesTheSuccesses: a model of a hop with more successes
+// than Points reads is described by the hop's count, with the points it
+// was fitted to; one fitted to every success by that count alone.
+func TestDescribeNamesTheSuccesses(t *testing.T) {
+	at := func(q float64) float64 { return 1e6 * (1 + 9*q*q) }
+	many := Fit(Points(at, 14400))
+	if got := Describe(many, 1e-4, 14400); !strings.HasPrefix(got, "the tail of the 14400 successes (") || !strings.Contains(got, " fitted to 1000 of their quantiles") {
+		t.Errorf("14400 successes: %q", got)
+	}
+	few := Fit(Points(at, 300))
+	if got := Describe(few, 1e-4, 300); !strings.HasPrefix(got, "the tail of the 300 successes (") || strings.Contains(got, "quantiles") {
+		t.Errorf("300 successes: %q", got)
+	}
+}
+
+// TestDurationHeld: a tail heavy enough that its far quantile exceeds an
+// int64 of nanoseconds gives the largest duration Duration allows, never
+// a negative one (the float's conversion is undefined past int64).
+func TestDurationHeld(t *testing.T) {
+	xs := make([]float64, 954)
+	for i := range xs {
+		xs[i] = 1e7 * math.Pow(1-(float64(i)+0.5)/float64(len(xs)), -1/0.3)
+	}
+	m := Fit(xs)
+	if q := m.Quantile(1e-4); q < float64(math.MaxInt64) {
+		t.Skipf("the model's p99.99 %.3g ns fits an int64: no overflow to test", q)
+	}
+	if d := m.Duration(1e-4); d != time.Duration(1<<62) {
+		t.Errorf("Duration = %v, want the 2^62 ns ceiling", d)
+	}
+	if d, q := m.Duration(0.5), m.Quantile(0.5); d != time.Duration(q) {
+		t.Errorf("Duration(0.5) = %v, want the quantile %v", d, time.Duration(q))
 	}
 }
