@@ -562,6 +562,25 @@ type Part struct {
 	_     [64]byte
 }
 
+// AttrIgnored reports whether Add ignores the value of attribute key on
+// every later span of hop: the hop's attribution dropped the key (more
+// than AttrMaxValues values, or pushed out of its AttrMaxKeys). Nothing
+// else in Add reads an attribute but the hop's first span (firstOf), and
+// a hop with a dropped key has had that span; a dropped key never counts
+// again, in this Part nor in what it merges into (hopAttr.merge), and a
+// key pushed out never comes back. So a reader that leaves such a value
+// off the spans it hands to Add changes nothing the Part accumulates
+// (see record.AttrIgnorer). False for a hop the Part does not hold.
+// Called on the Part's goroutine, like Add.
+func (p *Part) AttrIgnored(hop, key string) bool {
+	h := p.hops[hop]
+	if h == nil || h.at == nil {
+		return false
+	}
+	k := h.at.keys[key]
+	return k != nil && k.dropped
+}
+
 // publishEvery is how many spans a Part adds between telling its Accum
 // how many attempts each hop has (see publish).
 const publishEvery = 8192

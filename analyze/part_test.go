@@ -2,14 +2,17 @@ package analyze
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
+	"github.com/tailscope/tailscope/span/spantest"
 )
 
 // forked feeds ss the way a parallel reader does: blocks of spans go to
@@ -166,5 +169,59 @@ func TestPartsConcurrent(t *testing.T) {
 	}
 	if !bytes.Equal(reportJSON(t, measured(acc, Options{})), reportJSON(t, measured(want, Options{}))) {
 		t.Error("report differs from Add's")
+	}
+}
+
+// A reader may leave off the spans it gives a Part the attributes the Part
+// says it ignores (AttrIgnored) and nothing changes: the report is the one
+// of every attribute read, sampled or not, over any number of Parts — the
+// spans for Ordered keep all theirs. The Part says so of the key with a
+// value a span on each hop once it passes AttrMaxValues there, and of no
+// other key, hop or Part.
+func TestPartAttrIgnored(t *testing.T) {
+	spans := spantest.Fleet(4, 3000, spantest.BadPod, func(pod int, r *rand.Rand) bool { return pod == 1 && r.Float64() < 0.1 })
+	js := func(rep *Report) string {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, sample := range []int{0, 500} {
+		for _, parts := range []int{1, 3} {
+			want := js(measured(forked(spans, sample, parts, 2, 7), Options{}))
+			acc := NewAccum(sample)
+			ps := make([]*Part, parts)
+			for i := range ps {
+				ps[i] = acc.Part()
+			}
+			var again []span.Span
+			left := 0
+			for i := range spans {
+				p := ps[i/100%parts]
+				sp := spans[i]
+				sp.Attrs = slices.DeleteFunc(slices.Clone(sp.Attrs), func(a span.Attr) bool { return p.AttrIgnored(sp.Hop, a.Key) })
+				left += len(spans[i].Attrs) - len(sp.Attrs)
+				if p.Add(&sp) {
+					again = append(again, spans[i])
+				}
+			}
+			for i := range again {
+				acc.Ordered(&again[i])
+			}
+			if !ps[0].AttrIgnored("cart", "request.id") || ps[0].AttrIgnored("cart", "k8s.pod.name") || ps[0].AttrIgnored("nowhere", "request.id") {
+				t.Errorf("%d parts: request.id ignored %v, pod %v, unknown hop %v", parts,
+					ps[0].AttrIgnored("cart", "request.id"), ps[0].AttrIgnored("cart", "k8s.pod.name"), ps[0].AttrIgnored("nowhere", "request.id"))
+			}
+			for _, p := range ps {
+				acc.Merge(p)
+			}
+			if got := js(measured(acc, Options{})); got != want {
+				t.Errorf("sample %d, %d parts: leaving ignored attributes off changes the report", sample, parts)
+			}
+			if left < len(spans)/2 {
+				t.Errorf("sample %d, %d parts: %d attributes left off, want most request ids", sample, parts, left)
+			}
+		}
 	}
 }

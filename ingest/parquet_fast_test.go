@@ -534,5 +534,16 @@ func FuzzParquetFastRows(f *testing.F) {
 		if fast != slow {
 			t.Fatalf("fast rows read differently:\n%s", firstDiff(fast, slow))
 		}
+		// And with a Branch that ignores attributes (AttrIgnorer): the
+		// columns the fast rows leave off change nothing either.
+		ignore := map[string][]string{"*": {"start_unix_nano", "zone", "k8s.pod.name", "net.peer.port"}}
+		fast = readIgnore(t, in, record.Options{}, &ignoreFork{mod: 3, ignore: ignore, after: 2}, true)
+		slow = readIgnore(t, in, record.Options{}, &ignoreFork{mod: 3, ignore: ignore, after: 2}, false)
+		if !strings.HasPrefix(slow, "err: <nil>") {
+			fast, slow = strings.Join(strings.SplitN(fast, "\n", 3)[:2], "\n"), strings.Join(strings.SplitN(slow, "\n", 3)[:2], "\n")
+		}
+		if fast != slow {
+			t.Fatalf("fast rows with ignored attributes read differently:\n%s", firstDiff(fast, slow))
+		}
 	})
 }

@@ -35,6 +35,9 @@ type (
 	Fork = record.Fork
 	// Branch is the consumer of one decoding goroutine.
 	Branch = record.Branch
+	// AttrIgnorer is a Branch that tells readers which attributes it no
+	// longer reads (see record.AttrIgnorer).
+	AttrIgnorer = record.AttrIgnorer
 	// Remote serves paths that are not files (see Options.Remote).
 	Remote = record.Remote
 )

@@ -552,6 +552,13 @@ func (b *accumBranch) Take(sp *span.Span) bool {
 	return b.part.Add(sp)
 }
 
+// AttrIgnored is the Part's (analyze.Part.AttrIgnored): the Parquet
+// reader then leaves off the fast rows an attribute the hop's attribution
+// has dropped, instead of spelling it for every span.
+func (b *accumBranch) AttrIgnored(hop, key string) bool { return b.part.AttrIgnored(hop, key) }
+
+var _ ingest.AttrIgnorer = (*accumBranch)(nil)
+
 func (b *accumBranch) Close() {
 	b.acc.Merge(b.part)
 	if b.p != nil && b.n > 0 {

@@ -172,6 +172,9 @@ type pqWorker struct {
 	// rows first: when a filter leaves most rows of a batch out, they
 	// are the records' anyway (both ways give the same spans).
 	slow int
+	// ign is the attribute columns the Branch ignores (attrIgnore), nil
+	// when it does not say.
+	ign *attrIgnore
 }
 
 // idBuf is where the batch's id text goes: the chunk's buffer, or with a

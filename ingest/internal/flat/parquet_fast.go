@@ -149,6 +149,7 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 		return
 	}
 	w.roles = roles
+	w.planIgnore()
 	w.lite = make([]pqLite, pqBatchRows)
 	w.need = make([]int32, 0, pqBatchRows)
 	w.again = make([]bool, pqBatchRows)
@@ -240,8 +241,13 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			w.attrs[i] = w.attrs[i][:0]
 		}
 	}
+	if w.ign != nil {
+		w.ignoreBatch(m)
+	}
 	for j := range w.curs {
-		if d := w.dense[j]; d >= 0 {
+		if w.roles[j] == roleAttr {
+			w.attrColumn(j, m)
+		} else if d := w.dense[j]; d >= 0 {
 			w.liteDense(&w.curs[j], w.roles[j], int(d), lite)
 		} else {
 			w.liteColumn(&w.curs[j], w.roles[j], w.vidx[j][:m], lite)
@@ -402,10 +408,6 @@ func (w *pqWorker) liteColumn(c *pqCursor, role pqRole, vx []int32, lite []pqLit
 				lite[i].odd = true
 			}
 		}
-	case roleAttr:
-		// As applyAttr: the dictionary's prepared strings, or a plain
-		// page's values in the batch's text (fast rows are borrowed).
-		w.applyAttr(c, w.selOf(vx), w.valsOf(vx))
 	case roleTrace:
 		for i, v := range vx {
 			if v < 0 {
@@ -489,12 +491,6 @@ func (w *pqWorker) liteDense(c *pqCursor, role pqRole, d int, lite []pqLite) {
 				lite[i].odd = true
 			}
 		}
-	case roleAttr:
-		vals := w.vals[:m]
-		for i := range vals {
-			vals[i] = int32(d + i)
-		}
-		w.applyAttr(c, w.iota[:m], vals)
 	case roleTrace:
 		for i := range lite {
 			if id := trimSpace(c.value(d + i)); len(id) > 0 {
@@ -544,12 +540,15 @@ func (l *pqLite) fill(sp *span.Span) {
 // does, from every column; the rows of again were taken by the Branch
 // already and go on to the chunk. The attribute columns are not read
 // again: the first pass gave every row of the batch its attributes with
-// the same applyAttr, in the same column order, in w.attrs.
+// the same applyAttr, in the same column order, in w.attrs — but for the
+// columns it left off rows whose hop the Branch ignores them on, which
+// reattr gives back to the rows of need.
 func (w *pqWorker) records(ch *pqChunk, base int64, need []int32, again []bool) {
 	for _, row := range need {
 		w.recs[row].reset()
 		w.bad[row] = nil
 	}
+	w.reattr(need)
 	for j := range w.curs {
 		c := &w.curs[j]
 		if w.roles[j] == roleAttr {

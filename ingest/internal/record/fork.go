@@ -37,3 +37,23 @@ type Branch interface {
 	// that called Read, before Read moves on to the next input.
 	Close()
 }
+
+// AttrIgnorer is a Branch that can tell a reader which attribute values
+// its Take no longer reads, so that the reader need not decode, spell and
+// hand over values no one will look at (a column with a distinct value a
+// row, such as a start time beside the start, costs the Parquet reader
+// more than its hop and duration together).
+//
+// Reading stays free of the Branch's decisions: a reader may leave an
+// ignored attribute off a span it gives Take and on no other span — the
+// spans Take asks to see again, and those a reader builds for Take
+// through its record path, carry every attribute — so what a Branch
+// accumulates, and what Ordered sees, is the same whether a reader asks
+// or not, and whatever order it reads in.
+type AttrIgnorer interface {
+	// AttrIgnored reports whether Take ignores the value of attribute key
+	// on every later span of hop it takes. Once true it stays true for
+	// the Branch's life, so a reader may remember it; it is called on
+	// the Branch's decoding goroutine, between Takes.
+	AttrIgnored(hop, key string) bool
+}
