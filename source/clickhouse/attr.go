@@ -96,6 +96,8 @@ type attrSQL struct {
 type censusSQL struct {
 	cols, names []string
 	aggs        string
+	// outs are the aggregates' aliases.
+	outs []string
 }
 
 // census is the census of a row of inner (censusSQL).
@@ -135,6 +137,9 @@ func census(has map[string]bool) censusSQL {
 	c.cols = append(c.cols, any+" AS kany", bad+" AS kbad")
 	c.names = append(c.names, "kany", "kbad")
 	c.aggs = strings.Join(append([]string{"countIf(kany) AS na", "countIf(kbad) AS nbad"}, aggs...), ", ")
+	for _, a := range append([]string{"x AS na", "x AS nbad"}, aggs...) {
+		c.outs = append(c.outs, a[strings.LastIndex(a, " AS ")+4:])
+	}
 	return c
 }
 

@@ -32,3 +32,7 @@ func AttrPerKey(p *Pushed) int { return p.attrPerKey }
 // SetAttrCombos sets the bound on the attribute values' first level, and
 // returns the old one.
 func SetAttrCombos(n int) int { old := attrCombos; attrCombos = n; return old }
+
+// AttemptRanks are the server's counts of each hop's attempts by rank
+// (the leading zeros of analyze's keepTime hash), by hop.
+func AttemptRanks(a *Aggregates) map[string][]int { return a.aranks }

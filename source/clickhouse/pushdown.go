@@ -19,6 +19,7 @@ package clickhouse
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,11 +169,11 @@ func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Opti
 	if err != nil {
 		return nil, err
 	}
-	cls, hops, groups, err := c.classes(ctx, inner, in)
+	hops, err := c.hopCounts(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	agg, err := c.digests(ctx, p, inner, cls, hops)
+	cls, groups, agg, err := c.digests(ctx, p, inner, in, hops)
 	if err != nil {
 		return nil, err
 	}
@@ -233,59 +234,97 @@ const (
 	cOther
 )
 
-// classes reads one span of every outcome group through the readers and
-// returns each group's class, by the group's hash.
-func (c *client) classes(ctx context.Context, inner string, in ingest.Options) (map[uint64]class, map[string]int, int, error) {
-	has := aliases(inner)
-	// A group whose span the readers skip is classified by none: its
-	// rows are class 255, which fails the read (digests).
-	// Grouped by the hash of what the group is (as the classes are
-	// looked up by sigSQL's), not by those columns, arrays among them:
-	// 1M spans, 0.6 -> 0.47 s of the server's CPU.
-	var anyOf []string
-	for _, a := range []string{"fk", "fv", "frk", "frv", "fek", "fev", "sv", "n", "k", "c", "m"} {
-		anyOf = append(anyOf, "any("+a+") AS "+a)
+// hopCounts counts each hop's spans in the window (the pull query's
+// WHERE: the window and the hop filters), before the digests' scan,
+// which needs them to choose exact values or a sketch and the attempt
+// times' floor. The rows are grouped by a hash of the hop's columns
+// (service, name, kind), and the hop is named over the groups, not over
+// every row: on 10M generated spans ~0.35 s of the server's CPU, where
+// grouping by the columns took ~0.85 s and naming each row's hop more.
+// Two column triples that hashed alike would give one hop the other's
+// spans: the digests' scan, which names every row's hop, then counts
+// otherwise (ErrNotPushable), never wrong numbers.
+func (c *client) hopCounts(ctx context.Context, p *plan) (map[string]int, error) {
+	from := " FROM " + quoteIdent(c.t.Database) + "." + quoteIdent(c.t.Table) + " WHERE "
+	i := strings.LastIndex(p.sql, from)
+	j := strings.LastIndex(p.sql, " ORDER BY ")
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("%w: the query's shape", ErrNotPushable)
 	}
-	q := "SELECT h, " + strings.Join(anyOf, ", ") + ", any(s) AS s0, any(d) AS d0, count() AS cnt FROM (SELECT h, " + strings.Join(groupCols(has), ", ") +
-		", sv, n, k, c, m, s, d, cityHash64(sv, n, k, c, m, fk, fv, frk, frv, fek, fev) AS gh FROM (" + inner + ")) GROUP BY h, gh"
-	// The representative rows, spelled with the pull query's aliases so
-	// that the same decoder writes them as OTLP lines: the group's hash
-	// is its trace and span id, by which its span comes back.
-	rep := "SELECT s0 AS s, d0 AS d, leftPad(lower(hex(" + sigSQL + ")), 32, '0') AS t, lower(hex(cityHash64(h, sv, n, k, " + sigSQL + "))) AS i, sv, n, k, c, m, frk AS rk, frv AS rv, arrayConcat(fk, ['tailscope.pushdown.hop', 'tailscope.pushdown.count']) AS ak, arrayConcat(fv, [h, toString(cnt)]) AS av, fek AS ek, fev AS ev FROM (" + q + ")"
-	cols := "s, d, t, i, sv, n, k, c, m, rk, rv, ak, av, ek, ev"
-	if !has[aExcKeys] {
-		cols = strings.TrimSuffix(cols, ", ek, ev")
+	cols := []string{p.sel[FieldService], p.sel[FieldName]}
+	sub := map[string]string{FieldService: "_sv", FieldName: "_nm"}
+	if p.sel[FieldKind] != "" {
+		cols = append(cols, p.sel[FieldKind])
+		sub[FieldKind] = "_kd"
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := c.stream(ctx, &plan{sql: "SELECT " + cols + " FROM (" + rep + ") FORMAT RowBinaryWithNamesAndTypes"}, pw)
-		pw.CloseWithError(err)
-	}()
-	out := map[uint64]class{}
+	hop := c.hopExpr(sub)
+	if hop == "" {
+		return nil, fmt.Errorf("%w: the hop is not a function of the table's columns", ErrNotPushable)
+	}
+	anyOf := make([]string, len(cols))
+	for k, a := range []string{"_sv", "_nm", "_kd"}[:len(cols)] {
+		anyOf[k] = "any(" + cols[k] + ") AS " + a
+	}
+	q := "SELECT hex(" + hop + ") AS hx, sum(_c) AS n FROM (SELECT " + strings.Join(anyOf, ", ") + ", count() AS _c" + p.sql[i:j] +
+		" GROUP BY cityHash64(" + strings.Join(cols, ", ") + ")) GROUP BY hx"
 	hops := map[string]int{}
+	err := c.jsonLines(ctx, q, func(line []byte) error {
+		var r struct {
+			Hx string
+			N  json.Number
+		}
+		if json.Unmarshal(line, &r) != nil || num(r.N) <= 0 {
+			return fmt.Errorf("%s: a hop's count is not what was asked: %.200q", c.t.Raw, line)
+		}
+		h, err := hex.DecodeString(r.Hx)
+		if err != nil {
+			return fmt.Errorf("%s: a hop's count is not what was asked: %.200q", c.t.Raw, line)
+		}
+		hops[string(h)] += num(r.N)
+		return nil
+	})
+	return hops, err
+}
+
+// group is one outcome group of the digests' scan, spelt as the pull
+// query's row (rows.go) of one of its spans.
+type group struct {
+	r   row
+	hop string
+}
+
+// classify reads one span of every outcome group through the readers
+// (the same OTLP line and package ingest as the pull path) and returns
+// each group's class, by the hash of what decides it (the group's span
+// comes back with that hash as its trace id); a group the readers skip
+// is classified by none: its spans fail the read (digests).
+func classify(gs []group, in ingest.Options) (map[uint64]class, error) {
+	var buf bytes.Buffer
+	var conv converter
+	for i := range gs {
+		g := &gs[i]
+		conv.r = g.r
+		conv.r.AK = append(append([][]byte(nil), g.r.AK...), []byte(groupHopKey))
+		conv.r.AV = append(append([][]byte(nil), g.r.AV...), []byte(g.hop))
+		buf.Write(conv.line())
+	}
+	out := map[uint64]class{}
 	var bad error
-	groups := 0
 	iopt := in
 	iopt.Since, iopt.Until, iopt.HasSince, iopt.HasUntil = 0, 0, false, false
 	iopt.Exclude = nil
-	_, err := ingest.ReadStream("clickhouse-groups.jsonl", pr, iopt, ingest.SinkFunc(func(sp *span.Span) {
+	_, err := ingest.ReadStream("clickhouse-groups.jsonl", &buf, iopt, ingest.SinkFunc(func(sp *span.Span) {
 		sig, perr := strconv.ParseUint(strings.TrimLeft(sp.TraceID, "0"), 16, 64)
 		if perr != nil || len(sp.TraceID) != 32 {
 			bad = fmt.Errorf("a group's span came back with trace id %q", sp.TraceID)
 			return
 		}
 		h := ""
-		n := 0
 		for _, a := range sp.Attrs {
-			switch a.Key {
-			case groupHopKey:
+			if a.Key == groupHopKey {
 				h = a.Value
-			case groupHopKey[:len(groupHopKey)-3] + "count":
-				n, _ = strconv.Atoi(a.Value)
 			}
 		}
-		hops[h] += n
-		groups++
 		if h != sp.Hop {
 			bad = fmt.Errorf("%w: the server names a hop %q, the readers %q", ErrNotPushable, h, sp.Hop)
 			return
@@ -307,14 +346,13 @@ func (c *client) classes(ctx context.Context, inner string, in ingest.Options) (
 		}
 		out[sig] = k
 	}))
-	pr.Close()
 	if err == nil {
 		err = bad
 	}
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, err
 	}
-	return out, hops, groups, nil
+	return out, nil
 }
 
 // classSQL is the class of a row of inner, given the groups' classes.
@@ -335,36 +373,50 @@ func classSQL(has map[string]bool, cls map[uint64]class) string {
 }
 
 // digests computes each hop's counts and digests, and what the rest of
-// the state needs (Aggregates' unexported fields), in one scan: the
-// classes' counts, examples and ranks; the sorted durations of the hops
-// of at most quantile.ExactLimit attempts (hops counts each hop's
-// attempts, from the classes' scan), the sketch's bins of the others;
-// and the attempt times of each hop, all of them for a hop of at most
-// analyze.MaxHopTimes attempts, else those of a rank that the hop's level
-// cannot be below (times.go settles the level and, in the rare case it
-// is lower, asks again).
-func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uint64]class, hops map[string]int) (*Aggregates, error) {
+// the state needs (Aggregates' unexported fields), in one scan of the
+// window grouped by hop and outcome group (what decides a span's hop and
+// outcome: groupCols, with service, name, kind, status and message), so
+// that the groups are classified after the scan, here, and not by a scan
+// of their own before it (10M generated spans: ~4.2 s of the server's CPU
+// that scan took). Per group: a span of the group to classify; the
+// counts, examples and ranks; the sorted durations of the hops of at most
+// quantile.ExactLimit attempts (hops counts each hop's attempts:
+// hopCounts), the sketch's bins of the others; and the attempt times of
+// each hop, all of them for a hop of at most analyze.MaxHopTimes
+// attempts, else those of a rank that the hop's level cannot be below
+// (times settles the level and, in the rare case it is lower, asks
+// again). An attempt's rank depends on whether it failed (analyze's
+// keepTime hashes −1 − the duration of a failure), which the server does
+// not know: it computes both ranks, and the group's class picks one.
+// The groups are then merged by hop and class, as the readers' state
+// has them. It returns the groups' classes (by sigSQL) and their number.
+func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.Options, hops map[string]int) (map[uint64]class, int, *Aggregates, error) {
 	has := aliases(inner)
 	gc := groupCols(has)
 	// The same scan brings what attribution's census and the sample's
 	// read need (one scan of the window fewer each): the rows' order
 	// terms (ord, their least by hop and class: the hops' first rows),
-	// and the attributes attribution reads (keys kk, values kvv; kany,
-	// whether the readers keep any; kbad, whether any text is not UTF-8).
+	// and the attributes attribution reads (kany, whether the readers
+	// keep any; kbad, whether any text is not UTF-8).
 	terms := firstTerms(p)
 	cen := census(has)
-	rows := rowsSQL(strings.Replace(inner, "SELECT ", "SELECT tuple("+terms+") AS ord, ", 1), has, gc, cls,
-		"", "ord, "+strings.Join(cen.cols, ", "), "ord, "+strings.Join(cen.names, ", "))
+	rows := "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, -1 - d AS df, gh, sv, n, k, c, m, fk, fv, frk, frv, fek, fev, ord, " + strings.Join(cen.names, ", ") +
+		" FROM (SELECT *, cityHash64(sv, n, k, c, m, fk, fv, frk, frv, fek, fev) AS gh FROM (SELECT *, " + strings.Join(gc, ", ") + ", " + strings.Join(cen.cols, ", ") +
+		" FROM (" + strings.Replace(inner, "SELECT ", "SELECT tuple("+terms+") AS ord, ", 1) + ")))"
 	type cnt struct {
-		H                    string
-		Cl                   int
+		Hx                   string
+		Xsv, Xn, Xk, Xc, Xm  string
+		Xfk, Xfv, Xfrk, Xfrv []string
+		Xfek, Xfev           [][]string
+		Gs, Gd               json.Number
+		T, I                 string
 		N, Lo, Hi, Zero, Bad json.Number
 		Odd                  json.Number
 		Sl, Ff               json.RawMessage
-		Tra, Ara             [2][]json.Number
+		Tra, Ara, Araf       [2][]json.Number
 		Vals                 []json.Number
 		Bns                  [2][]json.Number
-		Tms                  [][3]json.Number
+		Tms                  [][4]json.Number
 		Fh, Fs               json.Number
 		Na, Nbad             json.Number
 		Vr, Va               map[string][]string
@@ -400,7 +452,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 	}
 	sort.Strings(exact)
 	sort.Strings(sketched)
-	in := func(list []string) string {
+	inList := func(list []string) string {
 		if len(list) == 0 {
 			return "0"
 		}
@@ -410,95 +462,206 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 	if len(hk) > 0 {
 		floor = "transform(h, [" + strings.Join(hk, ", ") + "], CAST([" + strings.Join(hl, ", ") + "], 'Array(UInt8)'), toUInt8(0))"
 	}
+	hexs := func(a string) string { return "arrayMap(x -> hex(x), " + a + ")" }
 	// A span the readers would skip (no trace or span id, no hop, a
 	// negative duration) makes the read ErrNotPushable: the readers
 	// count it with its reason. A trace id the readers would write
 	// otherwise (odd): not hex, all zeros, or longer than 32 digits
 	// (one pattern, not two; tn's length is t's, or 32).
-	q := binWith() + "SELECT h, cl, count() AS n, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero, " +
+	// The attempt times carry both ranks (ars: of a success, arf: of a
+	// failure), and come when either reaches the floor.
+	aggs := "SELECT h, gh, any(sv) AS gsv, any(n) AS gn, any(k) AS gk, any(c) AS gc, any(m) AS gm, any(fk) AS gfk, any(fv) AS gfv, any(frk) AS gfrk, any(frv) AS gfrv, " +
+		"any(fek) AS gfek, any(fev) AS gfev, any(s) AS gs, any(d) AS gd, " +
+		"count() AS cnt, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero, " +
 		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad, countIf(length(t) > 32 OR NOT match(t, '^[0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*$')) AS odd, " +
 		"max(" + keySQL("d", false, true) + ") AS sl, min(" + keySQL("d", false, false) + ") AS ff, " +
-		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ar)], [toUInt64(1)]) AS ara, " +
-		"groupArrayIf(d, " + in(exact) + ") AS vals, " +
-		"sumMapIf([toInt32(b)], [toUInt64(1)], " + in(sketched) + " AND d >= 1) AS bns, " +
-		"groupArrayIf((s, dd, ar), ar >= " + floor + ") AS tms, cityHash64(min(ord)) AS fh, tupleElement(min(ord), " + strconv.Itoa(startTerm(p)) + ") AS fs, " +
+		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ars)], [toUInt64(1)]) AS ara, sumMap([toUInt8(arf)], [toUInt64(1)]) AS araf, " +
+		"groupArrayIf(d, " + inList(exact) + ") AS vals, " +
+		"sumMapIf([toInt32(b)], [toUInt64(1)], " + inList(sketched) + " AND d >= 1) AS bns, " +
+		"groupArrayIf((s, d, ars, arf), greatest(ars, arf) >= " + floor + ") AS tms, min(ord) AS mo, " +
 		cen.aggs + " " +
-		"FROM (SELECT *, if(" + in(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
-		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "dd", "ar")).wrap(rows) + ")) GROUP BY h, cl FORMAT JSONEachRow"
+		"FROM (SELECT *, if(" + inList(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
+		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "d", "ars")).and(keepRankStages("s", "df", "arf")).wrap(rows) + ")) GROUP BY h, gh"
+	// The groups in the order of their least order terms by hop, so that
+	// a class's first group has the class's least (the hops' first rows),
+	// each with the span that stands for it spelt as the pull query's row
+	// (text as hex: the readers must see its bytes), its trace id the
+	// hash of what decides its class (sigSQL), its span id one of the
+	// group's hop too.
+	q := binWith() + "SELECT hex(h) AS hx, hex(gsv) AS xsv, hex(gn) AS xn, hex(gk) AS xk, hex(gc) AS xc, hex(gm) AS xm, " +
+		hexs("gfk") + " AS xfk, " + hexs("gfv") + " AS xfv, " + hexs("gfrk") + " AS xfrk, " + hexs("gfrv") + " AS xfrv, " +
+		"arrayMap(e -> " + hexs("e") + ", gfek) AS xfek, arrayMap(e -> " + hexs("e") + ", gfev) AS xfev, gs, gd, " +
+		"leftPad(lower(hex(cityHash64(gc, gm, gfk, gfv, gfek, gfev))), 32, '0') AS t, lower(hex(cityHash64(h, gsv, gn, gk, cityHash64(gc, gm, gfk, gfv, gfek, gfev)))) AS i, " +
+		"cnt AS n, lo, hi, zero, bad, odd, sl, ff, tra, ara, araf, vals, bns, tms, cityHash64(mo) AS fh, tupleElement(mo, " + strconv.Itoa(startTerm(p)) + ") AS fs, " +
+		strings.Join(cen.outs, ", ") + " FROM (" + aggs + ") ORDER BY h, mo FORMAT JSONEachRow"
 	body, err := c.queryAll(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.t.Raw, err)
+		return nil, 0, nil, fmt.Errorf("%s: %w", c.t.Raw, err)
 	}
-	byHop := map[string]*analyze.HopState{}
-	var names []string
-	counts := map[string]*[3]cnt{}
+	var rs []cnt
+	var gs []group
+	unhex := func(s string) ([]byte, error) { return hex.DecodeString(s) }
+	unhexs := func(ss []string) ([][]byte, error) {
+		out := make([][]byte, len(ss))
+		for i, s := range ss {
+			b, err := hex.DecodeString(s)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b
+		}
+		return out, nil
+	}
 	for _, line := range bytes.Split(body, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var r cnt
-		if err := json.Unmarshal(line, &r); err != nil || r.Cl < 0 || len(r.Bns[0]) != len(r.Bns[1]) {
-			return nil, fmt.Errorf("%s: a hop's counts are not what was asked: %.200q", c.t.Raw, line)
+		bad := func() error { return fmt.Errorf("%s: a hop's counts are not what was asked: %.200q", c.t.Raw, line) }
+		if err := json.Unmarshal(line, &r); err != nil || len(r.Bns[0]) != len(r.Bns[1]) {
+			return nil, 0, nil, bad()
 		}
-		if r.Cl > 2 {
-			return nil, fmt.Errorf("%w: %s spans of hop %q fall in no outcome group the readers classified", ErrNotPushable, r.N, r.H)
+		h, err := unhex(r.Hx)
+		if err != nil {
+			return nil, 0, nil, bad()
 		}
-		if counts[r.H] == nil {
-			counts[r.H] = &[3]cnt{}
-			names = append(names, r.H)
+		r.Hx = string(h)
+		g := group{hop: r.Hx}
+		var errs [13]error
+		g.r.SV, errs[0] = unhex(r.Xsv)
+		g.r.N, errs[1] = unhex(r.Xn)
+		g.r.K, errs[2] = unhex(r.Xk)
+		g.r.C, errs[3] = unhex(r.Xc)
+		g.r.M, errs[4] = unhex(r.Xm)
+		g.r.AK, errs[5] = unhexs(r.Xfk)
+		g.r.AV, errs[6] = unhexs(r.Xfv)
+		g.r.RK, errs[7] = unhexs(r.Xfrk)
+		g.r.RV, errs[8] = unhexs(r.Xfrv)
+		for _, e := range r.Xfek {
+			x, err := unhexs(e)
+			errs[9] = errors.Join(errs[9], err)
+			g.r.EK = append(g.r.EK, x)
 		}
-		counts[r.H][r.Cl] = r
+		for _, e := range r.Xfev {
+			x, err := unhexs(e)
+			errs[10] = errors.Join(errs[10], err)
+			g.r.EV = append(g.r.EV, x)
+		}
+		g.r.S, g.r.D = value{int64(num(r.Gs)), true}, value{int64(num(r.Gd)), true}
+		g.r.T, g.r.I = []byte(r.T), []byte(r.I)
+		if errors.Join(errs[:]...) != nil {
+			return nil, 0, nil, bad()
+		}
+		rs, gs = append(rs, r), append(gs, g)
+	}
+	cls, err := classify(gs, in)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	byHop := map[string]*analyze.HopState{}
+	var names []string
+	type merged struct {
+		n, lo, hi, zero int
+		vals            []int64
+		bins            map[int]uint64
+		first           bool
+	}
+	counts := map[string]*[3]merged{}
+	for _, r := range rs {
+		sig, err := strconv.ParseUint(r.T, 16, 64)
+		k, ok := cls[sig]
+		if err != nil || !ok {
+			return nil, 0, nil, fmt.Errorf("%w: %s spans of hop %q fall in no outcome group the readers classified", ErrNotPushable, r.N, r.Hx)
+		}
+		if counts[r.Hx] == nil {
+			counts[r.Hx] = &[3]merged{}
+			names = append(names, r.Hx)
+		}
 		if num(r.Bad) != 0 {
-			return nil, fmt.Errorf("%w: %s spans of hop %q lack an id or a hop or have a negative duration (the readers skip them with their reason)", ErrNotPushable, r.Bad, r.H)
+			return nil, 0, nil, fmt.Errorf("%w: %s spans of hop %q lack an id or a hop or have a negative duration (the readers skip them with their reason)", ErrNotPushable, r.Bad, r.Hx)
 		}
 		if num(r.Odd) != 0 {
-			return nil, fmt.Errorf("%w: trace ids the readers would write otherwise (%s of hop %q)", ErrNotPushable, r.Odd, r.H)
+			return nil, 0, nil, fmt.Errorf("%w: trace ids the readers would write otherwise (%s of hop %q)", ErrNotPushable, r.Odd, r.Hx)
 		}
-		if err := agg.ranks(r.H, r.Tra, r.Ara); err != nil {
-			return nil, fmt.Errorf("%s: %v", c.t.Raw, err)
+		ara := r.Ara
+		if k != cSucc {
+			ara = r.Araf
+		}
+		if err := agg.ranks(r.Hx, r.Tra, ara); err != nil {
+			return nil, 0, nil, fmt.Errorf("%s: %v", c.t.Raw, err)
 		}
 		sl, err1 := unkey(r.Sl, false, true)
 		ff, err2 := unkey(r.Ff, false, false)
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s: a hop's examples are not what was asked: %.200q", c.t.Raw, line)
+			return nil, 0, nil, fmt.Errorf("%s: a hop's examples are not what was asked: %.200q", c.t.Raw, r.T)
 		}
-		ex := agg.examples[r.H]
+		ex := agg.examples[r.Hx]
 		if ex == nil {
 			ex = &analyze.HopExampleState{}
-			agg.examples[r.H] = ex
+			agg.examples[r.Hx] = ex
 		}
 		// The longest attempt of every class, the longest cut attempt,
 		// the longest and the shortest other failure (analyze's top1
-		// and bottom1).
-		if len(ex.Slowest) == 0 || sl.Duration > ex.Slowest[0].Duration || sl.Duration == ex.Slowest[0].Duration && sl.Trace < ex.Slowest[0].Trace {
+		// and bottom1), over the class's groups.
+		longer := func(a analyze.Example, b []analyze.Example) bool {
+			return len(b) == 0 || a.Duration > b[0].Duration || a.Duration == b[0].Duration && a.Trace < b[0].Trace
+		}
+		if longer(sl, ex.Slowest) {
 			ex.Slowest = []analyze.Example{sl}
 		}
-		switch class(r.Cl) {
+		switch k {
 		case cFlagged:
-			ex.Flagged = []analyze.Example{sl}
+			if longer(sl, ex.Flagged) {
+				ex.Flagged = []analyze.Example{sl}
+			}
 		case cOther:
-			ex.Other, ex.FastFail = []analyze.Example{sl}, []analyze.Example{ff}
+			if longer(sl, ex.Other) {
+				ex.Other = []analyze.Example{sl}
+			}
+			if len(ex.FastFail) == 0 || ff.Duration < ex.FastFail[0].Duration || ff.Duration == ex.FastFail[0].Duration && ff.Trace < ex.FastFail[0].Trace {
+				ex.FastFail = []analyze.Example{ff}
+			}
 		}
-		fh, err := strconv.ParseUint(strings.Trim(string(r.Fh), `"`), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: a hop's first row is not what was asked: %.200q", c.t.Raw, line)
+		m := &counts[r.Hx][k]
+		n := num(r.N)
+		if m.n == 0 {
+			m.lo, m.hi = num(r.Lo), num(r.Hi)
 		}
-		agg.firsts = append(agg.firsts, fh)
-		agg.firstStart = append(agg.firstStart, int64(num(r.Fs)))
-		// The census: per key, the union of the classes' raw values (at
+		m.n += n
+		m.lo, m.hi, m.zero = min(m.lo, num(r.Lo)), max(m.hi, num(r.Hi)), m.zero+num(r.Zero)
+		for _, v := range r.Vals {
+			m.vals = append(m.vals, int64(num(v)))
+		}
+		for i, b := range r.Bns[0] {
+			if m.bins == nil {
+				m.bins = map[int]uint64{}
+			}
+			m.bins[num(b)] += uint64(num(r.Bns[1][i]))
+		}
+		if !m.first {
+			// The class's first group in the order has its least terms.
+			m.first = true
+			fh, err := strconv.ParseUint(strings.Trim(string(r.Fh), `"`), 10, 64)
+			if err != nil {
+				return nil, 0, nil, fmt.Errorf("%s: a hop's first row is not what was asked: %.200q", c.t.Raw, r.Fh)
+			}
+			agg.firsts = append(agg.firsts, fh)
+			agg.firstStart = append(agg.firstStart, int64(num(r.Fs)))
+		}
+		// The census: per key, the union of the groups' raw values (at
 		// most AttrMaxValues+1 each: a key with more has more in all).
 		if num(r.Na) > 0 {
-			agg.withAttr[r.H] = true
+			agg.withAttr[r.Hx] = true
 		}
-		agg.badText[r.H] += num(r.Nbad)
-		add := func(k string, vs []string) {
-			if notKeptKey[k] || len(vs) == 0 {
+		agg.badText[r.Hx] += num(r.Nbad)
+		add := func(key string, vs []string) {
+			if notKeptKey[key] || len(vs) == 0 {
 				return
 			}
-			set := agg.census[hopKey{r.H, k}]
+			set := agg.census[hopKey{r.Hx, key}]
 			if set == nil {
 				set = map[string]bool{}
-				agg.census[hopKey{r.H, k}] = set
+				agg.census[hopKey{r.Hx, key}] = set
 			}
 			for _, v := range vs {
 				set[v] = true
@@ -506,31 +669,41 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 		}
 		add(scopeName, r.Vsn)
 		add(scopeVersion, r.Vsr)
-		for _, m := range []map[string][]string{r.Vr, r.Va} {
-			for k, vs := range m {
-				add(k, vs)
+		for _, mp := range []map[string][]string{r.Vr, r.Va} {
+			for key, vs := range mp {
+				add(key, vs)
 			}
 		}
-		ts := agg.times[r.H]
+		// The attempt times of rank ≥ the floor, by the group's class.
+		ts := agg.times[r.Hx]
 		if ts == nil {
 			ts = &analyze.TimesState{}
-			agg.times[r.H] = ts
+			agg.times[r.Hx] = ts
 		}
 		for _, x := range r.Tms {
-			ts.At = append(ts.At, int64(num(x[0])))
-			ts.D = append(ts.D, int64(num(x[1])))
-			agg.timeRank[r.H] = append(agg.timeRank[r.H], uint8(num(x[2])))
+			d, rank := int64(num(x[1])), num(x[2])
+			if k != cSucc {
+				d, rank = -1-d, num(x[3])
+			}
+			if rank >= agg.floor[r.Hx] {
+				ts.At = append(ts.At, int64(num(x[0])))
+				ts.D = append(ts.D, d)
+				agg.timeRank[r.Hx] = append(agg.timeRank[r.Hx], uint8(rank))
+			}
 		}
 	}
 	sort.Strings(names)
+	if len(names) != len(hops) {
+		return nil, 0, nil, fmt.Errorf("%w: %d hops counted, %d in the digests' scan", ErrNotPushable, len(hops), len(names))
+	}
 	for _, name := range names {
 		if hops[name] == 0 {
-			return nil, fmt.Errorf("%w: hop %q is not among the outcome groups' hops", ErrNotPushable, name)
+			return nil, 0, nil, fmt.Errorf("%w: hop %q is not among the hops counted", ErrNotPushable, name)
 		}
 		hs := &analyze.HopState{Name: name}
 		sk := hops[name] > quantile.ExactLimit
-		for k, r := range counts[name] {
-			n := num(r.N)
+		for k, m := range counts[name] {
+			n := m.n
 			switch class(k) {
 			case cFlagged:
 				hs.Failed += n
@@ -544,37 +717,34 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 			if n == 0 {
 				continue
 			}
-			st.Min, st.Max = int64(num(r.Lo)), int64(num(r.Hi))
+			st.Min, st.Max = int64(m.lo), int64(m.hi)
 			if !sk {
-				st.Values = make([]int64, len(r.Vals))
-				for i, v := range r.Vals {
-					st.Values[i] = int64(num(v))
-				}
+				st.Values = m.vals
 				slices.Sort(st.Values)
 				continue
 			}
-			st.Sketch, st.Zero = true, num(r.Zero)
-			if len(r.Bns[0]) == 0 {
+			st.Sketch, st.Zero = true, m.zero
+			if len(m.bins) == 0 {
 				continue
 			}
-			lo, hi := num(r.Bns[0][0]), num(r.Bns[0][0])
-			for _, b := range r.Bns[0] {
-				lo, hi = min(lo, num(b)), max(hi, num(b))
+			lo, hi := math.MaxInt, math.MinInt
+			for b := range m.bins {
+				lo, hi = min(lo, b), max(hi, b)
 			}
 			st.Lo, st.Bins = lo, make([]uint64, hi-lo+1)
-			for i, b := range r.Bns[0] {
-				st.Bins[num(b)-lo] += uint64(num(r.Bns[1][i]))
+			for b, x := range m.bins {
+				st.Bins[b-lo] += x
 			}
 		}
 		for _, st := range []*quantile.State{&hs.Succ, &hs.Flagged, &hs.Other} {
 			st.Sketch = sk // a class without attempts too
 		}
 		if hs.Attempts != hops[name] || sk != (hs.Attempts > quantile.ExactLimit) {
-			return nil, fmt.Errorf("%w: hop %q: %d attempts, %d in its outcome groups", ErrNotPushable, name, hs.Attempts, hops[name])
+			return nil, 0, nil, fmt.Errorf("%w: hop %q: %d attempts, %d counted", ErrNotPushable, name, hs.Attempts, hops[name])
 		}
 		for _, d := range []quantile.State{hs.Succ, hs.Flagged, hs.Other} {
 			if _, err := quantile.FromState(d); err != nil {
-				return nil, fmt.Errorf("%s: hop %q: the server's digest does not check: %v", c.t.Raw, name, err)
+				return nil, 0, nil, fmt.Errorf("%s: hop %q: the server's digest does not check: %v", c.t.Raw, name, err)
 			}
 		}
 		agg.Spans += int64(hs.Attempts)
@@ -583,7 +753,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, cls map[uin
 	for _, name := range names {
 		agg.Hops = append(agg.Hops, *byHop[name])
 	}
-	return agg, nil
+	return cls, len(gs), agg, nil
 }
 
 // floorBelow is how many levels under the expected one the attempt

@@ -285,6 +285,7 @@ func TestPushdownSketch(t *testing.T) {
 		o := ingest.Options{Remote: clickhouse.Remote{Options: clickhouse.Options{Since: w.since, Until: w.until}}}
 		start := time.Now()
 		agg := samePushdown(t, "generated", url, url, w.since, w.until, o)
+		sameRanks(t, url, w.since, w.until, agg)
 		sketched := 0
 		for _, h := range agg.Hops {
 			if h.Succ.Sketch {
@@ -310,6 +311,51 @@ func TestPushdownSketch(t *testing.T) {
 		clickhouse.SetFloorBelow(old)
 		again.skipped = want.skipped
 		sameResult(t, "generated, times asked again", want, again)
+	}
+}
+
+// sameRanks checks the server's counts of each hop's attempts by rank,
+// which decide the level of the hop's attempt times, against the ranks
+// of the spans the readers read from the same window (pulled): an
+// attempt's rank hashes its start and its duration, or −1 − the
+// duration when it failed (analyze's keepTime), which the server knows
+// only once its outcome group is classified.
+func sameRanks(t *testing.T, url string, since, until time.Time, agg *clickhouse.Aggregates) {
+	t.Helper()
+	s, err := clickhouse.Open(context.Background(), url, clickhouse.Options{Since: since, Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mix := func(x uint64) uint64 {
+		x ^= x >> 30
+		x *= 0xbf58476d1ce4e5b9
+		x ^= x >> 27
+		x *= 0x94d049bb133111eb
+		return x ^ x>>31
+	}
+	want := map[string][]int{}
+	_, err = ingest.ReadStream("pulled.jsonl", s, ingest.Options{}, ingest.SinkFunc(func(sp *span.Span) {
+		d := sp.Duration
+		if sp.Failed() {
+			d = -1 - d
+		}
+		if want[sp.Hop] == nil {
+			want[sp.Hop] = make([]int, 65)
+		}
+		want[sp.Hop][bits.LeadingZeros64(mix(uint64(sp.Start)^uint64(d)*0x9E3779B97F4A7C15))]++
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := clickhouse.AttemptRanks(agg)
+	if len(got) != len(want) {
+		t.Fatalf("attempt ranks of %d hops from the server, %d from the readers", len(got), len(want))
+	}
+	for h, w := range want {
+		if !reflect.DeepEqual(got[h], w) {
+			t.Errorf("hop %q: attempts by rank %v from the server, %v from the readers", h, got[h], w)
+		}
 	}
 }
 
