@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -116,5 +117,44 @@ func TestRecordsFactor(t *testing.T) {
 	var none *Records
 	if f, why := none.Factor(share); f != 1 || why != "" {
 		t.Errorf("nil records: %g %q", f, why)
+	}
+}
+
+// TestRecordsFactorRule: the rule on counts, case by case. A count is
+// judged as the next window is: within max(1, share × calls), not merely
+// consistent with the share; only when no factor brings it there (calls
+// past even the last factor) does a count consistent with the share by a
+// binomial test do, and failing that the last factor.
+func TestRecordsFactorRule(t *testing.T) {
+	rec := func(calls int, beyond ...int) *Records {
+		rc := &Records{Calls: calls, Hops: 8}
+		for i, n := range beyond {
+			rc.Beyond = append(rc.Beyond, RecordCount{Factor: RecordFactors[i], Calls: n})
+		}
+		return rc
+	}
+	for _, c := range []struct {
+		name  string
+		rc    *Records
+		share float64
+		want  float64
+		words string
+	}{
+		// 7 past 1× where 3 are allowed: consistent with the share at 1%
+		// (the rule before took 1), but more than the count allows.
+		{"count over the share", rec(24000, 7, 3, 1, 1, 0, 0, 0, 0), 1.25e-4, 1.25, "allows 3)"},
+		{"within the share", rec(24000, 3, 1, 0, 0, 0, 0, 0, 0), 1.25e-4, 1, "allows 3)"},
+		// One call where 0.3 are allowed is chance: max(1, …).
+		{"one call", rec(2400, 1, 0, 0, 0, 0, 0, 0, 0), 1.25e-4, 1, "allows 1)"},
+		{"two calls", rec(2400, 2, 1, 0, 0, 0, 0, 0, 0), 1.25e-4, 1.25, "allows 1)"},
+		// Calls past every factor: no factor covers them; 3 where 0.7 are
+		// allowed is consistent with the share, so 1.
+		{"outliers past the cap", rec(7863, 3, 3, 3, 3, 3, 3, 3, 2), 9e-5, 1, "no more than chance"},
+		{"past the cap, not chance", rec(7863, 40, 40, 40, 40, 40, 40, 40, 30), 9e-5, 4, "even at 4×"},
+	} {
+		f, why := c.rc.Factor(c.share)
+		if f != c.want || !strings.Contains(why, c.words) {
+			t.Errorf("%s: factor %g (%s), want %g and %q", c.name, f, why, c.want, c.words)
+		}
 	}
 }

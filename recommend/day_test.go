@@ -128,6 +128,25 @@ func days(t *testing.T) []day {
 		p := realdata.Path(t, d.dir)
 		out = append(out, day{p, realdata.Path(t, d.faults), !realdata.Whole(t, d.dir, p)})
 	}
+	return append(out, moreDays(t)...)
+}
+
+// moreDays are the days TAILSCOPE_DAYS names, "FOLDER=FAULTS" pairs
+// separated by commas: other Nezha days (a folder of *_trace.csv.zst
+// windows and the day's fault list), so the rules can be checked on days
+// the tests do not carry, as the issue asks, without their data here.
+func moreDays(t *testing.T) []day {
+	var out []day
+	for _, pair := range strings.Split(os.Getenv("TAILSCOPE_DAYS"), ",") {
+		if pair == "" {
+			continue
+		}
+		dir, faults, ok := strings.Cut(pair, "=")
+		if !ok || len(dayFiles(dir)) == 0 {
+			t.Fatalf("TAILSCOPE_DAYS: %q is not FOLDER=FAULTS with *_trace.csv.zst windows in FOLDER", pair)
+		}
+		out = append(out, day{dir: dir, faults: faults})
+	}
 	return out
 }
 
@@ -196,7 +215,7 @@ func TestRealDaySplit(t *testing.T) {
 						for _, cut := range o.Cuts {
 							for _, h := range rep.Hops {
 								if h.Hop == cut.Hop && h.SuccessLatencyMs.Max != nil {
-									t.Logf("  drift cut %s at %s: needed %s, timeout %s; fitted on %d successes, slowest %.1fms, headroom %g, basis %.300s",
+									t.Logf("  drift cut %s at %s: needed %s, timeout %s; fitted on %d successes, slowest %.1fms, headroom %g, basis %.1500s",
 										cut.Hop, time.Unix(0, byID[o.TraceID].Start).UTC().Format("15:04"), time.Duration(cut.Need), pol.Hops[cut.Hop].Timeout, h.TimeToSuccess().N, *h.SuccessLatencyMs.Max, h.Recommendation.Headroom, h.Recommendation.Basis)
 								}
 							}
@@ -264,9 +283,13 @@ func TestRealDaySplit(t *testing.T) {
 			if drift := lost - inc; drift > max(1, ok/1000)+4 {
 				t.Errorf("%s %s: %d requests lost outside the injected faults", c.dir, w.name, drift)
 			}
-			t.Logf("%s %s (fit %s): lost %d of %d (%.2f%%), %d incident, %d drift %v; bound %.2f%%; budget %s (slowest request %.0fms); held out %+v",
+			records := 1.0
+			for _, h := range rep.Hops {
+				records = max(records, h.Recommendation.Records)
+			}
+			t.Logf("%s %s (fit %s): lost %d of %d (%.2f%%), %d incident, %d drift %v; bound %.2f%%; budget %s (slowest request %.0fms); records ×%g; held out %+v",
 				filepath.Base(filepath.Dir(c.dir)), w.name, took.Round(time.Millisecond), lost, ok, 100*float64(lost)/float64(ok), inc, lost-inc, byHop,
-				100*s.Predicted.Upper, pol.Budget, slowest, s.HeldOut)
+				100*s.Predicted.Upper, pol.Budget, slowest, records, s.HeldOut)
 		}
 		// A hop with 1,000 successes in both halves gets timeouts within
 		// 2× of each other, unless an incident named on it explains it.

@@ -124,7 +124,8 @@ func genChain(r *rand.Rand, n, offset int) []span.Span {
 //     measured on the fresh requests, every time.
 //   - Fitted on 3,000, every fit loses at most twice the target, and no
 //     timeout is above the true quantile at 1/20 of the hop's per-call
-//     share (a timeout bought by brute force).
+//     share (a timeout bought by brute force), times the records' factor
+//     (at most 1.25 here: what chance gives a stationary chain).
 //   - Fitted on 300 (1 in 8,000 per call from 300 successes: a 27-fold
 //     extrapolation), each of eight fits loses at most twice the target,
 //     and at most one hop fit in twenty is above its ceiling (the timeout
@@ -170,13 +171,27 @@ func TestRecommendationHoldsOutOfSample(t *testing.T) {
 		if pred.Upper < loss {
 			t.Errorf("fit on %d (seed %d): the predicted bound %.3f%% does not cover the measured loss %.3f%%", n, seed, 100*pred.Upper, 100*loss)
 		}
+		// The records' factor (analyze/records.go) is a count judged as the
+		// next window is: on this stationary chain chance alone puts it at
+		// 1.25 now and then (seed 5: 7 of 24,000 held-out calls past 1×,
+		// where the share allows 3), never further, and the ceiling
+		// carries what it carries.
+		records := map[string]float64{}
+		for _, h := range rep.Hops {
+			if f := h.Recommendation.Records; f > 0 {
+				records[h.Hop] = f
+				if f > 1.25 {
+					t.Errorf("seed %d: %s carries a records factor of %g on stationary traffic", seed, h.Hop, f)
+				}
+			}
+		}
 		for _, d := range hops {
 			hp, listed := pol.Hops[d.name]
 			if !listed {
 				t.Fatalf("hop %s has no timeout", d.name)
 			}
 			got := float64(hp.Timeout) / 1e6
-			ceiling := d.quantileOf(share / 20)
+			ceiling := d.quantileOf(share/20) * max(1, records[d.name])
 			if os.Getenv("OOS_DEBUG") != "" {
 				t.Logf("  %-8s %8.1f ms exceed %.2g (share %.2g)", d.name, got, d.surv(got), share)
 			}
