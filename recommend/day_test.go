@@ -405,3 +405,81 @@ func readFaultsTyped(t *testing.T, path string) []typedFault {
 	}
 	return fs
 }
+
+// TestRealDayParts is a check of the rules on shorter "days", run by hand:
+// DAY_PARTS=4 cuts each day into that many parts of whole windows, fits
+// each part as recommend reads it and replays each neighbour, and logs per
+// pair what TestRealDaySplit holds on halves (bound covers the loss and
+// says something, drift within max(1, 0.1%), budget within 3× the fitted
+// part's slowest successful request), with the counts at the end. It
+// asserts nothing: shorter parts are where the rules are known to strain
+// (docs/DESIGN.md §5, "Over quarters").
+func TestRealDayParts(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("DAY_PARTS"))
+	if n < 2 {
+		t.Skip("DAY_PARTS=N (N ≥ 2) runs it")
+	}
+	for _, c := range days(t) {
+		faults := readFaults(t, c.faults)
+		ws := readDay(t, c.dir)
+		files := dayFiles(c.dir)
+		cut := func(i int) (int, int) { return i * len(ws) / n, (i + 1) * len(ws) / n }
+		pairs, covers, says, drifts, budgets := 0, 0, 0, 0, 0
+		for i := range n {
+			a, b := cut(i)
+			l, err := pipeline.Read(files[a:b], pipeline.Options{Ingest: ingest.Options{Map: nezhaColumns}, SampleSpans: analyze.DefaultSampleSpans})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, pol := l.Recommend(analyze.Options{})
+			var slowReq int64
+			for _, r := range pipeline.FromSpans(flatten(ws[a:b]), &ingest.Stats{}).Requests {
+				if !r.Failed {
+					slowReq = max(slowReq, r.Latency())
+				}
+			}
+			for _, j := range []int{i - 1, i + 1} {
+				if j < 0 || j >= n {
+					continue
+				}
+				ja, jb := cut(j)
+				reqs, _ := span.Assemble(flatten(ws[ja:jb]))
+				byID := map[string]*span.Request{}
+				for _, r := range reqs {
+					byID[r.TraceID] = r
+				}
+				ok, lost, inc := 0, 0, 0
+				for _, o := range replay.Run(reqs, pol, replay.Options{}).Outcomes {
+					if !o.LoggedOK {
+						continue
+					}
+					ok++
+					if !o.OK && !o.Undetermined {
+						lost++
+						if incidentCut(o.FailedHop, byID[o.TraceID], faults) {
+							inc++
+						}
+					}
+				}
+				share := float64(lost) / float64(max(ok, 1))
+				up := rep.RecommendedPolicy.Safety.Predicted.Upper
+				pairs++
+				cv, sy := up >= share, up <= max(10*share, 0.05)
+				dr := float64(lost-inc) <= max(1, float64(ok)/1000)
+				bu := pol.Budget <= recommend.RoundUpNice(time.Duration(3*slowReq))
+				for _, x := range []struct {
+					ok bool
+					n  *int
+				}{{cv, &covers}, {sy, &says}, {dr, &drifts}, {bu, &budgets}} {
+					if x.ok {
+						*x.n++
+					}
+				}
+				t.Logf("%s part %d → %d: lost %d of %d (%.2f%%), drift %d; bound %.2f%% (covers %v, says something %v); budget %s (3× slowest %v)",
+					filepath.Base(c.dir), i+1, j+1, lost, ok, 100*share, lost-inc, 100*up, cv, sy, pol.Budget, bu)
+			}
+		}
+		t.Logf("%s: %d pairs; bound covers %d, says something %d; drift within max(1, 0.1%%) %d; budget within 3× %d",
+			filepath.Base(c.dir), pairs, covers, says, drifts, budgets)
+	}
+}
