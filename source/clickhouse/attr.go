@@ -187,16 +187,17 @@ const (
 	scopeVersion = "otel.scope.version"
 )
 
-// attrRowsSQL is the rows of inner with their hop, duration, the readers'
+// attrRowsSQL is the rows of inner with their hop id (hid: hopCounts),
+// duration, the readers'
 // trace id (tn), class (cl), the sketch bin of a duration that is not cut
 // (b: binSQL, in a query that starts with binWith), the examples' sort
 // key (sk: once a span, not once an attribute), and the attributes
 // attribution reads of the keys live (keys kk, values kvv: filterSQL).
-func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class, live []string) string {
+func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class, live []string, ids *hopIDs) string {
 	kv := kvSQL(has)
-	return "SELECT h, d, tn, " + keySQL("d", true, false) + " AS sk, cl, kk, kvv, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT h, d, " + normTraceSQL("t") + " AS tn, cl, " +
-		filterSQL(false, live) + " AS kk, " + filterSQL(true, live) + " AS kvv FROM (SELECT h, d, t, " + classSQL(has, cls) + " AS cl, kall, vall " +
-		"FROM (SELECT *, " + strings.Join(gc, ", ") + ", " + kv.keys + " AS kall, " + kv.vals + " AS vall FROM (" + inner + "))))"
+	return "SELECT hid, d, tn, " + keySQL("d", true, false) + " AS sk, cl, kk, kvv, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT hid, d, " + normTraceSQL("t") + " AS tn, cl, " +
+		filterSQL(false, live) + " AS kk, " + filterSQL(true, live) + " AS kvv FROM (SELECT hid, d, t, " + classSQL(has, cls) + " AS cl, kall, vall " +
+		"FROM (SELECT *, " + strings.Join(gc, ", ") + ", " + kv.keys + " AS kall, " + kv.vals + " AS vall FROM (" + strings.Replace(inner, "SELECT ", "SELECT "+ids.sql+" AS hid, ", 1) + "))))"
 }
 
 // hopKey is one key of one hop; attrGroup one raw value of one.
@@ -312,7 +313,7 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 		for h, hs := range byHop {
 			attempts[h] = hs.Attempts
 		}
-		if vals, err = c.attrValues(ctx, attrRowsSQL(inner, has, groupCols(has), cls, lk), skip, secrets, attempts, groups+len(byHop)); err != nil {
+		if vals, err = c.attrValues(ctx, attrRowsSQL(inner, has, groupCols(has), cls, lk, agg.ids), agg.ids.of(quoteString, "Array(String)", "''"), skip, secrets, attempts, groups+len(byHop)); err != nil {
 			return err
 		}
 	}
@@ -364,14 +365,17 @@ func keptKeys(hop string, keys []string) []string {
 var attrCombos = 100_000
 
 // attrValues asks for the values of every (hop, key) pair but those of
-// skip, and returns them by the value shown, merged. attempts are the
+// skip, and returns them by the value shown, merged. rows are
+// attrRowsSQL's, hop the SQL of a row's hop by its id; attempts are the
 // hops' attempts, groups a bound on the (hop, key, raw value) groups.
 //
 // First the spans are grouped by hop and their combination of the
 // attributes asked for (kk, kvv), the groups then by attribute (ARRAY
 // JOIN: one row a group and attribute, not one a span and attribute):
 // counts and bins are sums, the examples the first attrTop of the
-// groups' first attrTop. On 1M generated spans (five attributes, 42
+// groups' first attrTop. The spans are grouped by their hop's id, the
+// hop named over the groups (1M generated spans: ~0.1 s of the server's
+// CPU less than grouping by the hop's name). On 1M generated spans (five attributes, 42
 // combinations a hop) the query took 0.9 s of the server's CPU against
 // 1.4 s. A window with more combinations than attrCombos (and the
 // second level's groups) makes the server stop (a key its block brings
@@ -380,7 +384,7 @@ var attrCombos = 100_000
 // all count (the empty key counts them, and the groups), or a readonly
 // user, who may set nothing, takes the values attribute by attribute, as
 // before.
-func (c *client) attrValues(ctx context.Context, rows string, skip []string, secrets map[string]bool, attempts map[string]int, groups int) (map[hopKey]map[string]*analyze.AttrValue, error) {
+func (c *client) attrValues(ctx context.Context, rows, hop string, skip []string, secrets map[string]bool, attempts map[string]int, groups int) (map[hopKey]map[string]*analyze.AttrValue, error) {
 	v := "x2"
 	if len(secrets) > 0 {
 		var sk []string
@@ -392,7 +396,7 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 		v = "if(x1 IN (" + strings.Join(sk, ", ") + "), '', x2)"
 	}
 	top := strconv.Itoa(attrTop)
-	ar := "SELECT h, x1 AS k, " + v + " AS v, d, tn, sk, cl, b FROM (" + rows + ") ARRAY JOIN kk AS x1, kvv AS x2"
+	ar := "SELECT " + hop + " AS h, x1 AS k, " + v + " AS v, d, tn, sk, cl, b FROM (" + rows + ") ARRAY JOIN kk AS x1, kvv AS x2"
 	if len(skip) > 0 {
 		ar += " WHERE (h, x1) NOT IN " + inList(skip)
 	}
@@ -401,10 +405,10 @@ func (c *client) attrValues(ctx context.Context, rows string, skip []string, sec
 		"groupArraySortedIf(" + top + ")(sk, cl > 0) AS fail FROM (" + ar + ") GROUP BY h, k, v"
 	// The two levels. The empty key (no attribute's: notKept) is each
 	// first-level group's count, summed by hop.
-	combos := "SELECT h, arrayConcat(kk, ['']) AS kk, arrayConcat(kvv, ['']) AS kvv, count() AS n, countIf(cl > 0) AS nf, countIf(cl = 1) AS nfl, countIf(cl != 1 AND d < 1) AS nz, " +
+	combos := "SELECT hid, arrayConcat(kk, ['']) AS kk, arrayConcat(kvv, ['']) AS kvv, count() AS n, countIf(cl > 0) AS nf, countIf(cl = 1) AS nfl, countIf(cl != 1 AND d < 1) AS nz, " +
 		"sumMapIf(map(toInt32(b), toUInt64(1)), cl != 1 AND d >= 1) AS bns, groupArraySorted(" + top + ")(sk) AS slow, " +
-		"groupArraySortedIf(" + top + ")(sk, cl > 0) AS fail FROM (" + rows + ") GROUP BY h, kk, kvv"
-	byCombo := "SELECT h, x1 AS k, " + v + " AS v, sum(n) AS n, sum(nf) AS nf, sum(nfl) AS nfl, sum(nz) AS nz, sumMap(bns) AS bns, " +
+		"groupArraySortedIf(" + top + ")(sk, cl > 0) AS fail FROM (" + rows + ") GROUP BY hid, kk, kvv"
+	byCombo := "SELECT " + hop + " AS h, x1 AS k, " + v + " AS v, sum(n) AS n, sum(nf) AS nf, sum(nfl) AS nfl, sum(nz) AS nz, sumMap(bns) AS bns, " +
 		"groupArraySortedArray(" + top + ")(slow) AS slow, groupArraySortedArray(" + top + ")(fail) AS fail, count() AS g FROM (" + combos + ") ARRAY JOIN kk AS x1, kvv AS x2"
 	if len(skip) > 0 {
 		byCombo += " WHERE (h, x1) NOT IN " + inList(skip)

@@ -1,10 +1,13 @@
 package clickhouse_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +75,11 @@ func TestHopFilterEdges(t *testing.T) {
 				}
 			}
 		}
+	}
+	// Spans without a hop (no service, no name) are the readers' to skip
+	// with their reason: the push-down declines the window, saying why.
+	_, err := clickhouse.Pushdown(context.Background(), url, clickhouse.Options{Since: since, Until: until}, ingest.Options{}, 0)
+	if !errors.Is(err, clickhouse.ErrNotPushable) || !strings.Contains(err.Error(), "spans have no hop") {
+		t.Errorf("a window with spans without a hop: push-down error %v, want it declined for them", err)
 	}
 }

@@ -95,6 +95,9 @@ type Aggregates struct {
 	floor    map[string]int
 	times    map[string]*analyze.TimesState
 	timeRank map[string][]uint8
+	// ids are the hops by their id (hopCounts), which the later scans
+	// group by.
+	ids *hopIDs
 }
 
 // Aggregate computes the per-hop counts and digests of the window of raw
@@ -169,11 +172,11 @@ func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Opti
 	if err != nil {
 		return nil, err
 	}
-	hops, err := c.hopCounts(ctx, p)
+	ids, err := c.hopCounts(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	cls, groups, agg, err := c.digests(ctx, p, inner, in, hops)
+	cls, groups, agg, err := c.digests(ctx, p, inner, in, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -234,17 +237,60 @@ const (
 	cOther
 )
 
+// hopIDs are the hops of a window by the hash of the columns that name
+// them (hidSQL), each hop's attempts, and the SQL of the hash.
+type hopIDs struct {
+	sql  string
+	hop  map[uint64]string
+	hops map[string]int
+}
+
+// of is the SQL of what f gives a row's hop (SQL literals of the
+// array type typ), by its hop id; or for an id not among them.
+func (h *hopIDs) of(f func(hop string) string, typ, or string) string {
+	ids := make([]uint64, 0, len(h.hop))
+	for id := range h.hop {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	ks, vs := make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		ks[i], vs[i] = strconv.FormatUint(id, 10), f(h.hop[id])
+	}
+	return "transform(hid, CAST([" + strings.Join(ks, ", ") + "], 'Array(UInt64)'), CAST([" + strings.Join(vs, ", ") + "], '" + typ + "'), " + or + ")"
+}
+
+// in is the SQL condition that a row's hop id is one of the hops keep
+// says.
+func (h *hopIDs) in(keep func(hop string) bool) string {
+	var ks []string
+	for id, hop := range h.hop {
+		if keep(hop) {
+			ks = append(ks, strconv.FormatUint(id, 10))
+		}
+	}
+	if len(ks) == 0 {
+		return "0"
+	}
+	sort.Strings(ks)
+	return "hid IN (" + strings.Join(ks, ", ") + ")"
+}
+
 // hopCounts counts each hop's spans in the window (the pull query's
 // WHERE: the window and the hop filters), before the digests' scan,
 // which needs them to choose exact values or a sketch and the attempt
-// times' floor. The rows are grouped by a hash of the hop's columns
-// (service, name, kind), and the hop is named over the groups, not over
-// every row: on 10M generated spans ~0.35 s of the server's CPU, where
-// grouping by the columns took ~0.85 s and naming each row's hop more.
-// Two column triples that hashed alike would give one hop the other's
-// spans: the digests' scan, which names every row's hop, then counts
-// otherwise (ErrNotPushable), never wrong numbers.
-func (c *client) hopCounts(ctx context.Context, p *plan) (map[string]int, error) {
+// times' floor. The rows are grouped by a hash of the columns that name
+// the hop (service, name, kind: the hop id), and the hop is named over
+// the groups, not over every row: on 10M generated spans ~0.35 s of the
+// server's CPU, where grouping by the columns took ~0.85 s and naming
+// each row's hop more. The later scans take the hop id, not the hop's
+// name, a row (a number to group by and look up, where the name is text
+// put together from three columns), and name the hop over their groups.
+// Two column triples that hashed alike would be taken for one hop: the
+// span the digests' scan brings of each outcome group, which carries its
+// columns, would then be named another hop by the readers
+// (ErrNotPushable), never give wrong numbers.
+func (c *client) hopCounts(ctx context.Context, p *plan) (*hopIDs, error) {
 	from := " FROM " + quoteIdent(c.t.Database) + "." + quoteIdent(c.t.Table) + " WHERE "
 	i := strings.LastIndex(p.sql, from)
 	j := strings.LastIndex(p.sql, " ORDER BY ")
@@ -265,25 +311,33 @@ func (c *client) hopCounts(ctx context.Context, p *plan) (map[string]int, error)
 	for k, a := range []string{"_sv", "_nm", "_kd"}[:len(cols)] {
 		anyOf[k] = "any(" + cols[k] + ") AS " + a
 	}
-	q := "SELECT hex(" + hop + ") AS hx, sum(_c) AS n FROM (SELECT " + strings.Join(anyOf, ", ") + ", count() AS _c" + p.sql[i:j] +
-		" GROUP BY cityHash64(" + strings.Join(cols, ", ") + ")) GROUP BY hx"
-	hops := map[string]int{}
+	ids := &hopIDs{sql: "cityHash64(" + strings.Join(cols, ", ") + ")", hop: map[uint64]string{}, hops: map[string]int{}}
+	q := "SELECT hid, hex(" + hop + ") AS hx, _c AS n FROM (SELECT " + ids.sql + " AS hid, " + strings.Join(anyOf, ", ") + ", count() AS _c" + p.sql[i:j] + " GROUP BY hid)"
 	err := c.jsonLines(ctx, q, func(line []byte) error {
 		var r struct {
-			Hx string
-			N  json.Number
+			Hid, N json.Number
+			Hx     string
 		}
+		bad := fmt.Errorf("%s: a hop's count is not what was asked: %.200q", c.t.Raw, line)
 		if json.Unmarshal(line, &r) != nil || num(r.N) <= 0 {
-			return fmt.Errorf("%s: a hop's count is not what was asked: %.200q", c.t.Raw, line)
+			return bad
 		}
-		h, err := hex.DecodeString(r.Hx)
-		if err != nil {
-			return fmt.Errorf("%s: a hop's count is not what was asked: %.200q", c.t.Raw, line)
+		h, err1 := hex.DecodeString(r.Hx)
+		id, err2 := strconv.ParseUint(strings.Trim(string(r.Hid), `"`), 10, 64)
+		if err1 != nil || err2 != nil {
+			return bad
 		}
-		hops[string(h)] += num(r.N)
+		ids.hop[id] = string(h)
+		ids.hops[string(h)] += num(r.N)
 		return nil
 	})
-	return hops, err
+	if err != nil {
+		return nil, err
+	}
+	if n := ids.hops[""]; n > 0 {
+		return nil, fmt.Errorf("%w: %d spans have no hop (the readers skip them with their reason)", ErrNotPushable, n)
+	}
+	return ids, nil
 }
 
 // group is one outcome group of the digests' scan, spelt as the pull
@@ -390,7 +444,8 @@ func classSQL(has map[string]bool, cls map[uint64]class) string {
 // not know: it computes both ranks, and the group's class picks one.
 // The groups are then merged by hop and class, as the readers' state
 // has them. It returns the groups' classes (by sigSQL) and their number.
-func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.Options, hops map[string]int) (map[uint64]class, int, *Aggregates, error) {
+func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.Options, ids *hopIDs) (map[uint64]class, int, *Aggregates, error) {
+	hops := ids.hops
 	has := aliases(inner)
 	gc := groupCols(has)
 	// The same scan brings what attribution's census and the sample's
@@ -400,9 +455,9 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 	// keep any; kbad, whether any text is not UTF-8).
 	terms := firstTerms(p)
 	cen := census(has)
-	rows := "SELECT h, d, s, t, " + normTraceSQL("t") + " AS tn, i, -1 - d AS df, gh, sv, n, k, c, m, fk, fv, frk, frv, fek, fev, ord, " + strings.Join(cen.names, ", ") +
+	rows := "SELECT hid, d, s, t, " + normTraceSQL("t") + " AS tn, i, -1 - d AS df, gh, sv, n, k, c, m, fk, fv, frk, frv, fek, fev, ord, " + strings.Join(cen.names, ", ") +
 		" FROM (SELECT *, cityHash64(sv, n, k, c, m, fk, fv, frk, frv, fek, fev) AS gh FROM (SELECT *, " + strings.Join(gc, ", ") + ", " + strings.Join(cen.cols, ", ") +
-		" FROM (" + strings.Replace(inner, "SELECT ", "SELECT tuple("+terms+") AS ord, ", 1) + ")))"
+		" FROM (" + strings.Replace(inner, "SELECT ", "SELECT "+ids.sql+" AS hid, tuple("+terms+") AS ord, ", 1) + ")))"
 	type cnt struct {
 		Hx                   string
 		Xsv, Xn, Xk, Xc, Xm  string
@@ -422,16 +477,10 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		Vr, Va               map[string][]string
 		Vsn, Vsr             []string
 	}
-	var exact, sketched, hk, hl []string
 	agg := &Aggregates{examples: map[string]*analyze.HopExampleState{}, aranks: map[string][]int{}, tranks: make([]int64, 65),
 		floor: map[string]int{}, times: map[string]*analyze.TimesState{}, timeRank: map[string][]uint8{},
-		census: map[hopKey]map[string]bool{}, withAttr: map[string]bool{}, badText: map[string]int{}}
+		census: map[hopKey]map[string]bool{}, withAttr: map[string]bool{}, badText: map[string]int{}, ids: ids}
 	for h, n := range hops {
-		if n > quantile.ExactLimit {
-			sketched = append(sketched, quoteString(h))
-		} else {
-			exact = append(exact, quoteString(h))
-		}
 		// A floor under the level of a hop's times: one below the least
 		// level e whose expected share of n fits the bound (a level l
 		// keeps the attempts whose hash has l leading zeros: 1 in 2^l),
@@ -448,20 +497,10 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 			l = 0
 		}
 		agg.floor[h] = l
-		hk, hl = append(hk, quoteString(h)), append(hl, strconv.Itoa(l))
 	}
-	sort.Strings(exact)
-	sort.Strings(sketched)
-	inList := func(list []string) string {
-		if len(list) == 0 {
-			return "0"
-		}
-		return "h IN (" + strings.Join(list, ", ") + ")"
-	}
-	floor := "toUInt8(0)"
-	if len(hk) > 0 {
-		floor = "transform(h, [" + strings.Join(hk, ", ") + "], CAST([" + strings.Join(hl, ", ") + "], 'Array(UInt8)'), toUInt8(0))"
-	}
+	exact := ids.in(func(h string) bool { return hops[h] <= quantile.ExactLimit })
+	sketched := ids.in(func(h string) bool { return hops[h] > quantile.ExactLimit })
+	floor := ids.of(func(h string) string { return strconv.Itoa(agg.floor[h]) }, "Array(UInt8)", "toUInt8(0)")
 	hexs := func(a string) string { return "arrayMap(x -> hex(x), " + a + ")" }
 	// A span the readers would skip (no trace or span id, no hop, a
 	// negative duration) makes the read ErrNotPushable: the readers
@@ -470,18 +509,18 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 	// (one pattern, not two; tn's length is t's, or 32).
 	// The attempt times carry both ranks (ars: of a success, arf: of a
 	// failure), and come when either reaches the floor.
-	aggs := "SELECT h, gh, any(sv) AS gsv, any(n) AS gn, any(k) AS gk, any(c) AS gc, any(m) AS gm, any(fk) AS gfk, any(fv) AS gfv, any(frk) AS gfrk, any(frv) AS gfrv, " +
+	aggs := "SELECT hid, gh, any(sv) AS gsv, any(n) AS gn, any(k) AS gk, any(c) AS gc, any(m) AS gm, any(fk) AS gfk, any(fv) AS gfv, any(frk) AS gfrk, any(frv) AS gfrv, " +
 		"any(fek) AS gfek, any(fev) AS gfev, any(s) AS gs, any(d) AS gd, " +
 		"count() AS cnt, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero, " +
-		"countIf(t = '' OR i = '' OR h = '' OR d < 0) AS bad, countIf(length(t) > 32 OR NOT match(t, '^[0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*$')) AS odd, " +
+		"countIf(t = '' OR i = '' OR d < 0) AS bad, countIf(length(t) > 32 OR NOT match(t, '^[0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*$')) AS odd, " +
 		"max(" + keySQL("d", false, true) + ") AS sl, min(" + keySQL("d", false, false) + ") AS ff, " +
 		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ars)], [toUInt64(1)]) AS ara, sumMap([toUInt8(arf)], [toUInt64(1)]) AS araf, " +
-		"groupArrayIf(d, " + inList(exact) + ") AS vals, " +
-		"sumMapIf([toInt32(b)], [toUInt64(1)], " + inList(sketched) + " AND d >= 1) AS bns, " +
+		"groupArrayIf(d, " + exact + ") AS vals, " +
+		"sumMapIf([toInt32(b)], [toUInt64(1)], " + sketched + " AND d >= 1) AS bns, " +
 		"groupArrayIf((s, d, ars, arf), greatest(ars, arf) >= " + floor + ") AS tms, min(ord) AS mo, " +
 		cen.aggs + " " +
-		"FROM (SELECT *, if(" + inList(sketched) + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
-		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "d", "ars")).and(keepRankStages("s", "df", "arf")).wrap(rows) + ")) GROUP BY h, gh"
+		"FROM (SELECT *, if(" + sketched + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
+		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "d", "ars")).and(keepRankStages("s", "df", "arf")).wrap(rows) + ")) GROUP BY hid, gh"
 	// The groups in the order of their least order terms by hop, so that
 	// a class's first group has the class's least (the hops' first rows),
 	// each with the span that stands for it spelt as the pull query's row
@@ -493,7 +532,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		"arrayMap(e -> " + hexs("e") + ", gfek) AS xfek, arrayMap(e -> " + hexs("e") + ", gfev) AS xfev, gs, gd, " +
 		"leftPad(lower(hex(cityHash64(gc, gm, gfk, gfv, gfek, gfev))), 32, '0') AS t, lower(hex(cityHash64(h, gsv, gn, gk, cityHash64(gc, gm, gfk, gfv, gfek, gfev)))) AS i, " +
 		"cnt AS n, lo, hi, zero, bad, odd, sl, ff, tra, ara, araf, vals, bns, tms, cityHash64(mo) AS fh, tupleElement(mo, " + strconv.Itoa(startTerm(p)) + ") AS fs, " +
-		strings.Join(cen.outs, ", ") + " FROM (" + aggs + ") ORDER BY h, mo FORMAT JSONEachRow"
+		strings.Join(cen.outs, ", ") + " FROM (SELECT *, " + ids.of(quoteString, "Array(String)", "''") + " AS h FROM (" + aggs + ")) ORDER BY h, mo FORMAT JSONEachRow"
 	body, err := c.queryAll(ctx, q)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("%s: %w", c.t.Raw, err)
