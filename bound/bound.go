@@ -65,10 +65,22 @@ func binomCDF(coef []float64, n int, x float64) float64 {
 	lx, l1x := math.Log(x), math.Log1p(-x)
 	s := 0.0
 	for j, c := range coef {
-		s += math.Exp(c + float64(j)*lx + float64(n-j)*l1x)
+		// Far from the mode most terms are below the smallest float:
+		// math.Exp gives +0 for them, and s + 0 is s, so they are not
+		// taken to Exp, most of the cost. Only the terms within about
+		// 38 standard deviations of the mode (exp(-38²/2) underflows)
+		// are not +0: with m in the thousands, a minority of the m+1.
+		// The sum is the same to the bit.
+		if e := c + float64(j)*lx + float64(n-j)*l1x; e >= expZero {
+			s += math.Exp(e)
+		}
 	}
 	return min(s, 1)
 }
+
+// expZero is a bound below which math.Exp is +0: its underflow is at
+// -745.13 (math.Exp(-745.14) == 0, the smallest denormal is exp(-744.44)).
+const expZero = -746.0
 
 // NeedSuccesses is how many values make a threshold above all of them
 // bound a new value's chance of exceeding it by s at level (BetaUpper with

@@ -137,3 +137,41 @@ func TestLowerQuantile(t *testing.T) {
 		}
 	}
 }
+
+// binomCDF leaves out of the sum the terms whose exponent is below
+// expZero; it must give, to the bit, the sum of every term — over sums of
+// every size down to the denormal range, where the smallest terms count —
+// which holds only while math.Exp is +0 below expZero.
+func TestBinomCDFSkipsNothing(t *testing.T) {
+	for x := -2000.0; x < expZero; x += 0.001 {
+		if e := math.Exp(x); e != 0 {
+			t.Fatalf("math.Exp(%g) = %g, want 0 below expZero", x, e)
+		}
+	}
+	every := func(coef []float64, n int, x float64) float64 {
+		lx, l1x := math.Log(x), math.Log1p(-x)
+		s := 0.0
+		for j, c := range coef {
+			s += math.Exp(c + float64(j)*lx + float64(n-j)*l1x)
+		}
+		return min(s, 1)
+	}
+	tiny := 0
+	for _, c := range []struct{ m, n int }{{1, 10}, {3, 2000}, {40, 1000}, {700, 100_000}, {9000, 1_000_000}, {30000, 400_000}} {
+		coef := binomLogCoefs(c.m, c.n)
+		mode := float64(c.m) / float64(c.n)
+		for f := 1e-6; mode*f < 1; f *= 1.07 {
+			x := mode * f
+			got, want := binomCDF(coef, c.n, x), every(coef, c.n, x)
+			if math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("binomCDF(m=%d, n=%d, x=%g) = %v, every term: %v", c.m, c.n, x, got, want)
+			}
+			if want > 0 && want < 1e-300 {
+				tiny++
+			}
+		}
+	}
+	if tiny == 0 {
+		t.Error("no sum in the range where the smallest terms count")
+	}
+}
