@@ -221,16 +221,20 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			w.dense[j] = int32(c.vi)
 			c.vi += m
 		} else {
+			// Without a branch (parent ids, codes and the like are
+			// null here and there, which a branch mispredicts): row i
+			// takes value v when it has one (on = 1), else -1.
 			w.dense[j] = -1
-			v := c.vi
+			v, md := int32(c.vi), c.maxDef
 			for i, d := range c.defs[c.di : c.di+m] {
-				vx[i] = -1
-				if d == c.maxDef {
-					vx[i] = int32(v)
-					v++
+				on := int32(0)
+				if d == md {
+					on = 1
 				}
+				vx[i] = (v+1)*on - 1
+				v += on
 			}
-			c.vi = v
+			c.vi = int(v)
 		}
 		c.di += m
 	}
