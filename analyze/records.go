@@ -136,7 +136,7 @@ const recordAlpha = 0.01
 //
 // The held-out blocks stand for the next window, and the next window is
 // judged by a count: drift may lose at most max(1, target × requests)
-// (the held-out replay's rule, heldout.go). A count merely consistent
+// (the held-out replay's rule, recommend/heldout.go). A count merely consistent
 // with the share under a binomial test (the rule before) let 6 calls past
 // where 2.3 were allowed pass as chance on a real TrainTicket day, and the
 // other half of that day then lost 5 requests to drift where 2 were
@@ -155,21 +155,20 @@ func (rc *Records) Factor(share float64) (float64, string) {
 		return 1, ""
 	}
 	allow := share * float64(rc.Calls)
-	words := func(b RecordCount) string {
-		return fmt.Sprintf("held out block by block, the extrapolated timeouts of %s would have cut %d of %s at %s× (a share of %s allows %s)",
-			units.Count(rc.Hops, "hop", "hops"), b.Calls, units.Count(rc.Calls, "call", "calls"), units.Decimal(b.Factor, 2), units.Percent(share, 3), units.Decimal(max(1, allow), 1))
+	words := func(b RecordCount, at string) string {
+		return fmt.Sprintf("held out block by block, the extrapolated timeouts of %s would have cut %d of %s %s %s× (a share of %s allows %s)",
+			units.Count(rc.Hops, "hop", "hops"), b.Calls, units.Count(rc.Calls, "call", "calls"), at, units.Decimal(b.Factor, 2), units.Percent(share, 3), units.Decimal(max(1, allow), 1))
 	}
 	for _, b := range rc.Beyond {
 		if float64(b.Calls) <= max(1, allow) {
-			return b.Factor, words(b)
+			return b.Factor, words(b, "at")
 		}
 	}
 	for _, b := range rc.Beyond {
 		if bound.BinomialTail(b.Calls, rc.Calls, share) >= recordAlpha {
-			return b.Factor, words(b) + ", no more than chance"
+			return b.Factor, words(b, "at") + ", no more than chance"
 		}
 	}
 	last := rc.Beyond[len(rc.Beyond)-1]
-	return last.Factor, fmt.Sprintf("held out block by block, the extrapolated timeouts of %s would have cut %d of %s even at %s× (a share of %s allows %s)",
-		units.Count(rc.Hops, "hop", "hops"), last.Calls, units.Count(rc.Calls, "call", "calls"), units.Decimal(last.Factor, 2), units.Percent(share, 3), units.Decimal(max(1, allow), 1))
+	return last.Factor, words(last, "even at")
 }
