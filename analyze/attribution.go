@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/tailscope/tailscope/internal/units"
 	"github.com/tailscope/tailscope/quantile"
@@ -218,9 +219,99 @@ type hopAttr struct {
 	// pos remembers the key met at each position of the previous span's
 	// attributes: a reader writes a hop's attributes in the same order
 	// span after span, so most lookups are a string comparison, not a
-	// hash.
-	pos []*keyAttr
+	// hash. posRaw[i] is the reader's own text of that key when its span
+	// had span.Span.StableAttrs ("" otherwise): the same string again is
+	// the same key, found by its address.
+	pos    []*keyAttr
+	posRaw []string
+	// The combinations (see combo): combos in the order made, slots an
+	// open-addressed index of them by hash (index+1; 0 is empty). vals is
+	// the values of the span being added (scratch).
+	combos []*combo
+	slots  []int32
+	vals   []*valAttr
+	// looked and made count combination lookups and the combinations made
+	// (see comboChurn); direct is set once the hop's spans are found too
+	// varied for combinations to pay: from then on every value counts
+	// its attempts itself.
+	looked, made int
+	direct       bool
+	// The raw combinations (see rawCombo), indexed by rawSlots like
+	// combos; rawLooked and rawMissed count the lookups of the current
+	// trial, rawSkip the spans still to resolve without them, rawBack the
+	// next skip.
+	raws                 []rawCombo
+	rawSlots             []int32
+	rawLooked, rawMissed int
+	rawSkip, rawBack     int
 }
+
+// A combo is the attempts of a hop whose attributes gave the same values
+// (one pod, one zone, one route …): most spans of a hop share a handful of
+// combinations, so an attempt is counted once, on its combination, instead
+// of once on every value it has, and the combination's counts go to each
+// of its values when it is flushed (flush). That is exact: counts and bins
+// add, and the examples are the best few per-trace maxima of a partition
+// of the value's attempts — each of the value's true best traces is among
+// the best few of the combination that holds its longest attempt (fewer
+// traces than its rank can beat it there), with that attempt, so the best
+// few of the combinations' best few are the value's own.
+type combo struct {
+	hash uint64
+	vals []*valAttr
+	st   valAttr // the combination's counts, bins and examples (no name)
+	// pend holds bins not yet added to st.bins: written in a row, they
+	// are added comboPend at a time while st.bins is in the cache, rather
+	// than one increment a span somewhere in a hop's bins (a cache miss
+	// each, the attribution's largest cost on a wide file).
+	pend []int32
+}
+
+// comboPend is how many bins a combination holds before adding them.
+const comboPend = 512
+
+// add records sp (see valAttr.add).
+func (c *combo) add(sp *span.Span, flagged bool, bin int) {
+	if !c.st.note(sp, flagged, bin) {
+		return
+	}
+	if c.pend == nil {
+		c.pend = make([]int32, 0, comboPend)
+	}
+	if c.pend = append(c.pend, int32(bin)); len(c.pend) == comboPend {
+		c.settle()
+	}
+}
+
+// settle adds the pending bins to st.bins.
+func (c *combo) settle() {
+	if len(c.pend) == 0 {
+		return
+	}
+	lo, hi := c.pend[0], c.pend[0]
+	for _, b := range c.pend {
+		lo, hi = min(lo, b), max(hi, b)
+	}
+	// The range first (each end is added to below), then the counts.
+	v := &c.st
+	v.addBin(int(lo), 0)
+	v.addBin(int(hi), 0)
+	bins, off := v.bins, int32(v.lo)
+	for _, b := range c.pend {
+		bins[b-off]++
+	}
+	c.pend = c.pend[:0]
+}
+
+// Bounds of the combinations: at most maxCombos per hop (a full table is
+// flushed and emptied), and a hop whose lookups make a new combination
+// more than once in comboChurn (after comboTrial lookups) counts on its
+// values directly from then on.
+const (
+	maxCombos  = 32
+	comboTrial = 4096
+	comboChurn = 8
+)
 
 type keyAttr struct {
 	name    string // owned
@@ -241,6 +332,34 @@ type keyAttr struct {
 	// byRaw finds a value by its raw text (before secret.Scrub), once the
 	// key has more than one (see remember).
 	byRaw map[string]*valAttr
+	// raws are raw texts of spans with span.Span.StableAttrs and their
+	// values, found by address (at most keyScan): a reader that interns
+	// gives a value the same string every time.
+	raws []rawVal
+}
+
+// rawVal is a reader's stable text of a value (span.Span.StableAttrs) and
+// the value it is.
+type rawVal struct {
+	raw string
+	v   *valAttr
+}
+
+// sameText reports whether a and b are one string: the same bytes at the
+// same address (so equal texts; used only on immutable, held strings).
+func sameText(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// rawFind is the value whose stable raw text is raw (by address), nil
+// when none is remembered.
+func (k *keyAttr) rawFind(raw string) *valAttr {
+	for i := range k.raws {
+		if sameText(k.raws[i].raw, raw) {
+			return k.raws[i].v
+		}
+	}
+	return nil
 }
 
 // keyScan is how many values a key finds by comparing names (instances,
@@ -312,6 +431,13 @@ func (v *valAttr) addBin(i int, c uint32) {
 // add records sp; bin is its duration's sketch bin (math.MinInt when
 // flagged or 0).
 func (v *valAttr) add(sp *span.Span, flagged bool, bin int) {
+	if v.note(sp, flagged, bin) {
+		v.addBin(bin, 1)
+	}
+}
+
+// note is add but for the bin: it reports whether bin must be added.
+func (v *valAttr) note(sp *span.Span, flagged bool, bin int) bool {
 	v.n++
 	if sp.Failed() {
 		v.failed++
@@ -324,8 +450,9 @@ func (v *valAttr) add(sp *span.Span, flagged bool, bin int) {
 	case bin == math.MinInt:
 		v.zero++
 	default:
-		v.addBin(bin, 1)
+		return true
 	}
+	return false
 }
 
 func (v *valAttr) merge(o *valAttr) {
@@ -370,35 +497,189 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 	if !flagged && sp.Duration >= 1 {
 		bin = quantile.Bin(sp.Duration)
 	}
+	if sp.StableAttrs && a.rawSkip == 0 {
+		h := rawHash(sp.Attrs)
+		if e := a.rawFind(h, sp.Attrs); e != nil {
+			count(e.vals, e.c, sp, flagged, bin)
+			return
+		}
+		vals := a.resolve(sp)
+		c := a.combo(vals)
+		a.rawAdd(h, sp.Attrs, vals, c)
+		count(vals, c, sp, flagged, bin)
+		clear(vals)
+		return
+	}
+	if a.rawSkip > 0 {
+		a.rawSkip--
+	}
+	vals := a.resolve(sp)
+	count(vals, a.combo(vals), sp, flagged, bin)
+	clear(vals)
+}
+
+// count adds an attempt to its combination c, or when nil to each of its
+// values.
+func count(vals []*valAttr, c *combo, sp *span.Span, flagged bool, bin int) {
+	if c != nil {
+		c.add(sp, flagged, bin)
+		return
+	}
+	for _, v := range vals {
+		v.add(sp, flagged, bin)
+	}
+}
+
+// A rawCombo is what a hop's attributes, as a reader that interns gives
+// them (span.Span.StableAttrs), resolved to: the same strings again are
+// the same values, found without looking at a key. It holds the strings
+// (so their addresses stay theirs) and is forgotten whenever the
+// combinations are flushed, a key is dropped among them.
+type rawCombo struct {
+	hash  uint64
+	attrs []span.Attr
+	vals  []*valAttr
+	c     *combo // nil: the values count directly
+}
+
+// Bounds of the raw combinations: at most maxRaws per hop (a full table is
+// emptied); when more than one lookup in rawChurn of the last rawTrial
+// missed, the hop resolves every span for the next rawBackoff spans
+// (doubled each time it happens again).
+const (
+	maxRaws    = 64
+	rawTrial   = 4096
+	rawChurn   = 8
+	rawBackoff = 4096
+)
+
+// rawHash hashes attrs by the addresses and lengths of their texts.
+func rawHash(attrs []span.Attr) uint64 {
+	h := uint64(len(attrs))
+	for i := range attrs {
+		at := &attrs[i]
+		h = (h ^ uint64(uintptr(unsafe.Pointer(unsafe.StringData(at.Value))))) * 0x9E3779B97F4A7C15
+		h = (h ^ uint64(uintptr(unsafe.Pointer(unsafe.StringData(at.Key)))) ^ uint64(len(at.Value))<<48) * 0xC2B2AE3D27D4EB4F
+	}
+	return h ^ h>>29
+}
+
+// rawFind is the raw combination of attrs, nil when there is none.
+func (a *hopAttr) rawFind(h uint64, attrs []span.Attr) *rawCombo {
+	a.rawLooked++
+	if len(a.rawSlots) > 0 {
+		mask := uint64(len(a.rawSlots) - 1)
+	probe:
+		for i := h & mask; a.rawSlots[i] != 0; i = (i + 1) & mask {
+			e := &a.raws[a.rawSlots[i]-1]
+			if e.hash != h || len(e.attrs) != len(attrs) {
+				continue
+			}
+			for j := range attrs {
+				if !sameText(e.attrs[j].Value, attrs[j].Value) || !sameText(e.attrs[j].Key, attrs[j].Key) {
+					continue probe
+				}
+			}
+			return e
+		}
+	}
+	if a.rawMissed++; a.rawLooked >= rawTrial {
+		if a.rawMissed*rawChurn > a.rawLooked {
+			a.rawSkip, a.rawBack = a.rawBack, min(2*a.rawBack, 1<<20)
+			a.forgetRaws()
+		}
+		a.rawLooked, a.rawMissed = 0, 0
+	}
+	return nil
+}
+
+// rawAdd remembers that attrs resolved to vals and c.
+func (a *hopAttr) rawAdd(h uint64, attrs []span.Attr, vals []*valAttr, c *combo) {
+	if a.rawSkip > 0 {
+		return
+	}
+	if len(a.raws) == maxRaws {
+		a.forgetRaws()
+	}
+	if a.rawSlots == nil {
+		a.rawSlots = make([]int32, 2*maxRaws)
+		a.rawBack = rawBackoff
+	}
+	a.raws = append(a.raws, rawCombo{hash: h, attrs: slices.Clone(attrs), vals: slices.Clone(vals), c: c})
+	mask := uint64(len(a.rawSlots) - 1)
+	i := h & mask
+	for a.rawSlots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	a.rawSlots[i] = int32(len(a.raws))
+}
+
+// forgetRaws empties the raw combinations.
+func (a *hopAttr) forgetRaws() {
+	clear(a.raws)
+	a.raws = a.raws[:0]
+	clear(a.rawSlots)
+}
+
+// resolve is the values sp's attributes count on (a.vals), in their
+// order: attributes too long, without a key, of a key dropped or not
+// kept are left out.
+func (a *hopAttr) resolve(sp *span.Span) []*valAttr {
+	vals := a.vals[:0]
+	stable := sp.StableAttrs
 	for i := range sp.Attrs {
 		at := &sp.Attrs[i]
 		if len(at.Value) > AttrMaxValueLen || at.Key == "" {
 			continue
 		}
 		var k *keyAttr
-		if i < len(a.pos) && a.pos[i] != nil && a.pos[i].name == at.Key {
+		switch {
+		case stable && i < len(a.posRaw) && sameText(a.posRaw[i], at.Key):
 			k = a.pos[i]
-		} else {
+		case i < len(a.pos) && a.pos[i] != nil && a.pos[i].name == at.Key:
+			k = a.pos[i]
+			a.posRaw[i] = ""
+			if stable {
+				a.posRaw[i] = at.Key
+			}
+		default:
 			if k = a.keys[at.Key]; k == nil {
 				if k = a.newKey(at.Key); k == nil {
 					continue
 				}
 			}
 			for len(a.pos) <= i && len(a.pos) < AttrMaxKeys {
-				a.pos = append(a.pos, nil)
+				a.pos, a.posRaw = append(a.pos, nil), append(a.posRaw, "")
 			}
 			if i < len(a.pos) {
-				a.pos[i] = k
+				a.pos[i], a.posRaw[i] = k, ""
+				if stable {
+					a.posRaw[i] = at.Key
+				}
 			}
 		}
 		if k.dropped {
 			continue
 		}
 		v := k.last
-		if k.secret && v != nil {
+		switch {
+		case k.secret && v != nil:
 			// Every value of the key is the one redacted value.
-		} else if v == nil || k.lastVal != at.Value {
-			if r := k.byRaw[at.Value]; r != nil {
+		case v != nil && stable && sameText(k.lastVal, at.Value):
+		case v != nil && !stable && k.lastVal == at.Value:
+		default:
+			var r *valAttr
+			known := false // at.Value is in k.raws
+			if stable {
+				if r = k.rawFind(at.Value); r != nil {
+					known = true
+				} else if v != nil && k.lastVal == at.Value {
+					r = v
+				}
+			}
+			if r != nil {
+				v = r
+			} else if r = k.byRaw[at.Value]; r != nil {
 				// A value met before, not the last one: no scrub again.
 				v = r
 			} else {
@@ -413,7 +694,7 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 				v = k.find(shown)
 				if v == nil {
 					if len(k.list) == AttrMaxValues {
-						k.drop()
+						a.dropKey(k)
 						continue
 					}
 					v = &valAttr{name: strings.Clone(shown)}
@@ -421,19 +702,99 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 				}
 				k.remember(at.Value, v)
 			}
-			k.last, k.lastVal = v, v.name
-			if v.name != at.Value {
+			k.last = v
+			switch {
+			case stable:
+				// Held as the reader gave it: the next span's same
+				// string compares by address.
+				k.lastVal = at.Value
+				if !known && len(k.raws) < keyScan {
+					k.raws = append(k.raws, rawVal{at.Value, v})
+				}
+			case v.name == at.Value:
+				k.lastVal = v.name
+			default:
 				k.lastVal = strings.Clone(at.Value)
 			}
 		}
-		v.add(sp, flagged, bin)
+		vals = append(vals, v)
 	}
+	a.vals = vals
+	return vals
+}
+
+// combo is the combination of vals (which it does not keep), made when
+// new; nil for fewer than two values (they count directly), and once the
+// hop counts directly (a.direct).
+func (a *hopAttr) combo(vals []*valAttr) *combo {
+	if len(vals) < 2 || a.direct {
+		return nil
+	}
+	h := uint64(len(vals))
+	for _, v := range vals {
+		h = (h ^ uint64(uintptr(unsafe.Pointer(v)))) * 0x9E3779B97F4A7C15
+	}
+	h ^= h >> 31
+	a.looked++
+	if len(a.slots) > 0 {
+		mask := uint64(len(a.slots) - 1)
+		for i := h & mask; a.slots[i] != 0; i = (i + 1) & mask {
+			if c := a.combos[a.slots[i]-1]; c.hash == h && slices.Equal(c.vals, vals) {
+				return c
+			}
+		}
+	}
+	if a.made++; a.looked >= comboTrial && a.made*comboChurn > a.looked {
+		// Too varied: the values count their attempts themselves from
+		// now on.
+		a.flush()
+		a.direct, a.combos, a.slots = true, nil, nil
+		return nil
+	}
+	if len(a.combos) == maxCombos {
+		a.flush()
+	}
+	if len(a.slots) == 0 {
+		a.slots = make([]int32, 2*maxCombos)
+	}
+	c := &combo{hash: h, vals: slices.Clone(vals)}
+	a.combos = append(a.combos, c)
+	mask := uint64(len(a.slots) - 1)
+	i := h & mask
+	for a.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	a.slots[i] = int32(len(a.combos))
+	return c
+}
+
+// flush adds every combination's counts to its values and empties the
+// table. Whatever reads the values (merge, the report, a summary) flushes
+// first.
+func (a *hopAttr) flush() {
+	for _, c := range a.combos {
+		c.settle()
+		for _, v := range c.vals {
+			v.merge(&c.st)
+		}
+	}
+	clear(a.combos)
+	a.combos = a.combos[:0]
+	clear(a.slots)
+	a.forgetRaws() // they point at the combinations
+}
+
+// dropKey drops k (see keyAttr.drop), flushing the combinations first:
+// they may hold its values.
+func (a *hopAttr) dropKey(k *keyAttr) {
+	a.flush()
+	k.drop()
 }
 
 // drop frees a high-cardinality (or pushed out) key's values; it stays a
 // marker, so that it is not counted again.
 func (k *keyAttr) drop() {
-	k.dropped, k.index, k.last, k.lastVal, k.list, k.byRaw = true, nil, nil, "", nil, nil
+	k.dropped, k.index, k.last, k.lastVal, k.list, k.byRaw, k.raws = true, nil, nil, "", nil, nil, nil
 }
 
 // maxRaw bounds the raw values a key remembers: values that scrub to one
@@ -483,7 +844,7 @@ func (a *hopAttr) newKey(key string) *keyAttr {
 		}
 		// A cached position may still point at it: dropped, it counts
 		// nothing more.
-		a.keys[a.largest].drop()
+		a.dropKey(a.keys[a.largest])
 		delete(a.keys, a.largest)
 		a.largest = ""
 	}
@@ -494,6 +855,7 @@ func (a *hopAttr) newKey(key string) *keyAttr {
 }
 
 func (a *hopAttr) merge(o *hopAttr) {
+	o.flush()
 	names := make([]string, 0, len(o.keys))
 	for name := range o.keys {
 		names = append(names, name)
@@ -580,6 +942,7 @@ func attribute(h *Hop, acc *hopAcc) {
 	if acc.at == nil || acc.n == 0 {
 		return
 	}
+	acc.at.flush()
 	// The tail threshold: the p99 of all attempts, or the lowest cut when
 	// that p99 is censored.
 	var t float64

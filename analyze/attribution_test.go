@@ -369,6 +369,7 @@ func TestKeyAttrIndex(t *testing.T) {
 // size is the number of values and bins the state holds (for tests of
 // its bound).
 func (a *hopAttr) size() (keys, vals, bins int) {
+	a.flush()
 	for _, k := range a.keys {
 		keys++
 		for _, v := range k.list {

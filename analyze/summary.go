@@ -265,6 +265,7 @@ func exIn(xs []Example, k int) ([]ex, error) {
 }
 
 func attrOut(a *hopAttr) []AttrKey {
+	a.flush()
 	out := make([]AttrKey, 0, len(a.keys))
 	for _, k := range slices.Sorted(maps.Keys(a.keys)) {
 		ka := a.keys[k]

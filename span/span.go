@@ -76,6 +76,12 @@ type Span struct {
 	// Duplicate is set by Assemble on a later copy of a span id already
 	// seen in the same trace; statistics skip it.
 	Duplicate bool
+	// StableAttrs is set by a reader whose Attrs keys and values are
+	// strings it never writes again (column names, interned dictionary
+	// entries), and that gives one text as one string: a consumer may hold
+	// them past the call without a copy, and find a text it has met by
+	// its address. The slice itself is still the reader's.
+	StableAttrs bool
 	// Attrs are the span's other attributes, resource attributes first
 	// (service.instance.id, k8s.pod.name, host.name, zone, version …), then
 	// the span's own (http.route, peer address …), and, in flat logs, the

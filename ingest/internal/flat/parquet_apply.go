@@ -275,23 +275,36 @@ func (w *pqWorker) attrPlain(c *pqCursor, vi int) (string, bool) {
 		if !w.borrow {
 			return attrString(w.recs[0].intern, b), true
 		}
+		w.loose = true
 		return w.text.str(b), true
 	}
 	// A number or a boolean: its text is short ASCII, and the value of
 	// the row before is often the same one (a port, a flag).
 	bits := c.bitsOf(vi)
 	if m := &c.memo; m.gen == w.text.gen && m.bits == bits && m.ok {
+		w.loose = w.loose || m.loose
 		return m.s, m.s != ""
 	}
 	if w.borrow && (c.kind == parquet.Int64 || c.kind == parquet.Int32) {
-		// An integer's decimal text (attrValue's), written in place in
-		// the batch's text: never empty, never long.
+		// An integer's decimal text (attrValue's): the few a column
+		// repeats (ports, counts) interned once (held), the others
+		// written in place in the batch's text. Never empty, never long.
 		n := int64(bits)
 		if c.kind == parquet.Int32 {
 			n = int64(int32(bits))
 		}
-		str := w.text.int(n)
-		c.memo = attrMemo{gen: w.text.gen, bits: bits, s: str, ok: true}
+		str, held := c.heldInt(bits)
+		if !held && c.nheld < len(c.held) {
+			w.scratch = strconv.AppendInt(w.scratch[:0], n, 10)
+			str = attrString(w.recs[0].intern, w.scratch)
+			c.held[c.nheld], held = heldText{bits, str}, true
+			c.nheld++
+		}
+		if !held {
+			str = w.text.int(n)
+			w.loose = true
+		}
+		c.memo = attrMemo{gen: w.text.gen, bits: bits, s: str, ok: true, loose: !held}
 		return str, true
 	}
 	b = attrValue(c.col, c.typed(vi), &w.scratch)
@@ -302,9 +315,27 @@ func (w *pqWorker) attrPlain(c *pqCursor, vi int) (string, bool) {
 		str = attrString(w.recs[0].intern, b)
 	default:
 		str = w.text.ascii(b)
+		w.loose = true
 	}
-	c.memo = attrMemo{gen: w.text.gen, bits: bits, s: str, ok: true}
+	c.memo = attrMemo{gen: w.text.gen, bits: bits, s: str, ok: true, loose: w.borrow}
 	return str, str != ""
+}
+
+// heldText is a number's interned text (pqCursor.held).
+type heldText struct {
+	bits uint64
+	s    string
+}
+
+// heldInt is the interned text of the integer bits, when the column holds
+// it.
+func (c *pqCursor) heldInt(bits uint64) (string, bool) {
+	for _, h := range c.held[:c.nheld] {
+		if h.bits == bits {
+			return h.s, true
+		}
+	}
+	return "", false
 }
 
 // attrMemo is the last number a plain attribute page gave and its text
@@ -314,6 +345,8 @@ type attrMemo struct {
 	bits uint64
 	s    string
 	ok   bool
+	// loose: s is in the batch's text, not interned (pqWorker.loose).
+	loose bool
 }
 
 // bitsOf is value i of a plain page of a numeric or boolean column as the

@@ -163,6 +163,11 @@ type pqWorker struct {
 	need  []int32
 	again []bool
 	one   span.Span
+	// loose is set when an attribute value of the batch's fast rows was
+	// written in the batch's text (textArena), which the next batch
+	// overwrites: its rows' attributes are then not stable
+	// (span.Span.StableAttrs).
+	loose bool
 	// With filters, the options that decide them and, per hop name,
 	// whether --hops and --exclude-hops keep it (leftOut).
 	filters bool

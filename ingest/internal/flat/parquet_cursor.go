@@ -66,6 +66,10 @@ type pqCursor struct {
 	entries  []pqEntry
 	stalls   int
 	memo     attrMemo // an attribute column's last plain number (attrPlain)
+	// held are the first integers of a plain attribute column with their
+	// interned text (attrPlain, Options.Borrowed).
+	held  [8]heldText
+	nheld int
 }
 
 func (c *pqCursor) open(cc parquet.ColumnChunk) {

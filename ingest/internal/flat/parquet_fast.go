@@ -248,6 +248,7 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 	if w.ign != nil {
 		w.ignoreBatch(m)
 	}
+	w.loose = false
 	for j := range w.curs {
 		if w.roles[j] == roleAttr {
 			w.attrColumn(j, m)
@@ -283,6 +284,9 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			if len(w.attrs[i]) > 0 {
 				sp.Attrs = w.attrs[i]
 			}
+			// Column names and interned texts, unless a value of the
+			// batch was written in its text (attrPlain).
+			sp.StableAttrs = !w.loose
 		}
 		ch.Used++
 		if w.branch.Take(sp) {
