@@ -28,6 +28,11 @@ func BetaUpper(level float64, m, n int) float64 {
 	lo, hi := 0.0, 1.0
 	for i := 0; i < 80; i++ {
 		x := (lo + hi) / 2
+		if x == lo || x == hi {
+			// lo and hi are adjacent floats (after about 60 steps):
+			// every later step would test lo or hi again and leave them.
+			break
+		}
 		if 1-binomCDF(coef, n, x) < level {
 			lo = x
 		} else {

@@ -175,3 +175,29 @@ func TestBinomCDFSkipsNothing(t *testing.T) {
 		t.Error("no sum in the range where the smallest terms count")
 	}
 }
+
+// BetaUpper stops bisecting once lo and hi are adjacent floats; it must
+// give, to the bit, what the 80 steps give — over levels, ranks and
+// counts whose answers lie from 1e-7 to near 1.
+func TestBetaUpperStopsAtAdjacent(t *testing.T) {
+	steps80 := func(level float64, m, n int) float64 {
+		coef := binomLogCoefs(m, n)
+		lo, hi := 0.0, 1.0
+		for i := 0; i < 80; i++ {
+			x := (lo + hi) / 2
+			if 1-binomCDF(coef, n, x) < level {
+				lo = x
+			} else {
+				hi = x
+			}
+		}
+		return hi
+	}
+	for _, level := range []float64{0.01, 0.05, 0.5, 0.9} {
+		for _, c := range []struct{ m, n int }{{1, 2}, {1, 10}, {3, 2000}, {5, 400_000}, {40, 1000}, {700, 100_000}, {999, 1000}, {2000, 2100}} {
+			if got, want := BetaUpper(level, c.m, c.n), steps80(level, c.m, c.n); math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("BetaUpper(%g, %d, %d) = %v, 80 steps give %v", level, c.m, c.n, got, want)
+			}
+		}
+	}
+}
