@@ -6,7 +6,11 @@
 // assumption on the distribution, and no tailscope type.
 package bound
 
-import "math"
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
 
 // BetaUpper is the level-quantile of Beta(m+1, n−m): an upper bound on
 // the probability that a new value exceeds a threshold that m of n values
@@ -21,6 +25,36 @@ func BetaUpper(level float64, m, n int) float64 {
 	if m == 0 {
 		return 1 - math.Pow(1-level, 1/float64(n))
 	}
+	key := betaKey{level, m, n}
+	if v, ok := betaMemo.Load(key); ok {
+		return v.(float64)
+	}
+	v := betaUpper(level, m, n)
+	if betaMemoN.Add(1) <= betaMemoMax {
+		betaMemo.Store(key, v)
+	}
+	return v
+}
+
+// BetaUpper's answers are remembered (at most betaMemoMax of them): a
+// report asks for the same rank of the same count again — the
+// recommendation, the drift check and the prediction each certify a hop's
+// timeout — and each answer is some sixty binomial sums of m+1 terms
+// (a few percent of a 10M-span run's CPU).
+type betaKey struct {
+	level float64
+	m, n  int
+}
+
+const betaMemoMax = 1 << 14
+
+var (
+	betaMemo  sync.Map
+	betaMemoN atomic.Int64
+)
+
+// betaUpper is BetaUpper for 0 < m < n, computed.
+func betaUpper(level float64, m, n int) float64 {
 	// P(Beta(m+1, n−m) ≤ x) = P(Binomial(n, x) ≥ m+1); bisect x. The
 	// binomial coefficients do not depend on x: computed once, not at
 	// each of the 80 steps (two log-gammas a term: most of the cost).
