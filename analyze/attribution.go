@@ -443,7 +443,10 @@ func (v *valAttr) note(sp *span.Span, flagged bool, bin int) bool {
 		v.failed++
 		v.fail = topEx(v.fail, sp.Duration, sp.TraceID, AttrExamples)
 	}
-	v.slow = topEx(v.slow, sp.Duration, sp.TraceID, AttrExamples)
+	if len(v.slow) < AttrExamples || sp.Duration >= v.slow[AttrExamples-1].d {
+		// (Shorter than the last of a full list: topEx would leave it.)
+		v.slow = topEx(v.slow, sp.Duration, sp.TraceID, AttrExamples)
+	}
 	switch {
 	case flagged:
 		v.flag++
