@@ -136,11 +136,20 @@ func TestParquetFastRowsIgnoredAttrs(t *testing.T) {
 				t.Errorf("%s, mod %d, after %d, %+v: ignored attributes change the read:\n%s", name, c.mod, c.after, c.opt, firstDiff(a, b))
 			}
 			// Without fast rows nothing is asked, and Take is handed
-			// every value; with them, few values it ignores.
+			// every value; with them, few values it ignores. A Branch
+			// that starts ignoring only after some spans of a hop learns
+			// it on each of the reader's goroutines, so how many values
+			// go by first depends on how the row groups fall to them
+			// (3,447–3,724 of 10,759 on the small groups after 300):
+			// half is the bound there.
 			if slow.asked != 0 || slow.seen < len(rows)/2 {
 				t.Errorf("%s: records alone: asked %d, %d ignored values handed over", name, slow.asked, slow.seen)
 			}
-			if c.mod != 1 && fast.seen > slow.seen/3 {
+			few := slow.seen / 3
+			if c.after > 0 {
+				few = slow.seen / 2
+			}
+			if c.mod != 1 && fast.seen > few {
 				t.Errorf("%s, mod %d, after %d: %d ignored values handed to Take (%d without fast rows), want few", name, c.mod, c.after, fast.seen, slow.seen)
 			}
 		}
