@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -87,6 +88,29 @@ func TestParquetFastRowsStableAttrs(t *testing.T) {
 				t.Errorf("%s, ignoring %q: %d spans taken stable, %d not", name, ignore, f.stable, f.unheld)
 			}
 			t.Logf("%s, ignoring %q: %d stable, %d not, %d texts held", name, ignore, f.stable, f.unheld, len(f.held))
+		}
+	}
+}
+
+// Tempo's spans carry interned attribute texts: every span with
+// attributes says so (span.Span.StableAttrs), and each text held past the
+// read still reads as it did.
+func TestTempoStableAttrs(t *testing.T) {
+	data, err := os.ReadFile("testdata/tempo-vparquet4.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &heldFork{}
+	opt := record.Options{Borrowed: true, MaxErrors: 1000}
+	if _, err := ReadStream("data.parquet", bytes.NewReader(data), opt, forkSink(f, func(*span.Span) { t.Fatal("emit called with a Fork") })); err != nil {
+		t.Fatal(err)
+	}
+	if f.stable == 0 || len(f.held) == 0 {
+		t.Fatalf("%d spans taken stable, %d not, %d texts", f.stable, f.unheld, len(f.held))
+	}
+	for i := range f.held {
+		if f.held[i] != f.copies[i] {
+			t.Fatalf("a stable text changed after it was taken: %q, was %q", f.held[i], f.copies[i])
 		}
 	}
 }

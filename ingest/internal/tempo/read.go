@@ -472,7 +472,9 @@ func (t *tempoReader) setAttrs(rec *record.TraceRecord) {
 	if t.src.Options().Borrowed {
 		t.attrBuf = out
 	}
-	rec.Span.Attrs = out
+	// Interned keys and values (attrIntern): attribution may hold them
+	// and find them by address (span.Span.StableAttrs).
+	rec.Span.Attrs, rec.Span.StableAttrs = out, true
 }
 
 // resource reads the resource columns of a new resource slot into
