@@ -37,7 +37,9 @@ package clickhouse
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -100,8 +102,11 @@ type censusSQL struct {
 	outs []string
 }
 
-// census is the census of a row of inner (censusSQL).
-func census(has map[string]bool) censusSQL {
+// census is the census of a row of inner (censusSQL); without values,
+// only the spans with attributes and with bad text (na, nbad), which the
+// digests' scan counts (the values come from the trace sample, or from a
+// scan of their own: censusScan).
+func census(has map[string]bool, values bool) censusSQL {
 	keep := "(ky, vl) -> ky NOT IN " + notKept + " AND length(vl) > 0 AND length(vl) <= " + strconv.Itoa(maxKept)
 	read := "length(vl) > 0 AND length(vl) <= " + strconv.Itoa(analyze.AttrMaxValueLen)
 	var c censusSQL
@@ -116,8 +121,10 @@ func census(has map[string]bool) censusSQL {
 	}
 	for _, m := range []struct{ k, v, out string }{{aResKeys, aResVals, "vr"}, {aKeys, aVals, "va"}} {
 		if has[m.k] {
-			c.cols = append(c.cols, "mapFilter((ky, vl) -> "+read+", mapFromArrays("+m.k+", "+m.v+")) AS c"+m.out)
-			c.names = append(c.names, "c"+m.out)
+			if values {
+				c.cols = append(c.cols, "mapFilter((ky, vl) -> "+read+", mapFromArrays("+m.k+", "+m.v+")) AS c"+m.out)
+				c.names = append(c.names, "c"+m.out)
+			}
 			anyOf = append(anyOf, "arrayExists("+keep+", "+m.k+", "+m.v+")")
 			texts = append(texts, m.k, m.v)
 			aggs = append(aggs, "groupUniqArrayMap("+strconv.Itoa(analyze.AttrMaxValues+1)+")(c"+m.out+") AS "+m.out)
@@ -136,6 +143,9 @@ func census(has map[string]bool) censusSQL {
 	}
 	c.cols = append(c.cols, any+" AS kany", bad+" AS kbad")
 	c.names = append(c.names, "kany", "kbad")
+	if !values {
+		aggs = nil
+	}
 	c.aggs = strings.Join(append([]string{"countIf(kany) AS na", "countIf(kbad) AS nbad"}, aggs...), ", ")
 	for _, a := range append([]string{"x AS na", "x AS nbad"}, aggs...) {
 		c.outs = append(c.outs, a[strings.LastIndex(a, " AS ")+4:])
@@ -144,13 +154,13 @@ func census(has map[string]bool) censusSQL {
 }
 
 // filterSQL is the keys (or, with vals, the values) of kall and vall
-// that attribution reads of the keys live (the SQL list of the keys whose
-// values some hop asks for: none of notKept), of at most AttrMaxValueLen
+// that attribution reads of the keys keys says (an SQL condition on the
+// key ky, and the row's hop id hid: keysIn), of at most AttrMaxValueLen
 // bytes. As two arrays filtered by one (key, value) condition rather
 // than an array of tuples (arrayZip, a CAST of the scope's): on 1M spans
 // ~0.65 -> ~0.35 s of the server's CPU a scan.
-func filterSQL(vals bool, live []string) string {
-	cond := "ky IN " + inList(live) + " AND length(vl) > 0 AND length(vl) <= " + strconv.Itoa(analyze.AttrMaxValueLen)
+func filterSQL(vals bool, keys string) string {
+	cond := keys + " AND length(vl) > 0 AND length(vl) <= " + strconv.Itoa(analyze.AttrMaxValueLen)
 	if vals {
 		return "arrayFilter((vl, ky) -> " + cond + ", vall, kall)"
 	}
@@ -193,10 +203,10 @@ const (
 // (b: binSQL, in a query that starts with binWith), the examples' sort
 // key (sk: once a span, not once an attribute), and the attributes
 // attribution reads of the keys live (keys kk, values kvv: filterSQL).
-func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class, live []string, ids *hopIDs) string {
+func attrRowsSQL(inner string, has map[string]bool, gc []string, cls map[uint64]class, keys string, ids *hopIDs) string {
 	kv := kvSQL(has)
 	return "SELECT hid, d, tn, " + keySQL("d", true, false) + " AS sk, cl, kk, kvv, if(cl != 1 AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (SELECT hid, d, " + normTraceSQL("t") + " AS tn, cl, " +
-		filterSQL(false, live) + " AS kk, " + filterSQL(true, live) + " AS kvv FROM (SELECT hid, d, t, " + classSQL(has, cls) + " AS cl, kall, vall " +
+		filterSQL(false, keys) + " AS kk, " + filterSQL(true, keys) + " AS kvv FROM (SELECT hid, d, t, " + classSQL(has, cls) + " AS cl, kall, vall " +
 		"FROM (SELECT *, " + strings.Join(gc, ", ") + ", " + kv.keys + " AS kall, " + kv.vals + " AS vall FROM (" + strings.Replace(inner, "SELECT ", "SELECT "+ids.sql+" AS hid, ", 1) + "))))"
 }
 
@@ -216,9 +226,44 @@ func inList(in []string) string {
 }
 
 // attribution fills each hop's attribution (HasAttr, Attr) from the
-// server: the census the digests' scan brought (agg), then the values.
-func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]class, byHop map[string]*analyze.HopState, agg *Aggregates) error {
+// server. Which keys to ask the values of comes from the trace sample's
+// spans (hint, sampleCensus: the keys certainly dropped or pushed out),
+// the values of every other key from the server (attrHinted); when that
+// cannot be done in one bounded query (a readonly user, or more
+// combinations of attributes than attrCombos: a key of many values the
+// sample did not show as such), from a census of the window's values
+// (censusScan) first, then the values of the keys it leaves.
+func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]class, byHop map[string]*analyze.HopState, agg *Aggregates, hint *sampleCensus) error {
 	has := aliases(inner)
+	hops := make([]string, 0, len(agg.badText))
+	for h := range agg.badText {
+		hops = append(hops, h)
+	}
+	sort.Strings(hops)
+	anyAttr := false
+	for _, h := range hops {
+		if n := agg.badText[h]; n > 0 {
+			return fmt.Errorf("%w: %d spans of hop %q have attribute text that is not UTF-8 (the readers would repair it)", ErrNotPushable, n, h)
+		}
+		if byHop[h] == nil {
+			return fmt.Errorf("%s: attribute keys of hop %q, not among the hops", c.t.Raw, h)
+		}
+		byHop[h].HasAttr = agg.withAttr[h]
+		anyAttr = anyAttr || agg.withAttr[h]
+	}
+	if !anyAttr {
+		return nil
+	}
+	if hint != nil && !c.bare {
+		done, err := c.attrHinted(ctx, inner, has, cls, byHop, agg, hint)
+		if err != nil || done {
+			return err
+		}
+	}
+	c.censusScans++
+	if err := c.censusScan(ctx, inner, agg); err != nil {
+		return err
+	}
 	// The census: per hop and key, its raw values, the union of each
 	// class's AttrMaxValues+1 (the -Map combinators aggregate each key of
 	// the row's map of attributes, duplicates included, without an ARRAY
@@ -232,20 +277,6 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 	}
 	keys := map[string][]string{}
 	cens := map[hopKey]census{}
-	hops := make([]string, 0, len(agg.badText))
-	for h := range agg.badText {
-		hops = append(hops, h)
-	}
-	sort.Strings(hops)
-	for _, h := range hops {
-		if n := agg.badText[h]; n > 0 {
-			return fmt.Errorf("%w: %d spans of hop %q have attribute text that is not UTF-8 (the readers would repair it)", ErrNotPushable, n, h)
-		}
-		if byHop[h] == nil {
-			return fmt.Errorf("%s: attribute keys of hop %q, not among the hops", c.t.Raw, h)
-		}
-		byHop[h].HasAttr = agg.withAttr[h]
-	}
 	for hk, set := range agg.census {
 		vs := make([]string, 0, len(set))
 		for v := range set {
@@ -313,7 +344,7 @@ func (c *client) attribution(ctx context.Context, inner string, cls map[uint64]c
 		for h, hs := range byHop {
 			attempts[h] = hs.Attempts
 		}
-		if vals, err = c.attrValues(ctx, attrRowsSQL(inner, has, groupCols(has), cls, lk, agg.ids), agg.ids.of(quoteString, "Array(String)", "''"), skip, secrets, attempts, groups+len(byHop)); err != nil {
+		if vals, err = c.attrValues(ctx, attrRowsSQL(inner, has, groupCols(has), cls, "ky IN "+inList(lk), agg.ids), agg.ids.of(quoteString, "Array(String)", "''"), skip, secrets, attempts, groups+len(byHop), -1); err != nil {
 			return err
 		}
 	}
@@ -384,7 +415,11 @@ var attrCombos = 100_000
 // all count (the empty key counts them, and the groups), or a readonly
 // user, who may set nothing, takes the values attribute by attribute, as
 // before.
-func (c *client) attrValues(ctx context.Context, rows, hop string, skip []string, secrets map[string]bool, attempts map[string]int, groups int) (map[hopKey]map[string]*analyze.AttrValue, error) {
+//
+// maxCombined ≥ 0 (attrHinted) bounds the first level's groups: past
+// it, or when that level cannot be asked (a readonly user), the answer
+// is errNotWhole, not the values attribute by attribute.
+func (c *client) attrValues(ctx context.Context, rows, hop string, skip []string, secrets map[string]bool, attempts map[string]int, groups, maxCombined int) (map[hopKey]map[string]*analyze.AttrValue, error) {
 	v := "x2"
 	if len(secrets) > 0 {
 		var sk []string
@@ -490,6 +525,9 @@ func (c *client) attrValues(ctx context.Context, rows, hop string, skip []string
 			}
 		}
 	}
+	if maxCombined >= 0 && (!whole || combined > maxCombined) {
+		return nil, errNotWhole
+	}
 	if !whole {
 		c.attrPerKey++
 		again, raw = nil, map[group]*analyze.AttrValue{}
@@ -527,7 +565,7 @@ func (c *client) attrValues(ctx context.Context, rows, hop string, skip []string
 	})
 	for _, g := range gs {
 		shown := secret.Redacted
-		if !secrets[g.k] {
+		if !secret.Key(g.k) {
 			shown = secret.Scrub(g.v)
 		}
 		hk := hopKey{g.h, g.k}
@@ -719,4 +757,235 @@ func bestExamples(a, b []analyze.Example) []analyze.Example {
 		}
 	}
 	return out
+}
+
+// errNotWhole says the attribute values could not be asked in one
+// bounded query (attrValues).
+var errNotWhole = errors.New("the attribute values' combinations past the bound")
+
+// sampleCensus is the census of the attribute values in the spans the
+// trace sample's read pulled (sample): per hop and key that attribution
+// reads (not one the readers leave out, values of 1 to AttrMaxValueLen
+// bytes), whether more than AttrMaxValues values show (secret.Scrub, or
+// secret.Redacted for a key secret.Key names). Those spans are some of
+// the window's, so a key that shows more values there shows more in the
+// window (analyze drops it), and a key pushed out of a hop's
+// AttrMaxKeys by the keys seen there is pushed out by the window's
+// (keyLess is a fixed order: more keys only push more out).
+type sampleCensus struct {
+	keys map[hopKey]*sampleKey
+}
+
+// sampleKey is one key of one hop in the sample: its raw values seen
+// (at most 4·AttrMaxValues, so as not to scrub them again) and shown.
+type sampleKey struct {
+	raw, shown map[string]bool
+	over       bool
+}
+
+func (sc *sampleCensus) add(sp *span.Span) {
+	for _, a := range sp.Attrs {
+		if notKeptKey[a.Key] || len(a.Value) == 0 || len(a.Value) > analyze.AttrMaxValueLen {
+			continue
+		}
+		hk := hopKey{sp.Hop, a.Key}
+		k := sc.keys[hk]
+		if k == nil {
+			k = &sampleKey{raw: map[string]bool{}, shown: map[string]bool{}}
+			sc.keys[hopKey{strings.Clone(sp.Hop), strings.Clone(a.Key)}] = k
+		}
+		if k.over || k.raw[a.Value] {
+			continue
+		}
+		if len(k.raw) < 4*analyze.AttrMaxValues {
+			k.raw[strings.Clone(a.Value)] = true
+		}
+		shown := secret.Redacted
+		if !secret.Key(a.Key) {
+			shown = secret.Scrub(a.Value)
+		}
+		k.shown[shown] = true
+		if len(k.shown) > analyze.AttrMaxValues {
+			k.over, k.raw, k.shown = true, nil, nil
+		}
+	}
+}
+
+// attrHinted fills each hop's attribution with the values of every key
+// but those the sample shows dropped (more than AttrMaxValues values) or
+// pushed out (past AttrMaxKeys), asked in one query (attrValues'
+// combinations, whose count it bounds): the keys are then the sample's
+// and the answer's, each hop keeps its first AttrMaxKeys (keptKeys), and
+// a key is dropped when the sample said so or its values, all of them
+// in the answer, show as more than AttrMaxValues. It returns false, with
+// nothing filled, when that one query cannot answer (errNotWhole), or
+// the sample and the answer disagree on what a hop keeps.
+func (c *client) attrHinted(ctx context.Context, inner string, has map[string]bool, cls map[uint64]class, byHop map[string]*analyze.HopState, agg *Aggregates, hint *sampleCensus) (bool, error) {
+	ids := map[string][]string{}
+	for id, h := range agg.ids.hop {
+		ids[h] = append(ids[h], strconv.FormatUint(id, 10))
+	}
+	seen := map[string][]string{}
+	for hk := range hint.keys {
+		seen[hk.hop] = append(seen[hk.hop], hk.key)
+	}
+	// Why a key the sample saw is not asked: dropped, or pushed out.
+	const (
+		notSkipped = iota
+		skipDropped
+		skipOut
+	)
+	skipped := map[hopKey]int{}
+	var skip []string
+	secrets := map[string]bool{}
+	pairs := 0
+	for h, ks := range seen {
+		sort.Strings(ks)
+		kept := map[string]bool{}
+		for _, k := range keptKeys(h, ks) {
+			kept[k] = true
+		}
+		for _, k := range ks {
+			why := notSkipped
+			switch {
+			case !kept[k]:
+				why = skipOut
+			case hint.keys[hopKey{h, k}].over:
+				why = skipDropped
+			}
+			if why == notSkipped {
+				pairs++
+				if secret.Key(k) {
+					secrets[k] = true
+				}
+				continue
+			}
+			skipped[hopKey{h, k}] = why
+			for _, id := range ids[h] {
+				skip = append(skip, "("+id+", "+quoteString(k)+")")
+			}
+		}
+	}
+	sort.Strings(skip)
+	keys := "ky NOT IN " + notKept
+	if len(skip) > 0 {
+		keys += " AND (hid, ky) NOT IN " + inList(skip)
+	}
+	attempts := map[string]int{}
+	for h, hs := range byHop {
+		attempts[h] = hs.Attempts
+	}
+	vals, err := c.attrValues(ctx, attrRowsSQL(inner, has, groupCols(has), cls, keys, agg.ids), agg.ids.of(quoteString, "Array(String)", "''"),
+		nil, secrets, attempts, (analyze.AttrMaxValues+1)*pairs+len(byHop), attrCombos)
+	if errors.Is(err, errNotWhole) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	all := map[string]map[string]bool{}
+	note := func(hk hopKey) {
+		if all[hk.hop] == nil {
+			all[hk.hop] = map[string]bool{}
+		}
+		all[hk.hop][hk.key] = true
+	}
+	for hk := range hint.keys {
+		note(hk)
+	}
+	for hk := range vals {
+		note(hk)
+	}
+	attr := map[string][]analyze.AttrKey{}
+	for h, set := range all {
+		hs := byHop[h]
+		if hs == nil {
+			return false, fmt.Errorf("%s: attribute values of hop %q, not among the hops", c.t.Raw, h)
+		}
+		if !hs.HasAttr {
+			return false, fmt.Errorf("%s: hop %q has attribute keys but no span with attributes", c.t.Raw, h)
+		}
+		ks := make([]string, 0, len(set))
+		for k := range set {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range keptKeys(h, ks) {
+			hk := hopKey{h, k}
+			ak := analyze.AttrKey{Key: k}
+			m := vals[hk]
+			switch {
+			case skipped[hk] == skipOut:
+				return false, nil // cannot be: fewer keys push fewer out
+			case skipped[hk] == skipDropped || len(m) > analyze.AttrMaxValues:
+				ak.Dropped = true
+			case len(m) == 0:
+				return false, fmt.Errorf("%s: hop %q's attribute %q, in the sample, has no values on the server", c.t.Raw, h, k)
+			default:
+				for _, v := range m {
+					ak.Values = append(ak.Values, *v)
+				}
+				sort.Slice(ak.Values, func(a, b int) bool { return ak.Values[a].Value < ak.Values[b].Value })
+			}
+			attr[h] = append(attr[h], ak)
+		}
+	}
+	for h, ks := range attr {
+		byHop[h].Attr = ks
+	}
+	return true, nil
+}
+
+// censusScan fills agg.census by a scan of the window of its own: per
+// hop and key, at most AttrMaxValues+1 of its raw values (censusSQL),
+// for attribution when the sample's census cannot do (attrHinted).
+func (c *client) censusScan(ctx context.Context, inner string, agg *Aggregates) error {
+	cen := census(aliases(inner), true)
+	rows := "SELECT hid, " + strings.Join(cen.names, ", ") + " FROM (SELECT *, " + strings.Join(cen.cols, ", ") + " FROM (" +
+		strings.Replace(inner, "SELECT ", "SELECT "+agg.ids.sql+" AS hid, ", 1) + "))"
+	q := "SELECT hex(" + agg.ids.of(quoteString, "Array(String)", "''") + ") AS hx, " + strings.Join(cen.outs, ", ") +
+		" FROM (SELECT hid, " + cen.aggs + " FROM (" + rows + ") GROUP BY hid)"
+	return c.jsonLines(ctx, q, func(line []byte) error {
+		var r struct {
+			Hx       string
+			Vr, Va   map[string][]string
+			Vsn, Vsr []string
+		}
+		bad := fmt.Errorf("%s: a hop's attribute census is not what was asked: %.200q", c.t.Raw, line)
+		if json.Unmarshal(line, &r) != nil {
+			return bad
+		}
+		h, err := hex.DecodeString(r.Hx)
+		if err != nil || agg.ids.hops[string(h)] == 0 {
+			return bad
+		}
+		agg.addCensus(string(h), r.Vsn, r.Vsr, r.Vr, r.Va)
+		return nil
+	})
+}
+
+// addCensus adds one group's census to agg's: per key, the union of the
+// groups' raw values (at most AttrMaxValues+1 each: a key with more has
+// more in all).
+func (a *Aggregates) addCensus(hop string, vsn, vsr []string, vr, va map[string][]string) {
+	add := func(key string, vs []string) {
+		if notKeptKey[key] || len(vs) == 0 {
+			return
+		}
+		set := a.census[hopKey{hop, key}]
+		if set == nil {
+			set = map[string]bool{}
+			a.census[hopKey{hop, key}] = set
+		}
+		for _, v := range vs {
+			set[v] = true
+		}
+	}
+	add(scopeName, vsn)
+	add(scopeVersion, vsr)
+	for _, mp := range []map[string][]string{vr, va} {
+		for key, vs := range mp {
+			add(key, vs)
+		}
+	}
 }

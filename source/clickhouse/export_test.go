@@ -29,6 +29,10 @@ func AttrAgain(p *Pushed) int { return p.attrAgain }
 // attribute by attribute.
 func AttrPerKey(p *Pushed) int { return p.attrPerKey }
 
+// CensusScans counts the scans a push-down made for the attribute
+// values' census (not the sample's).
+func CensusScans(p *Pushed) int { return p.censusScans }
+
 // SetAttrCombos sets the bound on the attribute values' first level, and
 // returns the old one.
 func SetAttrCombos(n int) int { old := attrCombos; attrCombos = n; return old }

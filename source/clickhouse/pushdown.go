@@ -84,9 +84,10 @@ type Aggregates struct {
 	// sample's read hashes the terms of the rows that start then only.
 	firstStart []int64
 	// census is each hop's attribute keys with their raw values (at most
-	// AttrMaxValues+1 a class), withAttr the hops with a span that has
-	// attributes the readers keep, badText the spans whose attribute text
-	// is not UTF-8, by hop (attribution).
+	// AttrMaxValues+1 a hop id), when attribution needs a census scan
+	// (censusScan); withAttr the hops with a span that has attributes
+	// the readers keep, badText the spans whose attribute text is not
+	// UTF-8, by hop (attribution).
 	census   map[hopKey]map[string]bool
 	withAttr map[string]bool
 	badText  map[string]int
@@ -448,13 +449,15 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 	hops := ids.hops
 	has := aliases(inner)
 	gc := groupCols(has)
-	// The same scan brings what attribution's census and the sample's
-	// read need (one scan of the window fewer each): the rows' order
-	// terms (ord, their least by hop and class: the hops' first rows),
-	// and the attributes attribution reads (kany, whether the readers
-	// keep any; kbad, whether any text is not UTF-8).
+	// The same scan brings what attribution and the sample's read need
+	// (one scan of the window fewer each): the rows' order terms (ord,
+	// their least by hop and class: the hops' first rows), and whether a
+	// span has attributes the readers keep (kany) and text that is not
+	// UTF-8 (kbad). Not the census of attribute values: that comes from
+	// the trace sample (attribution; ~0.45 s of the server's CPU a
+	// million spans, a third of this scan's).
 	terms := firstTerms(p)
-	cen := census(has)
+	cen := census(has, false)
 	rows := "SELECT hid, d, s, t, " + normTraceSQL("t") + " AS tn, i, -1 - d AS df, gh, sv, n, k, c, m, fk, fv, frk, frv, fek, fev, ord, " + strings.Join(cen.names, ", ") +
 		" FROM (SELECT *, cityHash64(sv, n, k, c, m, fk, fv, frk, frv, fek, fev) AS gh FROM (SELECT *, " + strings.Join(gc, ", ") + ", " + strings.Join(cen.cols, ", ") +
 		" FROM (" + strings.Replace(inner, "SELECT ", "SELECT "+ids.sql+" AS hid, tuple("+terms+") AS ord, ", 1) + ")))"
@@ -474,8 +477,6 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		Tms                  [][4]json.Number
 		Fh, Fs               json.Number
 		Na, Nbad             json.Number
-		Vr, Va               map[string][]string
-		Vsn, Vsr             []string
 	}
 	agg := &Aggregates{examples: map[string]*analyze.HopExampleState{}, aranks: map[string][]int{}, tranks: make([]int64, 65),
 		floor: map[string]int{}, times: map[string]*analyze.TimesState{}, timeRank: map[string][]uint8{},
@@ -687,32 +688,12 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 			agg.firsts = append(agg.firsts, fh)
 			agg.firstStart = append(agg.firstStart, int64(num(r.Fs)))
 		}
-		// The census: per key, the union of the groups' raw values (at
-		// most AttrMaxValues+1 each: a key with more has more in all).
+		// The spans with attributes the readers keep, and with text that
+		// is not UTF-8 (the values are the sample's or censusScan's).
 		if num(r.Na) > 0 {
 			agg.withAttr[r.Hx] = true
 		}
 		agg.badText[r.Hx] += num(r.Nbad)
-		add := func(key string, vs []string) {
-			if notKeptKey[key] || len(vs) == 0 {
-				return
-			}
-			set := agg.census[hopKey{r.Hx, key}]
-			if set == nil {
-				set = map[string]bool{}
-				agg.census[hopKey{r.Hx, key}] = set
-			}
-			for _, v := range vs {
-				set[v] = true
-			}
-		}
-		add(scopeName, r.Vsn)
-		add(scopeVersion, r.Vsr)
-		for _, mp := range []map[string][]string{r.Vr, r.Va} {
-			for key, vs := range mp {
-				add(key, vs)
-			}
-		}
 		// The attempt times of rank ≥ the floor, by the group's class.
 		ts := agg.times[r.Hx]
 		if ts == nil {

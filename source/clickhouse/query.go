@@ -36,6 +36,9 @@ type client struct {
 	// attrPerKey counts the attribute values' queries asked attribute by
 	// attribute (attr.go: the spans' combinations were too many).
 	attrPerKey int
+	// censusScans counts the scans for the attribute values' census
+	// (censusScan).
+	censusScans int
 	// bare is set once the server refused the settings the requests
 	// carry (a readonly user may set none): they go without them, and
 	// the answers come uncompressed.

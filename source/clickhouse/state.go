@@ -44,6 +44,9 @@ type Pushed struct {
 	// attrPerKey counts the attribute values' queries asked attribute by
 	// attribute.
 	attrPerKey int
+	// censusScans counts the scans for the attribute values' census
+	// (censusScan).
+	censusScans int
 }
 
 // stages are SQL expressions computed level by level over a query's
@@ -183,15 +186,18 @@ func (sa *serverSide) pushdown(ctx context.Context, in ingest.Options, sampleSpa
 	if err := c.times(ctx, rows, agg, byHop); err != nil {
 		return nil, err
 	}
-	if err := c.attribution(ctx, inner, cls, byHop, agg); err != nil {
-		return nil, err
-	}
-	n, err := c.sample(ctx, p, inner, agg, in, st, byHop)
+	// The sample first: its spans tell attribution which keys not to ask
+	// the values of (sampleCensus).
+	hint := &sampleCensus{keys: map[hopKey]*sampleKey{}}
+	n, err := c.sample(ctx, p, inner, agg, in, st, byHop, hint)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.attribution(ctx, inner, cls, byHop, agg, hint); err != nil {
+		return nil, err
+	}
 	st.Hops = agg.Hops
-	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load(), attrAgain: c.attrAgain, attrPerKey: c.attrPerKey}, nil
+	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load(), attrAgain: c.attrAgain, attrPerKey: c.attrPerKey, censusScans: c.censusScans}, nil
 }
 
 // inner is the pull query without its order and format, with the hop
@@ -340,7 +346,10 @@ func (c *client) readSpans(ctx context.Context, q string, in ingest.Options, f f
 // (among those with the least of its order terms up to the start:
 // firstTerms), so that the first span of a hop in the read is the hop's
 // first.
-func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggregates, in ingest.Options, st *analyze.State, byHop map[string]*analyze.HopState) (int64, error) {
+//
+// Every span read (the sample's and the hops' first ones: spans of the
+// window) goes into cen, attribution's census of the sample.
+func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggregates, in ingest.Options, st *analyze.State, byHop map[string]*analyze.HopState, cen *sampleCensus) (int64, error) {
 	ranks := agg.tranks
 	var kept int64
 	for _, n := range ranks {
@@ -393,6 +402,7 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggrega
 	seen := map[string]bool{}
 	var bad error
 	n, err := c.readSpans(ctx, q, in, func(sp *span.Span) {
+		cen.add(sp)
 		if !seen[sp.Hop] {
 			seen[sp.Hop] = true
 			hs := byHop[sp.Hop]
