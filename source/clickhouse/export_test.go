@@ -33,6 +33,14 @@ func AttrPerKey(p *Pushed) int { return p.attrPerKey }
 // values' census (not the sample's).
 func CensusScans(p *Pushed) int { return p.censusScans }
 
+// TraceList counts the samples a push-down read by the traces' ids the
+// digests' scan brought.
+func TraceList(p *Pushed) int { return p.traceList }
+
+// SetMaxTraceText sets the bound on the sampled traces' ids' text, and
+// returns the old one.
+func SetMaxTraceText(n int) int { old := maxTraceText; maxTraceText = n; return old }
+
 // SetAttrCombos sets the bound on the attribute values' first level, and
 // returns the old one.
 func SetAttrCombos(n int) int { old := attrCombos; attrCombos = n; return old }

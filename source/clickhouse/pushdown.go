@@ -99,13 +99,17 @@ type Aggregates struct {
 	// ids are the hops by their id (hopCounts), which the later scans
 	// group by.
 	ids *hopIDs
+	// traceIDs are the traces of rank ≥ traceFloor (when not 0) by their
+	// traceIDSQL, with their ranks (digests).
+	traceIDs   map[uint64]uint8
+	traceFloor int
 }
 
 // Aggregate computes the per-hop counts and digests of the window of raw
 // on the server. in is how the readers are asked to read (HopBy and Map
 // as for the pull path); only the default hop is pushed down.
 func Aggregate(ctx context.Context, raw string, o Options, in ingest.Options) (*Aggregates, error) {
-	sa, err := serverAggregates(ctx, raw, o, in)
+	sa, err := serverAggregates(ctx, raw, o, in, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +140,11 @@ var aggregateWait = 10 * time.Minute
 // what only the pull path reads exactly (another hop, a field map, a hop
 // filter ClickHouse's match may read otherwise than Go). The hop and its
 // filters are in's, so that the server's query and the readers agree.
-func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Options) (*serverSide, error) {
+//
+// sampleSpans, when not 0, is the trace sample's bound: the digests'
+// scan brings the ids (cityHash64) of the traces the sample may take
+// (digests).
+func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Options, sampleSpans int) (*serverSide, error) {
 	if in.HopBy != "" && in.HopBy != "service+name" || len(in.Map) > 0 {
 		return nil, fmt.Errorf("%w: only the default hop, without %s, is aggregated on the server", ErrNotPushable, o.Names.Of(option.Map))
 	}
@@ -177,7 +185,7 @@ func serverAggregates(ctx context.Context, raw string, o Options, in ingest.Opti
 	if err != nil {
 		return nil, err
 	}
-	cls, groups, agg, err := c.digests(ctx, p, inner, in, ids)
+	cls, groups, agg, err := c.digests(ctx, p, inner, in, ids, sampleSpans)
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +453,13 @@ func classSQL(has map[string]bool, cls map[uint64]class) string {
 // not know: it computes both ranks, and the group's class picks one.
 // The groups are then merged by hop and class, as the readers' state
 // has them. It returns the groups' classes (by sigSQL) and their number.
-func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.Options, ids *hopIDs) (map[uint64]class, int, *Aggregates, error) {
+//
+// With sampleSpans, the scan also brings the traces whose rank (tr) is
+// at least one level under the one sampleSpans is expected to reach (the
+// least level whose share of the spans fits it), as the cityHash64 of
+// their ids with their ranks: the sample's read takes its traces by
+// them (sample) rather than hashing every trace of the window again.
+func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.Options, ids *hopIDs, sampleSpans int) (map[uint64]class, int, *Aggregates, error) {
 	hops := ids.hops
 	has := aliases(inner)
 	gc := groupCols(has)
@@ -475,6 +489,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		Vals                 []json.Number
 		Bns                  [2][]json.Number
 		Tms                  [][4]json.Number
+		Trh                  []json.Number
 		Fh, Fs               json.Number
 		Na, Nbad             json.Number
 	}
@@ -502,6 +517,28 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 	exact := ids.in(func(h string) bool { return hops[h] <= quantile.ExactLimit })
 	sketched := ids.in(func(h string) bool { return hops[h] > quantile.ExactLimit })
 	floor := ids.of(func(h string) string { return strconv.Itoa(agg.floor[h]) }, "Array(UInt8)", "toUInt8(0)")
+	// The traces' floor: one level under the expected one (as the
+	// attempt times'), so that the sample's level is below it only when
+	// the ranks are that far from their expectation (then the sample
+	// hashes the traces itself).
+	var total int
+	for _, n := range hops {
+		total += n
+	}
+	trh := "CAST([], 'Array(UInt64)') AS trh"
+	if sampleSpans > 0 {
+		l := 0
+		for total>>l > sampleSpans {
+			l++
+		}
+		if l-traceFloorBelow > 0 {
+			agg.traceFloor = l - traceFloorBelow
+			// One number a trace: the hash's upper 56 bits, the rank
+			// in the lowest byte (1M generated spans: ~0.2 s of the
+			// server's CPU less than a tuple of both).
+			trh = "groupUniqArrayIf(bitOr(" + traceIDSQL + ", tr), tr >= " + strconv.Itoa(agg.traceFloor) + ") AS trh"
+		}
+	}
 	hexs := func(a string) string { return "arrayMap(x -> hex(x), " + a + ")" }
 	// A span the readers would skip (no trace or span id, no hop, a
 	// negative duration) makes the read ErrNotPushable: the readers
@@ -518,7 +555,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ars)], [toUInt64(1)]) AS ara, sumMap([toUInt8(arf)], [toUInt64(1)]) AS araf, " +
 		"groupArrayIf(d, " + exact + ") AS vals, " +
 		"sumMapIf([toInt32(b)], [toUInt64(1)], " + sketched + " AND d >= 1) AS bns, " +
-		"groupArrayIf((s, d, ars, arf), greatest(ars, arf) >= " + floor + ") AS tms, min(ord) AS mo, " +
+		"groupArrayIf((s, d, ars, arf), greatest(ars, arf) >= " + floor + ") AS tms, min(ord) AS mo, " + trh + ", " +
 		cen.aggs + " " +
 		"FROM (SELECT *, if(" + sketched + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
 		traceHashStages("tn", "th").then(clzStages("th", "tr")).and(keepRankStages("s", "d", "ars")).and(keepRankStages("s", "df", "arf")).wrap(rows) + ")) GROUP BY hid, gh"
@@ -532,7 +569,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		hexs("gfk") + " AS xfk, " + hexs("gfv") + " AS xfv, " + hexs("gfrk") + " AS xfrk, " + hexs("gfrv") + " AS xfrv, " +
 		"arrayMap(e -> " + hexs("e") + ", gfek) AS xfek, arrayMap(e -> " + hexs("e") + ", gfev) AS xfev, gs, gd, " +
 		"leftPad(lower(hex(cityHash64(gc, gm, gfk, gfv, gfek, gfev))), 32, '0') AS t, lower(hex(cityHash64(h, gsv, gn, gk, cityHash64(gc, gm, gfk, gfv, gfek, gfev)))) AS i, " +
-		"cnt AS n, lo, hi, zero, bad, odd, sl, ff, tra, ara, araf, vals, bns, tms, cityHash64(mo) AS fh, tupleElement(mo, " + strconv.Itoa(startTerm(p)) + ") AS fs, " +
+		"cnt AS n, lo, hi, zero, bad, odd, sl, ff, tra, ara, araf, vals, bns, tms, trh, cityHash64(mo) AS fh, tupleElement(mo, " + strconv.Itoa(startTerm(p)) + ") AS fs, " +
 		strings.Join(cen.outs, ", ") + " FROM (SELECT *, " + ids.of(quoteString, "Array(String)", "''") + " AS h FROM (" + aggs + ")) ORDER BY h, mo FORMAT JSONEachRow"
 	body, err := c.queryAll(ctx, q)
 	if err != nil {
@@ -694,6 +731,18 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 			agg.withAttr[r.Hx] = true
 		}
 		agg.badText[r.Hx] += num(r.Nbad)
+		// The traces of rank ≥ the traces' floor.
+		for _, x := range r.Trh {
+			id, err := strconv.ParseUint(strings.Trim(string(x), `"`), 10, 64)
+			id, rank := id&^0xff, int(id&0xff)
+			if err != nil || rank < agg.traceFloor || rank > 64 {
+				return nil, 0, nil, fmt.Errorf("%s: a trace's id is not what was asked: %.200q", c.t.Raw, x)
+			}
+			if agg.traceIDs == nil {
+				agg.traceIDs = map[uint64]uint8{}
+			}
+			agg.traceIDs[id] = uint8(rank)
+		}
 		// The attempt times of rank ≥ the floor, by the group's class.
 		ts := agg.times[r.Hx]
 		if ts == nil {
@@ -776,9 +825,14 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 	return cls, len(gs), agg, nil
 }
 
+// traceIDSQL is a trace's id in the sample's read (sample): the upper 56
+// bits of cityHash64 of the pull query's t.
+const traceIDSQL = "bitAnd(cityHash64(t), 18446744073709551360)"
+
 // floorBelow is how many levels under the expected one the attempt
-// times' floor lies (a test sets it negative to reach the second ask).
-var floorBelow = 1
+// times' floor lies (a test sets it negative to reach the second ask);
+// traceFloorBelow the traces' (sample).
+var floorBelow, traceFloorBelow = 1, 1
 
 // example reads a (duration, trace id) tuple.
 

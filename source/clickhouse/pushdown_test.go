@@ -433,6 +433,23 @@ func TestPushdownReport(t *testing.T) {
 			}
 			sameAttr(t, fx.name, pulled.Accum.State().Hops, p.State.Hops)
 			t.Logf("%s: %d spans, %d outcome groups, %d pulled, %d bytes over the wire", fx.name, got.spans, p.Groups, p.Sampled, p.Bytes)
+			if fx.name != "outcomes-sampled" {
+				return
+			}
+			// The sample read by the traces' ids the digests' scan
+			// brought, and (their text past the bound) by the traces'
+			// hash: the same report either way.
+			if p.State.Level == 0 || clickhouse.TraceList(p) != 1 {
+				t.Errorf("%s: level %d, %d samples read by the traces' ids, want a level and 1", fx.name, p.State.Level, clickhouse.TraceList(p))
+			}
+			old := clickhouse.SetMaxTraceText(0)
+			defer clickhouse.SetMaxTraceText(old)
+			got, p = pushedResult(t, url, since, until, fx.sample)
+			got.skipped = want.skipped
+			sameResult(t, fx.name+", the traces hashed by the sample's read", want, got)
+			if clickhouse.TraceList(p) != 0 {
+				t.Errorf("%s: the traces' ids past the bound, yet read by them", fx.name)
+			}
 		})
 	}
 }

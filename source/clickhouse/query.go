@@ -37,8 +37,8 @@ type client struct {
 	// attribute (attr.go: the spans' combinations were too many).
 	attrPerKey int
 	// censusScans counts the scans for the attribute values' census
-	// (censusScan).
-	censusScans int
+	// (censusScan); traceList the samples read by the traces' ids.
+	censusScans, traceList int
 	// bare is set once the server refused the settings the requests
 	// carry (a readonly user may set none): they go without them, and
 	// the answers come uncompressed.

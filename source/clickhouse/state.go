@@ -9,10 +9,13 @@ package clickhouse
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +50,9 @@ type Pushed struct {
 	// censusScans counts the scans for the attribute values' census
 	// (censusScan).
 	censusScans int
+	// traceList counts the samples read by the traces' ids the digests'
+	// scan brought.
+	traceList int
 }
 
 // stages are SQL expressions computed level by level over a query's
@@ -152,7 +158,7 @@ func Pushdown(ctx context.Context, raw string, o Options, in ingest.Options, sam
 	if sampleSpans <= 0 {
 		sampleSpans = analyze.DefaultSampleSpans
 	}
-	sa, err := serverAggregates(ctx, raw, o, in)
+	sa, err := serverAggregates(ctx, raw, o, in, sampleSpans)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +203,7 @@ func (sa *serverSide) pushdown(ctx context.Context, in ingest.Options, sampleSpa
 		return nil, err
 	}
 	st.Hops = agg.Hops
-	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load(), attrAgain: c.attrAgain, attrPerKey: c.attrPerKey, censusScans: c.censusScans}, nil
+	return &Pushed{State: st, Groups: groups, Sampled: n, Bytes: c.wire.Load(), attrAgain: c.attrAgain, attrPerKey: c.attrPerKey, censusScans: c.censusScans, traceList: c.traceList}, nil
 }
 
 // inner is the pull query without its order and format, with the hop
@@ -390,12 +396,37 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggrega
 			}
 			firsts = "(s IN (" + strings.Join(ss, ", ") + ") AND cityHash64(tuple(" + firstTerms(p) + ")) IN (" + strings.Join(fs, ", ") + "))"
 		}
-		// The sampled traces' ids, gathered by an aggregate rather than
-		// filtered by a WHERE: ClickHouse pushes a WHERE down through
-		// the stages' subqueries, writing the hash out as one expression
-		// whose size doubles with each step (1M spans: 0.2 s -> 25 s).
-		sampled := "SELECT arrayJoin(groupArrayIf(t, bitShiftRight(th, " + strconv.Itoa(64-l) + ") = 0)) FROM (" + traceHashStages("tn", "th").wrap("SELECT t, "+normTraceSQL("t")+" AS tn FROM ("+inner+")") + ")"
-		q += " AND (t IN (" + sampled + ") OR " + firsts + ")"
+		// The sampled traces: those of rank ≥ l among the ones the
+		// digests' scan brought, by a 56-bit hash of their ids (a trace
+		// that hashes alike is read and left out here), sent as one
+		// base64 text of their 8 bytes each (~11 bytes an id, where a
+		// decimal list takes ~22: the query stays under ClickHouse's
+		// default max_query_size, 256 KiB, at the default sample's ~16k
+		// traces), when l is not under their floor and the text is
+		// short enough; else their ids gathered by an aggregate of the
+		// traces' hash rather than filtered by a WHERE: ClickHouse
+		// pushes a WHERE down through the stages' subqueries, writing
+		// the hash out as one expression whose size doubles with each
+		// step (1M spans: 0.2 s -> 25 s).
+		sampled := "t IN (SELECT arrayJoin(groupArrayIf(t, bitShiftRight(th, " + strconv.Itoa(64-l) + ") = 0)) FROM (" + traceHashStages("tn", "th").wrap("SELECT t, "+normTraceSQL("t")+" AS tn FROM ("+inner+")") + "))"
+		if agg.traceFloor > 0 && l >= agg.traceFloor {
+			hs := make([]uint64, 0, len(agg.traceIDs))
+			for id, r := range agg.traceIDs {
+				if int(r) >= l {
+					hs = append(hs, id)
+				}
+			}
+			slices.Sort(hs)
+			b := make([]byte, 8*len(hs))
+			for i, h := range hs {
+				binary.LittleEndian.PutUint64(b[8*i:], h)
+			}
+			if enc := base64.StdEncoding.EncodeToString(b); len(hs) > 0 && len(enc) <= maxTraceText {
+				c.traceList++
+				sampled = traceIDSQL + " IN (SELECT arrayJoin(arrayMap(j -> reinterpretAsUInt64(substring(b, j * 8 + 1, 8)), range(" + strconv.Itoa(len(hs)) + "))) FROM (SELECT base64Decode('" + enc + "') AS b))"
+			}
+		}
+		q += " AND (" + sampled + " OR " + firsts + ")"
 	}
 	q += " ORDER BY " + order
 	acc := analyze.NewAccum(st.SampleSpans)
@@ -434,6 +465,10 @@ func (c *client) sample(ctx context.Context, p *plan, inner string, agg *Aggrega
 	st.Sample = sub.Sample
 	return n, nil
 }
+
+// maxTraceText bounds the text of the sampled traces' ids in the sample's
+// query (ClickHouse parses at most max_query_size, 256 KiB by default).
+var maxTraceText = 200 << 10
 
 // State computes the state of the window of path on the server, for
 // pipeline.Pushdown (which Remote is, without importing it): the state,
