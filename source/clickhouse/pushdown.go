@@ -485,9 +485,9 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		N, Lo, Hi, Zero, Bad json.Number
 		Odd                  json.Number
 		Sl, Ff               json.RawMessage
-		Tra, Ara, Araf       [2][]json.Number
+		Tra, Ara, Araf       map[string]json.Number
 		Vals                 []json.Number
-		Bns                  [2][]json.Number
+		Bns                  map[string]json.Number
 		Tms                  [][4]json.Number
 		Trh                  []json.Number
 		Fh, Fs               json.Number
@@ -552,9 +552,9 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		"count() AS cnt, min(d) AS lo, max(d) AS hi, countIf(d < 1) AS zero, " +
 		"countIf(t = '' OR i = '' OR d < 0) AS bad, countIf(length(t) > 32 OR NOT match(t, '^[0-9a-fA-F]*[1-9a-fA-F][0-9a-fA-F]*$')) AS odd, " +
 		"max(" + keySQL("d", false, true) + ") AS sl, min(" + keySQL("d", false, false) + ") AS ff, " +
-		"sumMap([toUInt8(tr)], [toUInt64(1)]) AS tra, sumMap([toUInt8(ars)], [toUInt64(1)]) AS ara, sumMap([toUInt8(arf)], [toUInt64(1)]) AS araf, " +
+		"sumMap(map(toUInt8(tr), toUInt64(1))) AS tra, sumMap(map(toUInt8(ars), toUInt64(1))) AS ara, sumMap(map(toUInt8(arf), toUInt64(1))) AS araf, " +
 		"groupArrayIf(d, " + exact + ") AS vals, " +
-		"sumMapIf([toInt32(b)], [toUInt64(1)], " + sketched + " AND d >= 1) AS bns, " +
+		"sumMapIf(map(toInt32(b), toUInt64(1)), " + sketched + " AND d >= 1) AS bns, " +
 		"groupArrayIf((s, d, ars, arf), greatest(ars, arf) >= " + floor + ") AS tms, min(ord) AS mo, " + trh + ", " +
 		cen.aggs + " " +
 		"FROM (SELECT *, if(" + sketched + " AND d >= 1, " + binSQL("d") + ", 0) AS b FROM (" +
@@ -595,7 +595,7 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		}
 		var r cnt
 		bad := func() error { return fmt.Errorf("%s: a hop's counts are not what was asked: %.200q", c.t.Raw, line) }
-		if err := json.Unmarshal(line, &r); err != nil || len(r.Bns[0]) != len(r.Bns[1]) {
+		if err := json.Unmarshal(line, &r); err != nil {
 			return nil, 0, nil, bad()
 		}
 		h, err := unhex(r.Hx)
@@ -709,11 +709,15 @@ func (c *client) digests(ctx context.Context, p *plan, inner string, in ingest.O
 		for _, v := range r.Vals {
 			m.vals = append(m.vals, int64(num(v)))
 		}
-		for i, b := range r.Bns[0] {
+		for b, x := range r.Bns {
 			if m.bins == nil {
 				m.bins = map[int]uint64{}
 			}
-			m.bins[num(b)] += uint64(num(r.Bns[1][i]))
+			bin, err := strconv.Atoi(b)
+			if err != nil {
+				return nil, 0, nil, fmt.Errorf("%s: a hop's bins are not what was asked: %.200q", c.t.Raw, b)
+			}
+			m.bins[bin] += uint64(num(x))
 		}
 		if !m.first {
 			// The class's first group in the order has its least terms.
@@ -836,25 +840,23 @@ var floorBelow, traceFloorBelow = 1, 1
 
 // example reads a (duration, trace id) tuple.
 
-// ranks adds a hop's and class's rank counts (sumMap's keys and counts).
-func (a *Aggregates) ranks(hop string, tra, ara [2][]json.Number) error {
-	if len(tra[0]) != len(tra[1]) || len(ara[0]) != len(ara[1]) {
-		return fmt.Errorf("hop %q: the ranks are not what was asked", hop)
-	}
+// ranks adds a hop's and class's rank counts (sumMap's of a Map a row:
+// rank to count).
+func (a *Aggregates) ranks(hop string, tra, ara map[string]json.Number) error {
 	if a.aranks[hop] == nil {
 		a.aranks[hop] = make([]int, 65)
 	}
-	for i, r := range tra[0] {
-		if num(r) < 0 || num(r) > 64 {
-			return fmt.Errorf("hop %q: rank %s", hop, r)
+	for _, x := range []struct {
+		m   map[string]json.Number
+		add func(r, n int)
+	}{{tra, func(r, n int) { a.tranks[r] += int64(n) }}, {ara, func(r, n int) { a.aranks[hop][r] += n }}} {
+		for k, n := range x.m {
+			r, err := strconv.Atoi(k)
+			if err != nil || r < 0 || r > 64 {
+				return fmt.Errorf("hop %q: rank %q", hop, k)
+			}
+			x.add(r, num(n))
 		}
-		a.tranks[num(r)] += int64(num(tra[1][i]))
-	}
-	for i, r := range ara[0] {
-		if num(r) < 0 || num(r) > 64 {
-			return fmt.Errorf("hop %q: rank %s", hop, r)
-		}
-		a.aranks[hop][num(r)] += num(ara[1][i])
 	}
 	return nil
 }
