@@ -759,6 +759,10 @@ func bestExamples(a, b []analyze.Example) []analyze.Example {
 	return out
 }
 
+// maxSkipText bounds the text of the keys attrHinted leaves out (a
+// test sets it low to take the census scan's way).
+var maxSkipText = 64 << 10
+
 // errNotWhole says the attribute values could not be asked in one
 // bounded query (attrValues).
 var errNotWhole = errors.New("the attribute values' combinations past the bound")
@@ -870,6 +874,11 @@ func (c *client) attrHinted(ctx context.Context, inner string, has map[string]bo
 	keys := "ky NOT IN " + notKept
 	if len(skip) > 0 {
 		keys += " AND (hid, ky) NOT IN " + inList(skip)
+	}
+	if len(keys) > maxSkipText {
+		// So many keys left out (by hop id) that the query would pass
+		// ClickHouse's max_query_size: the census scan's way.
+		return false, nil
 	}
 	attempts := map[string]int{}
 	for h, hs := range byHop {

@@ -131,15 +131,21 @@ func TestPushdownAttribution(t *testing.T) {
 	// census: the scans for the census of attribute values, none while
 	// the sample's spans tell which keys to ask (a sample of 30 spans
 	// shows no key as dropped: the values' answer does).
-	for _, c := range []struct{ sample, combos, census int }{{0, 0, 0}, {800, 0, 0}, {30, 0, 0}, {0, 10, 1}} {
+	// skipText: the bound on the keys left out by the sample's census
+	// (past it, the census scan).
+	skipText := clickhouse.SetMaxSkipText(0)
+	clickhouse.SetMaxSkipText(skipText)
+	t.Cleanup(func() { clickhouse.SetMaxSkipText(skipText) })
+	for _, c := range []struct{ sample, combos, census, skipText int }{{0, 0, 0, 0}, {800, 0, 0, 0}, {30, 0, 0, 0}, {0, 10, 1, 0}, {0, 0, 1, 1}} {
 		sample := c.sample
 		clickhouse.SetAttrCombos(cmp.Or(c.combos, combos))
+		clickhouse.SetMaxSkipText(cmp.Or(c.skipText, skipText))
 		otlp := attrSpans(6000, 3, false)
 		file := filepath.Join(dir, "attrs.jsonl")
 		if err := os.WriteFile(file, otlp, 0o666); err != nil {
 			t.Fatal(err)
 		}
-		table := fmt.Sprintf("attrs_%d_%d", sample, c.combos)
+		table := fmt.Sprintf("attrs_%d_%d_%d", sample, c.combos, c.skipText)
 		e.createExporterTable(t, "otel", table)
 		e.load(t, "otel", table, otlp)
 		since, until := window(spansOf(t, file, ingest.Options{}))
@@ -147,7 +153,7 @@ func TestPushdownAttribution(t *testing.T) {
 		want := analyse(t, file, pipeline.Options{SampleSpans: sample})
 		got, p := pushedResult(t, url, since, until, sample)
 		got.skipped = want.skipped
-		what := fmt.Sprintf("attributes, sample %d, combos %d", sample, c.combos)
+		what := fmt.Sprintf("attributes, sample %d, combos %d, skip text %d", sample, c.combos, c.skipText)
 		sameResult(t, what, want, got)
 		s, err := pipeline.Summarize([]string{file}, pipeline.Options{SampleSpans: sample})
 		if err != nil {
@@ -188,6 +194,7 @@ func TestPushdownAttribution(t *testing.T) {
 	os.WriteFile(file, otlp, 0o666)
 	since, until := window(spansOf(t, file, ingest.Options{}))
 	clickhouse.SetAttrCombos(combos)
+	clickhouse.SetMaxSkipText(skipText)
 	p, err := clickhouse.Pushdown(context.Background(), "clickhouse://"+e.host+"/otel?table=collapse", clickhouse.Options{Since: since, Until: until}, ingest.Options{}, 0)
 	if err != nil {
 		t.Fatalf("a key whose 100 values scrub to 10, the sample's census: %v", err)

@@ -41,6 +41,10 @@ func TraceList(p *Pushed) int { return p.traceList }
 // returns the old one.
 func SetMaxTraceText(n int) int { old := maxTraceText; maxTraceText = n; return old }
 
+// SetMaxSkipText sets the bound on the text of the keys the values'
+// query leaves out by the sample's census, and returns the old one.
+func SetMaxSkipText(n int) int { old := maxSkipText; maxSkipText = n; return old }
+
 // SetAttrCombos sets the bound on the attribute values' first level, and
 // returns the old one.
 func SetAttrCombos(n int) int { old := attrCombos; attrCombos = n; return old }
