@@ -1056,8 +1056,9 @@ func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms b
 	acc.settle()
 	h.Attempts, h.FailedAttempts = acc.n, acc.failed
 	// Cut attempts: marked by the span, or failed and ended at T. Within
-	// the exact range the unions below are of sorted lists, each merged in
-	// one pass into one new list (fillValues); past it, of digests.
+	// the exact range the unions below are of sorted lists, read in place
+	// (runs) but for the failures, merged into one new list (fewer: the
+	// histogram reads it); past it, of digests.
 	lo, hi := cutWindow(T)
 	var all, tts, failed, nearT fillValues
 	if acc.succ.Exact() {
@@ -1068,17 +1069,10 @@ func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms b
 			b := sort.Search(len(other), func(i int) bool { return other[i] > hi })
 			near = other[a:b]
 		}
-		all.s = mergeAscending3(succ, flagged, other)
-		failed.s = mergeAscending(flagged, other)
-		if len(flagged) == 0 && len(near) == len(other) {
-			// The same union (near is all of other): one new list read
-			// by both (neither writes it), not a second copy of every
-			// success — most hops of a large log have no failure.
-			tts.s = all.s
-		} else {
-			tts.s = mergeAscending3(succ, flagged, near)
-		}
-		nearT.s = near
+		all.r = runs{succ, flagged, other}
+		tts.r = runs{succ, flagged, near}
+		failed.r = runs{mergeAscending(flagged, other)}
+		nearT.r = runs{near}
 		all.exact, failed.exact, tts.exact, nearT.exact = true, true, true, true
 	} else {
 		var nd quantile.Digest
@@ -1140,7 +1134,7 @@ func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms b
 	if tts.n() > 0 && knownTTS > 0 {
 		// The median of the certain values (below any cut).
 		if tts.exact {
-			h.p50TTS = quantile.Int64(tts.s[:knownTTS], 0.5)
+			h.p50TTS = tts.r.quantile(knownTTS, 0.5)
 		} else {
 			h.p50TTS = tts.quantile(0.5 * float64(knownTTS-1) / float64(max(1, tts.n()-1)))
 		}
@@ -1156,14 +1150,14 @@ func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms b
 	switch {
 	case !histograms:
 	case failed.exact:
-		h.FailureHistogram = quantile.Histogram(failed.s, failureWidth(failed.s))
+		h.FailureHistogram = quantile.Histogram(failed.r[0], failureWidth(failed.r[0]))
 	default:
 		h.FailureHistogram = digestHistogram(failed.d, quantile.NiceWidth(failed.d.Max(), 100))
 	}
 	switch {
 	case !histograms:
 	case all.exact:
-		h.LatencyHistogram = LogHistogram(all.s)
+		h.LatencyHistogram = logHistogram(all.r.all())
 	default:
 		h.LatencyHistogram = digestLogHistogram(all.d)
 	}
@@ -1179,27 +1173,25 @@ func (acc *hopAcc) stats(h *Hop, T int64, opt Options, rep *Report, histograms b
 }
 
 // fillValues is one of the unions stats reads: its values ascending
-// (exact: what a Digest of them would hold, sorted) or, past the exact
-// range, a sketch; each method answers what the Digest's would.
+// (exact: what a Digest of them would hold, sorted, read in place as
+// runs) or, past the exact range, a sketch; each method answers what the
+// Digest's would.
 type fillValues struct {
 	exact bool
-	s     []int64
+	r     runs
 	d     *quantile.Digest
 }
 
 func (v *fillValues) n() int {
 	if v.exact {
-		return len(v.s)
+		return v.r.n()
 	}
 	return v.d.N()
 }
 
 func (v *fillValues) min() int64 {
 	if v.exact {
-		if len(v.s) == 0 {
-			return 0
-		}
-		return v.s[0]
+		return v.r.min()
 	}
 	return v.d.Min()
 }
@@ -1207,37 +1199,38 @@ func (v *fillValues) min() int64 {
 // below counts the values certainly below x (Digest.Below).
 func (v *fillValues) below(x int64) int {
 	if v.exact {
-		return sort.Search(len(v.s), func(i int) bool { return v.s[i] >= x })
+		return v.r.below(x)
 	}
 	return v.d.Below(x)
 }
 
 func (v *fillValues) quantile(q float64) float64 {
 	if v.exact {
-		return quantile.Int64(v.s, q)
+		return v.r.quantile(v.r.n(), q)
 	}
 	return v.d.Quantile(q)
 }
 
-// quantileFunc is quantile as a function that holds only what it reads.
+// quantileFunc is quantile as a function that holds only what it reads
+// (exact: the hop's digests' lists, which live as long anyway).
 func (v *fillValues) quantileFunc() func(float64) float64 {
 	if v.exact {
-		s := v.s
-		return func(q float64) float64 { return quantile.Int64(s, q) }
+		r := v.r
+		return func(q float64) float64 { return r.quantile(r.n(), q) }
 	}
 	return v.d.Quantile
 }
 
 func (v *fillValues) at(r int) float64 {
 	if v.exact {
-		return float64(v.s[r])
+		return float64(v.r.at(r))
 	}
 	return v.d.At(r)
 }
 
 func (v *fillValues) percentiles(known int) (Latency, []string) {
 	if v.exact {
-		return percentiles(v.s, known)
+		return latencyOf(v.r.n(), known, v.quantile)
 	}
 	return digestPercentiles(v.d, known)
 }
@@ -1249,45 +1242,7 @@ func (v *fillValues) each(f func(v int64, c int)) {
 		v.d.Each(f)
 		return
 	}
-	s := v.s
-	for i := 0; i < len(s); {
-		j := i + 1
-		for j < len(s) && s[j] == s[i] {
-			j++
-		}
-		f(s[i], j-i)
-		i = j
-	}
-}
-
-// mergeAscending3 is the ascending union of three ascending slices, in
-// one new slice.
-func mergeAscending3(a, b, c []int64) []int64 {
-	out := make([]int64, 0, len(a)+len(b)+len(c))
-	for len(a) > 0 && len(b) > 0 && len(c) > 0 {
-		switch {
-		case b[0] < a[0] && b[0] <= c[0]:
-			out, b = append(out, b[0]), b[1:]
-		case c[0] < a[0] && c[0] < b[0]:
-			out, c = append(out, c[0]), c[1:]
-		default:
-			out, a = append(out, a[0]), a[1:]
-		}
-	}
-	switch {
-	case len(a) == 0:
-		a, b = b, c
-	case len(b) == 0:
-		b = c
-	}
-	for len(a) > 0 && len(b) > 0 {
-		if b[0] < a[0] {
-			out, b = append(out, b[0]), b[1:]
-		} else {
-			out, a = append(out, a[0]), a[1:]
-		}
-	}
-	return append(append(out, a...), b...)
+	v.r.each(f)
 }
 
 // optionsOf recovers the analysis options measure stored for fill.

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"github.com/tailscope/tailscope/internal/fastlog"
 	"github.com/tailscope/tailscope/route"
+	"iter"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -857,11 +859,10 @@ func failureWidth(failed []int64) int64 {
 
 // LogHistogram buckets durations on a log axis, 10 buckets per decade, from
 // 1 ms: the shape of a latency distribution at any scale.
-func LogHistogram(sorted []int64) []quantile.Bucket {
-	if len(sorted) == 0 {
-		return []quantile.Bucket{}
-	}
-	var out []quantile.Bucket
+func LogHistogram(sorted []int64) []quantile.Bucket { return logHistogram(slices.Values(sorted)) }
+
+// logHistogram is LogHistogram over values given in ascending order.
+func logHistogram(values iter.Seq[int64]) []quantile.Bucket {
 	idx := func(ns int64) int {
 		msv := units.Ms(ns)
 		if msv < 1 {
@@ -875,14 +876,20 @@ func LogHistogram(sorted []int64) []quantile.Bucket {
 		}
 		return math.Round(math.Pow(10, float64(i)/10)*1000) / 1000
 	}
-	cur, count := idx(sorted[0]), 0
-	for _, x := range sorted {
+	var out []quantile.Bucket
+	started, cur, count := false, 0, 0
+	for x := range values {
 		i := idx(x)
-		if i != cur {
+		if !started {
+			started, cur = true, i
+		} else if i != cur {
 			out = append(out, quantile.Bucket{FromMs: edge(cur), ToMs: edge(cur + 1), Count: count})
 			cur, count = i, 0
 		}
 		count++
+	}
+	if !started {
+		return []quantile.Bucket{}
 	}
 	out = append(out, quantile.Bucket{FromMs: edge(cur), ToMs: edge(cur + 1), Count: count})
 	return out

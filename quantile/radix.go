@@ -3,6 +3,7 @@ package quantile
 import (
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // radixFrom is the length from which sortInt64 sorts by radix: below it
@@ -34,8 +35,9 @@ func sortInt64(s []int64) {
 		return
 	}
 	passes := (bits.Len64(span) + radixBits - 1) / radixBits
-	buf := make([]int64, len(s))
-	src, dst := s, buf
+	bp := scratch(len(s))
+	defer radixScratch.Put(bp)
+	src, dst := s, (*bp)[:len(s)]
 	var count [1 << radixBits]int
 	for p := range passes {
 		shift := uint(p * radixBits)
@@ -58,4 +60,21 @@ func sortInt64(s []int64) {
 	if passes%2 == 1 {
 		copy(s, src)
 	}
+}
+
+// radixScratch holds sortInt64's buffers (*[]int64) between sorts. A
+// report sorts every hop's exact values in turn, and a buffer made per
+// sort is garbage that the heap cannot reuse before the next collection:
+// on a million flat spans 8 MB of fresh heap in the report phase, where
+// the heap peaks. Pooled, the sorts of a report share one buffer per
+// goroutine, as large as the largest hop's values.
+var radixScratch sync.Pool
+
+// scratch returns a pooled buffer of at least n values.
+func scratch(n int) *[]int64 {
+	if bp, _ := radixScratch.Get().(*[]int64); bp != nil && cap(*bp) >= n {
+		return bp
+	}
+	b := make([]int64, n)
+	return &b
 }

@@ -36,3 +36,23 @@ func TestSortInt64MatchesSlicesSort(t *testing.T) {
 		}
 	}
 }
+
+// A report sorts hop after hop: the radix passes' buffer must be reused
+// from one sort to the next, not made anew (see radixScratch).
+func TestSortInt64ReusesScratch(t *testing.T) {
+	r := rand.New(rand.NewPCG(40, 2))
+	s := make([]int64, 20_000)
+	for i := range s {
+		s[i] = r.Int64N(1 << 30)
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+		sortInt64(s)
+	})
+	if allocs > 0.5 {
+		t.Fatalf("%.1f allocations a sort, want none once the scratch exists", allocs)
+	}
+	if !slices.IsSorted(s) {
+		t.Fatal("not sorted")
+	}
+}
