@@ -59,12 +59,19 @@ type Accum struct {
 	// Add, Merge or a Part on another goroutine).
 	overHops atomic.Bool
 
-	hops   map[string]*hopAcc
-	last   *hopAcc
+	hops map[string]*hopAcc
+	last *hopAcc
+	// The trace sample: kept while spans are added (sample.go), spans
+	// once read (Spans builds them; frozen says so, and whatever adds to
+	// the sample again turns them back into rows). hashes[i] is the i-th
+	// span's trace hash either way.
+	kept   sampleRows
 	spans  []span.Span
+	frozen bool
 	hashes []uint64
-	// files[i] is the input file spans[i] came from, as SetFile said (a
-	// merge of partial summaries orders the sample by file with it).
+	// files[i] is the input file of the sample's i-th span, as SetFile
+	// said (a merge of partial summaries orders the sample by file with
+	// it).
 	files []int32
 	file  int32
 	level uint // the sample keeps hash < 2^64 >> level
@@ -332,31 +339,97 @@ func (a *Accum) sample(sp *span.Span) {
 	if a.level > 0 && x>>(64-a.level) != 0 {
 		return
 	}
-	c := *sp
-	// The three ids copied in one allocation (a trace's id, the span's
-	// and its parent's are kept and dropped together).
-	t, s := len(sp.TraceID), len(sp.SpanID)
-	buf := make([]byte, 0, t+s+len(sp.ParentID))
-	buf = append(append(append(buf, sp.TraceID...), sp.SpanID...), sp.ParentID...)
-	ids := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
-	c.TraceID, c.SpanID, c.ParentID = ids[:t], ids[t:t+s], ids[t+s:]
+	if a.frozen {
+		a.thaw()
+	}
 	// The trees use no attributes but those that map a hop to its
 	// endpoint (copied: a reader's may be borrowed).
-	c.Attrs = routingAttrs(sp.Attrs)
+	c := a.kept.row(sp, copyIDs(sp), a.kept.set(sp.Attrs, true, !sp.StableAttrs))
 	if a.limit == 0 {
 		a.limit = a.SampleSpans
 	}
-	if len(a.spans) == cap(a.spans) && len(a.spans) >= 4096 && len(a.spans) <= a.limit {
+	if rows := a.kept.rows; len(rows) == cap(rows) && len(rows) >= 4096 && len(rows) <= a.limit {
 		// Large logs fill the sample to its limit: grow there in one step
 		// rather than by doubling past it (fewer copies, less garbage).
-		a.spans = slices.Grow(a.spans, a.limit+1-len(a.spans))
+		a.kept.rows = slices.Grow(rows, a.limit+1-len(rows))
 		a.hashes = slices.Grow(a.hashes, a.limit+1-len(a.hashes))
 		a.files = slices.Grow(a.files, a.limit+1-len(a.files))
 	}
-	a.spans = append(a.spans, c)
+	a.kept.rows = append(a.kept.rows, c)
 	a.hashes = append(a.hashes, x)
 	a.files = append(a.files, a.file)
 	a.fit()
+}
+
+// copyIDs copies sp's three ids into one allocation (a trace's id, the
+// span's and its parent's are kept and dropped together; a reader's may
+// be borrowed).
+func copyIDs(sp *span.Span) string {
+	buf := make([]byte, 0, len(sp.TraceID)+len(sp.SpanID)+len(sp.ParentID))
+	buf = append(append(append(buf, sp.TraceID...), sp.SpanID...), sp.ParentID...)
+	return unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+}
+
+// held is the number of spans in the sample.
+func (a *Accum) held() int {
+	if a.frozen {
+		return len(a.spans)
+	}
+	return len(a.kept.rows)
+}
+
+// keepSample keeps, in order, the sample's spans i for which keep(i) is
+// true.
+func (a *Accum) keepSample(keep func(i int) bool) {
+	n := 0
+	for i := range a.hashes {
+		if !keep(i) {
+			continue
+		}
+		if a.frozen {
+			a.spans[n] = a.spans[i]
+		} else {
+			a.kept.rows[n] = a.kept.rows[i]
+		}
+		a.hashes[n], a.files[n] = a.hashes[i], a.files[i]
+		n++
+	}
+	if a.frozen {
+		clear(a.spans[n:])
+		a.spans = a.spans[:n]
+	} else {
+		clear(a.kept.rows[n:])
+		a.kept.rows = a.kept.rows[:n]
+		a.kept.compact()
+	}
+	a.hashes, a.files = a.hashes[:n], a.files[:n]
+}
+
+// freeze builds the sample's spans from its rows, at its length (the
+// rows' array is the sample's limit, and it is dropped).
+func (a *Accum) freeze() {
+	if a.frozen {
+		return
+	}
+	if n := len(a.kept.rows); n > 0 {
+		a.spans = make([]span.Span, n)
+		for i := range a.kept.rows {
+			a.spans[i] = a.kept.span(&a.kept.rows[i])
+		}
+	}
+	a.kept = sampleRows{}
+	a.frozen = true
+}
+
+// thaw turns the sample's spans back into rows, for more to be added
+// (after a merge of partial summaries, or a summary read).
+func (a *Accum) thaw() {
+	a.kept.rows = make([]sampleRow, 0, len(a.spans))
+	for i := range a.spans {
+		sp := &a.spans[i]
+		a.kept.rows = append(a.kept.rows, a.kept.row(sp, copyIDs(sp), a.kept.set(sp.Attrs, false, false)))
+	}
+	a.spans, a.frozen = nil, false
 }
 
 // SetFile says that the spans added from now on come from input file i
@@ -367,7 +440,7 @@ func (a *Accum) SetFile(i int) { a.file = int32(i) }
 
 // fit raises the sample's level until the kept spans fit in its limit.
 func (a *Accum) fit() {
-	if len(a.spans) > a.limit && !a.overflowed {
+	if a.held() > a.limit && !a.overflowed {
 		// The first overflow: the last moment a jump may happen, and
 		// then no higher than the highest rank so far (see Expect).
 		a.overflowed = true
@@ -375,7 +448,7 @@ func (a *Accum) fit() {
 			a.jump(min(a.target, a.top))
 		}
 	}
-	for len(a.spans) > a.limit && a.level < 63 {
+	for a.held() > a.limit && a.level < 63 {
 		next := a.level + 1
 		keep := 0
 		for _, x := range a.hashes {
@@ -383,32 +456,24 @@ func (a *Accum) fit() {
 				keep++
 			}
 		}
-		if hold := a.hold(); keep == 0 && len(a.spans) <= hold {
+		if hold := a.hold(); keep == 0 && a.held() <= hold {
 			// Halving would empty the sample (one trace larger than the
 			// limit): keep what there is, and look again only once it
 			// has doubled (or reached the hold), so that this stays
 			// linear.
-			a.limit = min(2*len(a.spans), hold)
+			a.limit = min(2*a.held(), hold)
 			break
 		}
 		if keep == 0 {
 			// A trace too large to hold whole (2M spans took 2 GB in
 			// the sample and its trees): halve all the same. It leaves
 			// the call-tree sample; its spans stay counted per hop.
-			a.giant = max(a.giant, len(a.spans))
+			a.giant = max(a.giant, a.held())
 			a.limit = a.SampleSpans
 		}
 		a.level = next
 		a.shared.Store(uint32(next))
-		keep = 0
-		for i := range a.spans {
-			if a.hashes[i]>>(64-a.level) == 0 {
-				a.spans[keep], a.hashes[keep], a.files[keep] = a.spans[i], a.hashes[i], a.files[i]
-				keep++
-			}
-		}
-		clear(a.spans[keep:])
-		a.spans, a.hashes, a.files = a.spans[:keep], a.hashes[:keep], a.files[:keep]
+		a.keepSample(func(i int) bool { return a.hashes[i]>>(64-a.level) == 0 })
 	}
 }
 
@@ -490,15 +555,7 @@ func (a *Accum) jump(j uint) {
 	a.spec = j
 	a.level = j
 	a.shared.Store(uint32(j))
-	keep := 0
-	for i := range a.spans {
-		if a.hashes[i]>>(64-j) == 0 {
-			a.spans[keep], a.hashes[keep], a.files[keep] = a.spans[i], a.hashes[i], a.files[i]
-			keep++
-		}
-	}
-	clear(a.spans[keep:])
-	a.spans, a.hashes, a.files = a.spans[:keep], a.hashes[:keep], a.files[:keep]
+	a.keepSample(func(i int) bool { return a.hashes[i]>>(64-j) == 0 })
 }
 
 // Held reports whether the sample is the one climbing level by level
@@ -928,8 +985,13 @@ func (a *Accum) Total() int64 { return a.total }
 // Sampled reports whether traces were dropped from the sample.
 func (a *Accum) Sampled() bool { return a.level > 0 }
 
-// Spans returns the kept spans: all of them when not Sampled.
-func (a *Accum) Spans() []span.Span { return a.spans }
+// Spans returns the kept spans: all of them when not Sampled. The read
+// is over when they are asked for: they are built then (see sample.go),
+// and are the same slice until spans are added again.
+func (a *Accum) Spans() []span.Span {
+	a.freeze()
+	return a.spans
+}
 
 // Sample describes the trace sample the tree-based parts of a report
 // rest on, when the logs were too large to keep whole.
@@ -959,7 +1021,7 @@ func (a *Accum) Measure(reqs []*span.Request, probs span.Problems, opt Options) 
 	// span: the sample keeps no attributes.
 	a.sortSuccesses()
 	src := measureSources{state: a.hopAcc, seen: a.seen(), times: a.timesSource(), overAll: a.Sampled()}
-	return measure(spanPointers(a.spans), reqs, probs, opt, src)
+	return measure(spanPointers(a.Spans()), reqs, probs, opt, src)
 }
 
 // Complete finishes a report of what was accumulated once it is
@@ -976,7 +1038,7 @@ func (a *Accum) Complete(rep *Report, reqs []*span.Request) []string {
 	for _, x := range a.hashes {
 		traces[x] = true
 	}
-	s := &Sample{Spans: len(a.spans), Traces: len(reqs), TotalSpans: a.total,
+	s := &Sample{Spans: a.held(), Traces: len(reqs), TotalSpans: a.total,
 		Fraction: math.Ldexp(1, -int(a.level)),
 		From:     []string{"calls", "retry_yield", "failure_class", "evidence", "call_failure_histogram", "km_latency_ms", "requests", "predicted_effect", "recommended_policy.budget_ms", "retries"}}
 	s.SuccessRate95[0], s.SuccessRate95[1] = wilson(rep.Requests.Succeeded, rep.Requests.Count)
@@ -988,7 +1050,7 @@ func (a *Accum) Complete(rep *Report, reqs []*span.Request) []string {
 	}
 	rep.Warnings = append(rep.Warnings, Warning{Code: "sampled", Message: fmt.Sprintf(
 		"%d spans are more than the %d kept whole: per-hop counts, percentiles and timeouts are over all spans, while calls, retry yield, failure classes, requests and replay rest on a deterministic sample of %d traces (%d spans, 1/%d of trace ids); the request success rate is known to ±%.1f points (95%%)",
-		a.total, a.SampleSpans, len(reqs), len(a.spans), 1<<a.level, 50*(s.SuccessRate95[1]-s.SuccessRate95[0]))})
+		a.total, a.SampleSpans, len(reqs), a.held(), 1<<a.level, 50*(s.SuccessRate95[1]-s.SuccessRate95[0]))})
 	return added
 }
 
@@ -1310,20 +1372,20 @@ func digestLogHistogram(d *quantile.Digest) []quantile.Bucket {
 // neither takes them from its first span in the sample, if any.
 func (a *Accum) seen() []hopSeen {
 	out := make([]hopSeen, 0, len(a.hops))
-	var inSample map[string]*span.Span
+	var inSample map[string][2]string
 	for name, h := range a.hops {
 		f := h.first
 		if f.service == "" && f.name == "" {
 			if inSample == nil {
-				inSample = map[string]*span.Span{}
-				for i := range a.spans {
-					if sp := &a.spans[i]; inSample[sp.Hop] == nil {
-						inSample[sp.Hop] = sp
+				inSample = map[string][2]string{}
+				for _, sp := range a.Spans() {
+					if _, ok := inSample[sp.Hop]; !ok {
+						inSample[sp.Hop] = [2]string{sp.Service, sp.Name}
 					}
 				}
 			}
-			if sp := inSample[name]; sp != nil {
-				f.service, f.name = sp.Service, sp.Name
+			if sn, ok := inSample[name]; ok {
+				f.service, f.name = sn[0], sn[1]
 			}
 		}
 		out = append(out, hopSeen{name: name, attempts: h.n, first: f})

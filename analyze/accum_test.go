@@ -284,10 +284,10 @@ func TestAccumSampleOwnsIDs(t *testing.T) {
 		}
 		want = append(want, ids{tr, sp, par})
 	}
-	if len(a.spans) != len(want) {
-		t.Fatalf("sample holds %d spans, want %d", len(a.spans), len(want))
+	if len(a.Spans()) != len(want) {
+		t.Fatalf("sample holds %d spans, want %d", len(a.Spans()), len(want))
 	}
-	for i, s := range a.spans {
+	for i, s := range a.Spans() {
 		if got := (ids{s.TraceID, s.SpanID, s.ParentID}); got != want[i] {
 			t.Errorf("span %d: ids %q, want %q", i, got, want[i])
 		}

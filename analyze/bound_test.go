@@ -122,7 +122,7 @@ func TestGiantTraceLeavesTheSample(t *testing.T) {
 			}
 			add(boundSpan("giant", fmt.Sprintf("g%d", i), parent, fmt.Sprintf("h%d", i%5), i))
 		}
-		if held := len(a.spans); held > maxHold*sample {
+		if held := len(a.Spans()); held > maxHold*sample {
 			t.Errorf("giant %d: the sample holds %d spans, over %d", c.giant, held, maxHold*sample)
 		}
 		for i := range 10 {
@@ -146,8 +146,8 @@ func TestGiantTraceLeavesTheSample(t *testing.T) {
 			}
 		}
 		kept := 0
-		for i := range a.spans {
-			if a.spans[i].TraceID == "giant" {
+		for i := range a.Spans() {
+			if a.Spans()[i].TraceID == "giant" {
 				kept++
 			}
 		}

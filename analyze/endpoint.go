@@ -11,7 +11,6 @@ import (
 	"github.com/tailscope/tailscope/internal/par"
 	"github.com/tailscope/tailscope/option"
 
-	"github.com/tailscope/tailscope/secret"
 	"github.com/tailscope/tailscope/span"
 )
 
@@ -53,20 +52,6 @@ var routingKeys = map[string]bool{
 	"http.route": true, "url.path": true, "http.target": true, "url.full": true, "http.url": true,
 	"http.request.method": true, "http.method": true,
 	"server.address": true, "peer.service": true, "net.peer.name": true,
-}
-
-// routingAttrs copies the attributes of as that the mapping reads (nil
-// when none): the trace sample keeps no others.
-func routingAttrs(as []span.Attr) []span.Attr {
-	var out []span.Attr
-	for _, a := range as {
-		if routingKeys[a.Key] {
-			// A URL's query may hold a token: kept (and written to
-			// summaries) with credentials hidden (package secret).
-			out = append(out, span.Attr{Key: strings.Clone(a.Key), Value: strings.Clone(secret.Scrub(a.Value))})
-		}
-	}
-	return out
 }
 
 func attr(s *span.Span, key string) string {

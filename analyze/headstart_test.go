@@ -48,7 +48,7 @@ func headStartInput(seed uint64, n, maxTrace, giant, giantRank int, loose bool) 
 // limit (what a report and a summary are made of).
 func sameSample(a, b *Accum) bool {
 	return a.level == b.level && a.limit == b.limit && a.total == b.total && a.loose == b.loose &&
-		reflect.DeepEqual(a.spans, b.spans) && reflect.DeepEqual(a.hashes, b.hashes) && reflect.DeepEqual(a.files, b.files)
+		reflect.DeepEqual(a.Spans(), b.Spans()) && reflect.DeepEqual(a.hashes, b.hashes) && reflect.DeepEqual(a.files, b.files)
 }
 
 // The head start (Expect) leaves the sample exactly as climbing level by
@@ -96,7 +96,7 @@ func TestExpectSameSample(t *testing.T) {
 		}
 		if got.Held() && !sameSample(got, want) {
 			t.Errorf("%s: held (jump %d) but level %d limit %d %d spans; want level %d limit %d %d spans", c.name, got.spec,
-				got.level, got.limit, len(got.spans), want.level, want.limit, len(want.spans))
+				got.level, got.limit, len(got.Spans()), want.level, want.limit, len(want.Spans()))
 		}
 		for _, shape := range [][2]int{{2, 1}, {2, 5}, {3, 2}} {
 			f := NewAccum(S)

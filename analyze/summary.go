@@ -174,9 +174,10 @@ func (a *Accum) State() *State {
 		hs.Times = TimesState{Level: h.times.level, At: at, D: d}
 		s.Hops = append(s.Hops, hs)
 	}
-	s.Sample = make([]Sampled, len(a.spans))
-	for i := range a.spans {
-		s.Sample[i] = Sampled{Span: a.spans[i], Hash: a.hashes[i], File: int(a.files[i])}
+	spans := a.Spans()
+	s.Sample = make([]Sampled, len(spans))
+	for i := range spans {
+		s.Sample[i] = Sampled{Span: spans[i], Hash: a.hashes[i], File: int(a.files[i])}
 	}
 	return s
 }
@@ -217,7 +218,7 @@ func FromState(s *State) (*Accum, error) {
 	if sum != s.Total {
 		return nil, fmt.Errorf("the hops' attempts add up to %d, not the %d spans read", sum, s.Total)
 	}
-	a.spans = make([]span.Span, len(s.Sample))
+	a.spans, a.frozen = make([]span.Span, len(s.Sample)), true
 	a.hashes = make([]uint64, len(s.Sample))
 	a.files = make([]int32, len(s.Sample))
 	for i := range s.Sample {
@@ -427,6 +428,10 @@ func (a *Accum) Absorb(o *Accum, aFile, oFile []int) error {
 	}
 	a.last = nil
 
+	// The samples merge as spans (a summary's are; a sample read here is
+	// built from its rows).
+	a.freeze()
+	o.freeze()
 	level := max(a.level, o.level)
 	// Both samples drop the traces above the new level, in place, and
 	// take their merged file numbers.

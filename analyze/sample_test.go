@@ -1,0 +1,121 @@
+package analyze
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/tailscope/tailscope/secret"
+	"github.com/tailscope/tailscope/span"
+)
+
+// A row of the sample must stay small: its size is what the sample costs
+// the read (twice over, in the collector's goal; see sample.go).
+func TestSampleRowSize(t *testing.T) {
+	if n := unsafe.Sizeof(sampleRow{}); n > 104 {
+		t.Fatalf("a sample row is %d bytes, want at most 104 (a span.Span is %d)", n, unsafe.Sizeof(span.Span{}))
+	}
+}
+
+// sampleSpan is span i of a sample test: every field set, strings from a
+// few values and some unique, a borrowed attribute buffer's routing and
+// other attributes.
+func sampleSpan(i int, buf []byte) span.Span {
+	route := fmt.Sprintf("/r/%d", i%5)
+	if i%11 == 0 {
+		route = "https://u:pw@h/x?token=abcdef0123456789abcdef" // scrubbed
+	}
+	n := copy(buf, "http.route")
+	n += copy(buf[n:], route)
+	n += copy(buf[n:], "k8s.pod.name")
+	copy(buf[n:], "pod-1")
+	attrs := []span.Attr{
+		{Key: unsafe.String(&buf[0], 10), Value: unsafe.String(&buf[10], len(route))},
+		{Key: unsafe.String(&buf[10+len(route)], 12), Value: unsafe.String(&buf[22+len(route)], 5)},
+	}
+	if i%3 == 0 {
+		attrs = attrs[1:] // no routing attribute
+	}
+	stable := i%7 == 0
+	if stable {
+		// A reader that says its texts are stable never writes them
+		// again: these are not the buffer's.
+		attrs = []span.Attr{{Key: "http.route", Value: route}, {Key: "k8s.pod.name", Value: "pod-1"}}
+	}
+	return span.Span{TraceID: fmt.Sprintf("t%d", i/3), SpanID: fmt.Sprintf("s%d", i), ParentID: fmt.Sprintf("s%d", i-1),
+		Service: []string{"a", "b", ""}[i%3], Name: fmt.Sprintf("op%d", i%4), Kind: []string{"client", "server"}[i%2],
+		Hop: fmt.Sprintf("a op%d", i%4), Peer: fmt.Sprintf("peer-%d", i), Start: int64(i) * 1e6, Duration: int64(i%9) * 1e5,
+		Status: span.Status(i % 3), Timeout: i%5 == 0, Code: 500 + i%4, CodeText: []string{"", "ECONNRESET"}[i%2],
+		Attempt: i % 3, AttemptSet: i%4 == 0, TimeoutInForce: int64(i % 2 * 1e9), Weight: 1 + float64(i%3)/2,
+		Duplicate: i%6 == 0, StableAttrs: stable, Attrs: attrs}
+}
+
+// want is what the sample kept of sp before rows: every field as it was,
+// the ids and attributes copied, only the routing attributes, scrubbed.
+func wantSampled(sp span.Span) span.Span {
+	var as []span.Attr
+	for _, a := range sp.Attrs {
+		if routingKeys[a.Key] {
+			as = append(as, span.Attr{Key: strings.Clone(a.Key), Value: strings.Clone(secret.Scrub(a.Value))})
+		}
+	}
+	sp.TraceID, sp.SpanID, sp.ParentID = string([]byte(sp.TraceID)), string([]byte(sp.SpanID)), string([]byte(sp.ParentID))
+	sp.Attrs = as
+	return sp
+}
+
+// The sample's rows give back each span as the sample kept it before
+// (every field; ids and attributes owned, though the reader's buffer is
+// overwritten after each span), through Spans, after spans are added
+// again to a built sample (thaw), and after the tables were rebuilt for
+// holding many strings no row names any more (compact).
+func TestSampleRowsRoundTrip(t *testing.T) {
+	a := NewAccum(1 << 20)
+	buf := make([]byte, 256)
+	var want []span.Span
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			sp := sampleSpan(i, buf)
+			want = append(want, wantSampled(sp))
+			a.Add(&sp)
+			for j := range buf {
+				buf[j] = 'x'
+			}
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		got := a.Spans()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d spans, want %d", when, len(got), len(want))
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("%s: span %d\n got %+v\nwant %+v", when, i, got[i], want[i])
+			}
+		}
+	}
+	add(0, 3000)
+	check("read")
+	add(3000, 6000) // thaws the built spans
+	check("added after Spans")
+
+	// Compaction: a sample that dropped most of its rows rebuilds its
+	// tables (Peer is unique a span) and still gives the same spans.
+	a.thaw()
+	before := len(a.kept.strs)
+	a.keepSample(func(i int) bool { return i%10 == 0 })
+	if a.frozen || len(a.kept.strs) >= before/2 {
+		t.Fatalf("tables of %d strings after dropping 9 rows in 10, %d before: not rebuilt", len(a.kept.strs), before)
+	}
+	var kept []span.Span
+	for i := range want {
+		if i%10 == 0 {
+			kept = append(kept, want[i])
+		}
+	}
+	want = kept
+	check("compacted")
+}
