@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/tailscope/tailscope/analyze"
@@ -105,9 +106,23 @@ func Read(paths []string, opt Options) (*Logs, error) {
 	}
 	l.names = opt.Ingest.Names
 	l.Spans = l.acc.Spans()
+	collectAfterRead()
 	l.Requests, l.Problems = span.Assemble(l.Spans)
 	return l, nil
 }
+
+// collectAfterRead runs a garbage collection between the read and the
+// report. The collector's goal for the heap is twice what was live at the
+// last collection, and the last one of a large read runs with the
+// reader's pages, batches and Parts still in flight: on a million flat
+// Parquet spans it found 47-74 MB live, against 32-41 MB once the read
+// is over, and the report (trees, replays) grew the heap towards twice
+// the former before the next collection. Collected here, the report's
+// goal is twice what it keeps. It costs a collection more (two, when the
+// lower goal brings one in the report), each marking only what the
+// report keeps, mostly pointer-free (digests, attempt times, the
+// sample's spans): 5-10 ms of CPU on that million.
+func collectAfterRead() { runtime.GC() }
 
 // Summarize reads paths (logs and summaries, as Read) into the summary of
 // all of them.
