@@ -536,8 +536,9 @@ func count(vals []*valAttr, c *combo, sp *span.Span, flagged bool, bin int) {
 // A rawCombo is what a hop's attributes, as a reader that interns gives
 // them (span.Span.StableAttrs), resolved to: the same strings again are
 // the same values, found without looking at a key. It holds the strings
-// (so their addresses stay theirs) and is forgotten whenever the
-// combinations are flushed, a key is dropped among them.
+// (so their addresses stay theirs), and it is forgotten whenever the
+// combinations are flushed: when a key is dropped, when the table of
+// combinations is full, before the values are read.
 type rawCombo struct {
 	hash  uint64
 	attrs []span.Attr
