@@ -501,14 +501,20 @@ func (a *hopAttr) add(sp *span.Span, flagged bool) {
 		bin = quantile.Bin(sp.Duration)
 	}
 	if sp.StableAttrs && a.rawSkip == 0 {
-		h := rawHash(sp.Attrs)
-		if e := a.rawFind(h, sp.Attrs); e != nil {
+		shared := sp.SharedAttrs
+		var h uint64
+		if shared {
+			h = sharedHash(sp.Attrs)
+		} else {
+			h = rawHash(sp.Attrs)
+		}
+		if e := a.rawFind(h, sp.Attrs, shared); e != nil {
 			count(e.vals, e.c, sp, flagged, bin)
 			return
 		}
 		vals := a.resolve(sp)
 		c := a.combo(vals)
-		a.rawAdd(h, sp.Attrs, vals, c)
+		a.rawAdd(h, sp.Attrs, vals, c, shared)
 		count(vals, c, sp, flagged, bin)
 		clear(vals)
 		return
@@ -538,12 +544,16 @@ func count(vals []*valAttr, c *combo, sp *span.Span, flagged bool, bin int) {
 // the same values, found without looking at a key. It holds the strings
 // (so their addresses stay theirs), and it is forgotten whenever the
 // combinations are flushed: when a key is dropped, when the table of
-// combinations is full, before the values are read.
+// combinations is full, before the values are read. When the reader
+// shares its attribute lists (span.Span.SharedAttrs) it holds the
+// reader's slice itself (shared), and the same slice again is found by
+// its address alone: no text is looked at.
 type rawCombo struct {
-	hash  uint64
-	attrs []span.Attr
-	vals  []*valAttr
-	c     *combo // nil: the values count directly
+	hash   uint64
+	attrs  []span.Attr
+	vals   []*valAttr
+	c      *combo // nil: the values count directly
+	shared bool
 }
 
 // Bounds of the raw combinations: at most maxRaws per hop (a full table is
@@ -568,8 +578,18 @@ func rawHash(attrs []span.Attr) uint64 {
 	return h ^ h>>29
 }
 
-// rawFind is the raw combination of attrs, nil when there is none.
-func (a *hopAttr) rawFind(h uint64, attrs []span.Attr) *rawCombo {
+// sharedHash hashes a shared attribute list (span.Span.SharedAttrs) by
+// its slice's address and length.
+func sharedHash(attrs []span.Attr) uint64 {
+	h := (uint64(uintptr(unsafe.Pointer(unsafe.SliceData(attrs)))) ^ uint64(len(attrs))<<56) * 0x9E3779B97F4A7C15
+	return h ^ h>>29
+}
+
+// rawFind is the raw combination of attrs, nil when there is none; a
+// shared list (span.Span.SharedAttrs) is found by its address: a held
+// slice is at an address no other list has while it is held, and the
+// slices held by copy (not shared) are the hop's own, never a reader's.
+func (a *hopAttr) rawFind(h uint64, attrs []span.Attr, shared bool) *rawCombo {
 	a.rawLooked++
 	if len(a.rawSlots) > 0 {
 		mask := uint64(len(a.rawSlots) - 1)
@@ -577,6 +597,12 @@ func (a *hopAttr) rawFind(h uint64, attrs []span.Attr) *rawCombo {
 		for i := h & mask; a.rawSlots[i] != 0; i = (i + 1) & mask {
 			e := &a.raws[a.rawSlots[i]-1]
 			if e.hash != h || len(e.attrs) != len(attrs) {
+				continue
+			}
+			if shared {
+				if unsafe.SliceData(e.attrs) == unsafe.SliceData(attrs) {
+					return e
+				}
 				continue
 			}
 			for j := range attrs {
@@ -597,8 +623,9 @@ func (a *hopAttr) rawFind(h uint64, attrs []span.Attr) *rawCombo {
 	return nil
 }
 
-// rawAdd remembers that attrs resolved to vals and c.
-func (a *hopAttr) rawAdd(h uint64, attrs []span.Attr, vals []*valAttr, c *combo) {
+// rawAdd remembers that attrs resolved to vals and c; a shared list is
+// held as it is (see rawFind), any other copied.
+func (a *hopAttr) rawAdd(h uint64, attrs []span.Attr, vals []*valAttr, c *combo, shared bool) {
 	if a.rawSkip > 0 {
 		return
 	}
@@ -609,7 +636,10 @@ func (a *hopAttr) rawAdd(h uint64, attrs []span.Attr, vals []*valAttr, c *combo)
 		a.rawSlots = make([]int32, 2*maxRaws)
 		a.rawBack = rawBackoff
 	}
-	a.raws = append(a.raws, rawCombo{hash: h, attrs: slices.Clone(attrs), vals: slices.Clone(vals), c: c})
+	if !shared {
+		attrs = slices.Clone(attrs)
+	}
+	a.raws = append(a.raws, rawCombo{hash: h, attrs: attrs, vals: slices.Clone(vals), c: c, shared: shared})
 	mask := uint64(len(a.rawSlots) - 1)
 	i := h & mask
 	for a.rawSlots[i] != 0 {

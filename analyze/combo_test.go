@@ -83,6 +83,29 @@ func interned(spans []span.Span) []span.Span {
 	return out
 }
 
+// sharedLists is stable with each attribute list interned too, as a
+// reader of shared lists gives them (span.Span.SharedAttrs): one slice for
+// one list, per reader (even and odd spans).
+func sharedLists(stable []span.Span) []span.Span {
+	in := [2]map[string][]span.Attr{{}, {}}
+	out := make([]span.Span, len(stable))
+	for i, sp := range stable {
+		var k strings.Builder
+		for _, a := range sp.Attrs {
+			fmt.Fprintf(&k, "%q=%q,", a.Key, a.Value)
+		}
+		m := in[i%2]
+		l, ok := m[k.String()]
+		if !ok {
+			l = sp.Attrs
+			m[k.String()] = l
+		}
+		sp.Attrs, sp.SharedAttrs = l, true
+		out[i] = sp
+	}
+	return out
+}
+
 // attrState is the attribution of every hop of h, as a summary writes it.
 func attrState(hops map[string]*hopAcc) string {
 	var b strings.Builder
@@ -120,7 +143,7 @@ func TestAttributionCombosExact(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		spans []span.Span
-	}{{"unstable", spans}, {"stable", stable}} {
+	}{{"unstable", spans}, {"stable", stable}, {"shared", sharedLists(stable)}} {
 		solo := map[string]*hopAcc{}
 		for i := range c.spans {
 			sp := c.spans[i]
@@ -167,5 +190,48 @@ func TestAttributionCombosExact(t *testing.T) {
 	}
 	if a := solo["routes"].at; !a.direct || a.rawBack <= rawBackoff {
 		t.Errorf("routes: direct %v, raw backoff %d", a.direct, a.rawBack)
+	}
+	// Shared lists are held as the reader's, not copied.
+	shared := sharedLists(stable)
+	solo = map[string]*hopAcc{}
+	for i := range shared {
+		sp := shared[i]
+		if solo[sp.Hop] == nil {
+			solo[sp.Hop] = &hopAcc{name: sp.Hop}
+		}
+		solo[sp.Hop].add(&sp)
+	}
+	held := 0
+	for _, e := range solo["cart"].at.raws {
+		for i := range shared {
+			if len(e.attrs) > 0 && len(shared[i].Attrs) > 0 && &e.attrs[0] == &shared[i].Attrs[0] {
+				held++
+				break
+			}
+		}
+	}
+	if n := len(solo["cart"].at.raws); n == 0 || held != n {
+		t.Errorf("cart: %d of %d raw combinations hold the reader's list", held, n)
+	}
+}
+
+// A shared list is found by its address, never by its hash alone: a
+// second list with the same hash and length (a collision, forced here)
+// is not the first's combination, nor is the hop's own copy of a list.
+func TestRawFindSharedByAddress(t *testing.T) {
+	a := &hopAttr{keys: map[string]*keyAttr{}}
+	l1 := []span.Attr{{Key: "pod", Value: "p1"}}
+	l2 := []span.Attr{{Key: "pod", Value: "p2"}}
+	h := sharedHash(l1)
+	a.rawAdd(h, l1, nil, nil, true)
+	if a.rawFind(h, l1, true) == nil {
+		t.Fatal("a held shared list is not found")
+	}
+	if e := a.rawFind(h, l2, true); e != nil {
+		t.Fatalf("another list with the same hash found as %v", e.attrs)
+	}
+	a.rawAdd(h, l2, nil, nil, false) // held as a copy
+	if e := a.rawFind(h, l2, true); e != nil {
+		t.Fatalf("a shared list found as the hop's copy %v", e.attrs)
 	}
 }

@@ -82,6 +82,12 @@ type Span struct {
 	// them past the call without a copy, and find a text it has met by
 	// its address. The slice itself is still the reader's.
 	StableAttrs bool
+	// SharedAttrs is set, with StableAttrs, by a reader that also gives
+	// one list of attributes as one slice it never writes again (an
+	// interned attribute set, shared by every span that has it): a
+	// consumer may hold the slice past the call without a copy, and find
+	// a list it has met by the slice's address and length alone.
+	SharedAttrs bool
 	// Attrs are the span's other attributes, resource attributes first
 	// (service.instance.id, k8s.pod.name, host.name, zone, version …), then
 	// the span's own (http.route, peer address …), and, in flat logs, the
