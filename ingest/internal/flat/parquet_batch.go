@@ -180,6 +180,9 @@ type pqWorker struct {
 	// ign is the attribute columns the Branch ignores (attrIgnore), nil
 	// when it does not say.
 	ign *attrIgnore
+	// sets gives the fast rows shared attribute lists (attrSets), nil
+	// without attribute columns.
+	sets *attrSets
 }
 
 // idBuf is where the batch's id text goes: the chunk's buffer, or with a

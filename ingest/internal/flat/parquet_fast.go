@@ -150,6 +150,9 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 	}
 	w.roles = roles
 	w.planIgnore()
+	if w.nattr > 0 {
+		w.sets = newAttrSets(w)
+	}
 	w.lite = make([]pqLite, pqBatchRows)
 	w.need = make([]int32, 0, pqBatchRows)
 	w.again = make([]bool, pqBatchRows)
@@ -249,9 +252,12 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 		w.ignoreBatch(m)
 	}
 	w.loose = false
+	shared := w.sets != nil && w.sets.batch(w, m)
 	for j := range w.curs {
 		if w.roles[j] == roleAttr {
-			w.attrColumn(j, m)
+			if !shared {
+				w.attrColumn(j, m)
+			}
 		} else if d := w.dense[j]; d >= 0 {
 			w.liteDense(&w.curs[j], w.roles[j], int(d), lite)
 		} else {
@@ -277,7 +283,10 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			continue
 		}
 		l.fill(sp)
-		if w.attrs != nil {
+		if shared {
+			// The row's shared list (attrSets): the same attributes.
+			sp.Attrs, sp.StableAttrs, sp.SharedAttrs = w.sets.lists[i], true, true
+		} else if w.attrs != nil {
 			// What row gives the record: the attributes in column
 			// order, none as nil.
 			sp.Attrs = nil
@@ -286,7 +295,7 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 			}
 			// Column names and interned texts, unless a value of the
 			// batch was written in its text (attrPlain).
-			sp.StableAttrs = !w.loose
+			sp.StableAttrs, sp.SharedAttrs = !w.loose, false
 		}
 		ch.Used++
 		if w.branch.Take(sp) {
@@ -302,6 +311,12 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 		w.slow = pqSlowBatches
 	}
 	if len(need) > 0 {
+		if shared {
+			// records reads the first pass's attributes from w.attrs.
+			for _, row := range need {
+				w.attrs[row] = append(w.attrs[row][:0], w.sets.lists[row]...)
+			}
+		}
 		w.records(ch, base, need, again)
 	}
 	w.release()
