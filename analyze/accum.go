@@ -594,10 +594,13 @@ type Part struct {
 	hops map[string]*hopAcc
 	// recent finds a hop's accumulator by its string's address without
 	// hashing it: readers intern hop names, so a hop's spans share one
-	// string (a miss falls back to the map). 2-way: a hop may sit in its
-	// slot or the next, of 1<<recentBits slots (and one past them); the
-	// slots grow with the hops (see grow), so that a log's hops all find
-	// a slot and the map is left for new names.
+	// string (a miss falls back to the map). A hop sits in its slot or
+	// one of the recentWays-1 after it, of 1<<recentBits slots (and the
+	// ways past them); the slots grow with the hops (see grow), so that a
+	// log's hops all find a slot and the map is left for new names. (With
+	// two ways, three hops whose addresses fell on two neighbouring slots
+	// left one of them to the map on every span: on a twelve-hop file, a
+	// map lookup for one span in twelve in some runs and none in others.)
 	recent     []*hopAcc
 	recentBits uint
 	n          int64
@@ -653,6 +656,7 @@ func (a *Accum) Part() *Part { return &Part{a: a, hops: map[string]*hopAcc{}} }
 const (
 	minRecentBits = 6
 	maxRecentBits = 15
+	recentWays    = 4
 )
 
 // grow sizes recent for the hops the Part holds: empty slots at first, a
@@ -664,7 +668,7 @@ func (p *Part) grow() {
 	}
 	if bits != p.recentBits || p.recent == nil {
 		p.recentBits = bits
-		p.recent = make([]*hopAcc, 1<<bits+1)
+		p.recent = make([]*hopAcc, 1<<bits+recentWays-1)
 	}
 }
 
@@ -680,9 +684,14 @@ func (p *Part) Add(sp *span.Span) bool {
 	k := uint64(uintptr(unsafe.Pointer(unsafe.StringData(hop)))) * 0x9E3779B97F4A7C15 >> (64 - p.recentBits)
 	h := p.recent[k]
 	if h == nil || h.name != hop {
-		if h2 := p.recent[k+1]; h2 != nil && h2.name == hop {
-			h = h2
-		} else {
+		h = nil
+		for _, r := range p.recent[k+1 : k+recentWays] {
+			if r != nil && r.name == hop {
+				h = r
+				break
+			}
+		}
+		if h == nil {
 			h = p.hops[hop]
 			if h == nil && len(p.hops) < p.a.maxHops() {
 				h = &hopAcc{name: hop, first: firstOf(sp)}
@@ -694,10 +703,14 @@ func (p *Part) Add(sp *span.Span) bool {
 			}
 			if h == nil {
 				p.a.overHops.Store(true) // one hop more than MaxHops: see HopLimit
-			} else if p.recent[k] == nil {
-				p.recent[k] = h
 			} else {
-				p.recent[k+1] = h
+				// The first empty way, else the last way.
+				ways := p.recent[k : k+recentWays]
+				i := 0
+				for i < len(ways)-1 && ways[i] != nil {
+					i++
+				}
+				ways[i] = h
 			}
 		}
 	}

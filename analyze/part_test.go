@@ -3,12 +3,14 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tailscope/tailscope/quantile"
 	"github.com/tailscope/tailscope/span"
@@ -222,6 +224,50 @@ func TestPartAttrIgnored(t *testing.T) {
 			if left < len(spans)/2 {
 				t.Errorf("sample %d, %d parts: %d attributes left off, want most request ids", sample, parts, left)
 			}
+		}
+	}
+}
+
+// Hops whose names fall on neighbouring slots of Part.recent all find
+// one (no hop is left to the map on every span): three names on one slot
+// and a fourth on the next, placed there by their addresses.
+func TestPartRecentCrowdedSlots(t *testing.T) {
+	buf := make([]byte, 1<<16)
+	slot := func(off int) uint64 {
+		return uint64(uintptr(unsafe.Pointer(&buf[off]))) * 0x9E3779B97F4A7C15 >> (64 - minRecentBits)
+	}
+	at := map[uint64][]int{}
+	for off := 0; off+8 <= len(buf); off += 8 {
+		at[slot(off)] = append(at[slot(off)], off)
+	}
+	var offs []int
+	for k := uint64(0); k+1 < 1<<minRecentBits; k++ {
+		if len(at[k]) >= 3 && len(at[k+1]) >= 1 {
+			offs = append(at[k][:3:3], at[k+1][0])
+			break
+		}
+	}
+	if offs == nil {
+		t.Fatal("no crowded slots in the buffer")
+	}
+	names := make([]string, len(offs))
+	for i, off := range offs {
+		copy(buf[off:], fmt.Sprintf("hop%d", i))
+		names[i] = unsafe.String(&buf[off], 4)
+	}
+	p := NewAccum(0).Part()
+	for range 3 {
+		for _, n := range names {
+			p.Add(&span.Span{Hop: n, Duration: 1000})
+		}
+	}
+	for i, n := range names {
+		found := false
+		for _, r := range p.recent[slot(offs[i]) : slot(offs[i])+recentWays] {
+			found = found || (r != nil && r.name == n)
+		}
+		if !found {
+			t.Errorf("%s (slot %d) is in no way of its slot", n, slot(offs[i]))
 		}
 	}
 }
