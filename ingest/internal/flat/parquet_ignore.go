@@ -23,7 +23,11 @@ import (
 // would ignore it, and every span that goes on is the span of the reader
 // that does not ask. The answers only turn from false to true, so a
 // remembered true is never stale; a false is asked again after
-// ignoreEvery batches.
+// ignoreEvery batches, and after twice as many each time the answers did
+// not change, up to ignoreMaxEvery (the questions cost map lookups, a
+// few hundred thousand of them on ten million rows asked every four
+// batches; the analysis drops a key within its first few thousand spans
+// of a hop, so the wait is short while it matters).
 type attrIgnore struct {
 	by   record.AttrIgnorer
 	hopJ int      // the hop column
@@ -35,6 +39,7 @@ type attrIgnore struct {
 	dict parquet.Dictionary
 	mask []uint64
 	next []uint32
+	wait []uint32 // batches to the next question after this one
 	// The batch: its number, and per row the columns left off it (skip),
 	// the bits some row left off (some).
 	batch uint32
@@ -45,9 +50,13 @@ type attrIgnore struct {
 }
 
 // ignoreEvery is how many batches a hop's "not ignored" answer is kept
-// before the Branch is asked again: the questions cost two map lookups
-// each, a batch of rows many more.
-const ignoreEvery = 4
+// before the Branch is asked again, doubled while the answers stay the
+// same up to ignoreMaxEvery: the questions cost two map lookups each, a
+// batch of rows many more.
+const (
+	ignoreEvery    = 4
+	ignoreMaxEvery = 256
+)
 
 // planIgnore sets up the ignored columns when the Branch answers and the
 // table has attribute columns (called by fastPlan, roles set).
@@ -94,6 +103,7 @@ func (w *pqWorker) ignoreBatch(m int) {
 		g.dict = c.dict
 		g.mask = append(g.mask[:0], make([]uint64, len(c.entries))...)
 		g.next = append(g.next[:0], make([]uint32, len(c.entries))...)
+		g.wait = append(g.wait[:0], make([]uint32, len(c.entries))...)
 	}
 	g.batch++
 	g.some, g.every = 0, math.MaxUint64
@@ -126,8 +136,12 @@ func (g *attrIgnore) ask(x int32, hop string, curs []pqCursor) {
 			m |= b
 		}
 	}
-	g.mask[x] = m
-	g.next[x] = g.batch + ignoreEvery
+	wait := uint32(ignoreEvery)
+	if m == g.mask[x] && g.wait[x] > 0 {
+		wait = min(2*g.wait[x], ignoreMaxEvery)
+	}
+	g.mask[x], g.wait[x] = m, wait
+	g.next[x] = g.batch + wait
 	if m == g.all {
 		g.next[x] = math.MaxUint32 // nothing left to ask
 	}
