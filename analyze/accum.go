@@ -311,6 +311,14 @@ func (a *Accum) HopLimit() error {
 // Spans must come in input order, as to Add.
 func (a *Accum) Ordered(sp *span.Span) { a.sample(sp) }
 
+// OrderedReads reports whether Ordered reads attribute key: the sample
+// keeps only the keys that map a hop to its endpoint (routingKeys), so a
+// reader may leave the others off the spans it gives Ordered where the
+// span's hop ignores them too (see Part.AttrIgnored and
+// ingest.OrderedKeys). Nothing else an Accum holds reads an attribute of
+// an Ordered span.
+func (a *Accum) OrderedReads(key string) bool { return routingKeys[key] }
+
 // sample keeps sp when its trace is in the sample, halving the sample
 // when it overflows.
 func (a *Accum) sample(sp *span.Span) {

@@ -119,3 +119,30 @@ func TestSampleRowsRoundTrip(t *testing.T) {
 	want = kept
 	check("compacted")
 }
+
+// The sample keeps exactly the attributes whose key OrderedReads accepts:
+// a reader that leaves the others off the spans Ordered gets changes
+// nothing the Accum holds (ingest.OrderedKeys).
+func TestOrderedReadsIsWhatTheSampleKeeps(t *testing.T) {
+	keys := []string{"http.route", "url.path", "rpc.method", "http.request.method", "server.address",
+		"k8s.pod.name", "start_unix_nano", "cloud.region", "net.peer.port", "service.instance.id"}
+	a := NewAccum(1 << 20)
+	var attrs []span.Attr
+	for _, k := range keys {
+		attrs = append(attrs, span.Attr{Key: k, Value: "v"})
+	}
+	a.Ordered(&span.Span{TraceID: "t1", SpanID: "s1", Hop: "h", Duration: 5, Attrs: attrs})
+	got := a.Spans()
+	if len(got) != 1 {
+		t.Fatalf("%d spans sampled", len(got))
+	}
+	kept := map[string]bool{}
+	for _, at := range got[0].Attrs {
+		kept[at.Key] = true
+	}
+	for _, k := range keys {
+		if kept[k] != a.OrderedReads(k) {
+			t.Errorf("%s: kept %v, OrderedReads %v", k, kept[k], a.OrderedReads(k))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,8 @@ type setRow struct {
 
 // setRows are n ordinary rows (the first pass's) with a stretch of the
 // odd values exportRows writes (the records'), and in the attribute
-// columns nulls, blanks and values too long to keep; rows 3000–3299 give
+// columns nulls, blanks and values too long to keep, and one row in 97
+// without a hop (derived from its service and name); rows 3000–3299 give
 // the port a distinct value each (past the integers a column holds), and
 // with reqIDs every row a request id of its own.
 func setRows(n int, seed uint64, reqIDs bool) []setRow {
@@ -78,6 +80,11 @@ func setRows(n int, seed uint64, reqIDs bool) []setRow {
 			w.Start, w.Dur, w.Status, w.CodeText = &start, &dur, []string{"ok", "error", "unset"}[i%3], ""
 			w.TraceID, w.Hop = fmt.Sprintf("%016x", uint64(i/6)*0x9E3779B97F4A7C15), []string{"a", "b", "c d"}[i%3]
 			w.Attempt, w.TimeoutMs, w.Weight = ptr(int32(i%3)), ptr(float64(i%5)*250.5), ptr(1+float64(i%2))
+			if i%97 == 0 {
+				// No hop: the span's hop is derived from its service
+				// and name, and its Take reads every attribute.
+				w.Hop, w.Service, w.Name = "", "svc", "op"
+			}
 		}
 		w.StartNs = int64(1_767_225_600_000_000_000 + i*997)
 		// A row's attributes mostly come as one of a few profiles (a pod
@@ -205,6 +212,106 @@ func TestParquetSharedAttrs(t *testing.T) {
 				t.Errorf("request ids %v, %s: %d of %d spans taken with shared lists", reqIDs, lname, f.shared, len(rows))
 			}
 			t.Logf("request ids %v, %s: %d shared, %d lists", reqIDs, lname, f.shared, len(f.lists))
+		}
+	}
+}
+
+// orderedFork is an ignoreFork whose Ordered reads only the keys reads
+// names (record.OrderedKeys): it records only those, and counts the
+// spans it is given that carry the attribute full (a column a reader
+// may leave unread).
+type orderedFork struct {
+	*ignoreFork
+	reads []string
+	full  string
+	with  *int
+}
+
+func (f orderedFork) OrderedReads(key string) bool { return slices.Contains(f.reads, key) }
+
+func (f orderedFork) Ordered(sp *span.Span) {
+	var kept []string
+	for _, a := range sp.Attrs {
+		if a.Key == f.full {
+			*f.with++
+		}
+		if slices.Contains(f.reads, a.Key) {
+			kept = append(kept, a.Key+"="+a.Value)
+		}
+	}
+	f.ordered = append(f.ordered, fmt.Sprintf("%s attrs=%q", tBrief(*sp), kept))
+}
+
+func readOrdered(t *testing.T, data []byte, opt record.Options, f orderedFork, fast bool) string {
+	opt.Borrowed, opt.MaxErrors, opt.Paths.NoFastRows = true, 1000, !fast
+	sink := struct {
+		orderedFork
+		record.SinkFunc
+	}{f, func(*span.Span) { t.Fatal("emit called with a Fork") }}
+	st, err := ReadStream("x.parquet", bytes.NewReader(data), opt, sink)
+	slices.Sort(f.taken)
+	return fmt.Sprintf("err: %v\nread %d used %d skipped %d filtered %d ignored %d\nordered:\n%s\ntaken:\n%s\n",
+		err, st.Read, st.Used, st.Skipped, st.Filtered, st.Ignored, strings.Join(f.ordered, "\n"), strings.Join(f.taken, "\n"))
+}
+
+// A column that every hop of a row group ignores and that Ordered does
+// not read is left unread there, and nothing either reads changes: the
+// Branches take the same spans with the same attributes as far as they
+// read them — a span whose hop is derived (null or blank in the hop
+// column) every attribute, the column opened again at its row — and
+// Ordered gets the same values of the keys it reads; with the sample
+// holding every trace, some or none, row groups and pages of every size,
+// and a filter (whose batches the records read).
+func TestParquetUnreadColumns(t *testing.T) {
+	derived := setRows(6000, 29, false)
+	named := setRows(6000, 29, false)
+	for i := range named {
+		if i >= 1200 && named[i].Hop == "" {
+			named[i].Hop = "a"
+		}
+	}
+	const t0 = 1_767_225_600_000_000_000
+	for _, lc := range []struct {
+		name string
+		rows []setRow
+		opts []parquet.WriterOption
+	}{
+		{"one group", derived, nil},
+		{"small groups, derived hops", derived, []parquet.WriterOption{parquet.MaxRowsPerRowGroup(700), parquet.PageBufferSize(2000)}},
+		{"small groups", named, []parquet.WriterOption{parquet.MaxRowsPerRowGroup(700), parquet.PageBufferSize(2000)}},
+		{"small pages", derived, []parquet.WriterOption{parquet.MaxRowsPerRowGroup(1500), parquet.PageBufferSize(500)}},
+	} {
+		lname, data := lc.name, writeParquet(t, lc.rows, lc.opts...)
+		for iname, ignore := range map[string]map[string][]string{
+			"every hop":   {"*": {"start_unix_nano", "version"}},
+			"named hops":  {"a": {"start_unix_nano", "version"}, "b": {"start_unix_nano"}, "c d": {"start_unix_nano", "version", "http.route"}},
+			"routing key": {"*": {"start_unix_nano", "http.route"}},
+		} {
+			for _, c := range []struct {
+				mod   uint64
+				after int
+				opt   record.Options
+			}{
+				{5, 0, record.Options{}},
+				{1, 0, record.Options{}},
+				{1 << 40, 50, record.Options{}},
+				{3, 0, record.Options{Since: t0 + 3000*1000, HasSince: true}},
+			} {
+				name := fmt.Sprintf("%s, ignoring on %s, mod %d, after %d, %+v", lname, iname, c.mod, c.after, c.opt)
+				var fastWith, slowWith int
+				fast := orderedFork{&ignoreFork{mod: c.mod, ignore: ignore, after: c.after}, []string{"http.route"}, "start_unix_nano", &fastWith}
+				slow := orderedFork{&ignoreFork{mod: c.mod, ignore: ignore, after: c.after}, []string{"http.route"}, "start_unix_nano", &slowWith}
+				if a, b := readOrdered(t, data, c.opt, fast, true), readOrdered(t, data, c.opt, slow, false); a != b {
+					t.Errorf("%s: unread columns change the read:\n%s", name, firstDiff(a, b))
+				}
+				// The sample's spans lose the unread column where every
+				// hop is named (after the first row group, where no hop
+				// ignored it yet; without a filter, whose batches the
+				// records read).
+				if lname == "small groups" && c.mod != 1<<40 && c.after == 0 && !c.opt.HasSince && (slowWith == 0 || fastWith > slowWith/2) {
+					t.Errorf("%s: %d spans reached Ordered with start_unix_nano (%d without fast rows)", name, fastWith, slowWith)
+				}
+			}
 		}
 	}
 }

@@ -38,6 +38,9 @@ type (
 	// AttrIgnorer is a Branch that tells readers which attributes it no
 	// longer reads (see record.AttrIgnorer).
 	AttrIgnorer = record.AttrIgnorer
+	// OrderedKeys is a Fork whose Ordered reads only some attribute keys
+	// (see record.OrderedKeys).
+	OrderedKeys = record.OrderedKeys
 	// Remote serves paths that are not files (see Options.Remote).
 	Remote = record.Remote
 )

@@ -504,6 +504,16 @@ func (s accumSink) Branch() ingest.Branch {
 
 func (s accumSink) Ordered(sp *span.Span) { s.acc.Ordered(sp) }
 
+// OrderedReads makes accumSink an ingest.OrderedKeys: the Accum's sample
+// reads only some attribute keys of the spans Ordered gets.
+func (s accumSink) OrderedReads(key string) bool { return s.acc.OrderedReads(key) }
+
+// Both sinks the analysis reads through say what Ordered reads.
+var (
+	_ ingest.OrderedKeys = accumSink{}
+	_ ingest.OrderedKeys = progressSink{}
+)
+
 // progressSink is an accumSink that tells a Progress what was read: bytes
 // (it is a ProgressSink) and spans, one at a time on the ordered path and
 // in batches from the branches.

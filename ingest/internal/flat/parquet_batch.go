@@ -183,6 +183,15 @@ type pqWorker struct {
 	// sets gives the fast rows shared attribute lists (attrSets), nil
 	// without attribute columns.
 	sets *attrSets
+	// The unread columns (parquet_unread.go): the droppable ones (bits
+	// among the attribute columns, as attrIgnore's), those left closed in
+	// the current row group, and the row group's chunks and first row.
+	droppable uint64
+	unread    []bool
+	nunread   int
+	chunks    []parquet.ColumnChunk
+	rgFirst   int64
+	rgFresh   bool
 }
 
 // idBuf is where the batch's id text goes: the chunk's buffer, or with a
@@ -253,6 +262,7 @@ func (w *pqWorker) rowGroup(rg parquet.RowGroup, first int64, out chan<- *pqChun
 	for i := range w.curs {
 		w.curs[i].open(chunks[w.cols[i].idx])
 	}
+	w.startRowGroup(chunks, first)
 	defer func() {
 		for i := range w.curs {
 			w.curs[i].close()
@@ -353,6 +363,13 @@ func (w *pqWorker) batch(ch *pqChunk, base int64, m int) (int, bool) {
 			return n, ok
 		}
 		m = n
+	}
+	if w.nunread > 0 {
+		// The records read every column.
+		if err := w.revive(base); err != nil {
+			ch.err = err
+			return m, false
+		}
 	}
 	recs := w.recs[:m]
 	for i := range recs {

@@ -153,6 +153,14 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 	if w.nattr > 0 {
 		w.sets = newAttrSets(w)
 	}
+	w.unread = make([]bool, len(w.curs))
+	if ok, _ := src.Fork().(record.OrderedKeys); ok != nil && w.ign != nil {
+		for j, b := range w.ign.bit {
+			if b != 0 && !ok.OrderedReads(w.curs[j].col.name) {
+				w.droppable |= b
+			}
+		}
+	}
 	w.lite = make([]pqLite, pqBatchRows)
 	w.need = make([]int32, 0, pqBatchRows)
 	w.again = make([]bool, pqBatchRows)
@@ -185,21 +193,41 @@ type pqLite struct {
 // reverse): batch then reads the n rows the usual way.
 func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled bool) {
 	in := w.recs[0].intern
+	if w.rgFresh {
+		w.rgFresh = false
+		w.planUnread(in)
+	}
 	// Every column at a page with rows left, and the batch cut where the
 	// first of them ends. A read error here is the error of the batch's
 	// first row, in the first column that fails: what the row-by-row
-	// order gives, as no column failed earlier in the file.
-	for j := range w.curs {
-		c := &w.curs[j]
-		for c.di >= c.dn {
-			if err := c.load(in); err != nil {
-				ch.err = pqRowError(base+1, c.col.name, err)
-				return 0, false, true
+	// order gives, as no column failed earlier in the file. A batch with
+	// a row whose hop is derived reads the unread columns again.
+	for {
+		for j := range w.curs {
+			if w.unread[j] {
+				continue
 			}
+			c := &w.curs[j]
+			for c.di >= c.dn {
+				if err := c.load(in); err != nil {
+					ch.err = pqRowError(base+1, c.col.name, err)
+					return 0, false, true
+				}
+			}
+			m = min(m, c.dn-c.di)
 		}
-		m = min(m, c.dn-c.di)
+		if w.nunread == 0 || !w.hopless(m) {
+			break
+		}
+		if err := w.revive(base); err != nil {
+			ch.err = err
+			return 0, false, true
+		}
 	}
 	for j := range w.curs {
+		if w.unread[j] {
+			continue
+		}
 		c := &w.curs[j]
 		switch w.roles[j] {
 		case roleHop, roleStatus:
@@ -218,6 +246,9 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 	// A page without nulls holds row i's value at dense[j]+i: no index
 	// is written for it.
 	for j := range w.curs {
+		if w.unread[j] {
+			continue
+		}
 		c := &w.curs[j]
 		vx := w.vidx[j][:m]
 		if c.defs == nil {
@@ -255,7 +286,7 @@ func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled
 	shared := w.sets != nil && w.sets.batch(w, m)
 	for j := range w.curs {
 		if w.roles[j] == roleAttr {
-			if !shared {
+			if !shared && !w.unread[j] {
 				w.attrColumn(j, m)
 			}
 		} else if d := w.dense[j]; d >= 0 {

@@ -99,12 +99,7 @@ func (w *pqWorker) pos(j, i int) int32 {
 func (w *pqWorker) ignoreBatch(m int) {
 	g := w.ign
 	c := &w.curs[g.hopJ]
-	if c.dict != g.dict {
-		g.dict = c.dict
-		g.mask = append(g.mask[:0], make([]uint64, len(c.entries))...)
-		g.next = append(g.next[:0], make([]uint32, len(c.entries))...)
-		g.wait = append(g.wait[:0], make([]uint32, len(c.entries))...)
-	}
+	g.renew(c)
 	g.batch++
 	g.some, g.every = 0, math.MaxUint64
 	skip := g.skip[:m]
@@ -204,7 +199,7 @@ func (w *pqWorker) reattr(need []int32) {
 		return
 	}
 	for j := range w.curs {
-		if w.roles[j] != roleAttr {
+		if w.roles[j] != roleAttr || w.unread[j] {
 			continue
 		}
 		sel, vals := w.sel[:0], w.vals[:0]

@@ -237,6 +237,8 @@ func (s *attrSets) plan(w *pqWorker) bool {
 		c := &w.curs[j]
 		var r uint64
 		switch {
+		case w.unread[j]:
+			r = 1 // no row reads it (parquet_unread.go)
 		case c.dict != nil:
 			r = uint64(len(c.strs)) + 1
 		case c.kind == parquet.Int32 || c.kind == parquet.Int64:
@@ -249,7 +251,10 @@ func (s *attrSets) plan(w *pqWorker) bool {
 			}
 			r = 1
 		}
-		if c.dict != s.dicts[k] || r != s.radix[k] {
+		if w.unread[j] {
+			c = nil
+		}
+		if c.dictOrNil() != s.dicts[k] || r != s.radix[k] {
 			same = false
 		}
 	}
@@ -261,6 +266,8 @@ func (s *attrSets) plan(w *pqWorker) bool {
 		c := &w.curs[j]
 		var r uint64
 		switch {
+		case w.unread[j]:
+			r, c = 1, nil
 		case c.dict != nil:
 			r = uint64(len(c.strs)) + 1
 		case c.kind == parquet.Int32 || c.kind == parquet.Int64:
@@ -273,9 +280,9 @@ func (s *attrSets) plan(w *pqWorker) bool {
 			s.radix[k] = 0
 			return false
 		}
-		s.dicts[k], s.radix[k], s.stride[k] = c.dict, r, stride
+		s.dicts[k], s.radix[k], s.stride[k] = c.dictOrNil(), r, stride
 		t := s.terms[k][:0]
-		if c.dict != nil {
+		if c != nil && c.dict != nil {
 			for x, op := range c.ops {
 				v := uint64(0)
 				if op == opAttr {
@@ -345,7 +352,7 @@ func (s *attrSets) build(w *pqWorker, i int) []span.Attr {
 	l := s.buf[:0]
 	for _, j := range s.cols {
 		c := &w.curs[j]
-		if b, _, _ := w.skipBits(j); b != 0 && w.ign.skip[i]&b != 0 {
+		if b, _, _ := w.skipBits(j); w.unread[j] || b != 0 && w.ign.skip[i]&b != 0 {
 			continue
 		}
 		v := w.pos(j, i)
@@ -395,6 +402,14 @@ func (s *attrSets) intern(l []span.Attr) []span.Attr {
 		s.byText[h] = n
 	}
 	return n
+}
+
+// dictOrNil is c's dictionary, nil for a nil c.
+func (c *pqCursor) dictOrNil() parquet.Dictionary {
+	if c == nil {
+		return nil
+	}
+	return c.dict
 }
 
 // sameList reports whether a and b hold the same strings (by address).

@@ -57,3 +57,20 @@ type AttrIgnorer interface {
 	// the Branch's decoding goroutine, between Takes.
 	AttrIgnored(hop, key string) bool
 }
+
+// OrderedKeys is a Fork whose Ordered reads only some attribute keys of
+// the spans it is given (the analysis's trace sample keeps only those
+// that map a hop to its endpoint). With it, a reader may also leave off
+// a span that goes on to Ordered an attribute whose key OrderedReads
+// rejects, when the span's hop is one its Branch ignores that key on
+// (AttrIgnorer): so a column that every hop of a stretch ignores need
+// not be read at all there. Nothing either reads changes: Take still
+// sees every value it does not ignore, a span whose hop is derived
+// (none in its hop column) every value, and Ordered every value of the
+// keys it reads.
+type OrderedKeys interface {
+	// OrderedReads reports whether Ordered reads attribute key. It is
+	// called once per key, on the goroutine that called Read or a
+	// decoding goroutine, and must not change during a read.
+	OrderedReads(key string) bool
+}
