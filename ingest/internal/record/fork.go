@@ -47,9 +47,10 @@ type Branch interface {
 // Reading stays free of the Branch's decisions: a reader may leave an
 // ignored attribute off a span it gives Take and on no other span — the
 // spans Take asks to see again, and those a reader builds for Take
-// through its record path, carry every attribute — so what a Branch
-// accumulates, and what Ordered sees, is the same whether a reader asks
-// or not, and whatever order it reads in.
+// through its record path, carry every attribute (unless the Fork is an
+// OrderedKeys that does not read it) — so what a Branch accumulates, and
+// what Ordered reads, is the same whether a reader asks or not, and
+// whatever order it reads in.
 type AttrIgnorer interface {
 	// AttrIgnored reports whether Take ignores the value of attribute key
 	// on every later span of hop it takes. Once true it stays true for
