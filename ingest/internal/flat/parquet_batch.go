@@ -187,6 +187,7 @@ type pqWorker struct {
 	// among the attribute columns, as attrIgnore's), those left closed in
 	// the current row group, and the row group's chunks and first row.
 	droppable uint64
+	revived   uint64 // droppable columns opened again in the row group
 	unread    []bool
 	nunread   int
 	chunks    []parquet.ColumnChunk

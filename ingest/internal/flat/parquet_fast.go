@@ -193,7 +193,7 @@ type pqLite struct {
 // reverse): batch then reads the n rows the usual way.
 func (w *pqWorker) fastBatch(ch *pqChunk, base int64, m int) (n int, ok, handled bool) {
 	in := w.recs[0].intern
-	if w.rgFresh {
+	if w.rgFresh || (w.ign != nil && w.ign.changed) {
 		w.rgFresh = false
 		w.planUnread(in)
 	}

@@ -47,6 +47,9 @@ type attrIgnore struct {
 	some  uint64
 	every uint64  // bits every row with a hop left off
 	rows  []int32 // reattr's rows
+	// changed is set when an answer turned to true (planUnread may then
+	// leave another column unread).
+	changed bool
 }
 
 // ignoreEvery is how many batches a hop's "not ignored" answer is kept
@@ -135,6 +138,7 @@ func (g *attrIgnore) ask(x int32, hop string, curs []pqCursor) {
 	if m == g.mask[x] && g.wait[x] > 0 {
 		wait = min(2*g.wait[x], ignoreMaxEvery)
 	}
+	g.changed = g.changed || m != g.mask[x]
 	g.mask[x], g.wait[x] = m, wait
 	g.next[x] = g.batch + wait
 	if m == g.all {

@@ -24,10 +24,15 @@ import (
 // planUnread marks the droppable attribute columns every hop of the row
 // group ignores as unread, and closes them: at the row group's first
 // batch, after its hop dictionary is loaded (a load error is left to the
-// batch's own loads).
+// batch's own loads), and at the first batch after a Branch's answer
+// turned (a column the row group opened again for a derived hop stays
+// open: it would be opened again at the next one).
 func (w *pqWorker) planUnread(in *record.Interner) {
 	g := w.ign
-	if g == nil || w.droppable == 0 {
+	if g == nil {
+		return
+	}
+	if g.changed = false; w.droppable&^w.revived == 0 {
 		return
 	}
 	c := &w.curs[g.hopJ]
@@ -40,7 +45,15 @@ func (w *pqWorker) planUnread(in *record.Interner) {
 		return
 	}
 	g.renew(c)
-	ign := w.droppable
+	ign := w.droppable &^ w.revived
+	for j, u := range w.unread {
+		if u {
+			ign &^= g.bit[j]
+		}
+	}
+	if ign == 0 {
+		return
+	}
 	for x, op := range c.ops {
 		if op != opString {
 			continue
@@ -93,6 +106,7 @@ func (w *pqWorker) revive(base int64) error {
 		c.open(w.chunks[w.cols[j].idx])
 		w.unread[j] = false
 		w.nunread--
+		w.revived |= w.ign.bit[j]
 		if err := c.pages.SeekToRow(base - w.rgFirst); err != nil {
 			return pqRowError(base+1, c.col.name, err)
 		}
@@ -117,5 +131,5 @@ func (g *attrIgnore) renew(c *pqCursor) {
 func (w *pqWorker) startRowGroup(chunks []parquet.ColumnChunk, first int64) {
 	w.chunks, w.rgFirst, w.rgFresh = chunks, first, true
 	clear(w.unread)
-	w.nunread = 0
+	w.nunread, w.revived = 0, 0
 }
