@@ -154,9 +154,11 @@ func (w *pqWorker) fastPlan(src *record.Source) {
 		w.sets = newAttrSets(w)
 	}
 	w.unread = make([]bool, len(w.curs))
-	if ok, _ := src.Fork().(record.OrderedKeys); ok != nil && w.ign != nil {
+	// Attribute columns a row group may leave unread (parquet_unread.go):
+	// those the Fork's Ordered does not read, among the ignorable ones.
+	if ord, _ := src.Fork().(record.OrderedKeys); ord != nil && w.ign != nil {
 		for j, b := range w.ign.bit {
-			if b != 0 && !ok.OrderedReads(w.curs[j].col.name) {
+			if b != 0 && !ord.OrderedReads(w.curs[j].col.name) {
 				w.droppable |= b
 			}
 		}
