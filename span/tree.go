@@ -2,9 +2,7 @@ package span
 
 import (
 	"cmp"
-	"github.com/tailscope/tailscope/internal/par"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -109,86 +107,6 @@ type Problems struct {
 	// TooDeep counts spans below MaxDepth, left out of the call tree (their
 	// per-hop statistics still count them).
 	TooDeep int
-}
-
-// Assemble groups spans into requests (one per trace id; a span without a
-// trace id is a request of its own) and rebuilds calls and attempts from
-// the parent links. Spans are not copied; the returned tree points into
-// spans, which must not be modified afterwards. Requests come out sorted by
-// start, then trace id, so every result built on them is deterministic.
-// Later copies of a span id within a trace are marked Duplicate and left
-// out of the tree.
-func Assemble(spans []Span) ([]*Request, Problems) {
-	// Number the traces in order of first appearance and lay each trace's
-	// spans out contiguously in one array (a counting sort), rather than
-	// growing a slice per trace in a map: one map lookup a span, three
-	// allocations in all.
-	traceOf := make([]int32, len(spans))
-	num := make(map[string]int32)
-	var ids []string
-	var sizes []int32
-	for i := range spans {
-		id := spans[i].TraceID
-		if id == "" {
-			traceOf[i] = -1 // a request of its own, after the traces
-			continue
-		}
-		t, ok := num[id]
-		if !ok {
-			t = int32(len(ids))
-			num[id] = t
-			ids = append(ids, id)
-			sizes = append(sizes, 0)
-		}
-		traceOf[i] = t
-		sizes[t]++
-	}
-	loose := len(spans) - sumOf(sizes)
-	n := len(ids) + loose
-	from := make([]int32, n+1) // trace t's spans are byTrace[from[t]:from[t+1]]
-	for t, c := range sizes {
-		from[t+1] = from[t] + c
-	}
-	for t := len(ids); t < n; t++ {
-		from[t+1] = from[t] + 1
-	}
-	byTrace := make([]*Span, len(spans))
-	next := append([]int32(nil), from[:n]...)
-	l := int32(len(ids))
-	for i, t := range traceOf {
-		if t < 0 {
-			t, l = l, l+1
-		}
-		byTrace[next[t]] = &spans[i]
-		next[t]++
-	}
-	// Each trace is assembled on its own: the traces are split over the
-	// cores (package par), each request lands at its trace's index and each
-	// worker counts its own Problems, added up after in worker order.
-	reqs := make([]*Request, n)
-	probs := make([]Problems, par.Workers(n, minTracesPerWorker))
-	par.Ranges(n, minTracesPerWorker, func(w, lo, hi int) {
-		pr := &probs[w]
-		tr := newTree(int(from[hi] - from[lo]))
-		for t := lo; t < hi; t++ {
-			id := ""
-			if t < len(ids) {
-				id = ids[t]
-			}
-			reqs[t] = tr.assemble(id, byTrace[from[t]:from[t+1]:from[t+1]], pr)
-		}
-	})
-	var pr Problems
-	for _, p := range probs {
-		pr.add(p)
-	}
-	sort.SliceStable(reqs, func(i, j int) bool {
-		if reqs[i].Start != reqs[j].Start {
-			return reqs[i].Start < reqs[j].Start
-		}
-		return reqs[i].TraceID < reqs[j].TraceID
-	})
-	return reqs, pr
 }
 
 // minTracesPerWorker is the fewest traces worth a goroutine of their own.
