@@ -62,11 +62,13 @@ type Accum struct {
 	hops map[string]*hopAcc
 	last *hopAcc
 	// The trace sample: kept while spans are added (sample.go), spans
-	// once read (Spans builds them; frozen says so, and whatever adds to
-	// the sample again turns them back into rows). hashes[i] is the i-th
-	// span's trace hash either way.
+	// once read (Spans builds them in one array, Kept in pieces that
+	// built points at; frozen says so, and whatever adds to the sample
+	// again turns them back into rows). hashes[i] is the i-th span's
+	// trace hash either way.
 	kept   sampleRows
 	spans  []span.Span
+	built  []*span.Span
 	frozen bool
 	hashes []uint64
 	// files[i] is the input file of the sample's i-th span, as SetFile
@@ -380,10 +382,13 @@ func copyIDs(sp *span.Span) string {
 
 // held is the number of spans in the sample.
 func (a *Accum) held() int {
-	if a.frozen {
-		return len(a.spans)
+	switch {
+	case !a.frozen:
+		return len(a.kept.rows)
+	case a.built != nil:
+		return len(a.built)
 	}
-	return len(a.kept.rows)
+	return len(a.spans)
 }
 
 // keepSample keeps, in order, the sample's spans i for which keep(i) is
@@ -394,18 +399,25 @@ func (a *Accum) keepSample(keep func(i int) bool) {
 		if !keep(i) {
 			continue
 		}
-		if a.frozen {
-			a.spans[n] = a.spans[i]
-		} else {
+		switch {
+		case !a.frozen:
 			a.kept.rows[n] = a.kept.rows[i]
+		case a.built != nil:
+			a.built[n] = a.built[i]
+		default:
+			a.spans[n] = a.spans[i]
 		}
 		a.hashes[n], a.files[n] = a.hashes[i], a.files[i]
 		n++
 	}
-	if a.frozen {
+	switch {
+	case a.frozen && a.built != nil:
+		clear(a.built[n:])
+		a.built = a.built[:n]
+	case a.frozen:
 		clear(a.spans[n:])
 		a.spans = a.spans[:n]
-	} else {
+	default:
 		clear(a.kept.rows[n:])
 		a.kept.rows = a.kept.rows[:n]
 		a.kept.compact()
@@ -413,10 +425,18 @@ func (a *Accum) keepSample(keep func(i int) bool) {
 	a.hashes, a.files = a.hashes[:n], a.files[:n]
 }
 
-// freeze builds the sample's spans from its rows, at its length (the
-// rows' array is the sample's limit, and it is dropped).
+// freeze builds the sample's spans from its rows in one array, at its
+// length (the rows' array is the sample's limit, and it is dropped); a
+// sample built in pieces (build) is copied into one.
 func (a *Accum) freeze() {
 	if a.frozen {
+		if a.built != nil {
+			a.spans = make([]span.Span, len(a.built))
+			for i, sp := range a.built {
+				a.spans[i] = *sp
+			}
+			a.built = nil
+		}
 		return
 	}
 	if n := len(a.kept.rows); n > 0 {
@@ -429,15 +449,53 @@ func (a *Accum) freeze() {
 	a.frozen = true
 }
 
+// sampleChunk is how many spans build makes in one allocation (240 KB).
+//
+// Why in pieces. The sample's spans are made when the read is over, and
+// the read's memory is then free but in pieces: on a million wide
+// Parquet spans the heap held 50 MB free, none of it 15 MB in one run,
+// so the sample's 62,000 spans in one array (15 MB) were fresh pages on
+// top of the read's and set the process's peak. Pieces this size fit
+// where the read was (Read collects first, see package pipeline).
+const sampleChunk = 1024
+
+// build makes the sample's spans from its rows as freeze does, but in
+// pieces of sampleChunk spans, which built points at in the sample's
+// order.
+func (a *Accum) build() {
+	rows := a.kept.rows
+	if len(rows) > 0 {
+		a.built = make([]*span.Span, len(rows))
+		var chunk []span.Span
+		for i := range rows {
+			if len(chunk) == cap(chunk) {
+				chunk = make([]span.Span, 0, min(sampleChunk, len(rows)-i))
+			}
+			chunk = append(chunk, a.kept.span(&rows[i]))
+			a.built[i] = &chunk[len(chunk)-1]
+		}
+	}
+	a.kept = sampleRows{}
+	a.frozen = true
+}
+
 // thaw turns the sample's spans back into rows, for more to be added
 // (after a merge of partial summaries, or a summary read).
 func (a *Accum) thaw() {
-	a.kept.rows = make([]sampleRow, 0, len(a.spans))
-	for i := range a.spans {
-		sp := &a.spans[i]
+	a.kept.rows = make([]sampleRow, 0, a.held())
+	add := func(sp *span.Span) {
 		a.kept.rows = append(a.kept.rows, a.kept.row(sp, copyIDs(sp), a.kept.set(sp.Attrs, false, false)))
 	}
-	a.spans, a.frozen = nil, false
+	if a.built != nil {
+		for _, sp := range a.built {
+			add(sp)
+		}
+	} else {
+		for i := range a.spans {
+			add(&a.spans[i])
+		}
+	}
+	a.spans, a.built, a.frozen = nil, nil, false
 }
 
 // SetFile says that the spans added from now on come from input file i
@@ -1008,10 +1066,26 @@ func (a *Accum) Sampled() bool { return a.level > 0 }
 
 // Spans returns the kept spans: all of them when not Sampled. The read
 // is over when they are asked for: they are built then (see sample.go),
-// and are the same slice until spans are added again.
+// in one array, and are the same slice until spans are added again.
+// Asked for after Kept, they are copies of its spans.
 func (a *Accum) Spans() []span.Span {
 	a.freeze()
 	return a.spans
+}
+
+// Kept is Spans by pointer, in the same order. Asked for before Spans,
+// the spans are built in pieces rather than in one array (see build): a
+// read's report takes them so. They are the same spans until spans are
+// added again or Spans is asked for (which copies them into one array);
+// asked for after Spans, they point into it.
+func (a *Accum) Kept() []*span.Span {
+	if !a.frozen {
+		a.build()
+	}
+	if a.built != nil || len(a.spans) == 0 {
+		return a.built
+	}
+	return spanPointers(a.spans)
 }
 
 // Sample describes the trace sample the tree-based parts of a report
@@ -1036,13 +1110,13 @@ type Sample struct {
 // counts, latency percentiles, censoring, time to success (and so the
 // recommended timeouts) and histograms are over all spans, and the
 // tree-based parts over the sample, which Complete states. reqs and probs
-// come from span.Assemble(a.Spans()).
+// come from span.Assemble(a.Spans()) or span.AssemblePointers(a.Kept()).
 func (a *Accum) Measure(reqs []*span.Request, probs span.Problems, opt Options) *Report {
 	// Attribution and examples come from the per-hop state over every
 	// span: the sample keeps no attributes.
 	a.sortSuccesses()
 	src := measureSources{state: a.hopAcc, seen: a.seen(), times: a.timesSource(), overAll: a.Sampled()}
-	return measure(spanPointers(a.Spans()), reqs, probs, opt, src)
+	return measure(a.Kept(), reqs, probs, opt, src)
 }
 
 // Complete finishes a report of what was accumulated once it is
@@ -1399,7 +1473,7 @@ func (a *Accum) seen() []hopSeen {
 		if f.service == "" && f.name == "" {
 			if inSample == nil {
 				inSample = map[string][2]string{}
-				for _, sp := range a.Spans() {
+				for _, sp := range a.Kept() {
 					if _, ok := inSample[sp.Hop]; !ok {
 						inSample[sp.Hop] = [2]string{sp.Service, sp.Name}
 					}

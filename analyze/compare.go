@@ -372,10 +372,9 @@ func latText(v *float64, c *Censored) string {
 // that; earlier traces are in neither. A trace goes by its first span's
 // start; a span without a trace id is a trace of its own. from, mid and to
 // are the windows' bounds (unix ns): before is [from, mid), after [mid, to].
-func SplitByTime(spans []span.Span, window time.Duration) (before, after []span.Span, from, mid, to int64) {
+func SplitByTime(spans []*span.Span, window time.Duration) (before, after []span.Span, from, mid, to int64) {
 	first := make(map[string]int64)
-	for i := range spans {
-		s := &spans[i]
+	for _, s := range spans {
 		to = max(to, s.End())
 		if s.TraceID == "" {
 			continue
@@ -386,8 +385,7 @@ func SplitByTime(spans []span.Span, window time.Duration) (before, after []span.
 	}
 	mid = to - int64(window)
 	from = mid - int64(window)
-	for i := range spans {
-		s := &spans[i]
+	for _, s := range spans {
 		t := s.Start
 		if s.TraceID != "" {
 			t = first[s.TraceID]

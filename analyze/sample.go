@@ -24,7 +24,7 @@ import (
 // the distinct strings, and the routing attributes (routingKeys) as
 // the index of their set, 104 bytes in all with one pointer (the ids) for
 // the collector to follow instead of eleven. The spans are built once the
-// read is over (Accum.Spans), at the sample's length.
+// read is over (Accum.Spans, Accum.Kept), at the sample's length.
 
 // sampleRow is one span of the sample (see sampleRows.span).
 type sampleRow struct {

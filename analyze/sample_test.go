@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -144,5 +145,98 @@ func TestOrderedReadsIsWhatTheSampleKeeps(t *testing.T) {
 		if kept[k] != a.OrderedReads(k) {
 			t.Errorf("%s: kept %v, OrderedReads %v", k, kept[k], a.OrderedReads(k))
 		}
+	}
+}
+
+// The sample built in pieces (Kept: what a read's report runs on, see
+// build) is the sample built in one array (Spans): the same spans in the
+// same order, laid out in pieces of sampleChunk; the same requests
+// assembled from them and the same report; the same sample after traces
+// are dropped from it, and after spans are added to it again (thaw).
+func TestSampleInPieces(t *testing.T) {
+	for _, c := range []struct{ sample, n int }{
+		{1 << 20, 3*sampleChunk + 100}, // all kept
+		{2000, 20000},                  // sampled: a level above 0
+		{1 << 20, sampleChunk},         // one piece, full
+		{1 << 20, 1},
+		{1 << 20, 0},
+	} {
+		name := fmt.Sprintf("%d of %d", c.sample, c.n)
+		pieces, whole := NewAccum(c.sample), NewAccum(c.sample)
+		buf := make([]byte, 256)
+		add := func(from, to int) {
+			for i := from; i < to; i++ {
+				for _, a := range []*Accum{pieces, whole} {
+					sp := sampleSpan(i, buf)
+					a.Add(&sp)
+				}
+			}
+		}
+		same := func(when string) {
+			t.Helper()
+			got, want := pieces.Kept(), whole.Spans()
+			if len(got) != len(want) || pieces.held() != len(want) {
+				t.Fatalf("%s, %s: %d spans (held %d), want %d", name, when, len(got), pieces.held(), len(want))
+			}
+			for i := range got {
+				if !reflect.DeepEqual(*got[i], want[i]) {
+					t.Fatalf("%s, %s: span %d\n got %+v\nwant %+v", name, when, i, *got[i], want[i])
+				}
+			}
+		}
+		add(0, c.n)
+		got := pieces.Kept()
+		same("read")
+		if pieces.spans != nil {
+			t.Fatalf("%s: Kept built one array", name)
+		}
+		size := unsafe.Sizeof(span.Span{})
+		for i := 1; i < len(got); i++ {
+			next := uintptr(unsafe.Pointer(got[i-1]))+size == uintptr(unsafe.Pointer(got[i]))
+			if i%sampleChunk != 0 && !next {
+				t.Fatalf("%s: span %d is not next to span %d: pieces are not of %d spans", name, i, i-1, sampleChunk)
+			}
+		}
+
+		// The report on the pieces is the report on one array.
+		reqs, probs := span.AssemblePointers(got)
+		rep := pieces.Measure(reqs, probs, Options{})
+		WhereTailComesFrom(rep, reqs)
+		MapEndpoints(rep, reqs)
+		pieces.Complete(rep, reqs)
+		a, err1 := json.Marshal(rep)
+		b, err2 := json.Marshal(measured(whole, Options{}))
+		if err1 != nil || err2 != nil || string(a) != string(b) {
+			t.Fatalf("%s: the report on the pieces differs from the report on one array (%v %v)\n%s\n%s", name, err1, err2, a, b)
+		}
+
+		// Dropping traces, then adding spans again.
+		keep := func(i int) bool { return i%4 != 1 }
+		pieces.keepSample(keep)
+		whole.keepSample(keep)
+		same("dropped")
+		add(c.n, c.n+500)
+		same("added after")
+	}
+}
+
+// Spans asked for after Sample are its spans, copied into one array.
+func TestSpansAfterSample(t *testing.T) {
+	a := NewAccum(1 << 20)
+	buf := make([]byte, 256)
+	for i := range 2*sampleChunk + 3 {
+		sp := sampleSpan(i, buf)
+		a.Add(&sp)
+	}
+	ptrs := a.Kept()
+	want := make([]span.Span, len(ptrs))
+	for i, p := range ptrs {
+		want[i] = *p
+	}
+	if got := a.Spans(); !reflect.DeepEqual(got, want) {
+		t.Fatal("Spans after Kept are not its spans")
+	}
+	if got := a.Kept(); len(got) != len(want) || got[0] != &a.Spans()[0] {
+		t.Fatal("Kept after Spans does not point into Spans")
 	}
 }

@@ -206,7 +206,7 @@ func TestSplitByTime(t *testing.T) {
 		spans = append(spans, span.Span{TraceID: id, SpanID: "a", Hop: "x", Start: t0, Duration: sec / 2},
 			span.Span{TraceID: id, SpanID: "b", ParentID: "a", Hop: "y", Start: t0 + 1, Duration: sec / 4})
 	}
-	before, after, from, mid, to := SplitByTime(spans, 10*time.Second)
+	before, after, from, mid, to := SplitByTime(spanPointers(spans), 10*time.Second)
 	if to != base+29*sec+sec/2 || mid != to-10*sec || from != mid-10*sec {
 		t.Errorf("bounds %d %d %d", from-base, mid-base, to-base)
 	}

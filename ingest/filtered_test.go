@@ -69,7 +69,7 @@ func TestFilteredNotSkipped(t *testing.T) {
 					continue // the recording fork keeps no spans to assemble
 				}
 				_, pr := span.Assemble(spans)
-				n, known := st.FilteredParents(spans)
+				n, known := st.FilteredParents(pointers(spans))
 				if !known || n != c.filteredPar || pr.Orphans-n != c.orphansBadOne {
 					t.Errorf("filtered parents %d (known %v), orphans %d: want %d and %d of bad data", n, known, pr.Orphans, c.filteredPar, c.orphansBadOne)
 				}
@@ -115,8 +115,17 @@ func TestFilteredParquet(t *testing.T) {
 		if st.Used != 3000 || st.Filtered != 3000 || st.FilteredByReason[record.ReasonHopFiltered] != 3000 || st.Skipped != 30 || len(st.Errors) != 20 {
 			t.Fatalf("fork %v: used %d filtered %d %v skipped %d", fork, st.Used, st.Filtered, st.FilteredByReason, st.Skipped)
 		}
-		if n, known := st.FilteredParents(spans); n != 3000 || !known {
+		if n, known := st.FilteredParents(pointers(spans)); n != 3000 || !known {
 			t.Errorf("fork %v: %d filtered parents", fork, n)
 		}
 	}
+}
+
+// pointers points at each of spans, in order.
+func pointers(spans []span.Span) []*span.Span {
+	out := make([]*span.Span, len(spans))
+	for i := range spans {
+		out[i] = &spans[i]
+	}
+	return out
 }

@@ -82,10 +82,14 @@ type Pushdown interface {
 // Logs are what a command works on.
 type Logs struct {
 	// Spans are the spans kept whole (every span, or a sample of whole
-	// traces); Requests and Problems are the trees built from them.
-	Spans    []span.Span
+	// traces), by pointer (a read's are built in pieces: see
+	// analyze.Accum.Kept); Requests and Problems are the trees built
+	// from them.
+	Spans    []*span.Span
 	Requests []*span.Request
 	Problems span.Problems
+	// flat are FromSpans' spans, which Spans points into.
+	flat []span.Span
 	// Stats are what the reader saw: files, counts, skips by reason.
 	Stats *ingest.Stats
 	acc   *analyze.Accum
@@ -105,23 +109,25 @@ func Read(paths []string, opt Options) (*Logs, error) {
 		return l, err
 	}
 	l.names = opt.Ingest.Names
-	l.Spans = l.acc.Spans()
 	collectAfterRead()
-	l.Requests, l.Problems = span.Assemble(l.Spans)
+	l.Spans = l.acc.Kept()
+	l.Requests, l.Problems = span.AssemblePointers(l.Spans)
 	return l, nil
 }
 
 // collectAfterRead runs a garbage collection between the read and the
-// report. The collector's goal for the heap is twice what was live at the
-// last collection, and the last one of a large read runs with the
-// reader's pages, batches and Parts still in flight: on a million flat
-// Parquet spans it found 47-74 MB live, against 32-41 MB once the read
-// is over, and the report (trees, replays) grew the heap towards twice
-// the former before the next collection. Collected here, the report's
-// goal is twice what it keeps. It costs a collection more (two, when the
-// lower goal brings one in the report), each marking only what the
-// report keeps, mostly pointer-free (digests, attempt times, the
-// sample's spans): 5-10 ms of CPU on that million.
+// report, before the sample's spans are built. The collector's goal for
+// the heap is twice what was live at the last collection, and the last
+// one of a large read runs with the reader's pages, batches and Parts
+// still in flight: on a million flat Parquet spans it found 47-74 MB
+// live, against 32-41 MB once the read is over, and the report (trees,
+// replays) grew the heap towards twice the former before the next
+// collection. Collected here, the report's goal is twice what it keeps,
+// and the read's memory is free for the sample's spans, which are built
+// in pieces to fit in it (analyze.Accum.Kept). It costs a collection
+// more (two, when the lower goal brings one in the report), each marking
+// only what the report keeps, mostly pointer-free (digests, attempt
+// times, the sample's rows): 5-10 ms of CPU on that million.
 func collectAfterRead() { runtime.GC() }
 
 // Summarize reads paths (logs and summaries, as Read) into the summary of
@@ -399,7 +405,10 @@ func readLogsOnce(paths []string, opt Options, head bool) (*Logs, error) {
 // FromSpans makes Logs of spans already in memory, all kept whole (the
 // embedded sample, tests), with st what was read to get them.
 func FromSpans(spans []span.Span, st *ingest.Stats) *Logs {
-	l := &Logs{Spans: spans, Stats: st}
+	l := &Logs{Spans: make([]*span.Span, len(spans)), Stats: st, flat: spans}
+	for i := range spans {
+		l.Spans[i] = &spans[i]
+	}
 	l.Requests, l.Problems = span.Assemble(spans)
 	return l
 }
@@ -418,7 +427,7 @@ func (l *Logs) Recommend(opt analyze.Options) (*analyze.Report, *policy.Policy) 
 	var rep *analyze.Report
 	var p *policy.Policy
 	if l.acc == nil {
-		rep, p = recommend.Run(l.Spans, l.Requests, l.Problems, opt)
+		rep, p = recommend.Run(l.flat, l.Requests, l.Problems, opt)
 	} else {
 		rep, p = recommend.RunAccum(l.acc, l.Requests, l.Problems, opt)
 	}

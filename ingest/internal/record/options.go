@@ -284,18 +284,17 @@ func (st *Stats) finish() {
 // it out: orphans the filters made, not a sign of bad data. known is
 // false when more spans were filtered than are remembered (see idSet):
 // the count is then a lower bound.
-func (st *Stats) FilteredParents(spans []span.Span) (n int, known bool) {
+func (st *Stats) FilteredParents(spans []*span.Span) (n int, known bool) {
 	if st.Filtered == 0 {
 		return 0, true
 	}
 	present := make(map[uint64]struct{}, len(spans))
-	for i := range spans {
-		if spans[i].SpanID != "" {
-			present[SpanKey(spans[i].TraceID, spans[i].SpanID)] = struct{}{}
+	for _, s := range spans {
+		if s.SpanID != "" {
+			present[SpanKey(s.TraceID, s.SpanID)] = struct{}{}
 		}
 	}
-	for i := range spans {
-		s := &spans[i]
+	for _, s := range spans {
 		if s.ParentID == "" || s.ParentID == s.SpanID {
 			continue
 		}
