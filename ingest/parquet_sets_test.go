@@ -14,28 +14,12 @@ import (
 	"github.com/tailscope/tailscope/span"
 )
 
-// setRow is the flat schema with the attribute columns the fast rows can
-// give as shared lists (dictionaries, plain integers), one with a distinct
-// value a row (a start again, plain), and one dictionary with a distinct
-// value a row (a request id) in some files only.
+// setRow is the flat schema (exportRow) with the attribute columns the
+// fast rows can give as shared lists (dictionaries, plain integers), one
+// with a distinct value a row (a start again, plain), and one dictionary
+// with a distinct value a row (a request id) in some files only.
 type setRow struct {
-	TraceID   string   `parquet:"trace_id,optional"`
-	SpanID    string   `parquet:"span_id,optional"`
-	ParentID  string   `parquet:"parent_id,optional"`
-	Service   string   `parquet:"service,optional,dict"`
-	Name      string   `parquet:"name,optional,dict"`
-	Kind      string   `parquet:"kind,optional,dict"`
-	Hop       string   `parquet:"hop,optional,dict"`
-	Start     *int64   `parquet:"start,optional"`
-	Dur       *int64   `parquet:"duration_ns,optional"`
-	Status    string   `parquet:"status,optional,dict"`
-	Timeout   *bool    `parquet:"timeout,optional"`
-	Code      *int32   `parquet:"code,optional"`
-	Attempt   *int32   `parquet:"attempt,optional"`
-	TimeoutMs *float64 `parquet:"timeout_ms,optional"`
-	Weight    *float64 `parquet:"weight,optional"`
-	Peer      string   `parquet:"peer,optional,dict"`
-	CodeText  string   `parquet:"code_text,optional,dict"`
+	exportRow // parquet-go flattens it into the first columns
 
 	StartNs int64  `parquet:"start_unix_nano"`
 	Route   string `parquet:"http.route,optional,dict"`
@@ -72,9 +56,7 @@ func setRows(n int, seed uint64, reqIDs bool) []setRow {
 	rows := make([]setRow, n)
 	for i, e := range exportRows(n, seed) {
 		w := &rows[i]
-		w.TraceID, w.SpanID, w.ParentID, w.Service, w.Name, w.Kind, w.Hop = e.TraceID, e.SpanID, e.ParentID, e.Service, e.Name, e.Kind, e.Hop
-		w.Start, w.Dur, w.Status, w.Timeout, w.Code, w.Attempt = e.Start, e.Dur, e.Status, e.Timeout, e.Code, e.Attempt
-		w.TimeoutMs, w.Weight, w.Peer, w.CodeText = e.TimeoutMs, e.Weight, e.Peer, e.CodeText
+		w.exportRow = e
 		if i < 1000 || i >= 1200 {
 			start, dur := int64(1_767_225_600_000_000_000+i*1000), int64(1000+i%977*1000)
 			w.Start, w.Dur, w.Status, w.CodeText = &start, &dur, []string{"ok", "error", "unset"}[i%3], ""
