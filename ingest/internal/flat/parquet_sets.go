@@ -234,27 +234,11 @@ func (s *attrSets) pause() {
 func (s *attrSets) plan(w *pqWorker) bool {
 	same := true
 	for k, j := range s.cols {
-		c := &w.curs[j]
-		var r uint64
-		switch {
-		case w.unread[j]:
-			r = 1 // no row reads it (parquet_unread.go)
-		case c.dict != nil:
-			r = uint64(len(c.strs)) + 1
-		case c.kind == parquet.Int32 || c.kind == parquet.Int64:
-			r = uint64(len(c.held)) + 1
-		default:
-			// A plain page of another kind: its values are written in
-			// the batch's text. Only when no row reads it.
-			if b, _, every := w.skipBits(j); b == 0 || b&every == 0 {
-				return false
-			}
-			r = 1
+		d, r, ok := radixOf(w, j)
+		if !ok {
+			return false
 		}
-		if w.unread[j] {
-			c = nil
-		}
-		if c.dictOrNil() != s.dicts[k] || r != s.radix[k] {
+		if d != s.dicts[k] || r != s.radix[k] {
 			same = false
 		}
 	}
@@ -263,27 +247,16 @@ func (s *attrSets) plan(w *pqWorker) bool {
 	}
 	stride := uint64(1)
 	for k, j := range s.cols {
-		c := &w.curs[j]
-		var r uint64
-		switch {
-		case w.unread[j]:
-			r, c = 1, nil
-		case c.dict != nil:
-			r = uint64(len(c.strs)) + 1
-		case c.kind == parquet.Int32 || c.kind == parquet.Int64:
-			r = uint64(len(c.held)) + 1
-		default:
-			r = 1
-		}
+		d, r, _ := radixOf(w, j)
 		if stride > setsMaxRadix/r {
 			s.dicts[k] = nil // planned again next batch
 			s.radix[k] = 0
 			return false
 		}
-		s.dicts[k], s.radix[k], s.stride[k] = c.dictOrNil(), r, stride
+		s.dicts[k], s.radix[k], s.stride[k] = d, r, stride
 		t := s.terms[k][:0]
-		if c != nil && c.dict != nil {
-			for x, op := range c.ops {
+		if d != nil {
+			for x, op := range w.curs[j].ops {
 				v := uint64(0)
 				if op == opAttr {
 					v = uint64(x+1) * stride
@@ -298,6 +271,26 @@ func (s *attrSets) plan(w *pqWorker) bool {
 	clear(s.tab)
 	s.used = 0
 	return true
+}
+
+// radixOf is attribute column j's dictionary (nil for none, or when the
+// column is unread) and its radix in the batch's codes: its entries, or
+// held integers, and "none"; false when a row reads a plain column of
+// another kind, whose values are written in the batch's text.
+func radixOf(w *pqWorker, j int) (parquet.Dictionary, uint64, bool) {
+	c := &w.curs[j]
+	switch {
+	case w.unread[j]:
+		return nil, 1, true // no row reads it (parquet_unread.go)
+	case c.dict != nil:
+		return c.dict, uint64(len(c.strs)) + 1, true
+	case c.kind == parquet.Int32 || c.kind == parquet.Int64:
+		return nil, uint64(len(c.held)) + 1, true
+	}
+	if b, _, every := w.skipBits(j); b == 0 || b&every == 0 {
+		return nil, 0, false
+	}
+	return nil, 1, true // every row leaves it off
 }
 
 // ints adds integer column j's terms (attribute column k) to the codes
@@ -402,14 +395,6 @@ func (s *attrSets) intern(l []span.Attr) []span.Attr {
 		s.byText[h] = n
 	}
 	return n
-}
-
-// dictOrNil is c's dictionary, nil for a nil c.
-func (c *pqCursor) dictOrNil() parquet.Dictionary {
-	if c == nil {
-		return nil
-	}
-	return c.dict
 }
 
 // sameList reports whether a and b hold the same strings (by address).
