@@ -1,6 +1,8 @@
 package flat
 
 import (
+	"sync/atomic"
+
 	"github.com/parquet-go/parquet-go"
 	"github.com/tailscope/tailscope/ingest/internal/record"
 )
@@ -70,9 +72,21 @@ func (w *pqWorker) planUnread(in *record.Interner) {
 			w.curs[j].close()
 			w.unread[j] = true
 			w.nunread++
+			unreadChunks.Add(1)
 		}
 	}
 }
+
+// unreadChunks counts the column chunks planUnread left closed, over the
+// process. Nothing a Branch or Ordered reads shows whether a column was
+// read (that is the point), so a test that must know the columns were
+// left unread asks UnreadChunks.
+var unreadChunks atomic.Int64
+
+// UnreadChunks is how many column chunks the Parquet reader has left
+// unread (closed for the rest of a row group, or until a row reopened
+// them) since the process started.
+func UnreadChunks() int64 { return unreadChunks.Load() }
 
 // hopless reports whether one of the next m rows of the hop column has
 // no hop of the dictionary (null, blank, or a plain page): its Take may

@@ -61,12 +61,15 @@ type AttrIgnorer interface {
 
 // OrderedKeys is a Fork whose Ordered reads only some attribute keys of
 // the spans it is given (the analysis's trace sample keeps only those
-// that map a hop to its endpoint). With it, a reader may also leave off
-// a span that goes on to Ordered an attribute whose key OrderedReads
-// rejects, when the span's hop is one its Branch ignores that key on
-// (AttrIgnorer): so a column that every hop of a stretch ignores need
-// not be read at all there. Nothing either reads changes: Take still
-// sees every value it does not ignore, a span whose hop is derived
+// that map a hop to its endpoint). With it, a reader may leave off a
+// span that goes on to Ordered, once its Branch's Take is done with it,
+// every attribute whose key OrderedReads rejects: a reader that holds
+// such spans until Ordered's turn (the Parquet reader's chunks) holds
+// only what Ordered reads. And it may leave such an attribute off a span
+// before Take too, when the span's hop is one its Branch ignores that
+// key on (AttrIgnorer): so a column that every hop of a stretch ignores
+// need not be read at all there. Nothing either reads changes: Take
+// still sees every value it does not ignore, a span whose hop is derived
 // (none in its hop column) every value, and Ordered every value of the
 // keys it reads.
 type OrderedKeys interface {
