@@ -50,13 +50,16 @@ const pqChunkRows = 2048
 // Fork a chunk holds the spans given back to Ordered, a row in 8 at the
 // trace sample's level on a file of a million spans: three chunks were
 // some 60,000 rows of a 262,144-row group, and the read kept 1.3 of 2
-// cores busy. Eight keep both: at 1M spans wall 0.307 → 0.272 s plain
-// and 0.427 → 0.401 s with 7 attribute columns (medians of 8 pairs),
-// peak RSS 1–1.5 MB more, as orderedAttrs left the chunks lighter and
-// chunks are made only when needed (chunk); sixteen cost 10–20 MB more
-// for little more. Past a few million spans a chunk covers a row group,
-// and a worker seldom has more than two.
-const pqChunksPerWorker = 8
+// cores busy. Six: at 1M spans wall 0.315 → 0.295 s plain and 0.441 →
+// 0.407 s with 7 attribute columns (medians of 12 pairs), peak RSS
+// 0.6–1.7 MB more at the median and 4 MB at the worst of 20 runs, as
+// orderedAttrs left the chunks lighter and chunks are made only when
+// needed (chunk). Eight read a little faster still but reached 6 MB more
+// in the worst runs, and sixteen 10–20 MB more: where a run's peak is
+// within a few MB of DuckDB's (the wide file at 1M spans), memory is the
+// bound. Past a few million spans a chunk covers a row group, and a
+// worker seldom has more than two.
+const pqChunksPerWorker = 6
 
 // pqChunk is a run of consecutive rows of one row group, decoded.
 type pqChunk struct {
